@@ -1,0 +1,124 @@
+// Package errcode defines the stable error codes of the control plane and
+// one sentinel error per code. Every layer wraps errors with context
+// (fmt.Errorf("broker: upstream %s: %w", key, err)); the code survives the
+// wrapping and is what reaches the wire, the CLI's --json output and MCP
+// tool results.
+package errcode
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, wire-visible error code.
+type Code string
+
+// The codes of DESIGN §8. They never change meaning once shipped.
+const (
+	UnknownHarness      Code = "unknown_harness"
+	NotPermitted        Code = "not_permitted"
+	UnknownTool         Code = "unknown_tool"
+	UnknownNamespace    Code = "unknown_namespace"
+	UpstreamUnavailable Code = "upstream_unavailable"
+	InvalidArgument     Code = "invalid_argument"
+	ConfigInvalid       Code = "config_invalid"
+	NotAJob             Code = "not_a_job"
+	DaemonUnavailable   Code = "daemon_unavailable"
+	VersionMismatch     Code = "version_mismatch"
+	Internal            Code = "internal"
+)
+
+// Sentinel is the error type behind every sentinel below. Compare with
+// errors.Is against the package variables, never by message.
+type Sentinel struct{ code Code }
+
+func (s *Sentinel) Error() string { return string(s.code) }
+
+// Code returns the wire code of the sentinel.
+func (s *Sentinel) Code() Code { return s.code }
+
+// One sentinel per wire code.
+var (
+	ErrUnknownHarness      = &Sentinel{UnknownHarness}
+	ErrNotPermitted        = &Sentinel{NotPermitted}
+	ErrUnknownTool         = &Sentinel{UnknownTool}
+	ErrUnknownNamespace    = &Sentinel{UnknownNamespace}
+	ErrUpstreamUnavailable = &Sentinel{UpstreamUnavailable}
+	ErrInvalidArgument     = &Sentinel{InvalidArgument}
+	ErrConfigInvalid       = &Sentinel{ConfigInvalid}
+	ErrNotAJob             = &Sentinel{NotAJob}
+	ErrDaemonUnavailable   = &Sentinel{DaemonUnavailable}
+	ErrVersionMismatch     = &Sentinel{VersionMismatch}
+	ErrInternal            = &Sentinel{Internal}
+)
+
+var byCode = map[Code]*Sentinel{}
+
+func init() {
+	for _, s := range []*Sentinel{
+		ErrUnknownHarness, ErrNotPermitted, ErrUnknownTool, ErrUnknownNamespace,
+		ErrUpstreamUnavailable, ErrInvalidArgument, ErrConfigInvalid, ErrNotAJob,
+		ErrDaemonUnavailable, ErrVersionMismatch, ErrInternal,
+	} {
+		byCode[s.code] = s
+	}
+}
+
+// Sentinel returns the sentinel for a code; unknown codes map to ErrInternal.
+func SentinelFor(c Code) *Sentinel {
+	if s, ok := byCode[c]; ok {
+		return s
+	}
+	return ErrInternal
+}
+
+// Of returns the code carried by err, or Internal when err carries none.
+// A nil error has no code and returns "".
+func Of(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var s *Sentinel
+	if errors.As(err, &s) {
+		return s.code
+	}
+	var r *Remote
+	if errors.As(err, &r) {
+		return r.Code
+	}
+	return Internal
+}
+
+// Errorf wraps the sentinel of code c with a formatted message:
+// Errorf(UnknownHarness, "harness %q", name) reads
+// `harness "x": unknown_harness` and errors.Is it ErrUnknownHarness.
+func Errorf(c Code, format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), SentinelFor(c))
+}
+
+// Remote is an error received from the other end of the wire: the code and
+// message as the daemon sent them. It errors.Is the sentinel of its code.
+type Remote struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+}
+
+func (r *Remote) Error() string { return r.Message }
+
+// Is makes errors.Is(remote, ErrX) true when the codes match.
+func (r *Remote) Is(target error) bool {
+	s, ok := target.(*Sentinel)
+	return ok && s.code == r.Code
+}
+
+// Body is the JSON shape of an error on the wire, in --json output and in
+// MCP error results: {"code": ..., "message": ...}.
+type Body struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+}
+
+// BodyOf renders err for the wire.
+func BodyOf(err error) Body {
+	return Body{Code: Of(err), Message: err.Error()}
+}
