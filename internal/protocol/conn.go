@@ -1,0 +1,319 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/harness-dev/harness/internal/errcode"
+)
+
+var connIDs atomic.Uint64
+
+// conn is one accepted connection. Its read loop is the only reader; every
+// write goes through write, under wmu, so frames never interleave.
+type conn struct {
+	s     *Server
+	nc    net.Conn
+	id    uint64
+	hello Hello // set by the handshake, read-only afterwards
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	wmu       sync.Mutex
+	closeOnce sync.Once
+
+	subscribed bool       // read-loop goroutine only
+	events     chan Event // set before the conn joins s.subs
+	dropped    atomic.Uint64
+
+	workers sync.WaitGroup // request goroutines and the event writer
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &conn{s: s, nc: nc, id: connIDs.Add(1), ctx: ctx, cancel: cancel}
+}
+
+// close is idempotent and safe from any goroutine (Shutdown included).
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		if err := c.nc.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			c.s.logger().Debug("protocol: close connection", "conn", c.id, "err", err)
+		}
+	})
+}
+
+func (c *conn) serve() {
+	defer c.s.forget(c)
+	defer c.close()
+	log := c.s.logger()
+
+	hello, ok := c.handshake()
+	if !ok {
+		return
+	}
+	c.hello = hello
+	log.Debug("protocol: connection accepted", "conn", c.id, "mode", hello.Mode, "client", hello.Client)
+	ctx := WithHello(c.ctx, hello)
+
+	if hello.Mode == ModeMCP {
+		c.serveMCP(ctx)
+		return
+	}
+	c.readLoop(ctx)
+	// Workers write to nc, so wait for them before the deferred close
+	// makes their last answers fail; they stop early when ctx is cancelled.
+	c.cancel()
+	c.workers.Wait()
+}
+
+// handshake reads the Hello straight from the socket, without a bufio
+// layer: in MCP mode the bytes after the Hello belong to the handler, and
+// none of them may be stranded in a buffer we drop.
+func (c *conn) handshake() (Hello, bool) {
+	var h Hello
+	timeout := orDefault(c.s.HandshakeTimeout, DefaultHandshakeTimeout)
+	if err := c.nc.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		c.s.logger().Debug("protocol: set handshake deadline", "conn", c.id, "err", err)
+		return h, false
+	}
+	t, payload, err := ReadFrame(c.nc, c.s.maxFrame())
+	if err != nil {
+		c.frameError("handshake", err)
+		return h, false
+	}
+	if t != FrameHello {
+		c.reject(errcode.InvalidArgument, fmt.Sprintf("first frame must be hello, got %s", t))
+		return h, false
+	}
+	if err := json.Unmarshal(payload, &h); err != nil {
+		c.reject(errcode.InvalidArgument, fmt.Sprintf("bad hello JSON: %v", err))
+		return h, false
+	}
+	if err := CheckVersion(h.Proto); err != nil {
+		c.reject(errcode.VersionMismatch, err.Error())
+		return h, false
+	}
+	if h.Mode != ModeControl && h.Mode != ModeMCP {
+		c.reject(errcode.InvalidArgument, fmt.Sprintf("hello mode %q: want %q or %q", h.Mode, ModeControl, ModeMCP))
+		return h, false
+	}
+	if err := c.nc.SetReadDeadline(time.Time{}); err != nil {
+		c.s.logger().Debug("protocol: clear handshake deadline", "conn", c.id, "err", err)
+		return h, false
+	}
+	w, err := json.Marshal(Welcome{Proto: Version, Version: c.s.Version, PID: pid})
+	if err != nil {
+		c.s.logger().Error("protocol: encode welcome", "err", err)
+		return h, false
+	}
+	if err := c.write(FrameWelcome, w); err != nil {
+		return h, false
+	}
+	return h, true
+}
+
+func (c *conn) serveMCP(ctx context.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.logger().Error("protocol: MCP handler panicked", "conn", c.id,
+				"client", c.hello.Client, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	c.s.Handler.ServeMCP(ctx, c.nc, c.hello)
+}
+
+func (c *conn) readLoop(ctx context.Context) {
+	br := bufio.NewReader(c.nc)
+	sem := make(chan struct{}, MaxInFlight)
+	for {
+		t, payload, err := ReadFrame(br, c.s.maxFrame())
+		if err != nil {
+			c.frameError("read", err)
+			return
+		}
+		if t != FrameRequest {
+			c.reject(errcode.InvalidArgument, fmt.Sprintf("unexpected %s frame in control mode", t))
+			return
+		}
+		var req Request
+		if err := json.Unmarshal(payload, &req); err != nil {
+			c.reject(errcode.InvalidArgument, fmt.Sprintf("bad request JSON: %v", err))
+			return
+		}
+		if len(req.Args) == 0 || string(req.Args) == "null" {
+			req.Args = json.RawMessage("{}")
+		}
+		switch {
+		case req.Op == "":
+			c.respond(req, nil, errcode.Errorf(errcode.InvalidArgument, "request %d: op is required", req.ID))
+			continue
+		case req.Op == OpSubscribe:
+			c.startEvents(ctx)
+			c.respond(req, struct{}{}, nil)
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		c.workers.Add(1)
+		go func() {
+			defer c.workers.Done()
+			defer func() { <-sem }()
+			res, err := c.call(ctx, req)
+			c.respond(req, res, err)
+		}()
+	}
+}
+
+// call runs the handler, turning a panic into an internal error so one bad
+// op cannot take the daemon down.
+func (c *conn) call(ctx context.Context, req Request) (res any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.logger().Error("protocol: handler panicked", "conn", c.id, "op", req.Op,
+				"panic", r, "stack", string(debug.Stack()))
+			res, err = nil, errcode.Errorf(errcode.Internal, "op %s: handler panicked: %v", req.Op, r)
+		}
+	}()
+	return c.s.Handler.Call(ctx, req.Op, req.Args)
+}
+
+func (c *conn) respond(req Request, res any, err error) {
+	resp := Response{ID: req.ID}
+	if err == nil {
+		raw, merr := json.Marshal(res)
+		if merr != nil {
+			err = errcode.Errorf(errcode.Internal, "op %s: encode result: %v", req.Op, merr)
+		} else {
+			resp.Result = raw
+		}
+	}
+	if err != nil {
+		c.s.logger().Debug("protocol: request failed", "conn", c.id, "op", req.Op, "err", err)
+		body := errcode.BodyOf(err)
+		resp.Result, resp.Error = nil, &body
+	}
+	payload, merr := json.Marshal(resp)
+	if merr != nil {
+		c.s.logger().Error("protocol: encode response", "op", req.Op, "err", merr)
+		return
+	}
+	if len(payload)+1 > c.s.maxFrame() {
+		// The client would reject the frame and lose the connection; answer
+		// this one request with an error instead.
+		body := errcode.BodyOf(errcode.Errorf(errcode.Internal,
+			"op %s: result of %d bytes exceeds the %d-byte frame limit", req.Op, len(payload), c.s.maxFrame()))
+		payload, merr = json.Marshal(Response{ID: req.ID, Error: &body})
+		if merr != nil {
+			c.s.logger().Error("protocol: encode response", "op", req.Op, "err", merr)
+			return
+		}
+	}
+	if err := c.write(FrameResponse, payload); err != nil {
+		c.s.logger().Debug("protocol: response not delivered", "conn", c.id, "op", req.Op, "err", err)
+	}
+}
+
+// startEvents registers the connection as a subscriber before the
+// subscribe op is answered, so every event published after the client
+// sees the answer reaches it.
+func (c *conn) startEvents(ctx context.Context) {
+	if c.subscribed {
+		return
+	}
+	c.subscribed = true
+	c.events = make(chan Event, orDefault(c.s.EventBuffer, DefaultEventBuffer))
+	c.s.subscribe(c)
+	c.workers.Add(1)
+	go func() {
+		defer c.workers.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-c.events:
+				payload, err := json.Marshal(ev)
+				if err != nil {
+					c.s.logger().Error("protocol: encode event", "kind", ev.Kind, "err", err)
+					continue
+				}
+				if err := c.write(FrameEvent, payload); err != nil {
+					c.s.logger().Debug("protocol: event not delivered", "conn", c.id, "err", err)
+					return
+				}
+			}
+		}
+	}()
+}
+
+// write sends one frame. A failed or timed-out write may have left half a
+// frame on the wire, so the connection is closed rather than reused.
+func (c *conn) write(t FrameType, payload []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	timeout := orDefault(c.s.WriteTimeout, DefaultWriteTimeout)
+	if err := c.nc.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+		c.close()
+		return fmt.Errorf("conn %d: set write deadline: %w", c.id, err)
+	}
+	if err := WriteFrame(c.nc, t, payload); err != nil {
+		c.close()
+		return fmt.Errorf("conn %d: %w", c.id, err)
+	}
+	return nil
+}
+
+// reject answers a protocol violation with an Error frame; the caller then
+// returns and the connection closes.
+func (c *conn) reject(code errcode.Code, msg string) {
+	c.s.logger().Info("protocol: rejecting connection", "conn", c.id, "client", c.hello.Client,
+		"code", code, "reason", msg)
+	payload, err := json.Marshal(errcode.Body{Code: code, Message: msg})
+	if err != nil {
+		c.s.logger().Error("protocol: encode error frame", "err", err)
+		return
+	}
+	if err := c.write(FrameError, payload); err != nil {
+		c.s.logger().Debug("protocol: error frame not delivered", "conn", c.id, "err", err)
+	}
+}
+
+// frameError sorts a read failure: a bad frame is answered, a closed or
+// vanished peer is not.
+func (c *conn) frameError(stage string, err error) {
+	switch {
+	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrMalformed):
+		c.reject(errcode.InvalidArgument, err.Error())
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
+		// Normal end of a connection.
+	default:
+		c.s.logger().Debug("protocol: connection read failed", "conn", c.id, "stage", stage, "err", err)
+	}
+}
+
+// isTemporaryAccept reports accept errors worth retrying: resource
+// exhaustion and a peer that gave up before we accepted.
+func isTemporaryAccept(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS,
+		syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

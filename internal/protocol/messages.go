@@ -1,0 +1,136 @@
+package protocol
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/harness-dev/harness/internal/errcode"
+)
+
+// Version is the protocol version this build speaks, "major.minor". Peers
+// must agree on the major; a minor bump only adds optional fields or ops.
+const Version = "1.0"
+
+// Connection modes carried in Hello.Mode.
+const (
+	ModeControl = "control" // framed requests, responses and events
+	ModeMCP     = "mcp"     // after the welcome, a raw newline-delimited JSON-RPC stream
+)
+
+// OpSubscribe is the one op the server answers itself: it turns on Event
+// frames for the connection.
+const OpSubscribe = "subscribe"
+
+// Hello is the client's first frame.
+type Hello struct {
+	Proto        string `json:"proto"`
+	Mode         string `json:"mode"`
+	Client       string `json:"client,omitempty"`
+	Token        string `json:"token,omitempty"`
+	AllowControl bool   `json:"allow_control,omitempty"`
+}
+
+// Welcome is the daemon's answer to an accepted Hello.
+type Welcome struct {
+	Proto   string `json:"proto"`
+	Version string `json:"version"`
+	PID     int    `json:"pid"`
+}
+
+// Request is a control call. Args is always a JSON object by the time a
+// Handler sees it ({} when the client sent none).
+type Request struct {
+	ID   uint64          `json:"id"`
+	Op   string          `json:"op"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// Response answers the Request with the same ID: exactly one of Result and
+// Error is set.
+type Response struct {
+	ID     uint64          `json:"id"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *errcode.Body   `json:"error,omitempty"`
+}
+
+// Event kinds.
+const (
+	EventState    = "state"
+	EventExit     = "exit"
+	EventFlapping = "flapping"
+	EventReload   = "reload"
+)
+
+// Event is pushed to subscribed connections: a unit changed state, a run
+// exited, a unit is crash-looping, or the config was reloaded.
+type Event struct {
+	Kind     string    `json:"kind"`
+	Unit     string    `json:"unit,omitempty"`
+	State    string    `json:"state,omitempty"`
+	RunID    uint64    `json:"run_id,omitempty"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Signal   string    `json:"signal,omitempty"`
+	Message  string    `json:"message,omitempty"`
+	Time     time.Time `json:"time,omitzero"`
+}
+
+// Major returns the major number of a "major.minor" version string.
+func Major(v string) (int, error) {
+	maj, minor, ok := strings.Cut(v, ".")
+	if !ok {
+		return 0, fmt.Errorf("protocol version %q: want major.minor", v)
+	}
+	n, err := strconv.Atoi(maj)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("protocol version %q: bad major", v)
+	}
+	if _, err := strconv.Atoi(minor); err != nil {
+		return 0, fmt.Errorf("protocol version %q: bad minor", v)
+	}
+	return n, nil
+}
+
+// CheckVersion compares a peer's protocol version with ours. A different
+// (or unreadable) major is an error wrapping errcode.ErrVersionMismatch
+// whose text names both sides.
+func CheckVersion(peer string) error {
+	mine, err := Major(Version)
+	if err != nil {
+		return fmt.Errorf("own %w", err) // a broken build constant; tests catch it
+	}
+	theirs, err := Major(peer)
+	if err != nil || theirs != mine {
+		return &errcode.Remote{
+			Code:    errcode.VersionMismatch,
+			Message: fmt.Sprintf("daemon speaks protocol %d.x, client %s", mine, quoteIfOdd(peer)),
+		}
+	}
+	return nil
+}
+
+// quoteIfOdd keeps a sane version bare and quotes anything else, so an
+// empty or garbage version still reads clearly in the message.
+func quoteIfOdd(v string) string {
+	if _, err := Major(v); err == nil {
+		return v
+	}
+	return strconv.Quote(v)
+}
+
+type helloKey struct{}
+
+// WithHello returns ctx carrying the connection's Hello.
+func WithHello(ctx context.Context, h Hello) context.Context {
+	return context.WithValue(ctx, helloKey{}, h)
+}
+
+// HelloFrom returns the Hello of the connection a Handler.Call runs for, so
+// a handler can tell who asks (client name, token) without a wider API.
+func HelloFrom(ctx context.Context) (Hello, bool) {
+	h, ok := ctx.Value(helloKey{}).(Hello)
+	return h, ok
+}
