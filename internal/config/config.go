@@ -1,0 +1,273 @@
+// Package config loads harness.toml (DESIGN §4) into a validated *Config,
+// and project files (a project's own harness.toml) into a *Project.
+//
+// Every problem is reported, not just the first: the returned error joins
+// one *Error per problem in line order, each reading
+// `FILE:LINE: KEY: message` (for example
+// `harness.toml:14: mcp.broken: cmd is required`), and the whole error is
+// errors.Is errcode.ErrConfigInvalid. A file with any problem yields no
+// config, so a caller keeps its last good one.
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Defaults applied when a key is absent.
+const (
+	// DefaultRestartDelay is restart_delay for harnesses and upstreams.
+	DefaultRestartDelay = 1 * time.Second
+	// DefaultStopGrace is stop_grace: the wait between SIGTERM and SIGKILL.
+	DefaultStopGrace = 10 * time.Second
+)
+
+// Scope classes of MCP tools, the values of mcp_allow.
+const (
+	ClassRead  = "read"
+	ClassWrite = "write"
+)
+
+// Config is a validated global harness.toml.
+type Config struct {
+	Path      string               // file it came from ("" for an empty config)
+	Daemon    Daemon               // [daemon]
+	Harnesses map[string]*Harness  // [harness.NAME], by name
+	Order     []string             // harness names in file order
+	Profiles  map[string]*Profile  // [profile.NAME], by name
+	Upstreams map[string]*Upstream // [mcp.KEY] for KEY != "prompts", by key
+	Prompts   Prompts              // [mcp.prompts]
+}
+
+// Daemon is the [daemon] table.
+type Daemon struct {
+	// WatchConfig (watch_config, default false) reloads when the file changes.
+	WatchConfig bool
+	// MCPHTTP (mcp_http, default "" = off) is the loopback host:port of the
+	// Streamable HTTP endpoint; only 127.0.0.0/8, ::1 and localhost pass.
+	MCPHTTP string
+	// MCPHTTPOperatorAllow (mcp_http_operator_allow, default ["read"]) is
+	// what the operator token may call over HTTP: "read" and/or "write".
+	MCPHTTPOperatorAllow []string
+}
+
+// RestartPolicy says whether a unit is restarted after it exits.
+type RestartPolicy string
+
+// The four restart policies.
+const (
+	RestartAlways        RestartPolicy = "always"
+	RestartUnlessStopped RestartPolicy = "unless-stopped"
+	RestartOnFailure     RestartPolicy = "on-failure"
+	RestartNo            RestartPolicy = "no"
+)
+
+// Valid reports whether r is one of the four policies.
+func (r RestartPolicy) Valid() bool {
+	switch r {
+	case RestartAlways, RestartUnlessStopped, RestartOnFailure, RestartNo:
+		return true
+	}
+	return false
+}
+
+// Harness is one [harness.NAME] table, with defaults applied:
+// Restart "always" without a schedule and "no" with one; RestartDelay 1s;
+// StopGrace 10s; Enabled false; MCPAllow ["read"]. Workdir, EnvFile have
+// a leading "~" expanded to $HOME.
+type Harness struct {
+	Name              string
+	Cmd               string // required, non-empty
+	Args              []string
+	Workdir           string
+	EnvFile           string
+	Env               map[string]string
+	Description       string
+	Enabled           bool // autostart intent
+	Restart           RestartPolicy
+	RestartDelay      time.Duration
+	StopGrace         time.Duration
+	MCPAllow          []string // subset of {"read", "write"}
+	Schedule          string   // cron.ParseStandard syntax; "" when none
+	HarvestTrajectory bool
+	Project           string // "" for global harnesses
+}
+
+// IsJob reports whether h is a job (DESIGN §7): it has a schedule or it is
+// not meant to be kept running (restart "no" or "on-failure").
+func (h *Harness) IsJob() bool {
+	return h.Schedule != "" || h.Restart == RestartNo || h.Restart == RestartOnFailure
+}
+
+// Profile is one [profile.NAME] table: a named set of harnesses.
+type Profile struct {
+	Name      string
+	Harnesses []string // every member exists and has no schedule
+	Autostart bool     // start the members at daemon start
+}
+
+// Upstream is one [mcp.KEY] table: a stdio MCP server, with the harness
+// defaults for RestartDelay (1s) and StopGrace (10s) and "~" expanded.
+type Upstream struct {
+	Key          string
+	Cmd          string // required, non-empty
+	Args         []string
+	Workdir      string
+	EnvFile      string
+	Env          map[string]string
+	RestartDelay time.Duration
+	StopGrace    time.Duration
+	Project      string // "" for global upstreams
+}
+
+// Prompts is the [mcp.prompts] table.
+type Prompts struct {
+	Paths []string // directories of prompt markdown, "~" expanded
+}
+
+// Allows reports whether the global harness named harness may call tools of
+// class ("read" or "write"): its mcp_allow contains the class. An unknown
+// harness is allowed nothing.
+func (c *Config) Allows(harness, class string) bool {
+	if c == nil {
+		return false
+	}
+	h, ok := c.Harnesses[harness]
+	return ok && slices.Contains(h.MCPAllow, class)
+}
+
+// Load reads and parses the config at path. A missing file is not an
+// error: it yields an empty Config whose Path is path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		cfg := empty()
+		cfg.Path = path
+		return cfg, nil
+	}
+	if err != nil {
+		return nil, &Error{File: displayName(path), Msg: err.Error(), err: err}
+	}
+	return Parse(path, data)
+}
+
+// Parse parses and validates data as the global config at path (path is
+// used for Config.Path and, by base name, in error messages).
+func Parse(path string, data []byte) (*Config, error) {
+	src, err := decode(path, data)
+	if err != nil {
+		return nil, err
+	}
+	cfg := empty()
+	cfg.Path = path
+	d := src.d
+	for _, k := range sortedKeys(src.raw) {
+		v := src.raw[k]
+		switch k {
+		case "daemon":
+			d.daemon(v, &cfg.Daemon)
+		case "harness":
+			for name, hv := range d.subtables([]string{k}, v) {
+				if h := d.harness(name, hv, ""); h != nil {
+					cfg.Harnesses[name] = h
+				}
+			}
+		case "mcp":
+			for key, uv := range d.subtables([]string{k}, v) {
+				if key == "prompts" {
+					d.prompts(uv, &cfg.Prompts)
+					continue
+				}
+				if u := d.upstream(key, uv, ""); u != nil {
+					cfg.Upstreams[key] = u
+				}
+			}
+		case "profile":
+			// Decoded below: membership checks need every harness.
+		default:
+			d.unknown([]string{k}, v)
+		}
+	}
+	if v, ok := src.raw["profile"]; ok {
+		for name, pv := range d.subtables([]string{"profile"}, v) {
+			if p := d.profile(name, pv, cfg.Harnesses); p != nil {
+				cfg.Profiles[name] = p
+			}
+		}
+	}
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	cfg.Order = src.harnessOrder(cfg.Harnesses)
+	return cfg, nil
+}
+
+func empty() *Config {
+	return &Config{
+		Daemon:    Daemon{MCPHTTPOperatorAllow: []string{ClassRead}},
+		Harnesses: map[string]*Harness{},
+		Order:     []string{},
+		Profiles:  map[string]*Profile{},
+		Upstreams: map[string]*Upstream{},
+	}
+}
+
+// source is a decoded TOML document with what validation needs.
+type source struct {
+	raw map[string]any
+	md  toml.MetaData
+	d   *decoder
+}
+
+// decode parses TOML; a syntax error comes back as an *Error with the
+// parser's line.
+func decode(path string, data []byte) (*source, error) {
+	file := displayName(path)
+	var raw map[string]any
+	md, err := toml.Decode(string(data), &raw)
+	if err != nil {
+		return nil, syntaxError(file, err)
+	}
+	if raw == nil {
+		raw = map[string]any{}
+	}
+	d := &decoder{problems: problems{file: file, pos: scanPositions(string(data))}}
+	return &source{raw: raw, md: md, d: d}, nil
+}
+
+// harnessOrder lists the names in harnesses in the order their tables
+// first appear in the file.
+func (s *source) harnessOrder(harnesses map[string]*Harness) []string {
+	order := make([]string, 0, len(harnesses))
+	seen := map[string]bool{}
+	for _, k := range s.md.Keys() {
+		if len(k) < 2 || k[0] != "harness" || seen[k[1]] {
+			continue
+		}
+		if _, ok := harnesses[k[1]]; ok {
+			seen[k[1]] = true
+			order = append(order, k[1])
+		}
+	}
+	return order
+}
+
+// displayName is the file name errors carry: the base name of path.
+func displayName(path string) string {
+	if path == "" {
+		return "harness.toml"
+	}
+	return filepath.Base(path)
+}
+
+var (
+	harnessNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	upstreamKeyRE = regexp.MustCompile(`^[a-z0-9-]+$`)
+)

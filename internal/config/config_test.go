@@ -1,0 +1,343 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harness-dev/harness/internal/errcode"
+)
+
+// designExample is DESIGN §4's example, minus the schedule that would
+// conflict with enabled = true and the profile.
+const designExample = `[daemon]
+watch_config = true
+mcp_http = "127.0.0.1:7330"
+
+[harness.reviewer]
+cmd = "claude"
+args = ["--model", "opus"]
+workdir = "~/src/app"
+env_file = "~/.config/harness/reviewer.env"
+env = { FOO = "bar" }
+description = "reviews PRs"
+enabled = true
+restart = "always"
+restart_delay = 2
+mcp_allow = ["read", "write"]
+
+[harness.nightly]
+cmd = "sh"
+schedule = "@every 6h"
+
+[harness.plain]
+cmd = "top"
+
+[profile.work]
+harnesses = ["reviewer"]
+autostart = true
+
+[mcp.gitea]
+cmd = "gitea-mcp"
+args = ["--transport", "stdio"]
+env_file = "~/.config/vault/gitea.env"
+restart_delay = 1.5
+
+[mcp.prompts]
+paths = ["~/.config/harness/prompts", "/abs/prompts"]
+`
+
+func TestParseDesignExample(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	cfg, err := Parse("/etc/x/harness.toml", []byte(designExample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Path != "/etc/x/harness.toml" {
+		t.Errorf("Path = %q", cfg.Path)
+	}
+	if !cfg.Daemon.WatchConfig || cfg.Daemon.MCPHTTP != "127.0.0.1:7330" || !slices.Equal(cfg.Daemon.MCPHTTPOperatorAllow, []string{"read"}) {
+		t.Errorf("Daemon = %+v", cfg.Daemon)
+	}
+	if want := []string{"reviewer", "nightly", "plain"}; !slices.Equal(cfg.Order, want) {
+		t.Errorf("Order = %q, want %q", cfg.Order, want)
+	}
+	r := cfg.Harnesses["reviewer"]
+	if r.Cmd != "claude" || !slices.Equal(r.Args, []string{"--model", "opus"}) ||
+		r.Workdir != filepath.Join(home, "src/app") ||
+		r.EnvFile != filepath.Join(home, ".config/harness/reviewer.env") ||
+		r.Env["FOO"] != "bar" || r.Description != "reviews PRs" || !r.Enabled ||
+		r.Restart != RestartAlways || r.RestartDelay != 2*time.Second ||
+		r.StopGrace != DefaultStopGrace || !slices.Equal(r.MCPAllow, []string{"read", "write"}) ||
+		r.Project != "" || r.IsJob() {
+		t.Errorf("reviewer = %+v", r)
+	}
+	n := cfg.Harnesses["nightly"]
+	if n.Restart != RestartNo || n.Schedule != "@every 6h" || !n.IsJob() || n.Enabled {
+		t.Errorf("nightly = %+v", n)
+	}
+	p := cfg.Harnesses["plain"]
+	if p.Restart != RestartAlways || p.RestartDelay != time.Second || p.StopGrace != 10*time.Second ||
+		p.Enabled || !slices.Equal(p.MCPAllow, []string{"read"}) || p.IsJob() {
+		t.Errorf("plain defaults = %+v", p)
+	}
+	if pr := cfg.Profiles["work"]; pr == nil || !pr.Autostart || !slices.Equal(pr.Harnesses, []string{"reviewer"}) || pr.Name != "work" {
+		t.Errorf("profile = %+v", pr)
+	}
+	g := cfg.Upstreams["gitea"]
+	if g == nil || g.Key != "gitea" || g.Cmd != "gitea-mcp" || g.RestartDelay != 1500*time.Millisecond ||
+		g.StopGrace != DefaultStopGrace || g.EnvFile != filepath.Join(home, ".config/vault/gitea.env") {
+		t.Errorf("gitea = %+v", g)
+	}
+	if _, ok := cfg.Upstreams["prompts"]; ok || len(cfg.Upstreams) != 1 {
+		t.Errorf("upstreams = %v; prompts must not be one", cfg.Upstreams)
+	}
+	if want := []string{filepath.Join(home, ".config/harness/prompts"), "/abs/prompts"}; !slices.Equal(cfg.Prompts.Paths, want) {
+		t.Errorf("prompts = %q, want %q", cfg.Prompts.Paths, want)
+	}
+	if !cfg.Allows("reviewer", "write") || !cfg.Allows("plain", "read") || cfg.Allows("plain", "write") ||
+		cfg.Allows("ghost", "read") || (*Config)(nil).Allows("plain", "read") {
+		t.Error("Allows disagrees with mcp_allow")
+	}
+}
+
+func TestIsJob(t *testing.T) {
+	for _, tt := range []struct {
+		h    Harness
+		want bool
+	}{
+		{Harness{Restart: RestartAlways}, false},
+		{Harness{Restart: RestartUnlessStopped}, false},
+		{Harness{Restart: RestartOnFailure}, true},
+		{Harness{Restart: RestartNo}, true},
+		{Harness{Restart: RestartNo, Schedule: "@daily"}, true},
+	} {
+		if got := tt.h.IsJob(); got != tt.want {
+			t.Errorf("%+v IsJob = %v, want %v", tt.h, got, tt.want)
+		}
+	}
+}
+
+func TestParseValid(t *testing.T) {
+	for _, tt := range []struct {
+		name, src string
+		check     func(*Config) bool
+	}{
+		{"empty file", "", func(c *Config) bool { return len(c.Harnesses) == 0 && len(c.Order) == 0 }},
+		{"schedule on-failure", "[harness.j]\ncmd='x'\nschedule='0 3 * * *'\nrestart='on-failure'",
+			func(c *Config) bool { return c.Harnesses["j"].Restart == RestartOnFailure }},
+		{"schedule restart no", "[harness.j]\ncmd='x'\nschedule='@hourly'\nrestart='no'",
+			func(c *Config) bool { return c.Harnesses["j"].Restart == RestartNo }},
+		{"descriptors", "[harness.a]\ncmd='x'\nschedule='@weekly'\n[harness.b]\ncmd='x'\nschedule='@monthly'\n[harness.c]\ncmd='x'\nschedule='@yearly'",
+			func(c *Config) bool { return len(c.Harnesses) == 3 }},
+		{"unless-stopped", "[harness.a]\ncmd='x'\nrestart='unless-stopped'",
+			func(c *Config) bool { return c.Harnesses["a"].Restart == RestartUnlessStopped }},
+		{"zero durations", "[harness.a]\ncmd='x'\nrestart_delay=0\nstop_grace=0.0",
+			func(c *Config) bool { return c.Harnesses["a"].RestartDelay == 0 && c.Harnesses["a"].StopGrace == 0 }},
+		{"float stop_grace", "[harness.a]\ncmd='x'\nstop_grace=0.25",
+			func(c *Config) bool { return c.Harnesses["a"].StopGrace == 250*time.Millisecond }},
+		{"empty mcp_allow", "[harness.a]\ncmd='x'\nmcp_allow=[]",
+			func(c *Config) bool { return !c.Allows("a", "read") && !c.Allows("a", "write") }},
+		{"harvest", "[harness.a]\ncmd='x'\nharvest_trajectory=true",
+			func(c *Config) bool { return c.Harnesses["a"].HarvestTrajectory }},
+		{"dotted keys", "harness.a.cmd = 'x'\nharness.b.cmd = 'y'",
+			func(c *Config) bool { return slices.Equal(c.Order, []string{"a", "b"}) }},
+		{"localhost", "[daemon]\nmcp_http='localhost:0'", func(c *Config) bool { return c.Daemon.MCPHTTP == "localhost:0" }},
+		{"127/8", "[daemon]\nmcp_http='127.1.2.3:80'", func(c *Config) bool { return true }},
+		{"ipv6 loopback", "[daemon]\nmcp_http='[::1]:7330'\nmcp_http_operator_allow=['read','write','write']",
+			func(c *Config) bool { return slices.Equal(c.Daemon.MCPHTTPOperatorAllow, []string{"read", "write"}) }},
+		{"upstream key with digits", "[mcp.a-1]\ncmd='x'", func(c *Config) bool { return c.Upstreams["a-1"] != nil }},
+		{"profile without members", "[profile.p]", func(c *Config) bool { return c.Profiles["p"] != nil }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse("harness.toml", []byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(cfg) {
+				t.Errorf("unexpected config: %+v", cfg)
+			}
+		})
+	}
+}
+
+// TestParseErrors pins the exact text of each error: file, line, key and
+// message. Every case lists all of its errors in order.
+func TestParseErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"missing upstream cmd", "[mcp.ok]\ncmd = 'x'\n\n[mcp.broken]\nargs = []\n",
+			[]string{"harness.toml:4: mcp.broken: cmd is required"}},
+		{"empty harness cmd", "[harness.a]\ndescription = 'd'\ncmd = ' '\n",
+			[]string{"harness.toml:3: harness.a: cmd is required (it is empty)"}},
+		{"missing harness cmd", "\n[harness.a]\n",
+			[]string{"harness.toml:2: harness.a: cmd is required"}},
+		{"unknown table", "[harness.a]\ncmd='x'\n[frobnicate]\nx=1\n",
+			[]string{"harness.toml:3: frobnicate: unknown table"}},
+		{"unknown top-level key", "name = 'x'\n",
+			[]string{"harness.toml:1: name: unknown key"}},
+		{"unknown harness key", "[harness.a]\ncmd='x'\nrestrat='no'\n",
+			[]string{"harness.toml:3: harness.a.restrat: unknown key"}},
+		{"unknown daemon key", "[daemon]\nwatch = true\n",
+			[]string{"harness.toml:2: daemon.watch: unknown key"}},
+		{"unknown subtable", "[harness.a]\ncmd='x'\n[harness.a.extra]\n",
+			[]string{"harness.toml:3: harness.a.extra: unknown table"}},
+		{"prompts keys", "[mcp.prompts]\ncmd = 'x'\npaths = 'p'\n", []string{
+			"harness.toml:2: mcp.prompts.cmd: unknown key",
+			"harness.toml:3: mcp.prompts.paths: must be an array of strings, not a string"}},
+		{"bad restart", "[harness.reviewer]\ncmd='x'\nrestart = 'sometimes'\n",
+			[]string{`harness.toml:3: harness.reviewer.restart: invalid restart policy "sometimes" (want "always", "unless-stopped", "on-failure" or "no")`}},
+		{"bad harness name", "[harness.\"a/b\"]\ncmd='x'\n",
+			[]string{`harness.toml:1: harness."a/b": invalid harness name "a/b": use letters, digits, "-" and "_" ("/" is reserved for project/name)`}},
+		{"bad upstream key", "[mcp.Gitea]\ncmd='x'\n[mcp.a_b]\ncmd='x'\n", []string{
+			`harness.toml:1: mcp.Gitea: invalid upstream key "Gitea": use lowercase letters, digits and "-"`,
+			`harness.toml:3: mcp.a_b: invalid upstream key "a_b": use lowercase letters, digits and "-"`}},
+		{"reserved upstream keys", "[mcp.harness]\ncmd='x'\n[mcp.harness-x]\ncmd='x'\n", []string{
+			`harness.toml:1: mcp.harness: key "harness" is reserved: it would shadow the facade's harness_* tools`,
+			`harness.toml:3: mcp.harness-x: key "harness-x" is reserved: it would shadow the facade's harness_* tools`}},
+		{"bad schedule", "[harness.j]\ncmd='x'\nschedule = '61 * * * *'\n",
+			[]string{`harness.toml:3: harness.j.schedule: invalid schedule "61 * * * *": end of range (61) above maximum (59): 61`}},
+		{"schedule every zero", "[harness.j]\ncmd='x'\nschedule = '@every 0s'\n",
+			[]string{`harness.toml:3: harness.j.schedule: invalid schedule "@every 0s": @every needs at least 1s`}},
+		{"schedule blank", "[harness.j]\ncmd='x'\nschedule = ''\n",
+			[]string{`harness.toml:3: harness.j.schedule: must not be empty (omit it for no schedule)`}},
+		{"schedule and enabled", "[harness.j]\ncmd='x'\nenabled = true\nschedule = '@daily'\n",
+			[]string{"harness.toml:4: harness.j.schedule: cannot be combined with enabled = true"}},
+		{"schedule and always", "[harness.j]\ncmd='x'\nschedule = '@daily'\nrestart = 'always'\n",
+			[]string{`harness.toml:3: harness.j.schedule: cannot be combined with restart = "always"`}},
+		{"schedule and unless-stopped", "[harness.j]\ncmd='x'\nschedule = '@daily'\nrestart = 'unless-stopped'\n",
+			[]string{`harness.toml:3: harness.j.schedule: cannot be combined with restart = "unless-stopped"`}},
+		{"schedule in profile", "[harness.j]\ncmd='x'\nschedule='@daily'\n[profile.p]\nharnesses = ['j']\n",
+			[]string{`harness.toml:5: profile.p.harnesses: harness "j" has a schedule, which cannot be combined with profile membership`}},
+		{"unknown profile member", "[harness.a]\ncmd='x'\n[profile.p]\nautostart = true\nharnesses = ['a', 'ghost', 'a']\n", []string{
+			`harness.toml:5: profile.p.harnesses: unknown harness "ghost"`,
+			`harness.toml:5: profile.p.harnesses: harness "a" is listed twice`}},
+		{"profile keys", "[profile.p]\nautostart = 'yes'\nmembers = []\n", []string{
+			"harness.toml:2: profile.p.autostart: must be true or false, not a string",
+			"harness.toml:3: profile.p.members: unknown key"}},
+		{"non-loopback http", "[daemon]\nmcp_http = '0.0.0.0:7330'\n",
+			[]string{`harness.toml:2: daemon.mcp_http: host "0.0.0.0" is not loopback (want 127.0.0.0/8, ::1 or localhost)`}},
+		{"empty host http", "[daemon]\nmcp_http = ':7330'\n",
+			[]string{`harness.toml:2: daemon.mcp_http: host "" is not loopback (want 127.0.0.0/8, ::1 or localhost)`}},
+		{"named host http", "[daemon]\nmcp_http = 'example.com:80'\n",
+			[]string{`harness.toml:2: daemon.mcp_http: host "example.com" is not loopback (want 127.0.0.0/8, ::1 or localhost)`}},
+		{"no port http", "[daemon]\nmcp_http = '127.0.0.1'\n",
+			[]string{`harness.toml:2: daemon.mcp_http: want a loopback host:port such as 127.0.0.1:7330: address 127.0.0.1: missing port in address`}},
+		{"bad port http", "[daemon]\nmcp_http = '127.0.0.1:99999'\n",
+			[]string{`harness.toml:2: daemon.mcp_http: invalid port "99999" in "127.0.0.1:99999"`}},
+		{"operator allow", "[daemon]\nmcp_http_operator_allow = ['admin']\n",
+			[]string{`harness.toml:2: daemon.mcp_http_operator_allow: unknown class "admin" (want "read" or "write")`}},
+		{"mcp_allow", "[harness.a]\ncmd='x'\nmcp_allow = ['read', 'exec']\n",
+			[]string{`harness.toml:3: harness.a.mcp_allow: unknown class "exec" (want "read" or "write")`}},
+		{"durations", "[harness.a]\ncmd='x'\nrestart_delay = -1\nstop_grace = 'soon'\n[mcp.u]\ncmd='x'\nrestart_delay = -0.5\nstop_grace = 1e300\n", []string{
+			"harness.toml:3: harness.a.restart_delay: must be >= 0 seconds, not -1",
+			"harness.toml:4: harness.a.stop_grace: must be a number of seconds, not a string",
+			"harness.toml:7: mcp.u.restart_delay: must be >= 0 seconds, not -0.5",
+			"harness.toml:8: mcp.u.stop_grace: 1e+300 seconds is too long"}},
+		{"nan and huge int", "[harness.a]\ncmd='x'\nrestart_delay = nan\nstop_grace = 9223372037\n", []string{
+			"harness.toml:3: harness.a.restart_delay: must be >= 0 seconds, not NaN",
+			"harness.toml:4: harness.a.stop_grace: 9223372037 seconds is too long"}},
+		{"types", "[harness.a]\ncmd = 1\nargs = 'x'\nenv = { OK = 'y', N = 2 }\nenabled = 'yes'\n", []string{
+			"harness.toml:2: harness.a.cmd: must be a string, not an integer",
+			"harness.toml:3: harness.a.args: must be an array of strings, not a string",
+			"harness.toml:4: harness.a.env.N: must be a string, not an integer",
+			"harness.toml:5: harness.a.enabled: must be true or false, not a string"}},
+		{"env on its own lines", "[harness.a]\ncmd = 'x'\n[harness.a.env]\nOK = 'y'\nBAD = true\n",
+			[]string{"harness.toml:5: harness.a.env.BAD: must be a string, not a boolean"}},
+		{"args element", "[mcp.u]\ncmd = 'x'\nargs = ['a', 2]\n",
+			[]string{"harness.toml:3: mcp.u.args: element 1 must be a string, not an integer"}},
+		{"array of tables", "[[harness]]\ncmd = 'x'\n",
+			[]string{"harness.toml:1: harness: must be a table, not an array of tables"}},
+		{"harness not a table", "[harness]\na = 1\n",
+			[]string{"harness.toml:2: harness.a: must be a table, not an integer"}},
+		{"mcp not a table", "mcp = 'x'\n",
+			[]string{"harness.toml:1: mcp: must be a table, not a string"}},
+		{"project table is global-unknown", "[project]\nname = 'x'\n",
+			[]string{"harness.toml:1: project: unknown table"}},
+		{"errors in line order across tables", "[profile.p]\nharnesses = ['ghost']\n[harness.b]\nrestart = 'x'\n[daemon]\nbogus = 1\n[harness.a]\ncmd = 'x'\n", []string{
+			`harness.toml:2: profile.p.harnesses: unknown harness "ghost"`,
+			`harness.toml:3: harness.b: cmd is required`,
+			`harness.toml:4: harness.b.restart: invalid restart policy "x" (want "always", "unless-stopped", "on-failure" or "no")`,
+			`harness.toml:6: daemon.bogus: unknown key`}},
+		{"syntax error keeps the parser line", "[harness.a]\ncmd = 'x'\nargs = [\n",
+			[]string{"harness.toml:3: harness.a.args: unexpected EOF; expected value"}},
+		{"duplicate key", "[harness.a]\ncmd = 'x'\n\ncmd = 'y'\n",
+			[]string{"harness.toml:4: harness.a.cmd: Key 'harness.a.cmd' has already been defined."}},
+		{"syntax error without key", "\x00",
+			[]string{"harness.toml:1: files cannot contain NULL bytes; probably using UTF-16; TOML files must be UTF-8"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse("/some/dir/harness.toml", []byte(tt.src))
+			if err == nil {
+				t.Fatalf("no error; config %+v", cfg)
+			}
+			if cfg != nil {
+				t.Error("a config came back with an error")
+			}
+			if !errors.Is(err, errcode.ErrConfigInvalid) || errcode.Of(err) != errcode.ConfigInvalid {
+				t.Errorf("error %v is not config_invalid", err)
+			}
+			got := strings.Split(err.Error(), "\n")
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("errors:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTildeWithoutHome(t *testing.T) {
+	t.Setenv("HOME", "")
+	_, err := Parse("harness.toml", []byte("[harness.a]\ncmd='x'\nworkdir='~/w'\nenv_file='/abs'\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "harness.toml:3: harness.a.workdir: cannot expand ~:") {
+		t.Fatalf("err = %v", err)
+	}
+	// "~user" and a "~" inside a path are left alone.
+	cfg, err := Parse("harness.toml", []byte("[harness.a]\ncmd='x'\nworkdir='~bob/w'\nenv_file='a/~/b'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := cfg.Harnesses["a"]; h.Workdir != "~bob/w" || h.EnvFile != "a/~/b" {
+		t.Errorf("harness = %+v", h)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nope", "harness.toml")
+	cfg, err := Load(missing)
+	if err != nil {
+		t.Fatalf("missing file: %v", err)
+	}
+	if cfg.Path != missing || cfg.Harnesses == nil || cfg.Upstreams == nil || cfg.Profiles == nil || len(cfg.Order) != 0 {
+		t.Errorf("empty config = %+v", cfg)
+	}
+
+	path := filepath.Join(dir, "fleet.toml")
+	if err := os.WriteFile(path, []byte("[harness.a]\ncmd = 'x'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = Load(path)
+	if err != nil || cfg.Harnesses["a"] == nil || cfg.Path != path {
+		t.Fatalf("Load = %+v, %v", cfg, err)
+	}
+
+	if err := os.WriteFile(path, []byte("[harness.a]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || err.Error() != "fleet.toml:1: harness.a: cmd is required" {
+		t.Errorf("bad file: %v", err)
+	}
+
+	// A directory cannot be read as a file: an error, not an empty config.
+	_, err = Load(dir)
+	if err == nil || !errors.Is(err, errcode.ErrConfigInvalid) || !strings.HasPrefix(err.Error(), filepath.Base(dir)+": ") {
+		t.Errorf("reading a directory: %v", err)
+	}
+}

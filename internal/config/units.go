@@ -1,0 +1,219 @@
+package config
+
+import (
+	"slices"
+	"strings"
+)
+
+// globalOnly is the message for keys and tables a project file may not
+// declare: a cloned repository must not grant itself authority or change
+// the daemon (SPEC-0005 "mcp_allow" and ADR-0009's global-only list).
+const globalOnly = "not allowed in a project file (global config only)"
+
+// harness decodes [harness.NAME]; project is "" for the global file. It
+// returns nil only when the value is not a table.
+func (d *decoder) harness(name string, v any, project string) *Harness {
+	path := []string{"harness", name}
+	t, ok := d.table(path, v)
+	if !ok {
+		return nil
+	}
+	if !harnessNameRE.MatchString(name) {
+		d.add(path, `invalid harness name %q: use letters, digits, "-" and "_" ("/" is reserved for project/name)`, name)
+	}
+	h := &Harness{
+		Name:         name,
+		RestartDelay: DefaultRestartDelay,
+		StopGrace:    DefaultStopGrace,
+		MCPAllow:     []string{ClassRead},
+		Project:      project,
+	}
+	restartSet := false
+	for _, k := range sortedKeys(t) {
+		kp, val := child(path, k), t[k]
+		switch k {
+		case "cmd":
+			h.Cmd, _ = d.str(kp, val)
+		case "args":
+			h.Args, _ = d.strs(kp, val)
+		case "workdir":
+			h.Workdir = d.path(kp, val)
+		case "env_file":
+			h.EnvFile = d.path(kp, val)
+		case "env":
+			h.Env = d.env(kp, val)
+		case "description":
+			h.Description, _ = d.str(kp, val)
+		case "enabled":
+			h.Enabled = d.boolean(kp, val)
+		case "restart":
+			if s, ok := d.str(kp, val); ok {
+				if r := RestartPolicy(s); r.Valid() {
+					h.Restart, restartSet = r, true
+				} else {
+					d.add(kp, `invalid restart policy %q (want "always", "unless-stopped", "on-failure" or "no")`, s)
+				}
+			}
+		case "restart_delay":
+			h.RestartDelay = d.seconds(kp, val, DefaultRestartDelay)
+		case "stop_grace":
+			h.StopGrace = d.seconds(kp, val, DefaultStopGrace)
+		case "mcp_allow":
+			if project != "" {
+				d.add(kp, globalOnly)
+				continue
+			}
+			h.MCPAllow = d.classes(kp, val)
+		case "schedule":
+			if project != "" {
+				d.add(kp, globalOnly)
+				continue
+			}
+			if s, ok := d.str(kp, val); ok {
+				if err := checkSchedule(s); err != nil {
+					d.add(kp, "%v", err)
+				}
+				h.Schedule = s
+			}
+		case "harvest_trajectory":
+			h.HarvestTrajectory = d.boolean(kp, val)
+		default:
+			d.unknown(kp, val)
+		}
+	}
+	d.requireCmd(path, t, h.Cmd)
+	if !restartSet {
+		h.Restart = RestartAlways
+		if h.Schedule != "" {
+			h.Restart = RestartNo
+		}
+	}
+	if h.Schedule != "" {
+		// A schedule owns when the job runs; anything that also starts it or
+		// keeps it running would fight the scheduler (DESIGN §7).
+		sp := child(path, "schedule")
+		if h.Enabled {
+			d.add(sp, "cannot be combined with enabled = true")
+		}
+		if restartSet && (h.Restart == RestartAlways || h.Restart == RestartUnlessStopped) {
+			d.add(sp, "cannot be combined with restart = %q", h.Restart)
+		}
+	}
+	return h
+}
+
+// requireCmd reports a missing or blank cmd under the table's own key, as
+// in `harness.toml:14: mcp.broken: cmd is required`.
+func (d *decoder) requireCmd(path []string, t map[string]any, cmd string) {
+	if strings.TrimSpace(cmd) != "" {
+		return
+	}
+	if _, present := t["cmd"]; present {
+		if _, isStr := t["cmd"].(string); !isStr {
+			return // already reported as the wrong type
+		}
+		d.list = append(d.list, &Error{File: d.file, Line: d.pos.line(child(path, "cmd")), Key: keyName(path), Msg: "cmd is required (it is empty)"})
+		return
+	}
+	d.add(path, "cmd is required")
+}
+
+// upstream decodes [mcp.KEY] for KEY != "prompts".
+func (d *decoder) upstream(key string, v any, project string) *Upstream {
+	path := []string{"mcp", key}
+	t, ok := d.table(path, v)
+	if !ok {
+		return nil
+	}
+	switch {
+	case strings.HasPrefix(key, "harness"):
+		d.add(path, "key %q is reserved: it would shadow the facade's harness_* tools", key)
+	case !upstreamKeyRE.MatchString(key):
+		d.add(path, `invalid upstream key %q: use lowercase letters, digits and "-"`, key)
+	}
+	u := &Upstream{
+		Key:          key,
+		RestartDelay: DefaultRestartDelay,
+		StopGrace:    DefaultStopGrace,
+		Project:      project,
+	}
+	for _, k := range sortedKeys(t) {
+		kp, val := child(path, k), t[k]
+		switch k {
+		case "cmd":
+			u.Cmd, _ = d.str(kp, val)
+		case "args":
+			u.Args, _ = d.strs(kp, val)
+		case "workdir":
+			u.Workdir = d.path(kp, val)
+		case "env_file":
+			u.EnvFile = d.path(kp, val)
+		case "env":
+			u.Env = d.env(kp, val)
+		case "restart_delay":
+			u.RestartDelay = d.seconds(kp, val, DefaultRestartDelay)
+		case "stop_grace":
+			u.StopGrace = d.seconds(kp, val, DefaultStopGrace)
+		default:
+			d.unknown(kp, val)
+		}
+	}
+	d.requireCmd(path, t, u.Cmd)
+	return u
+}
+
+// prompts decodes [mcp.prompts].
+func (d *decoder) prompts(v any, out *Prompts) {
+	path := []string{"mcp", "prompts"}
+	t, ok := d.table(path, v)
+	if !ok {
+		return
+	}
+	for _, k := range sortedKeys(t) {
+		kp, val := child(path, k), t[k]
+		if k != "paths" {
+			d.unknown(kp, val)
+			continue
+		}
+		out.Paths = d.paths(kp, val)
+	}
+}
+
+// profile decodes [profile.NAME]; members must be known harnesses without
+// a schedule.
+func (d *decoder) profile(name string, v any, harnesses map[string]*Harness) *Profile {
+	path := []string{"profile", name}
+	t, ok := d.table(path, v)
+	if !ok {
+		return nil
+	}
+	if !harnessNameRE.MatchString(name) {
+		d.add(path, `invalid profile name %q: use letters, digits, "-" and "_"`, name)
+	}
+	p := &Profile{Name: name, Harnesses: []string{}}
+	for _, k := range sortedKeys(t) {
+		kp, val := child(path, k), t[k]
+		switch k {
+		case "harnesses":
+			members, _ := d.strs(kp, val)
+			for _, m := range members {
+				h, known := harnesses[m]
+				switch {
+				case slices.Contains(p.Harnesses, m):
+					d.add(kp, "harness %q is listed twice", m)
+					continue
+				case !known:
+					d.add(kp, "unknown harness %q", m)
+				case h.Schedule != "":
+					d.add(kp, "harness %q has a schedule, which cannot be combined with profile membership", m)
+				}
+				p.Harnesses = append(p.Harnesses, m)
+			}
+		case "autostart":
+			p.Autostart = d.boolean(kp, val)
+		default:
+			d.unknown(kp, val)
+		}
+	}
+	return p
+}
