@@ -48,10 +48,13 @@ func newConn(s *Server, nc net.Conn) *conn {
 // close is idempotent and safe from any goroutine (Shutdown included).
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
-		c.cancel()
+		// Close before cancelling: a handler that returns on cancellation
+		// then finds no wire to answer on, so the client sees the daemon
+		// go away rather than a stray "context canceled" result.
 		if err := c.nc.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			c.s.logger().Debug("protocol: close connection", "conn", c.id, "err", err)
 		}
+		c.cancel()
 	})
 }
 

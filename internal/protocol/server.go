@@ -228,10 +228,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 
-	s.cancel()
 	for _, c := range conns {
 		c.close()
 	}
+	s.cancel()
 
 	done := make(chan struct{})
 	go func() {
