@@ -1,0 +1,93 @@
+package runs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// persist appends the full record of run. Called under mu. A failed
+// compaction afterwards is not the caller's failure (its change is on
+// disk): it is logged and returned by Close.
+func (s *Store) persist(run Run) error {
+	if s.f == nil {
+		return errors.New("history file is not open")
+	}
+	b, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("encode run %d: %w", run.ID, err)
+	}
+	if _, err := s.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("append run %d: %w", run.ID, err)
+	}
+	s.lines++
+	if s.lines > s.compactAt() {
+		if err := s.compact(); err != nil {
+			slog.Warn("runs: compaction failed", "file", s.path, "err", err)
+			s.err = errors.Join(s.err, err)
+		}
+	}
+	return nil
+}
+
+// compact rewrites the file with one record per retained run through a
+// synced temp file and a rename, so a crash leaves the old or the new file,
+// never a mix. Called under mu (or from Open).
+func (s *Store) compact() error {
+	ids := make([]uint64, 0, len(s.runs))
+	for id := range s.runs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var buf []byte
+	for _, id := range ids {
+		b, err := json.Marshal(s.runs[id])
+		if err != nil {
+			return fmt.Errorf("compact: encode run %d: %w", id, err)
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	dir, base := filepath.Split(s.path)
+	tmp, err := os.CreateTemp(dir, base+".tmp-*") // mode 0600
+	if err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	_, err = tmp.Write(buf)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), s.path)
+	}
+	if err != nil {
+		if rerr := os.Remove(tmp.Name()); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+		return fmt.Errorf("compact: %w", err)
+	}
+	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		// The old handle now points at the replaced file: appending to it
+		// would lose records silently, so persist must fail from now on.
+		if s.f != nil {
+			err = errors.Join(err, s.f.Close())
+			s.f = nil
+		}
+		return fmt.Errorf("compact: reopen: %w", err)
+	}
+	if s.f != nil {
+		if err := s.f.Close(); err != nil {
+			slog.Warn("runs: closing the replaced history file", "file", s.path, "err", err)
+		}
+	}
+	s.f = f
+	s.lines = len(ids)
+	return nil
+}

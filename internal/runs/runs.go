@@ -1,0 +1,458 @@
+// Package runs keeps the run history (DESIGN §6): one record per spawn of a
+// unit, persisted as append-only JSON lines with a per-unit retention bound.
+// Each change appends the full record; on Open the last record per id wins.
+// The file is compacted (rewritten atomically) when it holds about twice the
+// retained records, so it stays bounded without a rewrite per change.
+package runs
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Cause says why a run was started.
+type Cause string
+
+// The causes of DESIGN §6.
+const (
+	CauseManual    Cause = "manual"
+	CauseAutostart Cause = "autostart"
+	CauseRestart   Cause = "restart"
+	CauseSchedule  Cause = "schedule"
+	CauseTrigger   Cause = "trigger"
+)
+
+// DefaultRetain is the number of runs kept per unit when Open gets <= 0.
+const DefaultRetain = 100
+
+// Run is one spawn of a unit. EndedAt is nil while it runs; an ended run
+// has an ExitCode, or a Signal, or (rarely) neither when the exit status
+// is unknown.
+type Run struct {
+	ID        uint64     `json:"id"`
+	Harness   string     `json:"harness"`
+	Cause     Cause      `json:"cause"`
+	PID       int        `json:"pid"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at"`
+	ExitCode  *int       `json:"exit_code"`
+	Signal    string     `json:"signal,omitempty"`
+}
+
+// Ended reports whether the run has ended.
+func (r Run) Ended() bool { return r.EndedAt != nil }
+
+// clone copies r so that callers never share the pointer fields.
+func (r Run) clone() Run {
+	if r.EndedAt != nil {
+		t := *r.EndedAt
+		r.EndedAt = &t
+	}
+	if r.ExitCode != nil {
+		c := *r.ExitCode
+		r.ExitCode = &c
+	}
+	return r
+}
+
+// Errors of the store.
+var (
+	// ErrUnknownRun: no retained run has that id.
+	ErrUnknownRun = errors.New("unknown run")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("run store closed")
+)
+
+// compactSlack is added to the compaction threshold so a store with few
+// runs (each change appends a line) is not rewritten every few changes.
+const compactSlack = 64
+
+// waiter is shared by every Wait on one run; End fills run and closes done,
+// so a waiter gets the final record even if retention drops it right after.
+type waiter struct {
+	done chan struct{}
+	run  Run
+}
+
+// Store is the run history. All methods are safe for concurrent use.
+type Store struct {
+	path   string
+	retain int
+
+	mu      sync.Mutex
+	f       *os.File
+	now     func() time.Time
+	runs    map[uint64]*Run
+	byUnit  map[string][]uint64 // ascending ids per unit
+	nextID  uint64
+	lines   int // records in the file
+	waiters map[uint64]*waiter
+	closed  chan struct{}
+	err     error // persistence failures of calls that cannot return them
+}
+
+// Open loads the history at path (created 0600, its directory 0700) and
+// appends to it. retainPerUnit <= 0 means DefaultRetain.
+func Open(path string, retainPerUnit int) (*Store, error) {
+	if retainPerUnit <= 0 {
+		retainPerUnit = DefaultRetain
+	}
+	s := &Store{
+		path:    path,
+		retain:  retainPerUnit,
+		now:     time.Now,
+		runs:    map[uint64]*Run{},
+		byUnit:  map[string][]uint64{},
+		nextID:  1,
+		waiters: map[uint64]*waiter{},
+		closed:  make(chan struct{}),
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("runs: open %s: %w", path, err)
+	}
+	clean, err := s.load()
+	if err != nil {
+		return nil, fmt.Errorf("runs: open %s: %w", path, err)
+	}
+	for unit := range s.byUnit {
+		s.trim(unit)
+	}
+	// A torn or corrupt line (crash mid-append) would corrupt the next
+	// append too: rewrite the file from what was understood.
+	if !clean || s.lines > s.compactAt() {
+		if err := s.compact(); err != nil {
+			return nil, fmt.Errorf("runs: open %s: %w", path, err)
+		}
+		return s, nil
+	}
+	s.f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("runs: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// load replays the file. clean is false when some line could not be read.
+func (s *Store) load() (clean bool, err error) {
+	f, err := os.Open(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read: %w", err)
+	}
+	defer f.Close() //nolint:errcheck // read-only: a close error loses nothing
+	clean = true
+	r := bufio.NewReader(f)
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			var run Run
+			if line[len(line)-1] != '\n' || json.Unmarshal(line, &run) != nil || run.ID == 0 {
+				slog.Warn("runs: skipping unreadable record", "file", s.path, "line", n)
+				clean = false
+			} else {
+				s.put(run)
+				s.lines++
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return clean, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("read: %w", err)
+		}
+	}
+}
+
+// put stores run in memory (replacing an older record of the same id).
+func (s *Store) put(run Run) {
+	if old, ok := s.runs[run.ID]; ok {
+		if old.Harness != run.Harness {
+			s.dropFromUnit(old.Harness, run.ID)
+			s.addToUnit(run.Harness, run.ID)
+		}
+	} else {
+		s.addToUnit(run.Harness, run.ID)
+	}
+	r := run
+	s.runs[run.ID] = &r
+	s.nextID = max(s.nextID, run.ID+1)
+}
+
+func (s *Store) addToUnit(unit string, id uint64) {
+	ids := s.byUnit[unit]
+	i, _ := slices.BinarySearch(ids, id)
+	s.byUnit[unit] = slices.Insert(ids, i, id)
+}
+
+func (s *Store) dropFromUnit(unit string, id uint64) {
+	ids := s.byUnit[unit]
+	if i, ok := slices.BinarySearch(ids, id); ok {
+		ids = slices.Delete(ids, i, i+1)
+	}
+	if len(ids) == 0 {
+		delete(s.byUnit, unit)
+		return
+	}
+	s.byUnit[unit] = ids
+}
+
+// trim drops the oldest ended runs of unit beyond the retention bound. A
+// run that has not ended is kept: it is still somebody's current run.
+func (s *Store) trim(unit string) {
+	ids := s.byUnit[unit]
+	excess := len(ids) - s.retain
+	for i := 0; i < len(ids) && excess > 0; {
+		if r := s.runs[ids[i]]; r.Ended() {
+			delete(s.runs, ids[i])
+			ids = slices.Delete(ids, i, i+1)
+			excess--
+			continue
+		}
+		i++
+	}
+	s.byUnit[unit] = ids
+}
+
+// compactAt is the file size (in records) beyond which the file is
+// rewritten: about twice the retained records.
+func (s *Store) compactAt() int { return 2*len(s.runs) + compactSlack }
+
+// SetClock replaces the clock used for StartedAt and EndedAt (tests,
+// or a supervisor with its own clock).
+func (s *Store) SetClock(now func() time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = now
+}
+
+// Begin records a new run of unit, started now. Its id is above every id
+// this store's file has ever held, also across re-Open.
+func (s *Store) Begin(unit string, cause Cause) (Run, error) {
+	if unit == "" {
+		return Run{}, errors.New("runs: begin: empty unit name")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return Run{}, fmt.Errorf("runs: begin %s: %w", unit, err)
+	}
+	run := Run{ID: s.nextID, Harness: unit, Cause: cause, StartedAt: s.now()}
+	s.put(run)
+	s.trim(unit)
+	if err := s.persist(run); err != nil {
+		return run.clone(), fmt.Errorf("runs: begin %s: %w", unit, err)
+	}
+	return run.clone(), nil
+}
+
+// SetPID records the pid of a run once the process exists.
+func (s *Store) SetPID(id uint64, pid int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.lookup(id)
+	if err != nil {
+		return fmt.Errorf("runs: set pid of %d: %w", id, err)
+	}
+	r.PID = pid
+	if err := s.persist(*r); err != nil {
+		return fmt.Errorf("runs: set pid of %d: %w", id, err)
+	}
+	return nil
+}
+
+// End records that a run ended now, with its exit code or the signal that
+// ended it, and wakes every Wait on it. The run is ended in memory even if
+// persisting fails; that failure is returned.
+func (s *Store) End(id uint64, exitCode *int, signal string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.lookup(id)
+	if err != nil {
+		return fmt.Errorf("runs: end %d: %w", id, err)
+	}
+	if r.Ended() {
+		return fmt.Errorf("runs: end %d: already ended at %s", id, r.EndedAt.Format(time.RFC3339))
+	}
+	s.end(r, exitCode, signal)
+	if err := s.persist(*r); err != nil {
+		return fmt.Errorf("runs: end %d: %w", id, err)
+	}
+	return nil
+}
+
+// end marks r ended and wakes its waiters. Called under mu.
+func (s *Store) end(r *Run, exitCode *int, signal string) {
+	t := s.now()
+	r.EndedAt = &t
+	if exitCode != nil {
+		c := *exitCode
+		r.ExitCode = &c
+	}
+	r.Signal = signal
+	if w, ok := s.waiters[r.ID]; ok {
+		w.run = r.clone()
+		close(w.done)
+		delete(s.waiters, r.ID)
+	}
+}
+
+// CloseDangling ends every run that was still open when the previous
+// process died (EndedAt nil after Open), recording signal, and returns how
+// many it ended. Call it at daemon start, before anything is spawned.
+// Persistence failures are logged and returned by Close.
+func (s *Store) CloseDangling(signal string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.usable() != nil {
+		return 0
+	}
+	var open []*Run
+	for _, r := range s.runs {
+		if !r.Ended() {
+			open = append(open, r)
+		}
+	}
+	slices.SortFunc(open, func(a, b *Run) int { return cmpID(a.ID, b.ID) })
+	for _, r := range open {
+		s.end(r, nil, signal)
+		if err := s.persist(*r); err != nil {
+			err = fmt.Errorf("runs: close dangling run %d: %w", r.ID, err)
+			slog.Warn("runs: persist failed", "err", err)
+			s.err = errors.Join(s.err, err)
+		}
+	}
+	for _, r := range open {
+		s.trim(r.Harness)
+	}
+	return len(open)
+}
+
+func cmpID(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// lookup returns the retained run id. Called under mu.
+func (s *Store) lookup(id uint64) (*Run, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	r, ok := s.runs[id]
+	if !ok {
+		return nil, ErrUnknownRun
+	}
+	return r, nil
+}
+
+func (s *Store) usable() error {
+	select {
+	case <-s.closed:
+		return ErrClosed
+	default:
+		return nil
+	}
+}
+
+// List returns the retained runs of unit ("" = every unit), oldest first
+// (newest last); limit > 0 keeps only the newest limit.
+func (s *Store) List(unit string, limit int) []Run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []uint64
+	if unit != "" {
+		ids = s.byUnit[unit]
+	} else {
+		ids = make([]uint64, 0, len(s.runs))
+		for id := range s.runs {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+	}
+	if limit > 0 && len(ids) > limit {
+		ids = ids[len(ids)-limit:]
+	}
+	out := make([]Run, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, s.runs[id].clone())
+	}
+	return out
+}
+
+// Get returns the retained run id.
+func (s *Store) Get(id uint64) (Run, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.runs[id]
+	if !ok {
+		return Run{}, false
+	}
+	return r.clone(), true
+}
+
+// Wait returns the run once it has ended, or ctx's error, or ErrClosed
+// when the store closes first.
+func (s *Store) Wait(ctx context.Context, id uint64) (Run, error) {
+	s.mu.Lock()
+	r, err := s.lookup(id)
+	if err != nil {
+		s.mu.Unlock()
+		return Run{}, fmt.Errorf("runs: wait for %d: %w", id, err)
+	}
+	if r.Ended() {
+		s.mu.Unlock()
+		return r.clone(), nil
+	}
+	w, ok := s.waiters[id]
+	if !ok {
+		w = &waiter{done: make(chan struct{})}
+		s.waiters[id] = w
+	}
+	s.mu.Unlock()
+	select {
+	case <-w.done:
+		return w.run.clone(), nil
+	case <-ctx.Done():
+		return Run{}, fmt.Errorf("runs: wait for %d: %w", id, ctx.Err())
+	case <-s.closed:
+		return Run{}, fmt.Errorf("runs: wait for %d: %w", id, ErrClosed)
+	}
+}
+
+// Close closes the file and wakes every Wait with ErrClosed. It returns
+// failures that earlier calls could not return.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.usable() != nil {
+		return nil
+	}
+	close(s.closed)
+	err := s.err
+	if s.f != nil {
+		if cerr := s.f.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		s.f = nil
+	}
+	if err != nil {
+		return fmt.Errorf("runs: close %s: %w", s.path, err)
+	}
+	return nil
+}
