@@ -113,6 +113,12 @@ func (c *conn) handshake() (Hello, bool) {
 		c.reject(errcode.InvalidArgument, fmt.Sprintf("hello mode %q: want %q or %q", h.Mode, ModeControl, ModeMCP))
 		return h, false
 	}
+	if a, ok := c.s.Handler.(MCPAuthenticator); ok && h.Mode == ModeMCP {
+		if err := a.AuthenticateMCP(h); err != nil {
+			c.reject(errcode.Of(err), err.Error())
+			return h, false
+		}
+	}
 	if err := c.nc.SetReadDeadline(time.Time{}); err != nil {
 		c.s.logger().Debug("protocol: clear handshake deadline", "conn", c.id, "err", err)
 		return h, false

@@ -25,6 +25,13 @@ type Handler interface {
 	ServeMCP(ctx context.Context, conn net.Conn, hello Hello)
 }
 
+// MCPAuthenticator is an optional Handler capability: it vets an MCP-mode
+// Hello (its token) before the Welcome, so a refused token is answered
+// with an Error frame the client can read, not a silently closed stream.
+type MCPAuthenticator interface {
+	AuthenticateMCP(hello Hello) error
+}
+
 // Defaults for the Server's zero-valued tuning fields.
 const (
 	DefaultHandshakeTimeout = 10 * time.Second
