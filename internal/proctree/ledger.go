@@ -1,0 +1,219 @@
+package proctree
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// LedgerEntry records one spawned unit process, enough for a later daemon
+// to find and end its tree after a crash.
+type LedgerEntry struct {
+	Unit     string    `json:"unit"`
+	PID      int       `json:"pid"`
+	PGID     int       `json:"pgid"`
+	SID      int       `json:"sid"`
+	Marker   string    `json:"marker"`
+	Instance string    `json:"instance"`
+	Started  time.Time `json:"started"`
+}
+
+// NewEntry builds the entry for a just-started unit process, reading its
+// process group and session from the kernel. With SysProcAttr both equal
+// pid, because cmd.Start returns only after the child's setsid and exec.
+func NewEntry(unit string, pid int, marker, instance string) (LedgerEntry, error) {
+	pgid, err := syscall.Getpgid(pid)
+	if err != nil {
+		return LedgerEntry{}, fmt.Errorf("ledger entry for %s pid %d: getpgid: %w", unit, pid, err)
+	}
+	sid, err := getsid(pid)
+	if err != nil {
+		return LedgerEntry{}, fmt.Errorf("ledger entry for %s pid %d: getsid: %w", unit, pid, err)
+	}
+	return LedgerEntry{Unit: unit, PID: pid, PGID: pgid, SID: sid, Marker: marker,
+		Instance: instance, Started: time.Now().UTC()}, nil
+}
+
+func getsid(pid int) (int, error) {
+	st, err := readStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	return st.sid, nil
+}
+
+// ledgerFile is the on-disk shape. Instances lists daemon instances that
+// may have spawned something, recorded before the first spawn, so even a
+// crash between a spawn and its Add is covered by the instance prefix.
+type ledgerFile struct {
+	Instances []string      `json:"instances"`
+	Entries   []LedgerEntry `json:"entries"`
+}
+
+// Ledger is the state-dir record of live unit trees. It is safe for
+// concurrent use; every change is written atomically (temp file + rename)
+// with mode 0600.
+//
+// At daemon start call CleanupLeftovers on the path first, then OpenLedger,
+// then AddInstance, and only then spawn.
+type Ledger struct {
+	path string
+	mu   sync.Mutex
+	data ledgerFile
+}
+
+// OpenLedger loads the ledger at path, creating an empty one (and its
+// directory, 0700) when none exists.
+func OpenLedger(path string) (*Ledger, error) {
+	l := &Ledger{path: path}
+	data, err := readLedgerFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("open ledger: %w", err)
+		}
+		if err := writeLedgerFile(path, ledgerFile{}); err != nil {
+			return nil, fmt.Errorf("open ledger: %w", err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("open ledger: %w", err)
+	default:
+		l.data = data
+	}
+	return l, nil
+}
+
+// Path returns the file the ledger writes.
+func (l *Ledger) Path() string { return l.path }
+
+// AddInstance records a daemon instance id, so a later start also ends
+// processes carrying any marker of that instance.
+func (l *Ledger) AddInstance(instance string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if instance == "" || slices.Contains(l.data.Instances, instance) {
+		return nil
+	}
+	next := l.data
+	next.Instances = append(slices.Clone(l.data.Instances), instance)
+	return l.commit(next, "add instance "+instance)
+}
+
+// Add records e, replacing an entry with the same marker.
+func (l *Ledger) Add(e LedgerEntry) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := l.data
+	next.Entries = slices.DeleteFunc(slices.Clone(l.data.Entries),
+		func(x LedgerEntry) bool { return x.Marker == e.Marker })
+	next.Entries = append(next.Entries, e)
+	return l.commit(next, "add "+e.Marker)
+}
+
+// Remove forgets the entry with marker, once its whole tree is gone.
+func (l *Ledger) Remove(marker string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !slices.ContainsFunc(l.data.Entries, func(x LedgerEntry) bool { return x.Marker == marker }) {
+		return nil
+	}
+	next := l.data
+	next.Entries = slices.DeleteFunc(slices.Clone(l.data.Entries),
+		func(x LedgerEntry) bool { return x.Marker == marker })
+	return l.commit(next, "remove "+marker)
+}
+
+// Clear empties the ledger, for a clean shutdown after every tree ended.
+func (l *Ledger) Clear() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.commit(ledgerFile{}, "clear")
+}
+
+// Entries returns a copy of the recorded entries.
+func (l *Ledger) Entries() []LedgerEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.data.Entries)
+}
+
+// commit writes next and adopts it only once it is on disk, so memory
+// never claims what the file does not hold.
+func (l *Ledger) commit(next ledgerFile, what string) error {
+	if err := writeLedgerFile(l.path, next); err != nil {
+		return fmt.Errorf("ledger %s: %w", what, err)
+	}
+	l.data = next
+	return nil
+}
+
+func readLedgerFile(path string) (ledgerFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ledgerFile{}, fmt.Errorf("read ledger %s: %w", path, err)
+	}
+	var f ledgerFile
+	if len(b) == 0 {
+		return f, nil
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return ledgerFile{}, fmt.Errorf("parse ledger %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// writeLedgerFile replaces path atomically: a reader (or a crash) sees the
+// old or the new content, never a torn file.
+func writeLedgerFile(path string, f ledgerFile) (err error) {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode ledger: %w", err)
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write ledger: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			if rerr := os.Remove(tmp.Name()); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				err = errors.Join(err, fmt.Errorf("remove temp ledger: %w", rerr))
+			}
+		}
+	}()
+	if err := tmp.Chmod(0o600); err != nil {
+		_ = tmp.Close() // the chmod error is the one to report
+		return fmt.Errorf("write ledger: %w", err)
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		_ = tmp.Close() // the write error is the one to report
+		return fmt.Errorf("write ledger: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close() // the sync error is the one to report
+		return fmt.Errorf("write ledger: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write ledger: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write ledger: %w", err)
+	}
+	// Persist the rename itself; without it a crash can bring back the old file.
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("write ledger: sync dir: %w", err)
+	}
+	serr := d.Sync()
+	cerr := d.Close()
+	if err := errors.Join(serr, cerr); err != nil {
+		return fmt.Errorf("write ledger: sync dir: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package proctree
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// Reaper reaps zombies this process inherited as a child subreaper (adopted
+// orphans) while leaving alone the children that exec.Cmd (or similar) owns
+// and will Wait for: reaping those would make their Wait fail with ECHILD.
+//
+// Every child this process starts while a Reaper runs must be started
+// through Spawn, so it is registered before the reaper can see it exit.
+type Reaper struct {
+	logger *slog.Logger
+
+	// mu is held across a whole scan-and-reap pass and across a Spawn's
+	// start, so a child is registered before any pass can look at it.
+	mu    sync.Mutex
+	owned map[int]struct{}
+
+	kick     chan struct{} // asks for a pass (after Release)
+	stop     chan struct{}
+	done     chan struct{}
+	started  bool
+	stopOnce sync.Once
+}
+
+// NewReaper returns a Reaper that logs to logger (slog.Default when nil).
+func NewReaper(logger *slog.Logger) *Reaper {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Reaper{
+		logger: logger,
+		owned:  map[int]struct{}{},
+		kick:   make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+}
+
+// Start runs the reaping goroutine until ctx ends or Stop is called. It
+// reaps on every SIGCHLD, once at start (for orphans adopted earlier) and
+// after each Release. Calling Start more than once has no further effect.
+func (r *Reaper) Start(ctx context.Context) {
+	r.mu.Lock()
+	if r.started {
+		r.mu.Unlock()
+		return
+	}
+	r.started = true
+	r.mu.Unlock()
+
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, syscall.SIGCHLD)
+	go func() {
+		defer close(r.done)
+		defer signal.Stop(sigc)
+		r.reapOrphans()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.stop:
+				return
+			case <-sigc:
+			case <-r.kick:
+			}
+			r.reapOrphans()
+		}
+	}()
+}
+
+// Stop ends the goroutine started by Start and waits for it. It is safe to
+// call more than once and without Start.
+func (r *Reaper) Stop() {
+	r.stopOnce.Do(func() { close(r.stop) })
+	r.mu.Lock()
+	started := r.started
+	r.mu.Unlock()
+	if started {
+		<-r.done
+	}
+}
+
+// Spawn runs start (typically a closure around cmd.Start returning
+// cmd.Process.Pid) under the reaper's lock and registers the pid it
+// returns, so even a child that exits at once is never reaped here. Call
+// Release after the owner's Wait returned.
+func (r *Reaper) Spawn(start func() (pid int, err error)) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pid, err := start()
+	if err != nil {
+		return pid, err // start's own error already says what failed
+	}
+	if pid > 0 {
+		r.owned[pid] = struct{}{}
+	}
+	return pid, nil
+}
+
+// Release unregisters pid once its owner's Wait returned. A fresh pass runs
+// afterwards in case an orphan with the same pid number was skipped.
+func (r *Reaper) Release(pid int) {
+	r.mu.Lock()
+	delete(r.owned, pid)
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default: // a pass is already pending
+	}
+}
+
+// reapOrphans reaps every zombie whose parent is this process and which is
+// not registered. SIGCHLD coalesces, so each pass looks at all of /proc.
+func (r *Reaper) reapOrphans() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	self := os.Getpid()
+	for _, p := range scan(nil) {
+		if p.ppid != self || p.state != 'Z' {
+			continue
+		}
+		if _, ok := r.owned[p.pid]; ok {
+			continue
+		}
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
+		switch {
+		case err != nil && errors.Is(err, syscall.ECHILD):
+			// Someone else reaped it between the scan and here; nothing left.
+		case err != nil:
+			r.logger.Warn("proctree: reap orphan", "pid", p.pid, "err", err)
+		case got == p.pid:
+			r.logger.Debug("proctree: reaped adopted orphan", "pid", p.pid,
+				"exit_code", ws.ExitStatus(), "signal", signalName(ws))
+		}
+	}
+}
+
+func signalName(ws syscall.WaitStatus) string {
+	if ws.Signaled() {
+		return ws.Signal().String()
+	}
+	return ""
+}
