@@ -1,0 +1,367 @@
+// Package broker holds one go-sdk client session per upstream MCP server
+// and serves the upstreams' tools to downstream sessions under namespaced
+// names (KEY__tool).
+//
+// The supervisor owns the processes; the broker only sees their pipes. On
+// every spawn the supervisor calls Attach with the child's stdin/stdout, on
+// every exit Detach with when the next attempt is due. The broker never
+// blocks its caller: the handshake and listings run on a goroutine per
+// attached run, and all shared state sits behind one mutex.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ProtocolVersion is the MCP version every upstream session is pinned to:
+// the classic initialize handshake, never the stateless discover of newer
+// revisions, so any stdio server works behind the broker.
+const ProtocolVersion = "2025-11-25"
+
+// Defaults for Options fields left zero.
+const (
+	DefaultMaxInFlight    = 32
+	DefaultConnectTimeout = 30 * time.Second
+)
+
+// Options tunes a Broker.
+type Options struct {
+	// MaxInFlight bounds the concurrent calls on one upstream; further
+	// callers wait (ctx-aware). Zero means DefaultMaxInFlight.
+	MaxInFlight int
+	// CallTimeout bounds one proxied call, on top of the caller's context.
+	// Zero means no bound beyond the caller's context.
+	CallTimeout time.Duration
+	// ConnectTimeout bounds the initialize handshake plus the first tool
+	// listing. Zero means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+}
+
+// Upstream is one configured [mcp.KEY] table. A global upstream's unit name
+// is its key; a project upstream's unit name is "project/key".
+type Upstream struct {
+	Key     string
+	Project string
+}
+
+// Status is what the broker knows of one upstream.
+type Status struct {
+	Unit      string
+	Key       string
+	Project   string
+	Connected bool
+	Tools     int
+	LastError string
+	NextRetry time.Time
+}
+
+// Broker proxies tool calls from downstream sessions to upstream servers.
+// All methods are safe for concurrent use.
+type Broker struct {
+	log  *slog.Logger
+	opts Options
+
+	// ctx is cancelled by Close; every attach goroutine derives from it.
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	seq atomic.Uint64 // upstream progress tokens
+
+	mu           sync.Mutex
+	closed       bool
+	ups          map[string]*upstream // by unit name
+	listeners    map[uint64]func()
+	nextListener uint64
+	progress     map[string]*progressRoute // by upstream progress token
+	changedCh    chan struct{}             // closed and replaced by bump
+}
+
+// upstream is the broker's view of one configured unit. Guarded by Broker.mu.
+type upstream struct {
+	unit, key, project string
+	sem                chan struct{} // in-flight bound; survives restarts
+
+	run       uint64
+	conn      *conn              // the attached run, nil when none
+	session   *mcp.ClientSession // non-nil exactly while connected
+	tools     map[string]*mcp.Tool
+	listed    bool // tools came from at least one successful listing
+	warnings  []string
+	lastErr   string
+	nextRetry time.Time
+}
+
+// conn is one attached run: the goroutine serving it ends when cancel is
+// called or the upstream closes the connection.
+type conn struct {
+	run    uint64
+	cancel context.CancelFunc
+	relist chan struct{} // buffered 1: tools/list_changed coalesces
+	failed bool          // the session ended or never came up; guarded by Broker.mu
+}
+
+// New returns a broker with no upstreams; call Configure next.
+func New(logger *slog.Logger, opts Options) *Broker {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &Broker{
+		log:       logger,
+		opts:      opts,
+		ctx:       ctx,
+		stop:      stop,
+		ups:       map[string]*upstream{},
+		listeners: map[uint64]func(){},
+		progress:  map[string]*progressRoute{},
+		changedCh: make(chan struct{}),
+	}
+}
+
+// Changed returns a channel closed at the next change of what Status or
+// Tools report (configured, connected, disconnected, re-listed). Take a
+// fresh channel after each wake-up, before re-reading the state.
+func (b *Broker) Changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.changedCh
+}
+
+// bump wakes Changed waiters. Caller holds b.mu.
+func (b *Broker) bump() {
+	close(b.changedCh)
+	b.changedCh = make(chan struct{})
+}
+
+// Configure replaces the configured set (unit name -> Upstream). A removed
+// or redefined unit loses its session and its tools; a new one is listed
+// as not connected until its first Attach. Change listeners fire when tools
+// disappeared.
+func (b *Broker) Configure(ups map[string]Upstream) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	changed := false
+	for unit, u := range b.ups {
+		if want, ok := ups[unit]; ok && want.Key == u.key && want.Project == u.project {
+			continue
+		}
+		if u.conn != nil {
+			u.conn.cancel()
+			u.conn, u.session = nil, nil
+		}
+		changed = changed || len(u.tools) > 0
+		delete(b.ups, unit)
+		b.log.Info("broker: upstream removed", "unit", unit, "key", u.key, "project", u.project)
+	}
+	for unit, want := range ups {
+		if _, ok := b.ups[unit]; ok {
+			continue
+		}
+		b.ups[unit] = &upstream{
+			unit: unit, key: want.Key, project: want.Project,
+			sem: make(chan struct{}, b.opts.MaxInFlight),
+		}
+	}
+	b.bump()
+	b.mu.Unlock()
+	if changed {
+		b.fire()
+	}
+}
+
+// Attach hands the broker the pipes of a freshly spawned run of unit. It
+// returns at once: the handshake (pinned to ProtocolVersion) and the tool
+// listing run on their own goroutine, which marks the upstream connected
+// and fires change listeners when the tool list changed. The broker owns
+// the pipes from here on and closes them when the session ends.
+func (b *Broker) Attach(unit string, run uint64, stdin io.WriteCloser, stdout io.ReadCloser) {
+	b.mu.Lock()
+	u := b.ups[unit]
+	switch {
+	case b.closed, u == nil, run < u.run:
+		b.mu.Unlock()
+		b.log.Warn("broker: attach ignored", "unit", unit, "run", run, "reason", "closed, unknown unit or stale run")
+		closePipes(b.log, unit, stdin, stdout)
+		return
+	}
+	if u.conn != nil {
+		u.conn.cancel()
+	}
+	ctx, cancel := context.WithCancel(b.ctx)
+	c := &conn{run: run, cancel: cancel, relist: make(chan struct{}, 1)}
+	u.run, u.conn, u.session, u.nextRetry = run, c, nil, time.Time{}
+	b.bump()
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go b.serve(ctx, u, c, stdin, stdout)
+}
+
+// Detach records that run of unit exited: the session is closed, the tools
+// stay listed and calls fail with upstream_unavailable naming nextRetry
+// (zero: no attempt scheduled). A Detach for an older run than the one
+// attached is ignored.
+func (b *Broker) Detach(unit string, run uint64, nextRetry time.Time, reason string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u := b.ups[unit]
+	if b.closed || u == nil || run < u.run {
+		b.log.Debug("broker: detach ignored", "unit", unit, "run", run)
+		return
+	}
+	if u.conn != nil {
+		u.conn.cancel()
+	}
+	u.run, u.conn, u.session = run, nil, nil
+	u.nextRetry, u.lastErr = nextRetry, reason
+	b.bump()
+	b.log.Info("broker: upstream detached", "unit", unit, "run", run, "reason", reason, "next_retry", nextRetry)
+}
+
+// OnChange registers f to run whenever the tools some session may see
+// changed (an upstream listed new tools, or the configuration removed
+// some). f runs on a broker goroutine, possibly concurrently with itself.
+func (b *Broker) OnChange(f func()) (cancel func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id := b.nextListener
+	b.nextListener++
+	b.listeners[id] = f
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.listeners, id)
+	}
+}
+
+func (b *Broker) fire() {
+	b.mu.Lock()
+	fs := make([]func(), 0, len(b.listeners))
+	for _, f := range b.listeners {
+		fs = append(fs, f)
+	}
+	b.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// Status reports every configured upstream, sorted by unit name.
+func (b *Broker) Status() []Status {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]Status, 0, len(b.ups))
+	for _, u := range b.ups {
+		out = append(out, Status{
+			Unit: u.unit, Key: u.key, Project: u.project,
+			Connected: u.session != nil, Tools: len(u.tools),
+			LastError: u.lastErr, NextRetry: u.nextRetry,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Unit < out[j].Unit })
+	return out
+}
+
+// Warnings lists problems an operator should see: tools not served because
+// their namespaced name is too long, keys that cannot be addressed, and
+// project upstreams shadowing a global one of the same key.
+func (b *Broker) Warnings() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, u := range b.ups {
+		out = append(out, u.warnings...)
+		if u.project != "" {
+			if g := b.ups[u.key]; g != nil && g.project == "" {
+				out = append(out, fmt.Sprintf("mcp.%s: project %s's upstream shadows the global one for its sessions", u.key, u.project))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Close ends every upstream session and waits for the broker's goroutines.
+// Calls made afterwards fail with upstream_unavailable.
+func (b *Broker) Close() {
+	b.mu.Lock()
+	b.closed = true
+	for _, u := range b.ups {
+		u.conn, u.session = nil, nil
+	}
+	b.bump()
+	b.mu.Unlock()
+	b.stop()
+	b.wg.Wait()
+}
+
+// closePipes closes pipes the broker will not use. A pipe the session
+// already closed reports os.ErrClosed, which is expected and not logged.
+func closePipes(log *slog.Logger, unit string, stdin io.WriteCloser, stdout io.ReadCloser) {
+	for _, c := range []io.Closer{stdin, stdout} {
+		if c == nil {
+			continue
+		}
+		if err := c.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+			log.Warn("broker: closing upstream pipe", "unit", unit, "error", err)
+		}
+	}
+}
+
+// visible returns the upstream with key that a session of project sees:
+// the project's own upstream shadows a global one. Caller holds b.mu.
+func (b *Broker) visible(project, key string) *upstream {
+	var global *upstream
+	for _, u := range b.ups {
+		if u.key != key {
+			continue
+		}
+		switch u.project {
+		case "":
+			global = u
+		case project:
+			if project != "" {
+				return u
+			}
+		}
+	}
+	return global
+}
+
+// visibleAll returns the upstreams a session of project sees, sorted by key.
+// Caller holds b.mu.
+func (b *Broker) visibleAll(project string) []*upstream {
+	keys := map[string]bool{}
+	for _, u := range b.ups {
+		keys[u.key] = true
+	}
+	var out []*upstream
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if u := b.visible(project, k); u != nil {
+			out = append(out, u)
+		}
+	}
+	return out
+}

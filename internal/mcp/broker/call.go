@@ -1,0 +1,196 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tools returns the namespaced tools a session of project sees: global
+// upstreams for project "", global plus that project's otherwise. Input
+// schemas are the upstreams' own (normalised only when their root is not
+// an object schema). The Tools are fresh copies; their schemas are shared
+// and must be treated as read-only.
+func (b *Broker) Tools(project string) []*mcp.Tool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []*mcp.Tool
+	for _, u := range b.visibleAll(project) {
+		for _, t := range u.tools {
+			c := *t
+			out = append(out, &c)
+		}
+	}
+	slices.SortFunc(out, func(x, y *mcp.Tool) int { return strings.Compare(x.Name, y.Name) })
+	return out
+}
+
+// Known reports whether name's namespace is an upstream visible to project
+// and whether that upstream lists the tool.
+func (b *Broker) Known(project, name string) (namespaceKnown, toolKnown bool) {
+	key, tool, ok := SplitName(name)
+	if !ok {
+		return false, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u := b.visible(project, key)
+	if u == nil {
+		return false, false
+	}
+	_, toolKnown = u.tools[tool]
+	return true, toolKnown
+}
+
+// Call proxies a tools/call of the namespaced name for a session of
+// project. args is the raw arguments object (empty or null means {}).
+// When progressToken is non-nil the upstream's progress notifications for
+// this call reach notify, carrying progressToken, until Call returns.
+//
+// Errors wrap errcode sentinels: ErrUnknownNamespace (no visible upstream
+// KEY), ErrUnknownTool, ErrUpstreamUnavailable (down, starting, or the
+// connection broke mid-call), ErrInvalidArgument (args not JSON). A
+// JSON-RPC error from the upstream comes back as an error naming the
+// upstream and keeping its message; an isError result is returned with
+// "upstream KEY: " prefixed to its first text item.
+func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMessage, progressToken any,
+	notify func(context.Context, *mcp.ProgressNotificationParams) error) (*mcp.CallToolResult, error) {
+	key, tool, ok := SplitName(name)
+	if !ok {
+		return nil, fmt.Errorf("broker: tool %q: no KEY__ namespace: %w", name, errcode.ErrUnknownNamespace)
+	}
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	if !json.Valid(args) {
+		return nil, fmt.Errorf("broker: upstream %s: tools/call %s: arguments are not valid JSON: %w", key, tool, errcode.ErrInvalidArgument)
+	}
+
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("broker: closed: %w", errcode.ErrUpstreamUnavailable)
+	}
+	u := b.visible(project, key)
+	if u == nil {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("broker: tool %s: no upstream %q visible here: %w", name, key, errcode.ErrUnknownNamespace)
+	}
+	_, listed := u.tools[tool]
+	cs, sem := u.session, u.sem
+	unavailable := unavailableErr(u)
+	everListed := u.listed
+	b.mu.Unlock()
+	switch {
+	case !listed && (everListed || cs != nil):
+		return nil, fmt.Errorf("broker: upstream %s: no tool %q: %w", key, tool, errcode.ErrUnknownTool)
+	case cs == nil:
+		// Down, or never listed yet: we cannot tell an unknown tool from
+		// one we have not seen, and the outage is the real answer.
+		return nil, unavailable
+	}
+
+	select {
+	case sem <- struct{}{}:
+		defer func() { <-sem }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("broker: upstream %s: tools/call %s: waiting for a free slot: %w", key, tool, ctx.Err())
+	}
+	if b.opts.CallTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.opts.CallTimeout)
+		defer cancel()
+	}
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if progressToken != nil && notify != nil {
+		tok, done := b.route(ctx, key, progressToken, notify)
+		defer done()
+		params.SetProgressToken(tok)
+	}
+	// The go-sdk sends notifications/cancelled upstream when ctx ends
+	// while the call is in flight.
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		return nil, b.callErr(ctx, key, tool, err)
+	}
+	if res == nil {
+		return nil, fmt.Errorf("broker: upstream %s: tools/call %s: empty result: %w", key, tool, errcode.ErrInternal)
+	}
+	if res.IsError {
+		attribute(res, key, tool)
+	}
+	return res, nil
+}
+
+// callErr classifies a failed upstream call.
+func (b *Broker) callErr(ctx context.Context, key, tool string, err error) error {
+	var rpc *jsonrpc.Error
+	switch {
+	case errors.As(err, &rpc):
+		b.log.Info("broker: upstream returned an error", "upstream", key, "tool", tool, "code", rpc.Code, "message", rpc.Message)
+		return &RPCError{Key: key, Tool: tool, Err: rpc}
+	case ctx.Err() != nil:
+		b.log.Info("broker: upstream call ended by its context", "upstream", key, "tool", tool, "error", ctx.Err())
+		return fmt.Errorf("broker: upstream %s: tools/call %s: %w", key, tool, ctx.Err())
+	default:
+		// Anything else is the connection failing under the call, in
+		// practice the upstream process dying.
+		b.log.Warn("broker: upstream call failed", "upstream", key, "tool", tool, "error", err)
+		return fmt.Errorf("broker: upstream %s: tools/call %s: %v: %w", key, tool, err, errcode.ErrUpstreamUnavailable)
+	}
+}
+
+// RPCError is a JSON-RPC error an upstream answered a tools/call with.
+// It reads "broker: upstream KEY: tools/call TOOL: <upstream message>".
+type RPCError struct {
+	Key  string
+	Tool string
+	Err  *jsonrpc.Error
+}
+
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("broker: upstream %s: tools/call %s: %s", e.Key, e.Tool, e.Err.Message)
+}
+
+// Unwrap exposes the upstream's JSON-RPC error (code, message, data).
+func (e *RPCError) Unwrap() error { return e.Err }
+
+// attribute prefixes the first text item of an isError result with the
+// upstream's key, keeping the upstream's own message after it.
+func attribute(res *mcp.CallToolResult, key, tool string) {
+	prefix := "upstream " + key + ": "
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			t.Text = prefix + t.Text
+			return
+		}
+	}
+	res.Content = append([]mcp.Content{&mcp.TextContent{Text: prefix + "tool " + tool + " failed"}}, res.Content...)
+}
+
+// unavailableErr says that u is down and when it is next tried. Caller
+// holds b.mu.
+func unavailableErr(u *upstream) error {
+	if u.conn != nil && !u.conn.failed {
+		return fmt.Errorf("broker: upstream %s is starting (not connected yet): %w", u.key, errcode.ErrUpstreamUnavailable)
+	}
+	return fmt.Errorf("broker: upstream %s is down (%s): %w", u.key, nextAttempt(u.nextRetry, time.Now()), errcode.ErrUpstreamUnavailable)
+}
+
+func nextAttempt(at, now time.Time) string {
+	if at.IsZero() {
+		return "next attempt not scheduled"
+	}
+	in := max(at.Sub(now).Round(time.Second), 0)
+	return fmt.Sprintf("next attempt at %s / in %s", at.Format("15:04:05"), in)
+}
