@@ -1,0 +1,184 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/mcp/facade"
+)
+
+const methodCallTool = "tools/call"
+
+// callMiddleware answers every tools/call itself, so that a tool missing from
+// the server's list (unknown, hidden, or not yet added by a Refresh) is a
+// tool result with a code rather than the go-sdk's JSON-RPC "unknown tool"
+// error, which some clients treat as fatal. The go-sdk runs each call on its
+// own goroutine, so calls in one session stay concurrent.
+func (l *live) callMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != methodCallTool {
+			return next(ctx, method, req)
+		}
+		call, ok := req.(*mcp.CallToolRequest)
+		if !ok || call.Params == nil {
+			return next(ctx, method, req)
+		}
+		return l.callTool(ctx, call), nil
+	}
+}
+
+// callTool decides and runs one call. It never returns nil.
+func (l *live) callTool(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	ctx, cancel := l.m.bound(ctx)
+	defer cancel()
+	name := req.Params.Name
+	args := objectArgs(req.Params.Arguments)
+
+	if t, ok := facade.Lookup(name); ok {
+		return l.callFacade(ctx, t, args)
+	}
+	if facade.Reserved(name) || !strings.Contains(name, "__") {
+		return l.refuse(name, errcode.Errorf(errcode.UnknownTool, "tool %q", name))
+	}
+	if l.m.ups == nil {
+		key, _, _ := strings.Cut(name, "__")
+		return l.refuse(name, errcode.Errorf(errcode.UnknownNamespace, "tool %q: namespace %q (no upstreams)", name, key))
+	}
+	return l.callUpstream(ctx, req, name, args)
+}
+
+// callFacade checks scope before anything else runs, so a refused write
+// changes nothing.
+func (l *live) callFacade(ctx context.Context, t facade.Tool, args json.RawMessage) *mcp.CallToolResult {
+	if !l.scope()[t.Class] {
+		return l.refuse(t.Name, errcode.Errorf(errcode.NotPermitted, "tool %s needs %s; %s", t.Name, t.Class, l.grantHint(t.Class)))
+	}
+	if err := t.Validate(args); err != nil {
+		return l.refuse(t.Name, err)
+	}
+	res, err := l.m.ops.Call(ctx, control.Caller{Kind: control.Session, Harness: l.id.Harness}, t.Op, args)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", t.Name, err)
+		l.m.log.Info("tool call failed", "session", l.label(), "tool", t.Name, "code", errcode.Of(err), "error", err)
+		return errorResult(err)
+	}
+	out, err := successResult(t.ResultKey, res)
+	if err != nil {
+		err = fmt.Errorf("%s: %w: %w", t.Name, err, errcode.ErrInternal)
+		l.m.log.Error("tool result does not marshal", "session", l.label(), "tool", t.Name, "error", err)
+		return errorResult(err)
+	}
+	return out
+}
+
+func (l *live) grantHint(c facade.Class) string {
+	if l.id.Harness != "" {
+		return fmt.Sprintf("harness %s's mcp_allow does not grant %s", l.id.Harness, c)
+	}
+	return "this unattributed session was not started with --allow-control"
+}
+
+// callUpstream proxies a KEY__tool call to the broker, telling an unknown
+// namespace from an unknown tool in a known one.
+func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name string, args json.RawMessage) *mcp.CallToolResult {
+	project := l.project()
+	key, _, _ := strings.Cut(name, "__")
+	nsKnown, toolKnown := l.m.ups.Known(project, name)
+	switch {
+	case !nsKnown:
+		return l.refuse(name, errcode.Errorf(errcode.UnknownNamespace, "tool %q: namespace %q", name, key))
+	case !toolKnown:
+		return l.refuse(name, errcode.Errorf(errcode.UnknownTool, "tool %q: upstream %q has no such tool", name, key))
+	}
+	notify := func(ctx context.Context, p *mcp.ProgressNotificationParams) error {
+		return req.Session.NotifyProgress(ctx, p)
+	}
+	res, err := l.m.ups.Call(ctx, project, name, args, req.Params.GetProgressToken(), notify)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", name, err)
+		l.m.log.Info("upstream call failed", "session", l.label(), "tool", name, "code", errcode.Of(err), "error", err)
+		return errorResult(err)
+	}
+	if res == nil {
+		err := fmt.Errorf("%s: upstream returned no result: %w", name, errcode.ErrInternal)
+		l.m.log.Error("upstream call returned nothing", "session", l.label(), "tool", name)
+		return errorResult(err)
+	}
+	if res.Content == nil {
+		res.Content = []mcp.Content{} // the protocol requires an array
+	}
+	return res
+}
+
+// refuse logs a call that was answered without running anything.
+func (l *live) refuse(tool string, err error) *mcp.CallToolResult {
+	l.m.log.Info("tool call refused", "session", l.label(), "tool", tool, "code", errcode.Of(err), "error", err)
+	return errorResult(err)
+}
+
+// bound ties a call's context to the Manager's, so Close cancels it.
+func (m *Manager) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(m.ctx, func() { cancel(ErrClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+// objectArgs makes absent or null arguments {}: control operations take an
+// object, and a nil RawMessage would reach them as null.
+func objectArgs(raw json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return json.RawMessage(`{}`)
+	}
+	return raw
+}
+
+// successResult renders an operation's result as JSON text plus the same
+// object as structuredContent, which must be an object: arrays are wrapped
+// under key (or "result" for an operation without one).
+func successResult(key string, res any) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("marshal result: %w", err)
+	}
+	if key != "" && bytes.Equal(b, []byte("null")) {
+		b = []byte("[]") // a nil slice is an empty list, not a missing one
+	}
+	if key != "" || !bytes.HasPrefix(b, []byte("{")) {
+		if key == "" {
+			key = "result"
+		}
+		if b, err = json.Marshal(map[string]json.RawMessage{key: b}); err != nil {
+			return nil, fmt.Errorf("wrap result: %w", err)
+		}
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		StructuredContent: json.RawMessage(b),
+	}, nil
+}
+
+// errorResult is the "failures are results" shape: isError with
+// {"code","message"} as both text and structuredContent.
+func errorResult(err error) *mcp.CallToolResult {
+	body := errcode.BodyOf(err)
+	b, mErr := json.Marshal(body)
+	if mErr != nil {
+		// Two strings always marshal; keep a readable answer regardless.
+		b = []byte(fmt.Sprintf(`{"code":%q,"message":%q}`, body.Code, body.Message))
+	}
+	return &mcp.CallToolResult{
+		IsError:           true,
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		StructuredContent: body,
+	}
+}

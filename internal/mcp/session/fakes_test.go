@@ -1,0 +1,339 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/errcode"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// waitFor bounds every wait on an event, so a missing event fails the test
+// instead of hanging it.
+const waitFor = 10 * time.Second
+
+type opCall struct {
+	caller control.Caller
+	op     string
+	args   string
+}
+
+// fakeOps records every call; ops listed in block wait until their channel
+// is closed (or the call's context ends) and announce themselves on started.
+type fakeOps struct {
+	mu      sync.Mutex
+	calls   []opCall
+	results map[string]any
+	errs    map[string]error
+	block   map[string]chan struct{}
+	started chan string
+}
+
+func newFakeOps() *fakeOps {
+	return &fakeOps{results: map[string]any{}, errs: map[string]error{}, block: map[string]chan struct{}{}, started: make(chan string, 16)}
+}
+
+func (f *fakeOps) Call(ctx context.Context, caller control.Caller, op string, args json.RawMessage) (any, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, opCall{caller, op, string(args)})
+	res, err, block := f.results[op], f.errs[op], f.block[op]
+	f.mu.Unlock()
+	if block != nil {
+		f.started <- op
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("fake %s: %w", op, ctx.Err())
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return map[string]any{"op": op}, nil
+	}
+	return res, nil
+}
+
+func (f *fakeOps) recorded() []opCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+type fakeAuth struct {
+	mu       sync.Mutex
+	tokens   map[string]string
+	allowed  map[string][]string
+	projects map[string]string
+}
+
+func newFakeAuth() *fakeAuth {
+	return &fakeAuth{tokens: map[string]string{}, allowed: map[string][]string{}, projects: map[string]string{}}
+}
+
+func (a *fakeAuth) ResolveToken(token string) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, ok := a.tokens[token]
+	return h, ok
+}
+
+func (a *fakeAuth) Allowed(h string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.allowed[h])
+}
+
+func (a *fakeAuth) Project(h string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.projects[h]
+}
+
+func (a *fakeAuth) setAllowed(h string, allow ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.allowed[h] = append([]string{}, allow...) // never nil: nil means "harness gone"
+}
+
+type upCall struct {
+	project, name, args string
+	token               any
+}
+
+// fakeUps serves tools per project; its Call reports progress once and
+// answers with the arguments it got.
+type fakeUps struct {
+	mu    sync.Mutex
+	tools map[string][]*mcp.Tool
+	calls []upCall
+	err   error
+}
+
+func (u *fakeUps) Tools(project string) []*mcp.Tool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.tools[project])
+}
+
+func (u *fakeUps) Known(project, name string) (bool, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ns, tool := false, false
+	for _, t := range u.tools[project] {
+		key, _, _ := cutNS(t.Name)
+		if k, _, _ := cutNS(name); k == key {
+			ns = true
+			if t.Name == name {
+				tool = true
+			}
+		}
+	}
+	return ns, tool
+}
+
+func cutNS(name string) (string, string, bool) {
+	for i := 0; i+1 < len(name); i++ {
+		if name[i] == '_' && name[i+1] == '_' {
+			return name[:i], name[i+2:], true
+		}
+	}
+	return name, "", false
+}
+
+func (u *fakeUps) Call(ctx context.Context, project, name string, args json.RawMessage, token any,
+	notify func(context.Context, *mcp.ProgressNotificationParams) error) (*mcp.CallToolResult, error) {
+	u.mu.Lock()
+	u.calls = append(u.calls, upCall{project, name, string(args), token})
+	err := u.err
+	u.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if token != nil {
+		if err := notify(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Total: 2, Message: "halfway"}); err != nil {
+			return nil, fmt.Errorf("fake upstream: progress: %w", err)
+		}
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "upstream says " + string(args)}}}, nil
+}
+
+type fakePrompts struct {
+	mu      sync.Mutex
+	prompts []*mcp.Prompt
+}
+
+func (p *fakePrompts) Prompts() []*mcp.Prompt {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.prompts)
+}
+
+func (p *fakePrompts) Get(name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pr := range p.prompts {
+		if pr.Name == name {
+			return &mcp.GetPromptResult{Description: pr.Description, Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.TextContent{Text: "review " + args["target"]}},
+			}}, nil
+		}
+	}
+	return nil, errcode.Errorf(errcode.InvalidArgument, "prompt %q", name)
+}
+
+func (p *fakePrompts) set(ps ...*mcp.Prompt) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.prompts = ps
+}
+
+// env is one Manager with its fakes.
+type env struct {
+	ops     *fakeOps
+	auth    *fakeAuth
+	ups     *fakeUps
+	prompts *fakePrompts
+	m       *Manager
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{ops: newFakeOps(), auth: newFakeAuth(), ups: &fakeUps{tools: map[string][]*mcp.Tool{}}, prompts: &fakePrompts{}}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	e.m = NewManager(e.ops, e.auth, e.ups, func() Prompts { return e.prompts }, logger, "test")
+	t.Cleanup(e.m.Close)
+	return e
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", p)
+	return len(p), nil
+}
+
+// notes collects list_changed and progress notifications seen by a client.
+type notes struct {
+	tools, prompts chan struct{}
+	progress       chan *mcp.ProgressNotificationParams
+}
+
+// connect serves one session over a net.Pipe and connects a go-sdk client.
+func (e *env) connect(t *testing.T, id Identity) (*mcp.ClientSession, *notes) {
+	t.Helper()
+	n := &notes{tools: make(chan struct{}, 16), prompts: make(chan struct{}, 16), progress: make(chan *mcp.ProgressNotificationParams, 16)}
+	server, client := net.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- e.m.Serve(context.Background(), server, id) }()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "0"}, &mcp.ClientOptions{
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { n.tools <- struct{}{} },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { n.prompts <- struct{}{} },
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { n.progress <- r.Params },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: client, Writer: client}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cs.Close(); err != nil {
+			t.Logf("client close: %v", err)
+		}
+		select {
+		case err := <-served:
+			if err != nil && err != ErrClosed {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(waitFor):
+			t.Error("Serve did not return after the client closed")
+		}
+	})
+	return cs, n
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("list tools: %v", err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name, args string) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+	if err != nil {
+		t.Fatalf("call %s: protocol error %v", name, err)
+	}
+	return res
+}
+
+// errCode returns the code of an isError result and checks its text agrees.
+func errCode(t *testing.T, res *mcp.CallToolResult) errcode.Code {
+	t.Helper()
+	if !res.IsError {
+		t.Fatalf("expected isError, got %s", text(t, res))
+	}
+	var body errcode.Body
+	if err := json.Unmarshal([]byte(text(t, res)), &body); err != nil {
+		t.Fatalf("error text is not a body: %v", err)
+	}
+	sc, ok := res.StructuredContent.(map[string]any)
+	if !ok || sc["code"] != string(body.Code) || sc["message"] != body.Message {
+		t.Fatalf("structuredContent %v does not match text %+v", res.StructuredContent, body)
+	}
+	return body.Code
+}
+
+func text(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("want one content item, got %d", len(res.Content))
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("content is %T, want text", res.Content[0])
+	}
+	return tc.Text
+}
+
+func wait[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitFor):
+		t.Fatalf("timed out waiting for %s", what)
+		var zero T
+		return zero
+	}
+}
+
+var (
+	readTools = []string{"harness_daemon_info", "harness_describe", "harness_jobs", "harness_list", "harness_logs", "harness_runs", "harness_triggers"}
+	allTools  = []string{"harness_daemon_info", "harness_describe", "harness_jobs", "harness_list", "harness_logs", "harness_restart", "harness_runs", "harness_start", "harness_stop", "harness_trigger", "harness_triggers"}
+)

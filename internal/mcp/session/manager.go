@@ -1,0 +1,316 @@
+// Package session serves MCP to downstream sessions: one go-sdk mcp.Server
+// per session (the go-sdk has no per-session tool list), carrying the facade
+// tools the session may call, the broker's namespaced upstream tools and the
+// prompts. Scope is looked up per call from the live config, never cached
+// from the handshake; Refresh re-lists every session after a reload so the
+// go-sdk sends notifications/tools/list_changed to the sessions whose view
+// changed.
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/errcode"
+)
+
+// Ops runs control operations; *control.Control implements it.
+type Ops interface {
+	Call(ctx context.Context, caller control.Caller, op string, args json.RawMessage) (any, error)
+}
+
+// Authority answers who a session is and what it may do, from the live
+// config and the token registry.
+type Authority interface {
+	// ResolveToken maps a per-spawn token to its harness; false when the token
+	// is unknown or revoked (its run ended). Comparison must be constant-time.
+	ResolveToken(token string) (harness string, ok bool)
+	// Allowed is the harness's current mcp_allow (e.g. ["read","write"]); nil
+	// when the harness is gone.
+	Allowed(harness string) []string
+	// Project is the harness's project, "" for global harnesses.
+	Project(harness string) string
+}
+
+// Upstreams is the broker's view for sessions. It may be nil (no broker).
+type Upstreams interface {
+	// Tools are the namespaced KEY__tool tools visible to sessions of project,
+	// with their upstream schemas unchanged.
+	Tools(project string) []*mcp.Tool
+	// Call proxies one call, forwarding progress through notify.
+	Call(ctx context.Context, project, name string, args json.RawMessage, progressToken any,
+		notify func(context.Context, *mcp.ProgressNotificationParams) error) (*mcp.CallToolResult, error)
+	// Known tells an unknown namespace from an unknown tool in a known one.
+	Known(project, name string) (namespaceKnown, toolKnown bool)
+}
+
+// Prompts is the current prompt set. It may be nil (no prompts configured).
+type Prompts interface {
+	Prompts() []*mcp.Prompt
+	Get(name string, args map[string]string) (*mcp.GetPromptResult, error)
+}
+
+// Identity is who a session is, fixed at the handshake.
+type Identity struct {
+	// Harness is the attributed harness, "" for an unattributed session.
+	Harness string
+	// AllowControl is the bridge's --allow-control flag; it grants write to
+	// unattributed sessions only.
+	AllowControl bool
+}
+
+// ErrClosed is returned by Serve when the Manager is closed.
+var ErrClosed = errors.New("session: manager closed")
+
+// Manager builds and tracks the MCP servers of all downstream sessions.
+type Manager struct {
+	ops     Ops
+	auth    Authority
+	ups     Upstreams
+	prompts func() Prompts
+	log     *slog.Logger
+	version string
+
+	// ctx ends with Close; every tool call is bound to it so Close cannot
+	// wait forever on an in-flight handler.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	live   map[*live]struct{}
+	serves sync.WaitGroup
+}
+
+// NewManager returns a Manager. ops and auth are required; ups, prompts (and
+// the Prompts it returns) may be nil.
+func NewManager(ops Ops, auth Authority, ups Upstreams, prompts func() Prompts, logger *slog.Logger, version string) *Manager {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Manager{
+		ops: ops, auth: auth, ups: ups, prompts: prompts,
+		log: logger.With("component", "mcp-session"), version: version,
+		ctx: ctx, cancel: cancel,
+		live: make(map[*live]struct{}),
+	}
+}
+
+// Authenticate turns what the bridge presented into an Identity. An empty
+// token is an unattributed session; an unknown or revoked token is refused
+// with errcode.ErrNotPermitted.
+func (m *Manager) Authenticate(token string, allowControl bool) (Identity, error) {
+	if token == "" {
+		return Identity{AllowControl: allowControl}, nil
+	}
+	if m.auth != nil {
+		if h, ok := m.auth.ResolveToken(token); ok {
+			return Identity{Harness: h, AllowControl: allowControl}, nil
+		}
+	}
+	return Identity{}, fmt.Errorf("session: authenticate: unknown or revoked token: %w", errcode.ErrNotPermitted)
+}
+
+// Serve runs one MCP session over a newline-delimited JSON-RPC stream until
+// the peer closes it (nil), ctx ends (ctx's error) or the Manager is closed
+// (ErrClosed). rwc is closed when Serve returns.
+func (m *Manager) Serve(ctx context.Context, rwc io.ReadWriteCloser, id Identity) error {
+	l, err := m.register(id, true)
+	if err != nil {
+		m.closeLogged(rwc, id)
+		return err
+	}
+	defer m.serves.Done()
+	defer m.unregister(l)
+
+	ss, err := l.server.Connect(ctx, &mcp.IOTransport{Reader: rwc, Writer: rwc}, nil)
+	if err != nil {
+		m.closeLogged(rwc, id)
+		return fmt.Errorf("session: connect: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+
+	var reason error
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("session %s: connection: %w", l.label(), err)
+		}
+		return nil
+	case <-ctx.Done():
+		reason = ctx.Err()
+	case <-m.ctx.Done():
+		reason = ErrClosed
+	}
+	// Closing the stream (rather than ss.Close, which waits for in-flight
+	// calls first) makes the jsonrpc2 reader fail, which cancels every
+	// in-flight handler; then the session drains.
+	m.closeLogged(rwc, id)
+	if err := <-done; err != nil {
+		m.log.Debug("session ended after close", "session", l.label(), "error", err)
+	}
+	return reason
+}
+
+// NewServer builds the server of one session for a transport that manages
+// its own connections (Streamable HTTP): connect exactly one session to it.
+// The server follows Refresh while it lives; once its session has come and
+// gone it is dropped at the next Refresh.
+func (m *Manager) NewServer(id Identity) *mcp.Server {
+	l, err := m.register(id, false)
+	if err != nil {
+		// Closed: a server nobody tracks still answers by the same rules,
+		// and Close has already run, so there is nothing to end later.
+		m.log.Warn("new server after close", "harness", id.Harness, "error", err)
+		l = m.build(id)
+		l.refresh()
+	}
+	return l.server
+}
+
+// Refresh recomputes every live session's visible tools and prompts and
+// updates its server; the go-sdk notifies a session only if its view changed.
+func (m *Manager) Refresh() {
+	m.mu.Lock()
+	all := make([]*live, 0, len(m.live))
+	for l := range m.live {
+		if !l.owned && l.connected.Load() && sessionCount(l.server) == 0 {
+			delete(m.live, l) // an HTTP session that has ended
+			continue
+		}
+		all = append(all, l)
+	}
+	m.mu.Unlock()
+	for _, l := range all {
+		l.refresh()
+	}
+}
+
+// Close ends every session and waits for Serve calls to return. In-flight
+// tool calls see their context cancelled.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	var unowned []*live
+	for l := range m.live {
+		if !l.owned {
+			unowned = append(unowned, l)
+		}
+	}
+	m.live = map[*live]struct{}{}
+	m.mu.Unlock()
+
+	m.cancel()
+	for _, l := range unowned {
+		for ss := range l.server.Sessions() {
+			if err := ss.Close(); err != nil {
+				m.log.Warn("closing session", "session", l.label(), "error", err)
+			}
+		}
+	}
+	m.serves.Wait()
+}
+
+// register builds a session's server and tracks it; owned sessions are
+// counted for Close to wait on.
+func (m *Manager) register(id Identity, owned bool) (*live, error) {
+	l := m.build(id)
+	l.owned = owned
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	m.live[l] = struct{}{}
+	if owned {
+		m.serves.Add(1)
+	}
+	m.mu.Unlock()
+	// Tracked before the first listing, so a Refresh racing with this one
+	// cannot leave the session on a view older than the config.
+	l.refresh()
+	return l, nil
+}
+
+func (m *Manager) unregister(l *live) {
+	m.mu.Lock()
+	delete(m.live, l)
+	m.mu.Unlock()
+}
+
+func (m *Manager) closeLogged(c io.Closer, id Identity) {
+	if err := c.Close(); err != nil && !errors.Is(err, io.ErrClosedPipe) {
+		m.log.Debug("closing session stream", "harness", id.Harness, "error", err)
+	}
+}
+
+// build makes the go-sdk server of one session, with no tools yet.
+func (m *Manager) build(id Identity) *live {
+	l := &live{m: m, id: id, tools: map[string]string{}, prompts: map[string]string{}}
+	l.server = mcp.NewServer(&mcp.Implementation{Name: "harness", Version: m.version}, &mcp.ServerOptions{
+		Logger:                    m.log,
+		SupportedProtocolVersions: handshakeVersions(),
+		// Advertised even when empty, so a session that starts with no
+		// prompts still learns about prompts a reload adds.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:   &mcp.ToolCapabilities{ListChanged: true},
+			Prompts: &mcp.PromptCapabilities{ListChanged: true},
+		},
+		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { l.connected.Store(true) },
+	})
+	l.server.AddReceivingMiddleware(l.callMiddleware)
+	return l
+}
+
+// handshakeVersions are the protocol versions negotiated with the classic
+// initialize handshake. Leaving out 2026-07-28 and later makes the go-sdk
+// client's server/discover probe fail with the supported list, so it falls
+// back to initialize at 2025-11-25, as the TypeScript client does directly.
+func handshakeVersions() []string {
+	return slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= "2026-07-28" })
+}
+
+func sessionCount(s *mcp.Server) int {
+	n := 0
+	for range s.Sessions() {
+		n++
+	}
+	return n
+}
+
+// live is one session's server and the view last applied to it.
+type live struct {
+	m         *Manager
+	id        Identity
+	server    *mcp.Server
+	owned     bool        // run by Serve, which unregisters it
+	connected atomic.Bool // initialized at least once (for pruning NewServer sessions)
+
+	// viewMu serialises refreshes of this one session; calls never take it.
+	viewMu  sync.Mutex
+	tools   map[string]string // registered tool name -> fingerprint
+	prompts map[string]string // registered prompt name -> fingerprint
+}
+
+func (l *live) label() string {
+	if l.id.Harness == "" {
+		return "(unattributed)"
+	}
+	return l.id.Harness
+}
