@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // escapeUnit maps a unit name ("project/name", or anything else) to a single
@@ -137,7 +139,12 @@ func loadIDs(path string) (idAlloc, error) {
 	}
 	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	if err != nil {
-		return a, fmt.Errorf("ids file %s: %w", path, err)
+		// Only a power loss right after a reservation leaves this (the
+		// write is not synced). Refusing would keep the unit's log shut
+		// for good; instead continue above any plausible past id: the
+		// clock in microseconds outgrows any real entry rate.
+		v = uint64(time.Now().UnixMicro())
+		slog.Warn("logs: unreadable ids file, continuing from the clock", "file", path, "err", err, "next", v)
 	}
 	a.next = max(v, 1)
 	a.ceil = a.next
@@ -162,8 +169,10 @@ func (a *idAlloc) take() uint64 {
 	return id
 }
 
-// writeAtomic replaces path with data through a synced temp file and a
-// rename, so a crash leaves either the old or the new content.
+// writeAtomic replaces path with data through a temp file and a rename, so
+// a crash of the process leaves either the old or the new content. There is
+// no fsync: it cost milliseconds per reservation on a busy disk, and the
+// case it covers (power loss) is handled by loadIDs' clock floor.
 func writeAtomic(path string, data []byte) error {
 	dir, base := filepath.Split(path)
 	f, err := os.CreateTemp(dir, base+".tmp-*")
@@ -172,9 +181,6 @@ func writeAtomic(path string, data []byte) error {
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

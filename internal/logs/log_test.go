@@ -431,3 +431,16 @@ func TestMirrorFailureKeepsWriting(t *testing.T) {
 		t.Fatalf("Close = %v, want the mirror failure", err)
 	}
 }
+
+func TestCorruptIDsFileContinuesAboveOldIDs(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "u.ids"), []byte("\x00\x00garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := openT(t, dir, "u", Options{FileMaxBytes: -1})
+	l.Event(0, "x")
+	// Any id handed out before at a sane rate is far below the clock floor.
+	if id := l.Tail(1)[0].ID; id < 1<<50 {
+		t.Fatalf("id %d after a corrupt ids file", id)
+	}
+}

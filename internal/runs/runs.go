@@ -250,10 +250,14 @@ func (s *Store) Begin(unit string, cause Cause) (Run, error) {
 	}
 	run := Run{ID: s.nextID, Harness: unit, Cause: cause, StartedAt: s.now()}
 	s.put(run)
-	s.trim(unit)
 	if err := s.persist(run); err != nil {
-		return run.clone(), fmt.Errorf("runs: begin %s: %w", unit, err)
+		// Not started as far as the caller knows: do not keep a run that
+		// would dangle in memory forever. Its id stays used.
+		delete(s.runs, run.ID)
+		s.dropFromUnit(unit, run.ID)
+		return Run{}, fmt.Errorf("runs: begin %s: %w", unit, err)
 	}
+	s.trim(unit)
 	return run.clone(), nil
 }
 

@@ -349,3 +349,25 @@ func TestConcurrentBeginEnd(t *testing.T) {
 		}
 	}
 }
+
+func TestBeginFailsCleanlyWhenTheFileIsGone(t *testing.T) {
+	s := openT(t, filepath.Join(t.TempDir(), "runs.jsonl"), 0)
+	a := begin(t, s, "a", CauseManual)
+	// Simulate an unusable file: persistence fails, memory stays consistent.
+	if err := s.f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Begin("a", CauseManual); err == nil {
+		t.Fatal("Begin succeeded without a file")
+	}
+	if got := s.List("a", 0); len(got) != 1 || got[0].ID != a.ID {
+		t.Fatalf("after failed Begin: %v", runsText(got))
+	}
+	if err := s.End(a.ID, intp(0), ""); err == nil {
+		t.Fatal("End succeeded without a file")
+	}
+	if r, _ := s.Get(a.ID); !r.Ended() {
+		t.Fatal("End did not end the run in memory")
+	}
+	s.f = nil // already closed above
+}
