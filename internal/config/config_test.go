@@ -230,6 +230,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{`harness.toml:2: daemon.mcp_http: host "example.com" is not loopback (want 127.0.0.0/8, ::1 or localhost)`}},
 		{"no port http", "[daemon]\nmcp_http = '127.0.0.1'\n",
 			[]string{`harness.toml:2: daemon.mcp_http: want a loopback host:port such as 127.0.0.1:7330: address 127.0.0.1: missing port in address`}},
+		{"newline in a value stays on one line", "[daemon]\nmcp_http = \"x\\ny\"\n",
+			[]string{`harness.toml:2: daemon.mcp_http: want a loopback host:port such as 127.0.0.1:7330: address x\ny: missing port in address`}},
 		{"bad port http", "[daemon]\nmcp_http = '127.0.0.1:99999'\n",
 			[]string{`harness.toml:2: daemon.mcp_http: invalid port "99999" in "127.0.0.1:99999"`}},
 		{"operator allow", "[daemon]\nmcp_http_operator_allow = ['admin']\n",

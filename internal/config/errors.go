@@ -37,8 +37,12 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Msg)
-	return b.String()
+	return oneLine.Replace(b.String())
 }
+
+// oneLine keeps every Error on one line, since joined errors are separated
+// by newlines and a TOML message or a quoted value may contain one.
+var oneLine = strings.NewReplacer("\n", `\n`, "\r", `\r`)
 
 // Unwrap exposes the config_invalid sentinel and the cause, if any.
 func (e *Error) Unwrap() []error {
