@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/harness-dev/harness/internal/daemon"
+	"github.com/harness-dev/harness/internal/mcp/demoupstream"
+)
+
+func daemonCmd(g *globals) *cobra.Command {
+	var logFile string
+	var debug bool
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "Run the supervisor in the foreground",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var w io.Writer = cmd.ErrOrStderr()
+			if logFile != "" {
+				f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+				if err != nil {
+					return fmt.Errorf("log file: %w", err)
+				}
+				defer f.Close()
+				w = f
+			}
+			level := slog.LevelInfo
+			if debug {
+				level = slog.LevelDebug
+			}
+			logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+			return daemon.Run(cmd.Context(), daemon.Options{
+				ConfigPath:    g.configPath(),
+				SocketPath:    g.socketPath(),
+				StateDir:      g.statePath(),
+				Version:       version,
+				Logger:        logger,
+				HandleSignals: true,
+			})
+		},
+	}
+	cmd.Flags().StringVar(&logFile, "log-file", "", "write the daemon's log here instead of stderr")
+	cmd.Flags().BoolVar(&debug, "debug", false, "log at debug level")
+	return cmd
+}
+
+// demoUpstreamCmd is the built-in demo MCP server the demo config (and
+// tests and benchmarks) run as an upstream. Hidden: not for operators.
+func demoUpstreamCmd() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:    "demo-upstream",
+		Short:  "A tiny stdio MCP server for demos and tests",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return demoupstream.Serve(context.Background(), os.Stdin, os.Stdout, name)
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "demo", "name shown in search results")
+	return cmd
+}

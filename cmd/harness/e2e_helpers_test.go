@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// harnessBin is the binary built once by TestMain; the end-to-end tests
+// drive it exactly as a user would.
+var harnessBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "harness-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	harnessBin = filepath.Join(dir, "harness")
+	build := exec.Command("go", "build", "-o", harnessBin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build harness:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// fleet is one real daemon on temp dirs.
+type fleet struct {
+	t       *testing.T
+	dir     string
+	config  string
+	socket  string
+	state   string
+	logPath string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+}
+
+// newFleet writes config and starts `harness daemon` on it, returning once
+// the socket answers.
+func newFleet(t *testing.T, config string) *fleet {
+	t.Helper()
+	dir := t.TempDir()
+	f := &fleet{
+		t:       t,
+		dir:     dir,
+		config:  filepath.Join(dir, "harness.toml"),
+		socket:  filepath.Join(dir, "run", "harness.sock"),
+		state:   filepath.Join(dir, "state"),
+		logPath: filepath.Join(dir, "daemon.log"),
+	}
+	f.writeConfig(config)
+	f.start()
+	t.Cleanup(f.stop)
+	return f
+}
+
+func (f *fleet) writeConfig(text string) {
+	f.t.Helper()
+	if err := os.WriteFile(f.config, []byte(text), 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// start launches the daemon and waits until it serves.
+func (f *fleet) start() {
+	f.t.Helper()
+	f.cmd = f.daemonCmd()
+	var stderr bytes.Buffer
+	f.cmd.Stderr = &stderr
+	if err := f.cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.exited = make(chan struct{})
+	go func(c *exec.Cmd, done chan struct{}) { c.Wait(); close(done) }(f.cmd, f.exited)
+	f.waitFor("daemon to serve", 30*time.Second, func() bool {
+		select {
+		case <-f.exited:
+			f.t.Fatalf("daemon exited during start: %s", stderr.String())
+		default:
+		}
+		_, _, code := f.run("daemon-info")
+		return code == 0
+	})
+}
+
+func (f *fleet) daemonCmd() *exec.Cmd {
+	c := exec.Command(harnessBin, "daemon", "--config", f.config, "--socket", f.socket,
+		"--state-dir", f.state, "--log-file", f.logPath)
+	c.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
+	return c
+}
+
+// stop ends the daemon with SIGTERM (if still running) and waits.
+func (f *fleet) stop() {
+	if f.cmd == nil || f.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-f.exited:
+		return
+	default:
+	}
+	f.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-f.exited:
+	case <-time.After(30 * time.Second):
+		f.cmd.Process.Kill()
+		<-f.exited
+		f.t.Errorf("daemon did not exit within 30s of SIGTERM")
+	}
+}
+
+// run invokes the CLI against this fleet's socket.
+func (f *fleet) run(args ...string) (stdout, stderr string, code int) {
+	c := exec.Command(harnessBin, append([]string{"--socket", f.socket}, args...)...)
+	c.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
+	var o, e bytes.Buffer
+	c.Stdout, c.Stderr = &o, &e
+	err := c.Run()
+	code = 0
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else {
+			f.t.Fatalf("run harness %v: %v", args, err)
+		}
+	}
+	return o.String(), e.String(), code
+}
+
+// mustJSON runs a --json verb that must succeed and decodes its output.
+func (f *fleet) mustJSON(v any, args ...string) {
+	f.t.Helper()
+	out, errOut, code := f.run(append(args, "--json")...)
+	if code != 0 {
+		f.t.Fatalf("harness %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		f.t.Fatalf("harness %v: decode %q: %v", args, out, err)
+	}
+}
+
+// mustRun runs a verb that must succeed.
+func (f *fleet) mustRun(args ...string) string {
+	f.t.Helper()
+	out, errOut, code := f.run(args...)
+	if code != 0 {
+		f.t.Fatalf("harness %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+	}
+	return out
+}
+
+// waitFor polls cond until it holds. The CLI has no push channel, so
+// polling with a deadline is how a user would wait too.
+func (f *fleet) waitFor(what string, d time.Duration, cond func() bool) {
+	f.t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			logText, _ := os.ReadFile(f.logPath)
+			f.t.Fatalf("timed out after %s waiting for %s\ndaemon log:\n%s", d, what, logText)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// unitInfo is the §9 shape of one `list --json` row.
+type unitInfo struct {
+	Name         string `json:"name"`
+	State        string `json:"state"`
+	Enabled      bool   `json:"enabled"`
+	PID          int    `json:"pid"`
+	RestartCount int    `json:"restart_count"`
+	LastExitCode *int   `json:"last_exit_code"`
+	Description  string `json:"description"`
+}
+
+func (f *fleet) unit(name string) unitInfo {
+	f.t.Helper()
+	var us []unitInfo
+	f.mustJSON(&us, "list")
+	for _, u := range us {
+		if u.Name == name {
+			return u
+		}
+	}
+	f.t.Fatalf("no unit %q in list", name)
+	return unitInfo{}
+}
+
+func (f *fleet) waitState(name, state string) unitInfo {
+	f.t.Helper()
+	var u unitInfo
+	f.waitFor(name+" to be "+state, 20*time.Second, func() bool {
+		u = f.unit(name)
+		return u.State == state
+	})
+	return u
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// readPID waits for a pid file written by a child and returns its pid.
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				return pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid in %s", path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func waitGone(t *testing.T, what string, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still running", what, pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

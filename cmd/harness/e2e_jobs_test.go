@@ -1,0 +1,104 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCLI_ScheduledJobRunsWithCauseSchedule(t *testing.T) {
+	f := newFleet(t, `
+[harness.tick]
+cmd = "sh"
+args = ["-c", "echo tick"]
+schedule = "@every 1s"
+`)
+	type run struct {
+		Cause    string `json:"cause"`
+		ExitCode *int   `json:"exit_code"`
+	}
+	var rs []run
+	f.waitFor("two scheduled runs", 20*time.Second, func() bool {
+		f.mustJSON(&rs, "runs", "tick")
+		ended := 0
+		for _, r := range rs {
+			if r.ExitCode != nil {
+				ended++
+			}
+		}
+		return ended >= 2
+	})
+	for _, r := range rs {
+		if r.Cause != "schedule" {
+			t.Fatalf("run cause %q, want schedule: %+v", r.Cause, rs)
+		}
+	}
+	var jobs []struct {
+		Name     string  `json:"name"`
+		Schedule string  `json:"schedule"`
+		NextFire *string `json:"next_fire"`
+	}
+	f.mustJSON(&jobs, "jobs")
+	if len(jobs) != 1 || jobs[0].Schedule != "@every 1s" || jobs[0].NextFire == nil {
+		t.Fatalf("jobs: %+v", jobs)
+	}
+	var trig []struct {
+		Job   string `json:"job"`
+		Fired int    `json:"fired"`
+	}
+	f.mustJSON(&trig, "triggers")
+	if len(trig) != 1 || trig[0].Job != "tick" || trig[0].Fired < 2 {
+		t.Fatalf("triggers: %+v", trig)
+	}
+	var u map[string]any
+	f.mustJSON(&u, "describe", "tick")
+	if u["schedule"] != "@every 1s" || u["next_fire"] == nil {
+		t.Fatalf("describe shows no schedule/next fire: %v", u)
+	}
+}
+
+func TestCLI_TriggerWaitFollowsExitStatus(t *testing.T) {
+	f := newFleet(t, `
+[harness.fails]
+cmd = "sh"
+args = ["-c", "echo working; echo 'giving up' >&2; exit 3"]
+restart = "no"
+
+[harness.long]
+cmd = "sh"
+args = ["-c", "echo long job; exec sleep 100000"]
+restart = "no"
+stop_grace = 1
+
+[harness.service]
+cmd = "sleep"
+args = ["100000"]
+`)
+	out, _, code := f.run("trigger", "fails", "--wait", "--timeout", "20s")
+	if code != 3 {
+		t.Fatalf("trigger --wait exit %d, want 3; out %s", code, out)
+	}
+	if !strings.Contains(out, "working") || !strings.Contains(out, "giving up") {
+		t.Fatalf("trigger --wait should print the run's tail: %q", out)
+	}
+
+	f.mustRun("trigger", "long")
+	f.waitState("long", "running")
+	var res struct {
+		Skipped   bool   `json:"skipped"`
+		ActiveRun uint64 `json:"active_run"`
+	}
+	f.mustJSON(&res, "trigger", "long")
+	if !res.Skipped || res.ActiveRun == 0 {
+		t.Fatalf("triggering a running job: %+v", res)
+	}
+	out = f.mustRun("trigger", "long")
+	if !strings.Contains(out, "skipped") {
+		t.Fatalf("human output should say skipped: %q", out)
+	}
+
+	jout, _, jcode := f.run("trigger", "service", "--json")
+	if jcode == 0 || !strings.Contains(jout, `"not_a_job"`) {
+		t.Fatalf("trigger of a non-job: exit %d %s", jcode, jout)
+	}
+}

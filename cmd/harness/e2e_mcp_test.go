@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var (
+	readTools  = []string{"harness_daemon_info", "harness_describe", "harness_jobs", "harness_list", "harness_logs", "harness_runs", "harness_triggers"}
+	writeTools = []string{"harness_restart", "harness_start", "harness_stop", "harness_trigger"}
+)
+
+func TestScenario_FacadeMirrorsTheControlOperation(t *testing.T) {
+	f := newFleet(t, sleeperConfig+`
+[harness.idle]
+cmd = "sleep"
+args = ["100000"]
+description = "never started"
+`)
+	f.mustRun("start", "sleeper")
+	f.waitState("sleeper", "running")
+	s := f.mcpSession("", false, nil)
+	var viaMCP struct {
+		Harnesses []unitInfo `json:"harnesses"`
+	}
+	resultJSON(t, callTool(t, s, "harness_list", nil), &viaMCP)
+	var viaCLI []unitInfo
+	f.mustJSON(&viaCLI, "list")
+	if len(viaMCP.Harnesses) != len(viaCLI) {
+		t.Fatalf("harness_list %+v vs list --json %+v", viaMCP.Harnesses, viaCLI)
+	}
+	for i := range viaCLI {
+		m, c := viaMCP.Harnesses[i], viaCLI[i]
+		if m.Name != c.Name || m.State != c.State || m.PID != c.PID || m.Enabled != c.Enabled {
+			t.Errorf("row %d: mcp %+v, cli %+v", i, m, c)
+		}
+	}
+}
+
+func TestScenario_UnknownHarnessSurfacesTheStructuredError(t *testing.T) {
+	f := newFleet(t, sleeperConfig)
+	s := f.mcpSession("", false, nil)
+	res := callTool(t, s, "harness_describe", map[string]any{"name": "ghost"})
+	if code := errorCode(t, res); code != "unknown_harness" {
+		t.Fatalf("code %q, want unknown_harness (%+v)", code, res)
+	}
+	// Decision 7: an unknown tool is a result too, and the session goes on.
+	if code := errorCode(t, callTool(t, s, "no_such_tool", nil)); code != "unknown_tool" {
+		t.Fatalf("unknown tool: code %q", code)
+	}
+	if res := callTool(t, s, "harness_list", nil); res.IsError {
+		t.Fatalf("session broken after refusals: %+v", res)
+	}
+}
+
+func TestScenario_DefaultScopingRefusesAWrite(t *testing.T) {
+	dir := t.TempDir()
+	f := newFleet(t, sleeperConfig+tokenHarness("agent", dir, ""))
+	f.mustRun("start", "sleeper")
+	before := f.waitState("sleeper", "running")
+	s := f.mcpSession(token(t, filepath.Join(dir, "agent.token")), true, nil)
+	if got := toolNames(t, s); !slices.Equal(got, readTools) {
+		t.Fatalf("default scope lists %v, want only %v (the --allow-control flag adds nothing to an attributed session)", got, readTools)
+	}
+	res := callTool(t, s, "harness_stop", map[string]any{"name": "sleeper"})
+	if code := errorCode(t, res); code != "not_permitted" {
+		t.Fatalf("harness_stop with default scope: code %q", code)
+	}
+	if after := f.unit("sleeper"); after.State != "running" || after.PID != before.PID {
+		t.Fatalf("a refused write changed state: %+v -> %+v", before, after)
+	}
+}
+
+func TestScenario_GrantedScopingPermitsAWrite(t *testing.T) {
+	dir := t.TempDir()
+	f := newFleet(t, sleeperConfig+tokenHarness("boss", dir, `mcp_allow = ["read", "write"]`))
+	f.mustRun("start", "sleeper")
+	before := f.waitState("sleeper", "running")
+	s := f.mcpSession(token(t, filepath.Join(dir, "boss.token")), false, nil)
+	if got := toolNames(t, s); !slices.Equal(got, slices.Sorted(slices.Values(append(slices.Clone(readTools), writeTools...)))) {
+		t.Fatalf("granted scope lists %v", got)
+	}
+	res := callTool(t, s, "harness_restart", map[string]any{"name": "sleeper"})
+	if res.IsError {
+		t.Fatalf("harness_restart: %+v", res)
+	}
+	after := f.waitState("sleeper", "running")
+	if after.PID == before.PID {
+		t.Fatal("sibling was not restarted")
+	}
+	// Exactly as `harness restart` would: a new manual run.
+	var rs []struct {
+		Cause string `json:"cause"`
+	}
+	f.mustJSON(&rs, "runs", "sleeper")
+	if len(rs) != 2 || rs[1].Cause != "manual" {
+		t.Fatalf("runs after MCP restart: %+v", rs)
+	}
+}
+
+func TestScenario_ScopeChangeTakesEffectOnReload(t *testing.T) {
+	dir := t.TempDir()
+	base := sleeperConfig + tokenHarness("agent", dir, "")
+	f := newFleet(t, base)
+	f.mustRun("start", "sleeper")
+	agentPID := f.waitState("agent", "running").PID
+	changed := make(chan struct{}, 4)
+	s := f.mcpSession(token(t, filepath.Join(dir, "agent.token")), false, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	if code := errorCode(t, callTool(t, s, "harness_stop", map[string]any{"name": "sleeper"})); code != "not_permitted" {
+		t.Fatalf("before widening: %q", code)
+	}
+	f.writeConfig(sleeperConfig + tokenHarness("agent", dir, `mcp_allow = ["read", "write"]`))
+	f.mustRun("reload")
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after widening mcp_allow")
+	}
+	if res := callTool(t, s, "harness_stop", map[string]any{"name": "sleeper"}); res.IsError {
+		t.Fatalf("after widening: %+v", res)
+	}
+	if u := f.unit("sleeper"); u.State != "stopped" {
+		t.Fatalf("sleeper not stopped: %+v", u)
+	}
+	if u := f.unit("agent"); u.PID != agentPID {
+		t.Fatal("the agent was restarted by a scope change")
+	}
+}
+
+func TestADR0054_ReadOnlyByDefaultControlBehindFlag(t *testing.T) {
+	f := newFleet(t, sleeperConfig)
+	ro := f.mcpSession("", false, nil)
+	if got := toolNames(t, ro); !slices.Equal(got, readTools) {
+		t.Fatalf("unattributed lists %v", got)
+	}
+	if code := errorCode(t, callTool(t, ro, "harness_start", map[string]any{"name": "sleeper"})); code != "not_permitted" {
+		t.Fatalf("hidden write tool: code %q", code)
+	}
+	if u := f.unit("sleeper"); u.State != "stopped" {
+		t.Fatalf("refused start changed state: %+v", u)
+	}
+	rw := f.mcpSession("", true, nil)
+	if got := toolNames(t, rw); len(got) != len(readTools)+len(writeTools) {
+		t.Fatalf("--allow-control lists %v", got)
+	}
+	if res := callTool(t, rw, "harness_start", map[string]any{"name": "sleeper"}); res.IsError {
+		t.Fatalf("harness_start with --allow-control: %+v", res)
+	}
+	f.waitState("sleeper", "running")
+}
+
+func TestADR0054_LogsArePolledWithCursorAndOffset(t *testing.T) {
+	f := newFleet(t, `
+[harness.talker]
+cmd = "sh"
+args = ["-c", "for i in 1 2 3 4 5; do echo msg-$i; done; exec sleep 100000"]
+enabled = true
+`)
+	s := f.mcpSession("", false, nil)
+	type entry struct {
+		ID   uint64 `json:"id"`
+		Text string `json:"text"`
+	}
+	var sum struct {
+		Entries    []entry `json:"entries"`
+		NextCursor uint64  `json:"next_cursor"`
+	}
+	f.waitFor("output", 15*time.Second, func() bool {
+		resultJSON(t, callTool(t, s, "harness_logs", map[string]any{"name": "talker"}), &sum)
+		return len(sum.Entries) > 0 && sum.Entries[len(sum.Entries)-1].Text == "msg-5"
+	})
+	var newer struct {
+		Entries []entry `json:"entries"`
+	}
+	resultJSON(t, callTool(t, s, "harness_logs", map[string]any{"name": "talker", "cursor": sum.NextCursor}), &newer)
+	if len(newer.Entries) != 0 {
+		t.Fatalf("cursor at the newest entry returned %+v", newer.Entries)
+	}
+	var rawPage struct {
+		Text       string `json:"text"`
+		NextOffset int64  `json:"next_offset"`
+		Note       string `json:"note"`
+	}
+	resultJSON(t, callTool(t, s, "harness_logs", map[string]any{"name": "talker", "format": "raw", "offset": 1 << 40}), &rawPage)
+	if rawPage.Note == "" || !strings.Contains(rawPage.Text, "msg-5") {
+		t.Fatalf("raw offset past the end must repeat the tail with a note: %+v", rawPage)
+	}
+}
+
+func TestADR0054_CallsInOneSessionRunConcurrently(t *testing.T) {
+	f := newFleet(t, `
+[harness.slowjob]
+cmd = "sleep"
+args = ["3"]
+restart = "no"
+`)
+	s := f.mcpSession("", true, nil)
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "harness_trigger", Arguments: map[string]any{"name": "slowjob", "wait": true, "timeout_s": 30}})
+		if err != nil {
+			t.Errorf("trigger: %v", err)
+		}
+		done <- res
+	}()
+	f.waitState("slowjob", "running")
+	start := time.Now()
+	if res := callTool(t, s, "harness_list", nil); res.IsError {
+		t.Fatalf("list: %+v", res)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("harness_list waited %s behind a followed trigger", d)
+	}
+	select {
+	case res := <-done:
+		if res == nil || res.IsError {
+			t.Fatalf("trigger: %+v", res)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("trigger --wait never returned")
+	}
+}
+
+func TestMCP_RevokedTokenAndDaemonDownAreRefusedClearly(t *testing.T) {
+	dir := t.TempDir()
+	f := newFleet(t, tokenHarness("agent", dir, ""))
+	tokPath := filepath.Join(dir, "agent.token")
+	old := token(t, tokPath)
+	os.Remove(tokPath)
+	f.mustRun("restart", "agent")
+	if fresh := token(t, tokPath); fresh == old {
+		t.Fatal("token not re-minted on restart")
+	}
+	cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
+	cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN="+old)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "token") {
+		t.Fatalf("revoked token: err %v, output %q", err, out)
+	}
+	f.stop()
+	cmd = exec.Command(harnessBin, "mcp", "--socket", f.socket)
+	out, err = cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "daemon not running") {
+		t.Fatalf("daemon down: err %v, output %q", err, out)
+	}
+}

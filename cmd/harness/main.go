@@ -1,0 +1,154 @@
+// Command harness supervises long-running agent CLIs and serves them MCP.
+// `harness daemon` is the supervisor; every other verb is a thin client of
+// its control socket (DESIGN §9).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/harness-dev/harness/internal/client"
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/protocol"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// globals are the flags every verb shares.
+type globals struct {
+	socket   string
+	config   string
+	stateDir string
+	json     bool
+}
+
+// exitError carries a specific exit status (trigger --wait follows the
+// job's) without printing anything more.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	g := &globals{}
+	root := newRoot(g, stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if g.json {
+		b, _ := json.Marshal(map[string]errcode.Body{"error": errcode.BodyOf(err)})
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		fmt.Fprintln(stderr, "harness:", err)
+	}
+	return 1
+}
+
+func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "harness",
+		Short:         "Supervise agent CLIs in PTYs and give them MCP access to their fleet",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.socket, "socket", "", "control socket (default $HARNESS_SOCKET, else $XDG_RUNTIME_DIR/harness/harness.sock)")
+	pf.StringVar(&g.config, "config", "", "config file (default $HARNESS_CONFIG, else $XDG_CONFIG_HOME/harness/harness.toml)")
+	pf.StringVar(&g.stateDir, "state-dir", "", "state directory (default $HARNESS_STATE_DIR, else $XDG_STATE_HOME/harness)")
+	root.AddCommand(
+		daemonCmd(g),
+		demoCmd(g),
+		listCmd(g),
+		describeCmd(g),
+		logsCmd(g),
+		actionCmd(g, "start", "Start harnesses (idempotent)"),
+		actionCmd(g, "stop", "Stop harnesses (idempotent)"),
+		actionCmd(g, "restart", "Restart harnesses; clears a failed state"),
+		runsCmd(g),
+		jobsCmd(g),
+		triggersCmd(g),
+		triggerCmd(g),
+		profilesCmd(g),
+		useProfileCmd(g),
+		reloadCmd(g),
+		daemonInfoCmd(g),
+		shutdownCmd(g),
+		mcpCmd(g),
+		demoUpstreamCmd(),
+	)
+	return root
+}
+
+// socketPath resolves the control socket: flag, environment, default.
+func (g *globals) socketPath() string {
+	if g.socket != "" {
+		return g.socket
+	}
+	if s := os.Getenv("HARNESS_SOCKET"); s != "" {
+		return s
+	}
+	s, _, _ := protocol.DefaultPaths()
+	return s
+}
+
+func (g *globals) configPath() string {
+	if g.config != "" {
+		return g.config
+	}
+	if s := os.Getenv("HARNESS_CONFIG"); s != "" {
+		return s
+	}
+	_, _, c := protocol.DefaultPaths()
+	return c
+}
+
+func (g *globals) statePath() string {
+	if g.stateDir != "" {
+		return g.stateDir
+	}
+	if s := os.Getenv("HARNESS_STATE_DIR"); s != "" {
+		return s
+	}
+	_, s, _ := protocol.DefaultPaths()
+	return s
+}
+
+// call runs one control operation against the daemon.
+func (g *globals) call(ctx context.Context, op string, args any, result any) error {
+	c, err := client.Dial(ctx, g.socketPath())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Call(ctx, op, args, result)
+}
+
+// emit prints v as indented JSON.
+func emit(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func addJSON(cmd *cobra.Command, g *globals) {
+	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
+}

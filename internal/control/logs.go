@@ -1,0 +1,180 @@
+package control
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logs"
+)
+
+// Log paging limits (DESIGN §10): answers are capped; max_bytes can only
+// lower the cap.
+const (
+	DefaultMaxBytes = 256 << 10
+	DefaultLines    = 200
+	maxLines        = 5000
+)
+
+// Logs answers `logs` in summary or raw format. It is the one
+// implementation of ADR-0054 decision 5: the CLI and harness_logs both
+// come here.
+func (c *Control) Logs(a LogsArgs) (any, error) {
+	u, err := c.lookup(a.Name)
+	if err != nil {
+		return nil, err
+	}
+	if a.MaxBytes < 0 || a.Lines < 0 {
+		return nil, errcode.Errorf(errcode.InvalidArgument, "max_bytes and lines must be >= 0")
+	}
+	if a.MaxBytes == 0 || a.MaxBytes > DefaultMaxBytes {
+		a.MaxBytes = DefaultMaxBytes
+	}
+	if a.Lines > maxLines {
+		a.Lines = maxLines
+	}
+	switch a.Format {
+	case "", "summary":
+		if a.Offset != nil {
+			return nil, errcode.Errorf(errcode.InvalidArgument, "offset pages the raw format; summary pages by cursor")
+		}
+		return summary(u.log, a), nil
+	case "raw":
+		if a.Cursor != nil {
+			return nil, errcode.Errorf(errcode.InvalidArgument, "cursor pages the summary format; raw pages by offset")
+		}
+		st := u.sup.Status()
+		r := raw(u.log, a)
+		r.Cols, r.Rows = int(st.Cols), int(st.Rows)
+		return r, nil
+	default:
+		return nil, errcode.Errorf(errcode.InvalidArgument, "format must be summary or raw, not %q", a.Format)
+	}
+}
+
+// summary pages activity entries by id. Without a cursor it returns the
+// newest entries; with one, the entries after it, oldest first, so that a
+// poller that follows next_cursor never skips any.
+func summary(l *logs.Log, a LogsArgs) LogsSummary {
+	lines := a.Lines
+	if lines == 0 {
+		lines = DefaultLines
+	}
+	l.Flush()
+	res := LogsSummary{Format: "summary", Entries: []logs.Entry{}}
+	var entries []logs.Entry
+	if a.Cursor == nil {
+		entries = l.Tail(lines)
+	} else {
+		cur := *a.Cursor
+		all, oldest := l.EntriesAfter(cur, maxLines)
+		if oldest > 0 && cur+1 < oldest {
+			res.Note = fmt.Sprintf("cursor %d has aged out; the oldest retained entry is %d, returning the retained tail", cur, oldest)
+			entries = tail(all, lines)
+		} else {
+			if len(all) > lines {
+				all, res.Truncated = all[:lines], true
+			}
+			entries = all
+		}
+		res.NextCursor = cur
+	}
+	// Cap by encoded size. With a cursor keep the oldest (the poller
+	// continues from next_cursor); without one keep the newest.
+	size := 0
+	fit := 0
+	if a.Cursor == nil {
+		for i := len(entries) - 1; i >= 0; i-- {
+			size += entrySize(entries[i])
+			if size > a.MaxBytes {
+				break
+			}
+			fit++
+		}
+		if fit < len(entries) {
+			entries, res.Truncated = entries[len(entries)-fit:], true
+		}
+	} else {
+		for _, e := range entries {
+			size += entrySize(e)
+			if size > a.MaxBytes {
+				break
+			}
+			fit++
+		}
+		if fit < len(entries) {
+			entries, res.Truncated = entries[:fit], true
+		}
+	}
+	if len(entries) > 0 {
+		res.Entries = entries
+		res.NextCursor = entries[len(entries)-1].ID
+	} else if a.Cursor == nil {
+		res.NextCursor = 0
+	}
+	return res
+}
+
+func tail(es []logs.Entry, n int) []logs.Entry {
+	if len(es) > n {
+		return es[len(es)-n:]
+	}
+	return es
+}
+
+func entrySize(e logs.Entry) int {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return len(e.Text) + 64
+	}
+	return len(b) + 1
+}
+
+// raw pages the byte ring by absolute offset. An offset before the window
+// starts at the window; one past the end repeats the whole tail with a
+// note, never an empty answer, because the window may have moved past a
+// poller that skipped output.
+func raw(l *logs.Log, a LogsArgs) LogsRaw {
+	res := LogsRaw{Format: "raw"}
+	_, start, end := l.Raw(0, 0)
+	var from int64
+	switch {
+	case a.Offset == nil:
+		from = max(start, end-int64(a.MaxBytes))
+	case *a.Offset < start:
+		res.Note = fmt.Sprintf("offset %d is before the retained window [%d,%d); starting at %d", *a.Offset, start, end, start)
+		from = start
+	case *a.Offset > end:
+		res.Note = fmt.Sprintf("offset %d is past the end of the log (%d); returning the whole retained tail", *a.Offset, end)
+		from = max(start, end-int64(a.MaxBytes))
+	default:
+		from = *a.Offset
+	}
+	data, _, _ := l.Raw(from, a.MaxBytes)
+	if a.Offset == nil && a.Lines > 0 {
+		data, from = lastLines(data, from, a.Lines)
+	}
+	res.Offset = from
+	res.NextOffset = from + int64(len(data))
+	res.Truncated = res.NextOffset < end
+	res.Text = strings.ToValidUTF8(string(data), "\uFFFD")
+	return res
+}
+
+// lastLines keeps the last n lines of data and moves from accordingly.
+func lastLines(data []byte, from int64, n int) ([]byte, int64) {
+	cut := len(data)
+	if cut > 0 && data[cut-1] == '\n' {
+		cut--
+	}
+	for i := cut - 1; i >= 0; i-- {
+		if data[i] == '\n' {
+			n--
+			if n == 0 {
+				return data[i+1:], from + int64(i+1)
+			}
+		}
+	}
+	return data, from
+}

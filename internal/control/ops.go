@@ -1,0 +1,454 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/harness-dev/harness/internal/config"
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logs"
+	"github.com/harness-dev/harness/internal/runs"
+	"github.com/harness-dev/harness/internal/schedule"
+	"github.com/harness-dev/harness/internal/supervise"
+)
+
+// List answers `list`: every harness, sorted by name.
+func (c *Control) List() []UnitInfo {
+	us := c.harnesses()
+	out := make([]UnitInfo, 0, len(us))
+	for _, u := range us {
+		out = append(out, c.info(u, u.sup.Status()))
+	}
+	return out
+}
+
+func (c *Control) info(u *unit, st supervise.Status) UnitInfo {
+	ui := UnitInfo{
+		Name:         u.name,
+		State:        string(st.State),
+		Enabled:      st.Enabled,
+		PID:          st.PID,
+		RestartCount: st.RestartCount,
+		LastExitCode: st.LastExitCode,
+	}
+	if u.h != nil {
+		ui.Description = u.h.Description
+		ui.Project = u.h.Project
+		ui.Schedule = u.h.Schedule
+		if u.h.Schedule != "" {
+			if t, ok := c.sched.Next(u.name); ok {
+				ui.NextFire = &t
+			}
+		}
+	}
+	if u.up != nil {
+		ui.Project = u.up.Project
+	}
+	return ui
+}
+
+// Describe answers `describe`.
+func (c *Control) Describe(name string) (Description, error) {
+	u, err := c.lookup(name)
+	if err != nil {
+		return Description{}, err
+	}
+	st := u.sup.Status()
+	d := Description{
+		UnitInfo:      c.info(u, st),
+		ConfigChanged: st.ConfigChanged,
+		LastSignal:    st.LastSignal,
+		LastError:     st.LastError,
+		NextRetry:     timePtr(st.NextRetry),
+	}
+	switch {
+	case u.h != nil:
+		d.Config = UnitConfigView{
+			Cmd: u.h.Cmd, Args: nonNil(u.h.Args), Workdir: u.h.Workdir, EnvFile: u.h.EnvFile, Env: u.h.Env,
+			Restart: string(u.h.Restart), RestartDelayS: u.h.RestartDelay.Seconds(), StopGraceS: u.h.StopGrace.Seconds(),
+			MCPAllow: nonNil(u.h.MCPAllow), Schedule: u.h.Schedule, HarvestTrajectory: u.h.HarvestTrajectory,
+		}
+	case u.up != nil:
+		d.Config = UnitConfigView{
+			Cmd: u.up.Cmd, Args: nonNil(u.up.Args), Workdir: u.up.Workdir, EnvFile: u.up.EnvFile, Env: u.up.Env,
+			Restart: "always", RestartDelayS: u.up.RestartDelay.Seconds(), StopGraceS: u.up.StopGrace.Seconds(),
+			MCPAllow: []string{},
+		}
+	}
+	if st.RunID != 0 && isActive(st.State) {
+		if r, ok := c.opt.Runs.Get(st.RunID); ok {
+			d.CurrentRun = &r
+		}
+	}
+	return d, nil
+}
+
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}
+
+// isActive: the unit has (or is about to have) a live process.
+func isActive(s supervise.State) bool {
+	switch s {
+	case supervise.StateStarting, supervise.StateRunning, supervise.StateDegraded, supervise.StateStopping:
+		return true
+	}
+	return false
+}
+
+// selectUnits resolves start/stop/restart arguments to units. Every name is
+// checked before anything acts, so a typo changes nothing.
+func (c *Control) selectUnits(a NamesArgs, forStart bool) ([]*unit, error) {
+	names := append([]string{}, a.Names...)
+	if a.Name != "" {
+		names = append(names, a.Name)
+	}
+	if a.All {
+		if len(names) > 0 {
+			return nil, errcode.Errorf(errcode.InvalidArgument, "give names or all, not both")
+		}
+		var out []*unit
+		for _, u := range c.harnesses() {
+			// --all never fires jobs: they run on their schedule or trigger.
+			if forStart && u.h != nil && u.h.IsJob() {
+				continue
+			}
+			out = append(out, u)
+		}
+		return out, nil
+	}
+	if len(names) == 0 {
+		return nil, errcode.Errorf(errcode.InvalidArgument, "name a harness or pass all")
+	}
+	out := make([]*unit, 0, len(names))
+	for _, n := range names {
+		u, err := c.lookup(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// each runs f on every unit concurrently: stopping fifty units takes one
+// grace period, not fifty.
+func (c *Control) each(us []*unit, f func(*unit) (bool, error)) ActionResult {
+	res := ActionResult{Results: make([]ActionItem, len(us))}
+	var wg sync.WaitGroup
+	for i, u := range us {
+		wg.Add(1)
+		go func(i int, u *unit) {
+			defer wg.Done()
+			changed, err := f(u)
+			item := ActionItem{Name: u.name, Changed: changed, State: string(u.sup.Status().State)}
+			if err != nil {
+				item.Error = err.Error()
+				c.log.Error("unit action failed", "unit", u.name, "err", err)
+			}
+			res.Results[i] = item
+		}(i, u)
+	}
+	wg.Wait()
+	return res
+}
+
+// Start answers `start` (idempotent: an active unit is left alone).
+func (c *Control) Start(ctx context.Context, a NamesArgs) (ActionResult, error) {
+	us, err := c.selectUnits(a, true)
+	if err != nil {
+		return ActionResult{}, err
+	}
+	return c.each(us, func(u *unit) (bool, error) {
+		if isActive(u.sup.Status().State) {
+			return false, nil
+		}
+		return true, u.sup.Start(ctx, runs.Cause("manual"))
+	}), nil
+}
+
+// Stop answers `stop` (idempotent) and returns once the units are stopped.
+func (c *Control) Stop(ctx context.Context, a NamesArgs) (ActionResult, error) {
+	us, err := c.selectUnits(a, false)
+	if err != nil {
+		return ActionResult{}, err
+	}
+	return c.each(us, func(u *unit) (bool, error) {
+		st := u.sup.Status()
+		changed := isActive(st.State) || st.State == supervise.StateRestarting || st.Enabled
+		return changed, u.sup.Stop(ctx)
+	}), nil
+}
+
+// Restart answers `restart`; it also clears a latched failed state.
+func (c *Control) Restart(ctx context.Context, a NamesArgs) (ActionResult, error) {
+	us, err := c.selectUnits(a, false)
+	if err != nil {
+		return ActionResult{}, err
+	}
+	return c.each(us, func(u *unit) (bool, error) {
+		return true, u.sup.Restart(ctx, runs.Cause("manual"))
+	}), nil
+}
+
+// Runs answers `runs`.
+func (c *Control) Runs(a RunsArgs) ([]runs.Run, error) {
+	if a.Name != "" {
+		if _, err := c.lookup(a.Name); err != nil && len(c.opt.Runs.List(a.Name, 1)) == 0 {
+			return nil, err
+		}
+	}
+	if a.Limit < 0 {
+		return nil, errcode.Errorf(errcode.InvalidArgument, "limit must be >= 0")
+	}
+	rs := c.opt.Runs.List(a.Name, a.Limit)
+	if rs == nil {
+		rs = []runs.Run{}
+	}
+	return rs, nil
+}
+
+// Jobs answers `jobs`.
+func (c *Control) Jobs() []JobInfo {
+	out := []JobInfo{}
+	for _, u := range c.harnesses() {
+		if u.h == nil || !u.h.IsJob() {
+			continue
+		}
+		j := JobInfo{Name: u.name, Schedule: u.h.Schedule, State: string(u.sup.Status().State)}
+		if t, ok := c.sched.Next(u.name); ok {
+			j.NextFire = &t
+		}
+		if rs := c.opt.Runs.List(u.name, 1); len(rs) > 0 {
+			r := rs[len(rs)-1]
+			j.LastRun = &r
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// Triggers answers `triggers`: every armed schedule.
+func (c *Control) Triggers() []schedule.Trigger {
+	ts := c.sched.Triggers()
+	if ts == nil {
+		ts = []schedule.Trigger{}
+	}
+	return ts
+}
+
+// fire is the scheduler's callback: start the job unless it is active.
+func (c *Control) fire(job string) bool {
+	u, err := c.lookup(job)
+	if err != nil {
+		c.log.Warn("schedule fired for a unit that is gone", "job", job)
+		return false
+	}
+	if isActive(u.sup.Status().State) {
+		return false
+	}
+	if err := u.sup.Start(context.Background(), runs.Cause("schedule")); err != nil {
+		c.log.Error("scheduled start failed", "job", job, "err", err)
+	}
+	return true
+}
+
+// DefaultTriggerTimeout bounds `trigger --wait` when no timeout is given.
+const DefaultTriggerTimeout = 10 * time.Minute
+
+// Trigger answers `trigger`: start a job now, optionally following the run
+// to its end.
+func (c *Control) Trigger(ctx context.Context, a TriggerArgs) (TriggerResult, error) {
+	u, err := c.lookup(a.Name)
+	if err != nil {
+		return TriggerResult{}, err
+	}
+	if u.h == nil || !u.h.IsJob() {
+		return TriggerResult{}, errcode.Errorf(errcode.NotAJob, "%s is not a job (no schedule, restart %q)", a.Name, restartOf(u))
+	}
+	if a.TimeoutS < 0 {
+		return TriggerResult{}, errcode.Errorf(errcode.InvalidArgument, "timeout_s must be >= 0")
+	}
+	res := TriggerResult{Name: a.Name}
+	if st := u.sup.Status(); isActive(st.State) {
+		res.Skipped, res.ActiveRun = true, st.RunID
+		return res, nil
+	}
+	if err := u.sup.Start(ctx, runs.Cause("trigger")); err != nil {
+		return res, fmt.Errorf("trigger %s: %w", a.Name, err)
+	}
+	st := u.sup.Status()
+	res.RunID = st.RunID
+	if !a.Wait {
+		return res, nil
+	}
+	res.Waited = true
+	timeout := DefaultTriggerTimeout
+	if a.TimeoutS > 0 {
+		timeout = time.Duration(a.TimeoutS * float64(time.Second))
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r, err := c.opt.Runs.Wait(wctx, res.RunID)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			res.TimedOut = true
+			res.Tail = c.runTail(u, res.RunID)
+			return res, nil
+		}
+		return res, fmt.Errorf("trigger %s: wait for run %d: %w", a.Name, res.RunID, err)
+	}
+	res.ExitCode, res.Signal = r.ExitCode, r.Signal
+	if r.EndedAt != nil {
+		res.DurationMS = r.EndedAt.Sub(r.StartedAt).Milliseconds()
+	}
+	res.Tail = c.runTail(u, res.RunID)
+	return res, nil
+}
+
+func restartOf(u *unit) string {
+	if u.h == nil {
+		return ""
+	}
+	return string(u.h.Restart)
+}
+
+// runTail is the last activity entries of one run.
+func (c *Control) runTail(u *unit, run uint64) []logs.Entry {
+	u.log.Flush()
+	all := u.log.Tail(500)
+	var out []logs.Entry
+	for _, e := range all {
+		if e.RunID == run {
+			out = append(out, e)
+		}
+	}
+	if len(out) > 20 {
+		out = out[len(out)-20:]
+	}
+	return out
+}
+
+// Profiles answers `profiles`.
+func (c *Control) Profiles() []ProfileInfo {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := []ProfileInfo{}
+	for _, name := range sortedKeys(c.cfg.Profiles) {
+		p := c.cfg.Profiles[name]
+		out = append(out, ProfileInfo{Name: name, Harnesses: nonNil(p.Harnesses), Autostart: p.Autostart, Active: name == c.profile})
+	}
+	return out
+}
+
+// UseProfile answers `use_profile`: the profile's members start, every
+// other running harness (jobs aside) stops, and the choice is persisted.
+func (c *Control) UseProfile(ctx context.Context, name string) (ActionResult, error) {
+	c.mu.RLock()
+	p, ok := c.cfg.Profiles[name]
+	c.mu.RUnlock()
+	if !ok {
+		return ActionResult{}, errcode.Errorf(errcode.InvalidArgument, "no profile named %q", name)
+	}
+	var us []*unit
+	for _, u := range c.harnesses() {
+		if u.h != nil && (contains(p.Harnesses, u.name) || !u.h.IsJob()) {
+			us = append(us, u)
+		}
+	}
+	res := c.each(us, func(u *unit) (bool, error) {
+		active := isActive(u.sup.Status().State)
+		if contains(p.Harnesses, u.name) {
+			if active {
+				return false, nil
+			}
+			return true, u.sup.Start(ctx, runs.Cause("manual"))
+		}
+		if !active {
+			return false, nil
+		}
+		return true, u.sup.Stop(ctx)
+	})
+	c.mu.Lock()
+	c.profile = name
+	c.mu.Unlock()
+	c.saveState()
+	return res, nil
+}
+
+// Reload answers `reload`: a bad file keeps the last good config and says
+// why (file:line); a good one is applied.
+func (c *Control) Reload(ctx context.Context) (ReloadResult, error) {
+	cfg, err := config.Load(c.opt.ConfigPath)
+	if err != nil {
+		c.log.Error("reload refused; keeping the last good config", "config", c.opt.ConfigPath, "err", err)
+		return ReloadResult{}, err
+	}
+	res, err := c.apply(cfg, false)
+	if err != nil {
+		c.log.Error("reload failed; keeping the last good config", "err", err)
+		return res, err
+	}
+	c.log.Info("config reloaded", "added", res.Added, "removed", res.Removed, "changed", res.Changed)
+	if c.opt.OnReload != nil {
+		c.opt.OnReload()
+	}
+	return res, nil
+}
+
+// Warnings returns the current configuration warnings (prompts, broker).
+func (c *Control) Warnings() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return append([]string{}, c.warnings...)
+}
+
+// DaemonInfo answers `daemon_info`.
+func (c *Control) DaemonInfo() DaemonInfo {
+	c.mu.RLock()
+	profile := c.profile
+	c.mu.RUnlock()
+	return DaemonInfo{
+		Version:   c.opt.Version,
+		Proto:     c.opt.Proto,
+		PID:       os.Getpid(),
+		StartedAt: c.startedAt,
+		UptimeS:   time.Since(c.startedAt).Seconds(),
+		Paths:     c.opt.Paths,
+		Profile:   profile,
+		Warnings:  c.Warnings(),
+		Upstreams: c.MCPStatus(),
+	}
+}
+
+// MCPStatus answers `mcp_status`: each upstream's supervision state merged
+// with what the broker knows of its session.
+func (c *Control) MCPStatus() []UpstreamStatus {
+	known := map[string]BrokerStatus{}
+	if c.opt.Upstreams != nil {
+		for _, s := range c.opt.Upstreams.Status() {
+			known[s.Unit] = s
+		}
+	}
+	out := []UpstreamStatus{}
+	for _, u := range c.upstreamUnits() {
+		st := u.sup.Status()
+		b := known[u.name]
+		us := UpstreamStatus{
+			Key: u.up.Key, Project: u.up.Project, State: string(st.State), PID: st.PID,
+			Tools: b.Tools, Restarts: st.RestartCount, LastError: st.LastError, NextRetry: timePtr(st.NextRetry),
+		}
+		if us.LastError == "" {
+			us.LastError = b.LastError
+		}
+		out = append(out, us)
+	}
+	return out
+}

@@ -1,0 +1,264 @@
+// Package daemon wires the supervisor, the control operations, the MCP
+// surface and the control socket into the `harness daemon` process: the
+// single-instance lock, leftovers of a crashed predecessor, the state file,
+// reloads (SIGHUP, the reload op, a config watcher) and an orderly shutdown.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/harness-dev/harness/internal/config"
+	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/logs"
+	"github.com/harness-dev/harness/internal/mcp/broker"
+	"github.com/harness-dev/harness/internal/mcp/session"
+	"github.com/harness-dev/harness/internal/proctree"
+	"github.com/harness-dev/harness/internal/protocol"
+	"github.com/harness-dev/harness/internal/runs"
+	"github.com/harness-dev/harness/internal/supervise"
+)
+
+// Options configure one daemon. Empty paths take the defaults of DESIGN §3.
+type Options struct {
+	ConfigPath string
+	SocketPath string
+	StateDir   string
+	Version    string
+	Logger     *slog.Logger
+	// Limits overrides the crash-loop thresholds (tests shrink them).
+	Limits *supervise.Limits
+	// Ready, when set, is called once the socket serves.
+	Ready func(control.Paths)
+	// HandleSignals makes the daemon react to SIGHUP/SIGTERM/SIGINT.
+	HandleSignals bool
+}
+
+// leftoverGrace bounds how long a starting daemon waits for a crashed
+// predecessor's processes to end after SIGTERM before it SIGKILLs them.
+const leftoverGrace = 3 * time.Second
+
+// Run serves until ctx ends, a shutdown is requested, or a signal arrives;
+// then it stops every unit and returns. Nothing it started outlives it.
+func Run(ctx context.Context, opt Options) (err error) {
+	log := opt.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	paths, err := resolvePaths(opt)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(paths.StateDir, 0o700); err != nil {
+		return fmt.Errorf("daemon: state dir: %w", err)
+	}
+	// The lock comes before anything else: a second daemon must spawn
+	// nothing and leave the first one's socket alone.
+	release, err := protocol.AcquireLock(paths.Socket + ".lock")
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	defer release()
+
+	cfg, err := config.Load(paths.Config)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	if err := proctree.BecomeSubreaper(); err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	ledgerPath := filepath.Join(paths.StateDir, "processes.json")
+	if n, err := proctree.CleanupLeftovers(ledgerPath, log, leftoverGrace); err != nil {
+		return fmt.Errorf("daemon: clean up a previous daemon's processes: %w", err)
+	} else if n > 0 {
+		log.Warn("ended processes left behind by a previous daemon", "count", n)
+	}
+	ledger, err := proctree.OpenLedger(ledgerPath)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	instance, err := proctree.NewInstanceID()
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	if err := ledger.AddInstance(instance); err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	runStore, err := runs.Open(filepath.Join(paths.StateDir, "runs.jsonl"), 0)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	defer runStore.Close()
+	if n := runStore.CloseDangling("daemon-exit"); n > 0 {
+		log.Info("closed runs left open by a previous daemon", "count", n)
+	}
+
+	reaper := proctree.NewReaper(log)
+	rctx, rcancel := context.WithCancel(context.Background())
+	reaper.Start(rctx)
+	defer func() { rcancel(); reaper.Stop() }()
+
+	tokens := supervise.NewTokens()
+	brk := broker.New(log, broker.Options{})
+	defer brk.Close()
+
+	srv := &protocol.Server{Version: opt.Version, Logger: log}
+	shutdownCh := make(chan struct{})
+	var shutdownOnce sync.Once
+	requestShutdown := func() { shutdownOnce.Do(func() { close(shutdownCh) }) }
+
+	limits := supervise.Limits{}
+	if opt.Limits != nil {
+		limits = *opt.Limits
+	}
+	var mgr *session.Manager
+	logDir := filepath.Join(paths.StateDir, "logs")
+	ctl, err := control.New(cfg, control.Options{
+		ConfigPath: paths.Config,
+		Paths:      paths,
+		Version:    opt.Version,
+		Proto:      protocol.Version,
+		Runs:       runStore,
+		SocketPath: paths.Socket,
+		Upstreams:  brokerHooks{brk},
+		State:      stateFile{filepath.Join(paths.StateDir, "state.json")},
+		OpenLog: func(name string) (*logs.Log, error) {
+			return logs.Open(logDir, name, logs.Options{})
+		},
+		NewDeps: func(name string, kind supervise.Kind) (supervise.Deps, error) {
+			return supervise.Deps{
+				Tokens:   tokens,
+				Reaper:   reaper,
+				Ledger:   ledger,
+				Instance: instance,
+				Limits:   limits,
+				Logger:   log.With("unit", name),
+			}, nil
+		},
+		OnEvent: func(ev supervise.Event) { srv.Publish(protocolEvent(ev)) },
+		OnReload: func() {
+			srv.Publish(protocol.Event{Kind: "reload", Time: time.Now()})
+			if mgr != nil {
+				mgr.Refresh()
+			}
+		},
+		Shutdown: requestShutdown,
+		Logger:   log,
+	})
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	mgr = session.NewManager(ctl, authority{tokens: tokens, ctl: ctl}, brk, func() session.Prompts {
+		if p := ctl.Prompts(); p != nil {
+			return p
+		}
+		return nil
+	}, log, opt.Version)
+	cancelBrokerWatch := brk.OnChange(mgr.Refresh)
+	srv.Handler = handler{ctl: ctl, mgr: mgr, log: log}
+
+	ln, err := protocol.Listen(paths.Socket)
+	if err != nil {
+		ctl.Close(context.Background())
+		return fmt.Errorf("daemon: %w", err)
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("daemon serving", "socket", paths.Socket, "config", paths.Config, "state_dir", paths.StateDir, "pid", os.Getpid(), "version", opt.Version)
+
+	ctl.Boot(ctx)
+	stopWatch := watchConfig(cfg, ctl, log)
+	if opt.Ready != nil {
+		opt.Ready(paths)
+	}
+
+	var sigs chan os.Signal
+	if opt.HandleSignals {
+		sigs = make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+		defer signal.Stop(sigs)
+	}
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-shutdownCh:
+			break loop
+		case err := <-serveErr:
+			log.Error("control socket failed", "err", err)
+			break loop
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				if _, err := ctl.Reload(context.Background()); err != nil {
+					log.Error("SIGHUP reload refused", "err", err)
+				}
+				continue
+			}
+			log.Info("signal received; shutting down", "signal", s.String())
+			break loop
+		}
+	}
+
+	log.Info("daemon stopping")
+	stopWatch()
+	cancelBrokerWatch()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// Stop every unit concurrently first, so that harness sessions see their
+	// daemon go away only after their own processes were told to stop.
+	ctl.Close(context.Background())
+	mgr.Close()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("socket shutdown", "err", err)
+	}
+	if err := ledger.Clear(); err != nil {
+		log.Error("clear process ledger", "err", err)
+	}
+	log.Info("daemon stopped")
+	return nil
+}
+
+func resolvePaths(opt Options) (control.Paths, error) {
+	sock, state, cfgPath := protocol.DefaultPaths()
+	if opt.SocketPath != "" {
+		sock = opt.SocketPath
+	}
+	if opt.StateDir != "" {
+		state = opt.StateDir
+	}
+	if opt.ConfigPath != "" {
+		cfgPath = opt.ConfigPath
+	}
+	if sock == "" || state == "" {
+		return control.Paths{}, errors.New("daemon: cannot determine socket or state dir: set HOME or pass --socket and --state-dir")
+	}
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	return control.Paths{Config: abs(cfgPath), Socket: abs(sock), StateDir: abs(state)}, nil
+}
+
+func protocolEvent(ev supervise.Event) protocol.Event {
+	return protocol.Event{
+		Kind:     ev.Kind,
+		Unit:     ev.Unit,
+		State:    string(ev.State),
+		RunID:    ev.RunID,
+		ExitCode: ev.ExitCode,
+		Signal:   ev.Signal,
+		Message:  ev.Message,
+		Time:     ev.Time,
+	}
+}

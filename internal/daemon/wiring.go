@@ -1,0 +1,104 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/mcp/broker"
+	"github.com/harness-dev/harness/internal/mcp/session"
+	"github.com/harness-dev/harness/internal/protocol"
+	"github.com/harness-dev/harness/internal/supervise"
+)
+
+// handler serves the control socket: control requests go to control.Call
+// with the operator's authority; MCP streams become sessions.
+type handler struct {
+	ctl *control.Control
+	mgr *session.Manager
+	log *slog.Logger
+}
+
+func (h handler) Call(ctx context.Context, op string, args json.RawMessage) (any, error) {
+	return h.ctl.Call(ctx, control.Caller{Kind: control.Operator}, op, args)
+}
+
+// AuthenticateMCP refuses an unknown or revoked token before the Welcome,
+// so `harness mcp` can tell its user why.
+func (h handler) AuthenticateMCP(hello protocol.Hello) error {
+	_, err := h.mgr.Authenticate(hello.Token, hello.AllowControl)
+	return err
+}
+
+func (h handler) ServeMCP(ctx context.Context, conn net.Conn, hello protocol.Hello) {
+	id, err := h.mgr.Authenticate(hello.Token, hello.AllowControl)
+	if err != nil {
+		// The token died between the handshake and now (its run ended).
+		h.log.Info("mcp session refused", "err", err)
+		return
+	}
+	if err := h.mgr.Serve(ctx, conn, id); err != nil && ctx.Err() == nil {
+		h.log.Debug("mcp session ended", "harness", id.Harness, "err", err)
+	}
+}
+
+// authority answers the session layer's questions from the live token
+// registry and the configuration in force, per call.
+type authority struct {
+	tokens *supervise.Tokens
+	ctl    *control.Control
+}
+
+func (a authority) ResolveToken(token string) (string, bool) {
+	unit, _, ok := a.tokens.Lookup(token)
+	return unit, ok
+}
+
+func (a authority) Allowed(harness string) []string {
+	h, ok := a.ctl.Config().Harnesses[harness]
+	if !ok {
+		return nil
+	}
+	return h.MCPAllow
+}
+
+func (a authority) Project(harness string) string {
+	h, ok := a.ctl.Config().Harnesses[harness]
+	if !ok {
+		return ""
+	}
+	return h.Project
+}
+
+// brokerHooks adapts the broker to control.UpstreamHooks.
+type brokerHooks struct{ b *broker.Broker }
+
+func (h brokerHooks) Configure(units map[string]control.UpstreamRef) {
+	m := make(map[string]broker.Upstream, len(units))
+	for name, r := range units {
+		m[name] = broker.Upstream{Key: r.Key, Project: r.Project}
+	}
+	h.b.Configure(m)
+}
+
+func (h brokerHooks) Attach(unit string, run uint64, stdin io.WriteCloser, stdout io.ReadCloser) {
+	h.b.Attach(unit, run, stdin, stdout)
+}
+
+func (h brokerHooks) Detach(unit string, run uint64, next time.Time, reason string) {
+	h.b.Detach(unit, run, next, reason)
+}
+
+func (h brokerHooks) Status() []control.BrokerStatus {
+	var out []control.BrokerStatus
+	for _, s := range h.b.Status() {
+		out = append(out, control.BrokerStatus{Unit: s.Unit, Tools: s.Tools, Connected: s.Connected, LastError: s.LastError})
+	}
+	return out
+}
+
+func (h brokerHooks) Warnings() []string { return h.b.Warnings() }
