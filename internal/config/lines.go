@@ -15,6 +15,11 @@ import (
 // keyID is the map key of a dotted key path in a positions table.
 func keyID(path []string) string { return strings.Join(path, "\x00") }
 
+// maxKeyDepth bounds the key paths recorded: the deepest key of the schema
+// is harness.NAME.env.VAR, one more level names an unknown key, and
+// recording every prefix of an absurdly deep dotted key would be quadratic.
+const maxKeyDepth = 5
+
 // positions maps a key path (keyID) to the 1-based line where it first
 // appears: a table header, a key assignment, an inline-table key, or the
 // first line that implicitly created a parent table.
@@ -23,7 +28,7 @@ type positions map[string]int
 // line returns the line of path, or of its nearest recorded parent, or 1
 // when nothing of the path was found (such as a key added by no line at all).
 func (p positions) line(path []string) int {
-	for n := len(path); n > 0; n-- {
+	for n := min(len(path), maxKeyDepth); n > 0; n-- {
 		if l, ok := p[keyID(path[:n])]; ok {
 			return l
 		}
@@ -97,7 +102,7 @@ func (s *posScanner) lineAt(i int) int {
 
 // record stores the line of path and of every parent not yet seen.
 func (s *posScanner) record(path []string, line int) {
-	for n := 1; n <= len(path); n++ {
+	for n := 1; n <= min(len(path), maxKeyDepth); n++ {
 		id := keyID(path[:n])
 		if _, ok := s.pos[id]; !ok {
 			s.pos[id] = line

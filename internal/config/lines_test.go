@@ -81,3 +81,17 @@ func TestScanPositionsBOMAndCRLF(t *testing.T) {
 		}
 	}
 }
+
+func TestScanPositionsDeepKey(t *testing.T) {
+	// Only the first maxKeyDepth parts are recorded; deeper keys resolve to
+	// their recorded prefix.
+	src := "\n" + strings.Repeat("a.", 50) + "b = 1\n"
+	pos := scanPositions(src)
+	if len(pos) != maxKeyDepth {
+		t.Errorf("recorded %d paths, want %d", len(pos), maxKeyDepth)
+	}
+	deep := strings.Split(strings.Repeat("a.", 50)+"b", ".")
+	if got := pos.line(deep); got != 2 {
+		t.Errorf("line of deep key = %d, want 2", got)
+	}
+}

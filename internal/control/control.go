@@ -1,8 +1,8 @@
 package control
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -240,21 +240,29 @@ var handlers map[string]handler
 
 func init() {
 	handlers = map[string]handler{
-		"list":        func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.List(), nil },
-		"describe":    withArgs(func(c *Control, ctx context.Context, a NameArg) (any, error) { return c.Describe(a.Name) }),
-		"logs":        withArgs(func(c *Control, ctx context.Context, a LogsArgs) (any, error) { return c.Logs(a) }),
-		"start":       withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Start(ctx, a) }),
-		"stop":        withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Stop(ctx, a) }),
-		"restart":     withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Restart(ctx, a) }),
-		"runs":        withArgs(func(c *Control, ctx context.Context, a RunsArgs) (any, error) { return c.Runs(a) }),
-		"jobs":        func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.Jobs(), nil },
-		"triggers":    func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.Triggers(), nil },
-		"trigger":     withArgs(func(c *Control, ctx context.Context, a TriggerArgs) (any, error) { return c.Trigger(ctx, a) }),
-		"profiles":    func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.Profiles(), nil },
+		"list":     func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.List(), nil },
+		"describe": withArgs(func(c *Control, ctx context.Context, a NameArg) (any, error) { return c.Describe(a.Name) }),
+		"logs":     withArgs(func(c *Control, ctx context.Context, a LogsArgs) (any, error) { return c.Logs(a) }),
+		"start":    withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Start(ctx, a) }),
+		"stop":     withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Stop(ctx, a) }),
+		"restart":  withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Restart(ctx, a) }),
+		"runs":     withArgs(func(c *Control, ctx context.Context, a RunsArgs) (any, error) { return c.Runs(a) }),
+		"jobs":     func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.Jobs(), nil },
+		"triggers": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) {
+			return c.Triggers(), nil
+		},
+		"trigger": withArgs(func(c *Control, ctx context.Context, a TriggerArgs) (any, error) { return c.Trigger(ctx, a) }),
+		"profiles": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) {
+			return c.Profiles(), nil
+		},
 		"use_profile": withArgs(func(c *Control, ctx context.Context, a NameArg) (any, error) { return c.UseProfile(ctx, a.Name) }),
 		"reload":      func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.Reload(ctx) },
-		"daemon_info": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.DaemonInfo(), nil },
-		"mcp_status":  func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.MCPStatus(), nil },
+		"daemon_info": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) {
+			return c.DaemonInfo(), nil
+		},
+		"mcp_status": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) {
+			return c.MCPStatus(), nil
+		},
 		"shutdown": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) {
 			if c.opt.Shutdown != nil {
 				c.opt.Shutdown()

@@ -234,10 +234,11 @@ func Backoff(restartDelay time.Duration, attempt int, lim Limits, rnd func() flo
 	return min(d, lim.MaxDelay)
 }
 
-// FormatDuration renders d for lifecycle texts: "2s", "1.5s", "5m0s".
+// FormatDuration renders d for lifecycle texts: whole seconds as "60s",
+// anything else rounded to the millisecond ("1.5s", "250ms").
 func FormatDuration(d time.Duration) string {
-	if d >= time.Second {
-		d = d.Round(100 * time.Millisecond)
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
 	}
-	return d.String()
+	return d.Round(time.Millisecond).String()
 }

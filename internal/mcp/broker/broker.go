@@ -242,7 +242,8 @@ func (b *Broker) Detach(unit string, run uint64, nextRetry time.Time, reason str
 
 // OnChange registers f to run whenever the tools some session may see
 // changed (an upstream listed new tools, or the configuration removed
-// some). f runs on a broker goroutine, possibly concurrently with itself.
+// some). f runs on a broker goroutine, possibly concurrently with itself,
+// and must not block: it holds up that upstream's session and Close.
 func (b *Broker) OnChange(f func()) (cancel func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -35,7 +35,10 @@ func (b *Broker) Tools(project string) []*mcp.Tool {
 }
 
 // Known reports whether name's namespace is an upstream visible to project
-// and whether that upstream lists the tool.
+// and whether that upstream lists the tool. toolKnown is false for every
+// tool of an upstream that has never been listed; Call then answers
+// upstream_unavailable, so sessions should hand every call in a known
+// namespace to Call and let it decide.
 func (b *Broker) Known(project, name string) (namespaceKnown, toolKnown bool) {
 	key, tool, ok := SplitName(name)
 	if !ok {
@@ -158,6 +161,7 @@ type RPCError struct {
 	Err  *jsonrpc.Error
 }
 
+// Error implements error.
 func (e *RPCError) Error() string {
 	return fmt.Sprintf("broker: upstream %s: tools/call %s: %s", e.Key, e.Tool, e.Err.Message)
 }

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 )
 
 func TestConcurrentCallersGetTheirOwnAnswers(t *testing.T) {
@@ -183,5 +185,47 @@ func TestListChangedRelists(t *testing.T) {
 	waitFor(t, b, "alpha__fresh listed", func() bool { return slices.Contains(toolNames(b.Tools("")), "alpha__fresh") })
 	if got := text(t, call(t, b, "", "alpha__fresh", map[string]any{})); got != "fresh called" {
 		t.Errorf("fresh = %q", got)
+	}
+}
+
+func TestUpstreamDyingMidCall(t *testing.T) {
+	b := newBroker(t, Options{}, map[string]Upstream{"alpha": {Key: "alpha"}})
+	p := attach(t, b, "alpha", "alpha", 1)
+	slow := startSlow(t, b, context.Background(), 60000)
+	p.kill(t)
+	err := <-slow
+	if !errors.Is(err, errcode.ErrUpstreamUnavailable) || !strings.Contains(err.Error(), "upstream alpha") {
+		t.Errorf("call cut off by the upstream's death: err = %v", err)
+	}
+	// Before the supervisor's Detach arrives the broker already knows the
+	// connection is gone.
+	waitFor(t, b, "alpha disconnected", func() bool { return !connected(b, "alpha")() })
+	_, err = b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil)
+	if !errors.Is(err, errcode.ErrUpstreamUnavailable) {
+		t.Errorf("call after death: %v", err)
+	}
+}
+
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	b := New(nil, Options{})
+	b.Configure(map[string]Upstream{"alpha": {Key: "alpha"}})
+	p := spawn(t, "alpha")
+	b.Attach("alpha", 1, p.stdin, p.stdout)
+	waitFor(t, b, "alpha connected", connected(b, "alpha"))
+	ctx, cancel := context.WithCancel(context.Background())
+	slow := startSlow(t, b, ctx, 60000)
+	cancel()
+	<-slow
+	b.Close()
+	// Closing the session closed the upstream's stdin: the demo server
+	// exits on EOF by itself.
+	<-p.waited
+	if !p.cmd.ProcessState.Success() {
+		t.Errorf("upstream exit after Close: %v", p.cmd.ProcessState)
+	}
+	goleak.VerifyNone(t, ignore)
+	if _, err := b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil); !errors.Is(err, errcode.ErrUpstreamUnavailable) {
+		t.Errorf("call after Close: %v", err)
 	}
 }
