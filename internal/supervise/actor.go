@@ -1,0 +1,462 @@
+package supervise
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/harness-dev/harness/internal/proctree"
+	"github.com/harness-dev/harness/internal/runs"
+)
+
+// Events posted back to the actor. gen ties each to the process or timer
+// it was created for.
+type (
+	exitEv struct {
+		gen    uint64
+		code   *int
+		signal string
+		err    error // from Wait, beyond the exit status (e.g. WaitDelay)
+	}
+	timerEv struct {
+		gen  uint64
+		kind timerKind
+	}
+	// reapedEv says the leftovers of run gen are gone.
+	reapedEv struct{ gen uint64 }
+)
+
+type timerKind int
+
+const (
+	timerRetry   timerKind = iota // a policy restart is due
+	timerTerm                     // upstream stop: stdin grace is over, send SIGTERM
+	timerKill                     // stop grace is over, send SIGKILL
+	timerHealthy                  // the run stayed up long enough to reset the history
+)
+
+// actor owns all state of one unit; only its goroutine touches it.
+type actor struct {
+	u    *Unit
+	cfg  UnitConfig
+	deps Deps
+
+	state        State
+	enabled      bool
+	latched      bool // failed by giving up; only an explicit start clears it
+	proc         *proc
+	reaping      map[uint64]*proc // exited runs whose leftovers are being killed
+	gen          uint64           // last generation handed out (spawns and timers)
+	hist         History
+	restartCount int
+	lastExit     *int
+	lastSignal   string
+	lastErr      string
+	runID        uint64
+
+	retry      *time.Timer
+	retryGen   uint64
+	nextRetry  time.Time
+	stopWait   []chan error
+	pendStart  *startCmd // Restart: spawn once the stop finished
+	closeReply chan error
+	closing    bool
+}
+
+func (a *actor) loop() {
+	defer close(a.u.done)
+	for msg := range a.u.inbox {
+		a.handle(msg)
+		a.publish()
+		if a.closing && a.idle() {
+			a.finishClose()
+			return
+		}
+	}
+}
+
+func (a *actor) handle(msg any) {
+	switch m := msg.(type) {
+	case startCmd:
+		a.onStart(m)
+	case stopCmd:
+		a.onStop(m.reply)
+	case closeCmd:
+		a.closing = true
+		a.closeReply = m.reply
+		a.onStop(nil)
+	case updateCmd:
+		a.onUpdate(m)
+	case exitEv:
+		a.onExit(m)
+	case timerEv:
+		a.onTimer(m)
+	case reapedEv:
+		a.onReaped(m)
+	default:
+		a.deps.Logger.Error("supervise: unknown message", "type", fmt.Sprintf("%T", msg))
+	}
+}
+
+// finishClose answers everything still waiting and lets the loop end.
+func (a *actor) finishClose() {
+	a.cancelRetry()
+	a.replyStops(nil)
+	if a.pendStart != nil {
+		a.pendStart.reply <- fmt.Errorf("supervise: unit %s: %w", a.cfg.Name, ErrClosed)
+		a.pendStart = nil
+	}
+	a.closeReply <- nil
+}
+
+func (a *actor) onStart(m startCmd) {
+	if a.closing {
+		m.reply <- fmt.Errorf("supervise: unit %s: %w", a.cfg.Name, ErrClosed)
+		return
+	}
+	if a.proc != nil && !a.proc.stopping && !m.restart {
+		m.reply <- nil // already running
+		return
+	}
+	if a.proc != nil || a.state == StateStopping {
+		// Start once the current process and its leftovers are gone.
+		if a.pendStart != nil {
+			a.pendStart.reply <- nil // superseded by this request
+		}
+		a.pendStart = &m
+		a.enabled = true
+		if a.proc != nil {
+			a.beginStop()
+		}
+		return
+	}
+	if a.retry != nil && !m.restart {
+		m.reply <- nil // a policy restart is already scheduled
+		return
+	}
+	m.reply <- a.explicitStart(m.cause)
+}
+
+// explicitStart clears the latch and the crash history and spawns.
+func (a *actor) explicitStart(cause runs.Cause) error {
+	a.cancelRetry()
+	a.latched = false
+	a.hist = History{}
+	a.restartCount = 0
+	a.enabled = true
+	return a.spawn(cause)
+}
+
+func (a *actor) onStop(reply chan error) {
+	a.enabled = false
+	if a.pendStart != nil {
+		a.pendStart.reply <- fmt.Errorf("supervise: unit %s: start cancelled by stop", a.cfg.Name)
+		a.pendStart = nil
+	}
+	if reply != nil && !a.idle() {
+		a.stopWait = append(a.stopWait, reply)
+		reply = nil
+	}
+	switch {
+	case a.proc != nil:
+		a.beginStop()
+	case len(a.reaping) > 0:
+		// The last run exited; stopped once its leftovers are gone.
+		a.cancelRetry()
+		a.setState(StateStopping)
+	case a.retry != nil:
+		a.cancelRetry()
+		a.deps.Log.Event(a.runID, "stopped")
+		a.setState(StateStopped)
+	}
+	if reply != nil {
+		reply <- nil
+	}
+}
+
+// beginStop starts ending the current process without waiting: signals now,
+// timers for the next steps.
+func (a *actor) beginStop() {
+	p := a.proc
+	if p.stopping {
+		return
+	}
+	p.stopping = true
+	a.setState(StateStopping)
+	grace := a.cfg.StopGrace
+	if grace <= 0 {
+		grace = a.deps.Limits.StopGrace
+	}
+	if p.stdin != nil {
+		// An upstream gets the chance to exit on EOF before any signal.
+		if err := p.stdin.Close(); err != nil {
+			a.deps.Logger.Debug("supervise: close stdin", "run", p.run, "err", err)
+		}
+		p.termTimer = a.arm(grace/2, p.gen, timerTerm)
+		p.killTimer = a.arm(grace, p.gen, timerKill)
+		return
+	}
+	a.signal(p, syscall.SIGTERM)
+	p.killTimer = a.arm(grace, p.gen, timerKill)
+}
+
+// signal sends sig to the run's process group (its own session, so the
+// whole tree short of descendants that called setsid). Those escaped ones
+// are found by their marker and killed once the main process is gone
+// (reapTree): a marker scan reads every /proc/PID/environ, too slow to do
+// per signal when many units stop at once.
+func (a *actor) signal(p *proc, sig syscall.Signal) {
+	if p.waited.Load() {
+		return // the group may be empty and its id reusable; reapTree follows
+	}
+	if err := syscall.Kill(-p.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		a.deps.Logger.Warn("supervise: signal group", "run", p.run, "pgid", p.pid, "signal", sig.String(), "err", err)
+		return
+	}
+	a.deps.Logger.Debug("supervise: signalled group", "run", p.run, "pgid", p.pid, "signal", sig.String())
+}
+
+func (a *actor) onUpdate(m updateCmd) {
+	name := a.cfg.Name
+	a.cfg = m.cfg
+	a.cfg.Name = name // a unit never changes its identity
+	m.reply <- nil
+}
+
+func (a *actor) onTimer(ev timerEv) {
+	switch ev.kind {
+	case timerRetry:
+		if a.retry == nil || ev.gen != a.retryGen {
+			return // cancelled or superseded
+		}
+		a.retry = nil
+		a.nextRetry = time.Time{}
+		a.restartCount++
+		if err := a.spawn(runs.CauseRestart); err != nil {
+			a.deps.Logger.Warn("supervise: policy restart failed", "err", err)
+		}
+	case timerTerm, timerKill, timerHealthy:
+		p := a.proc
+		if p == nil || p.gen != ev.gen {
+			return // the process it was armed for is gone
+		}
+		switch ev.kind {
+		case timerTerm:
+			a.signal(p, syscall.SIGTERM)
+		case timerKill:
+			a.deps.Log.Event(p.run, "stop grace over: sending SIGKILL")
+			a.signal(p, syscall.SIGKILL)
+		case timerHealthy:
+			a.hist = History{}
+			if a.state == StateDegraded {
+				a.setState(StateRunning)
+			}
+		}
+	}
+}
+
+func (a *actor) onExit(ev exitEv) {
+	p := a.proc
+	if p == nil || ev.gen != p.gen {
+		a.deps.Logger.Warn("supervise: stale exit event ignored", "gen", ev.gen)
+		return
+	}
+	a.proc = nil
+	now := a.deps.Now()
+	p.stopTimers()
+	if ev.err != nil {
+		a.deps.Logger.Warn("supervise: wait", "run", p.run, "pid", p.pid, "err", ev.err)
+	}
+	a.deps.Tokens.Revoke(a.cfg.Name, p.run)
+	a.reapTree(p)
+
+	a.lastExit, a.lastSignal = ev.code, ev.signal
+	if err := a.deps.Runs.End(p.run, ev.code, ev.signal); err != nil {
+		a.deps.Logger.Error("supervise: end run", "run", p.run, "err", err)
+	}
+	text := "exited"
+	switch {
+	case ev.signal != "":
+		text = "killed by " + ev.signal
+	case ev.code != nil:
+		text = fmt.Sprintf("exited with code %d", *ev.code)
+	}
+	a.deps.Log.Event(p.run, text)
+	a.emit(Event{Kind: EventExit, RunID: p.run, ExitCode: ev.code, Signal: ev.signal, Message: text})
+
+	if p.stopping || !a.enabled {
+		// Stopped once the leftovers are gone too (onReaped).
+		a.setState(StateStopping)
+		return
+	}
+	a.applyPolicy(Exit{Code: ev.code, Signal: ev.signal, StartedAt: p.startedAt, At: now}, text)
+}
+
+// reapTree ends whatever of the run's tree outlived its main process, off
+// the actor: a /proc scan is slow with many processes, and the kernel needs
+// a moment to end what was killed. It posts a reapedEv when all is gone.
+func (a *actor) reapTree(p *proc) {
+	if a.reaping == nil {
+		a.reaping = map[uint64]*proc{}
+	}
+	a.reaping[p.gen] = p
+	logger, log, wait := a.deps.Logger.With("run", p.run), a.deps.Log, a.deps.Limits.WaitDelay
+	go func() {
+		// Find first: a process in the middle of dying may no longer show
+		// its environment, but it still shows as alive.
+		left := proctree.Find(p.marker)
+		if n := proctree.Kill(p.pid, p.marker, syscall.SIGKILL); n > 0 || len(left) > 0 {
+			log.Event(p.run, fmt.Sprintf("killed %d leftover processes", max(n, len(left))))
+		}
+		p.closeIO(logger)
+		deadline := time.Now().Add(wait)
+		for _, pid := range left {
+			for proctree.Alive(pid) && time.Now().Before(deadline) {
+				// Polling /proc is the only way to see a non-child go away.
+				time.Sleep(5 * time.Millisecond)
+			}
+			if proctree.Alive(pid) {
+				logger.Error("supervise: leftover survived SIGKILL", "pid", pid)
+			}
+		}
+		a.u.post(reapedEv{gen: p.gen})
+	}()
+}
+
+// onReaped finishes a run once its whole tree is gone: the ledger entry
+// goes, and a stop (or the restart or close waiting for it) completes.
+func (a *actor) onReaped(ev reapedEv) {
+	p, ok := a.reaping[ev.gen]
+	if !ok {
+		a.deps.Logger.Warn("supervise: stale reaped event ignored", "gen", ev.gen)
+		return
+	}
+	delete(a.reaping, ev.gen)
+	if a.deps.Ledger != nil {
+		if err := a.deps.Ledger.Remove(p.marker); err != nil {
+			a.deps.Logger.Error("supervise: ledger remove", "run", p.run, "err", err)
+		}
+	}
+	if !a.idle() || a.state != StateStopping {
+		return
+	}
+	a.deps.Log.Event(p.run, "stopped")
+	a.setState(StateStopped)
+	a.replyStops(nil)
+	if ps := a.pendStart; ps != nil && !a.closing {
+		a.pendStart = nil
+		ps.reply <- a.explicitStart(ps.cause)
+	}
+}
+
+// idle reports whether no process of the unit is left.
+func (a *actor) idle() bool { return a.proc == nil && len(a.reaping) == 0 }
+
+// applyPolicy decides what follows an exit (or a spawn failure) of an
+// enabled unit; why says what happened, for the failed message.
+func (a *actor) applyPolicy(e Exit, why string) {
+	d := Decide(a.cfg.Restart, a.hist, e, a.cfg.RestartDelay, a.deps.Limits, a.deps.Rand)
+	a.hist = d.History
+	if d.Reason != "" {
+		a.deps.Log.Event(a.runID, d.Reason)
+		a.deps.Logger.Warn("supervise: "+d.Reason, "state", d.State)
+	}
+	if d.BecameDegraded {
+		a.emit(Event{Kind: EventFlapping, RunID: a.runID, Message: d.Reason})
+	}
+	if !d.Restart {
+		// A suppressed restart clears the intent.
+		a.enabled = false
+		a.latched = d.Latched
+		if d.State == StateStopped {
+			a.deps.Log.Event(a.runID, "stopped")
+		} else if !d.Latched {
+			a.deps.Log.Event(a.runID, "failed: "+why)
+		}
+		a.setState(d.State)
+		return
+	}
+	a.deps.Log.Event(a.runID, "restarting in "+FormatDuration(d.Delay))
+	a.gen++
+	a.retryGen = a.gen
+	a.nextRetry = a.deps.Now().Add(d.Delay)
+	a.retry = a.arm(d.Delay, a.retryGen, timerRetry)
+	a.setState(d.State)
+}
+
+// arm starts a timer that posts a timerEv; it never blocks the actor.
+func (a *actor) arm(d time.Duration, gen uint64, kind timerKind) *time.Timer {
+	return time.AfterFunc(d, func() { a.u.post(timerEv{gen: gen, kind: kind}) })
+}
+
+func (a *actor) cancelRetry() {
+	if a.retry != nil {
+		a.retry.Stop()
+		a.retry = nil
+	}
+	a.nextRetry = time.Time{}
+}
+
+func (a *actor) replyStops(err error) {
+	for _, r := range a.stopWait {
+		r <- err
+	}
+	a.stopWait = nil
+}
+
+// setState records a transition and tells the daemon.
+func (a *actor) setState(s State) {
+	if s == a.state {
+		return
+	}
+	a.state = s
+	a.emit(Event{Kind: EventState, RunID: a.runID})
+}
+
+// emit publishes the snapshot first, so a subscriber reading Status from
+// its callback sees the state the event reports.
+func (a *actor) emit(ev Event) {
+	a.publish()
+	ev.Unit = a.cfg.Name
+	ev.State = a.state
+	ev.Time = a.deps.Now()
+	a.deps.OnEvent(ev)
+}
+
+// publish stores a fresh immutable snapshot for Status.
+func (a *actor) publish() {
+	s := &Status{
+		Name: a.cfg.Name, Kind: a.cfg.Kind, State: a.state, Enabled: a.enabled,
+		RestartCount: a.restartCount, LastSignal: a.lastSignal, RunID: a.runID,
+		NextRetry: a.nextRetry, LastError: a.lastErr,
+	}
+	if a.cfg.Kind != KindUpstream {
+		s.Cols, s.Rows = ptySize(a.cfg)
+	}
+	if a.lastExit != nil {
+		c := *a.lastExit
+		s.LastExitCode = &c
+	}
+	if p := a.proc; p != nil {
+		s.PID = p.pid
+		s.StartedAt = p.startedAt
+		s.ConfigChanged = !spawnEqual(p.cfg, a.cfg)
+	}
+	a.u.status.Store(s)
+}
+
+// spawnFailed records a failed spawn and applies the policy to it.
+func (a *actor) spawnFailed(err error) error {
+	a.lastErr = err.Error()
+	a.deps.Logger.Error("supervise: spawn failed", "err", err)
+	a.deps.Log.Event(a.runID, "spawn failed: "+err.Error())
+	a.emit(Event{Kind: EventSpawnFailed, RunID: a.runID, Message: err.Error()})
+	a.applyPolicy(Exit{SpawnFailed: true, At: a.deps.Now()}, "spawn failed")
+	return err
+}
+
+// errSpawn wraps a spawn failure with the unit's context.
+func (a *actor) errSpawn(err error) error {
+	return fmt.Errorf("supervise: unit %s: spawn: %w", a.cfg.Name, err)
+}

@@ -1,0 +1,242 @@
+package supervise
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/harness-dev/harness/internal/proctree"
+	"github.com/harness-dev/harness/internal/runs"
+)
+
+// proc is one live run: a spawned main process and what belongs to it.
+type proc struct {
+	gen       uint64
+	cfg       UnitConfig // the config it was spawned from
+	cmd       *exec.Cmd
+	pid       int
+	run       uint64
+	marker    string
+	startedAt time.Time
+	stopping  bool
+	waited    atomic.Bool // set by the waiter once Wait returned
+
+	stdin  io.Closer // upstream: our end of its stdin
+	master *os.File  // harness: the PTY master
+	// ioDone is closed when the output reader (if any) has finished.
+	ioDone chan struct{}
+
+	termTimer, killTimer, healthyTimer *time.Timer
+}
+
+func (p *proc) stopTimers() {
+	for _, t := range []*time.Timer{p.termTimer, p.killTimer, p.healthyTimer} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+// closeIO releases the parent's ends of the run's I/O; the output reader
+// then ends.
+func (p *proc) closeIO(logger *slog.Logger) {
+	if p.stdin != nil {
+		if err := p.stdin.Close(); err != nil {
+			logger.Debug("supervise: close stdin", "run", p.run, "err", err)
+		}
+	}
+	if p.master != nil {
+		if err := p.master.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+			logger.Warn("supervise: close pty master", "run", p.run, "err", err)
+		}
+	}
+}
+
+// spawn starts a new run with cause. Every failure goes through the
+// policy (a failed attempt) and is returned.
+func (a *actor) spawn(cause runs.Cause) error {
+	cfg := a.cfg.clone()
+	a.setState(StateStarting)
+	cmd, fileEnv, err := prepare(cfg)
+	if err != nil {
+		return a.spawnFailed(a.errSpawn(err))
+	}
+	run, err := a.deps.Runs.Begin(cfg.Name, cause)
+	if err != nil {
+		return a.spawnFailed(a.errSpawn(fmt.Errorf("begin run: %w", err)))
+	}
+	a.runID = run.ID
+	a.deps.Log.SetRun(run.ID)
+
+	a.gen++
+	p := &proc{gen: a.gen, cfg: cfg, cmd: cmd, run: run.ID, ioDone: make(chan struct{})}
+	p.marker = proctree.NewMarker(a.deps.Instance, cfg.Name, run.ID)
+	env := spawnEnv{cfg: cfg, base: a.deps.BaseEnv, marker: p.marker, fileEnv: fileEnv}
+	if cfg.Kind != KindUpstream {
+		env.token = a.deps.Tokens.Mint(cfg.Name, run.ID)
+	}
+	cmd.Env = env.build()
+	cmd.WaitDelay = a.deps.Limits.WaitDelay
+
+	var onStarted func()
+	if cfg.Kind == KindUpstream {
+		onStarted, err = a.startStdio(p)
+	} else {
+		err = a.startPTY(p)
+	}
+	if err != nil {
+		a.deps.Tokens.Revoke(cfg.Name, run.ID)
+		if endErr := a.deps.Runs.End(run.ID, nil, ""); endErr != nil {
+			a.deps.Logger.Error("supervise: end run", "run", run.ID, "err", endErr)
+		}
+		return a.spawnFailed(a.errSpawn(err))
+	}
+	p.startedAt = a.deps.Now()
+	a.proc = p
+	a.lastErr = ""
+
+	if a.deps.Ledger != nil {
+		entry, err := proctree.NewEntry(cfg.Name, p.pid, p.marker, a.deps.Instance)
+		if err == nil {
+			err = a.deps.Ledger.Add(entry)
+		}
+		if err != nil {
+			// The tree is still ours and found by its marker; only a crash
+			// of the daemon would miss it, so go on loudly.
+			a.deps.Logger.Error("supervise: ledger add", "run", run.ID, "err", err)
+		}
+	}
+	if err := a.deps.Runs.SetPID(run.ID, p.pid); err != nil {
+		a.deps.Logger.Error("supervise: record pid", "run", run.ID, "err", err)
+	}
+	a.deps.Log.Event(run.ID, fmt.Sprintf("spawned pid %d", p.pid))
+	a.deps.Logger.Info("supervise: spawned", "run", run.ID, "pid", p.pid, "cause", cause)
+	if onStarted != nil {
+		onStarted()
+	}
+	go a.wait(p)
+	p.healthyTimer = a.arm(a.deps.Limits.HealthyAfter, p.gen, timerHealthy)
+	if a.hist.Degraded {
+		a.setState(StateDegraded)
+	} else {
+		a.setState(StateRunning)
+	}
+	return nil
+}
+
+// prepare checks what can be checked before a run is recorded: the
+// working directory, the env_file and the executable.
+func prepare(cfg UnitConfig) (*exec.Cmd, []string, error) {
+	if cfg.Cmd == "" {
+		return nil, nil, errors.New("empty command")
+	}
+	if cfg.Dir != "" {
+		st, err := os.Stat(cfg.Dir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("workdir: %w", err)
+		}
+		if !st.IsDir() {
+			return nil, nil, fmt.Errorf("workdir %s: not a directory", cfg.Dir)
+		}
+	}
+	var fileEnv []string
+	if cfg.EnvFile != "" {
+		var err error
+		if fileEnv, err = ParseEnvFile(cfg.EnvFile); err != nil {
+			return nil, nil, err
+		}
+	}
+	cmd := exec.Command(cfg.Cmd, cfg.Args...)
+	if cmd.Err != nil {
+		return nil, nil, fmt.Errorf("command: %w", cmd.Err)
+	}
+	cmd.Dir = cfg.Dir
+	return cmd, fileEnv, nil
+}
+
+// startProcess runs start under the reaper (when there is one), so the
+// orphan reaper never steals the child's exit status.
+func (a *actor) startProcess(p *proc, start func() error) error {
+	startPID := func() (int, error) {
+		if err := start(); err != nil {
+			return 0, err
+		}
+		return p.cmd.Process.Pid, nil
+	}
+	var err error
+	if a.deps.Reaper != nil {
+		p.pid, err = a.deps.Reaper.Spawn(startPID)
+	} else {
+		p.pid, err = startPID()
+	}
+	return err
+}
+
+// wait is the waiter goroutine of one run: it waits for the main process,
+// gives its output a bounded moment to drain and reports the exit.
+func (a *actor) wait(p *proc) {
+	err := p.cmd.Wait()
+	p.waited.Store(true)
+	if a.deps.Reaper != nil {
+		// Wait has reaped the pid already; unregistering it can wait for a
+		// reaper pass, so do it after the exit is reported.
+		defer a.deps.Reaper.Release(p.pid)
+	}
+	drain := time.NewTimer(a.deps.Limits.OutputDrain)
+	select {
+	case <-p.ioDone:
+	case <-drain.C: // a descendant still holds the output open; reapTree ends it
+	}
+	drain.Stop()
+	ev := exitEv{gen: p.gen}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		ev.err = err
+	}
+	if ps := p.cmd.ProcessState; ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			ev.signal = unix.SignalName(ws.Signal())
+			if ev.signal == "" {
+				ev.signal = ws.Signal().String()
+			}
+		} else {
+			c := ps.ExitCode()
+			ev.code = &c
+		}
+	}
+	a.u.post(ev)
+}
+
+// closeOnce makes Close idempotent, since both the broker and the
+// supervisor may close an upstream's stdin.
+type closeOnce struct {
+	io.Writer
+	once sync.Once
+	c    io.Closer
+	err  error
+}
+
+func (c *closeOnce) Close() error {
+	c.once.Do(func() { c.err = c.c.Close() })
+	return c.err
+}
+
+func ptySize(cfg UnitConfig) (cols, rows uint16) {
+	cols, rows = cfg.Cols, cfg.Rows
+	if cols == 0 {
+		cols = DefaultCols
+	}
+	if rows == 0 {
+		rows = DefaultRows
+	}
+	return cols, rows
+}

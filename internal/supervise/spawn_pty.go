@@ -1,0 +1,83 @@
+package supervise
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/creack/pty"
+
+	"github.com/harness-dev/harness/internal/logs"
+	"github.com/harness-dev/harness/internal/proctree"
+)
+
+// startPTY starts a harness on a new PTY of the configured size, in its
+// own session with the PTY as controlling terminal, and starts the reader
+// that copies the master into the log. The actor closes the master after
+// the exit.
+func (a *actor) startPTY(p *proc) error {
+	cols, rows := ptySize(p.cfg)
+	attrs := proctree.SysProcAttr()
+	attrs.Setctty = true
+	attrs.Ctty = 0 // the child's stdin is the PTY slave
+	var master *os.File
+	err := a.startProcess(p, func() error {
+		m, err := pty.StartWithAttrs(p.cmd, &pty.Winsize{Cols: cols, Rows: rows}, attrs)
+		master = m
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("start on pty: %w", err)
+	}
+	p.master = master
+	logger := a.deps.Logger.With("run", p.run)
+	go func() {
+		defer close(p.ioDone)
+		copyOutput(master, newLogWriter(a.deps.Log, logger), logger)
+	}()
+	return nil
+}
+
+// copyOutput drains r into w until r fails: EIO once the PTY slave is
+// closed everywhere, EOF for a pipe, or a closed file. It waits for
+// nothing else, so the child never stalls on a full PTY or pipe because of
+// a slow reader.
+func copyOutput(r io.Reader, w io.Writer, logger *slog.Logger) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			// logWriter never fails: a closed log must not stall the child.
+			_, _ = w.Write(buf[:n])
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EIO) {
+				logger.Warn("supervise: read output", "err", err)
+			}
+			return
+		}
+	}
+}
+
+// logWriter writes into the unit's log and never fails, so output keeps
+// draining when the log is closed or broken; the first failure is logged.
+type logWriter struct {
+	l      *logs.Log
+	logger *slog.Logger
+	once   *sync.Once
+}
+
+func newLogWriter(l *logs.Log, logger *slog.Logger) logWriter {
+	return logWriter{l: l, logger: logger, once: new(sync.Once)}
+}
+
+func (w logWriter) Write(p []byte) (int, error) {
+	if _, err := w.l.Write(p); err != nil {
+		w.once.Do(func() { w.logger.Warn("supervise: output dropped", "err", err) })
+	}
+	return len(p), nil
+}

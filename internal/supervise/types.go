@@ -1,0 +1,118 @@
+package supervise
+
+import (
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/harness-dev/harness/internal/logs"
+	"github.com/harness-dev/harness/internal/proctree"
+	"github.com/harness-dev/harness/internal/runs"
+)
+
+// Default PTY size of a harness.
+const (
+	DefaultCols uint16 = 120
+	DefaultRows uint16 = 40
+)
+
+// UnitConfig is what the supervisor needs to run one unit. The daemon
+// builds it from config (paths already expanded).
+type UnitConfig struct {
+	Name    string
+	Kind    Kind
+	Cmd     string
+	Args    []string
+	Dir     string            // working directory; "" is the daemon's
+	EnvFile string            // KEY=VALUE file read at every spawn; "" for none
+	Env     map[string]string // env table of the config
+	// ExtraEnv is set by the daemon (e.g. HARNESS_SOCKET=...), after Env.
+	ExtraEnv     []string
+	Restart      Policy
+	RestartDelay time.Duration // 0 restarts at once (the backoff still applies when degraded)
+	StopGrace    time.Duration // 0 takes Limits.StopGrace
+	Cols, Rows   uint16        // PTY size; 0 takes 120x40
+}
+
+// spawnEqual reports whether a and b spawn the same process, i.e. whether a
+// change between them needs a restart to take effect.
+func spawnEqual(a, b UnitConfig) bool {
+	return a.Kind == b.Kind && a.Cmd == b.Cmd && slices.Equal(a.Args, b.Args) && a.Dir == b.Dir &&
+		a.EnvFile == b.EnvFile && maps.Equal(a.Env, b.Env) && slices.Equal(a.ExtraEnv, b.ExtraEnv) &&
+		a.Cols == b.Cols && a.Rows == b.Rows
+}
+
+// clone returns a deep copy, so the actor never shares slices or maps with
+// its caller.
+func (c UnitConfig) clone() UnitConfig {
+	c.Args = slices.Clone(c.Args)
+	c.Env = maps.Clone(c.Env)
+	c.ExtraEnv = slices.Clone(c.ExtraEnv)
+	return c
+}
+
+// Deps are the collaborators of a unit. Log and Runs are required; the
+// rest have defaults.
+type Deps struct {
+	Log      *logs.Log        // the unit's output and lifecycle entries
+	Runs     *runs.Store      // run history
+	Tokens   *Tokens          // per-spawn MCP tokens; default: a private registry
+	Reaper   *proctree.Reaper // every spawn goes through it when set
+	Ledger   *proctree.Ledger // records live trees for the next daemon start when set
+	Instance string           // daemon instance id, first part of every tree marker
+	Limits   Limits           // zero fields take their defaults
+	Now      func() time.Time // default time.Now
+	Rand     func() float64   // in [0,1), for jitter; default math/rand/v2
+	Logger   *slog.Logger     // default slog.Default()
+	// OnEvent is called from the actor for every event; it must not block.
+	OnEvent func(Event)
+	// OnSpawn (upstream kind only) receives the pipes of a new run; the
+	// callee owns stdout and may close stdin. It is called from the actor
+	// and must not block. Without it stdout is copied into the Log.
+	OnSpawn func(run uint64, stdin io.WriteCloser, stdout io.ReadCloser)
+	// BaseEnv is the first layer of every unit's environment; default os.Environ().
+	BaseEnv []string
+}
+
+// Event kinds.
+const (
+	EventState       = "state"        // State changed
+	EventExit        = "exit"         // a run ended: ExitCode or Signal
+	EventFlapping    = "flapping"     // the unit became degraded
+	EventSpawnFailed = "spawn_failed" // a spawn failed: Message says why
+)
+
+// Event is a notification for the daemon's subscribers.
+type Event struct {
+	Kind     string    `json:"kind"`
+	Unit     string    `json:"unit"`
+	State    State     `json:"state"`
+	RunID    uint64    `json:"run_id,omitempty"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Signal   string    `json:"signal,omitempty"`
+	Message  string    `json:"message,omitempty"`
+	Time     time.Time `json:"time"`
+}
+
+// Status is an immutable snapshot of a unit, published after every
+// transition.
+type Status struct {
+	Name         string
+	Kind         Kind
+	State        State
+	Enabled      bool
+	PID          int // 0 when no process runs
+	RestartCount int // policy restarts since the last explicit start
+	LastExitCode *int
+	LastSignal   string
+	RunID        uint64    // current run, else the last one
+	StartedAt    time.Time // start of the current run
+	NextRetry    time.Time // when a pending policy restart fires
+	LastError    string    // last spawn failure; cleared by a successful spawn
+	// ConfigChanged is set while the running process was spawned from a
+	// config that differs from the current one.
+	ConfigChanged bool
+	Cols, Rows    uint16
+}
