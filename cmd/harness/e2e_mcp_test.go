@@ -177,7 +177,12 @@ enabled = true
 	}
 	f.waitFor("output", 15*time.Second, func() bool {
 		resultJSON(t, callTool(t, s, "harness_logs", map[string]any{"name": "talker"}), &sum)
-		return len(sum.Entries) > 0 && sum.Entries[len(sum.Entries)-1].Text == "msg-5"
+		for _, e := range sum.Entries {
+			if e.Text == "msg-5" {
+				return true
+			}
+		}
+		return false
 	})
 	var newer struct {
 		Entries []entry `json:"entries"`

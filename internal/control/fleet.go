@@ -210,9 +210,15 @@ func (c *Control) newUnit(name string, ucfg supervise.UnitConfig) (*unit, error)
 
 // onEvent runs on a unit's actor goroutine: it must not block.
 func (c *Control) onEvent(u *unit, ev supervise.Event) {
-	if ev.Kind == "exit" && u.kind == supervise.KindUpstream && c.opt.Upstreams != nil {
-		st := u.sup.Status()
-		c.opt.Upstreams.Detach(u.name, ev.RunID, st.NextRetry, ev.Message)
+	if u.kind == supervise.KindUpstream && c.opt.Upstreams != nil {
+		switch st := u.sup.Status(); {
+		case ev.Kind == "exit":
+			c.opt.Upstreams.Detach(u.name, ev.RunID, st.NextRetry, ev.Message)
+		case ev.Kind == "state" && st.PID == 0 && !st.NextRetry.IsZero():
+			// The retry is scheduled after the exit event: tell the broker
+			// when the next attempt is due, for upstream_unavailable.
+			c.opt.Upstreams.Detach(u.name, st.RunID, st.NextRetry, "down: "+string(st.State))
+		}
 	}
 	if ev.Kind == "state" {
 		c.noteIntent(u.name, u.sup.Status().Enabled)
