@@ -91,7 +91,7 @@ func (a *actor) spawn(cause runs.Cause) error {
 	if cfg.Kind == KindUpstream {
 		onStarted, err = a.startStdio(p)
 	} else {
-		err = a.startPTY(p)
+		onStarted, err = a.startPTY(p)
 	}
 	if err != nil {
 		a.deps.Tokens.Revoke(cfg.Name, run.ID)

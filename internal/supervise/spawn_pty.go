@@ -18,8 +18,10 @@ import (
 // startPTY starts a harness on a new PTY of the configured size, in its
 // own session with the PTY as controlling terminal, and starts the reader
 // that copies the master into the log. The actor closes the master after
-// the exit.
-func (a *actor) startPTY(p *proc) error {
+// the exit. The returned func starts the reader: the actor calls it after
+// logging the spawn, so "spawned" precedes the run's first output line in
+// the activity log (the PTY buffers meanwhile).
+func (a *actor) startPTY(p *proc) (func(), error) {
 	cols, rows := ptySize(p.cfg)
 	attrs := proctree.SysProcAttr()
 	attrs.Setctty = true
@@ -31,15 +33,16 @@ func (a *actor) startPTY(p *proc) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("start on pty: %w", err)
+		return nil, fmt.Errorf("start on pty: %w", err)
 	}
 	p.master = master
 	logger := a.deps.Logger.With("run", p.run)
-	go func() {
-		defer close(p.ioDone)
-		copyOutput(master, newLogWriter(a.deps.Log, logger), logger)
-	}()
-	return nil
+	return func() {
+		go func() {
+			defer close(p.ioDone)
+			copyOutput(master, newLogWriter(a.deps.Log, logger), logger)
+		}()
+	}, nil
 }
 
 // copyOutput drains r into w until r fails: EIO once the PTY slave is
