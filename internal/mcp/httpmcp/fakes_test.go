@@ -1,0 +1,231 @@
+package httpmcp
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/mcp/session"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// waitFor bounds every network wait, so a hang fails the test.
+const waitFor = 10 * time.Second
+
+var (
+	readTools = []string{"harness_daemon_info", "harness_describe", "harness_jobs", "harness_list", "harness_logs", "harness_runs", "harness_triggers"}
+	allTools  = []string{"harness_daemon_info", "harness_describe", "harness_jobs", "harness_list", "harness_logs", "harness_restart", "harness_runs", "harness_start", "harness_stop", "harness_trigger", "harness_triggers"}
+)
+
+// fakeOps records the caller of every control call.
+type fakeOps struct {
+	mu      sync.Mutex
+	callers []control.Caller
+}
+
+func (f *fakeOps) Call(_ context.Context, caller control.Caller, op string, _ json.RawMessage) (any, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.callers = append(f.callers, caller)
+	return map[string]any{"op": op}, nil
+}
+
+func (f *fakeOps) recorded() []control.Caller {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.callers)
+}
+
+// fakeAuth is the token registry and live config of session's tests.
+type fakeAuth struct {
+	mu      sync.Mutex
+	tokens  map[string]string
+	allowed map[string][]string
+}
+
+func (a *fakeAuth) ResolveToken(token string) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, ok := a.tokens[token]
+	return h, ok
+}
+
+func (a *fakeAuth) Allowed(h string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.allowed[h])
+}
+
+func (a *fakeAuth) Project(string) string { return "" }
+
+func (a *fakeAuth) add(token, harness string, allow ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.tokens[token] = harness
+	a.allowed[harness] = append([]string{}, allow...)
+}
+
+func (a *fakeAuth) revoke(token string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.tokens, token)
+}
+
+// countingSessions counts the servers built, to prove one per session.
+type countingSessions struct {
+	*session.Manager
+	built atomic.Int32
+}
+
+func (c *countingSessions) NewServer(id session.Identity) *mcp.Server {
+	c.built.Add(1)
+	return c.Manager.NewServer(id)
+}
+
+const operatorToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// env is a real session.Manager behind the handler on a loopback listener.
+type env struct {
+	ops      *fakeOps
+	auth     *fakeAuth
+	sessions *countingSessions
+	h        *handler
+	srv      *httptest.Server
+	addr     string // 127.0.0.1:PORT
+	url      string // http://127.0.0.1:PORT/mcp
+
+	allowMu sync.Mutex
+	allow   []string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{ops: &fakeOps{}, auth: &fakeAuth{tokens: map[string]string{}, allowed: map[string][]string{}}, allow: []string{"read"}}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	m := session.NewManager(e.ops, e.auth, nil, nil, logger, "test")
+	t.Cleanup(m.Close)
+	e.sessions = &countingSessions{Manager: m}
+
+	ln, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addr = ln.Addr().String()
+	e.url = "http://" + e.addr + Path
+	e.h = NewHandler(Options{
+		Sessions:      e.sessions,
+		OperatorToken: operatorToken,
+		OperatorAllow: e.operatorAllow,
+		Addr:          e.addr,
+		Logger:        logger,
+	}).(*handler)
+	e.srv = httptest.NewUnstartedServer(e.h)
+	e.srv.Listener.Close()
+	e.srv.Listener = ln
+	e.srv.Start()
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// boundCount is the number of sessions the handler holds bindings for.
+func (e *env) boundCount() int {
+	e.h.mu.Lock()
+	defer e.h.mu.Unlock()
+	return len(e.h.bound)
+}
+
+func (e *env) operatorAllow() []string {
+	e.allowMu.Lock()
+	defer e.allowMu.Unlock()
+	return slices.Clone(e.allow)
+}
+
+func (e *env) setOperatorAllow(allow ...string) {
+	e.allowMu.Lock()
+	defer e.allowMu.Unlock()
+	e.allow = allow
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", p)
+	return len(p), nil
+}
+
+// bearer adds the Authorization header to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// httpClient is a client of its own, so its idle connections are closed
+// when the test ends.
+func httpClient(t *testing.T, token string) *http.Client {
+	t.Helper()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	var rt http.RoundTripper = tr
+	if token != "" {
+		rt = bearer{token: token, next: tr}
+	}
+	return &http.Client{Transport: rt}
+}
+
+// connect opens a go-sdk client session over Streamable HTTP with token.
+func (e *env) connect(t *testing.T, token string) (*mcp.ClientSession, error) {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url, HTTPClient: httpClient(t, token), MaxRetries: -1}, nil)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, nil
+}
+
+func (e *env) mustConnect(t *testing.T, token string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := e.connect(t, token)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	return cs
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("list tools: %v", err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	sort.Strings(names)
+	return names
+}

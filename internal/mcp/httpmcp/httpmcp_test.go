@@ -1,0 +1,298 @@
+package httpmcp
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/internal/control"
+)
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
+
+const listBody = `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`
+
+// raw sends one POST to the endpoint. hdr values override the defaults;
+// "Host" sets the Host header.
+func (e *env) raw(t *testing.T, path, body string, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+e.addr+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := httpClient(t, "").Do(req)
+	if err != nil {
+		t.Fatalf("POST: %v", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	return resp, string(data)
+}
+
+func auth(token string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + token}
+}
+
+func TestHarnessTokenSeesItsScope(t *testing.T) {
+	e := newEnv(t)
+	e.auth.add("tok-web", "web", "read")
+	e.auth.add("tok-ops", "ops", "read", "write")
+
+	web := e.mustConnect(t, "tok-web")
+	if got := toolNames(t, web); !slices.Equal(got, readTools) {
+		t.Fatalf("web (read) tools %v", got)
+	}
+	ops := e.mustConnect(t, "tok-ops")
+	if got := toolNames(t, ops); !slices.Equal(got, allTools) {
+		t.Fatalf("ops (read,write) tools %v", got)
+	}
+
+	// Calls are attributed to the harness, as over the socket.
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	res, err := web.CallTool(ctx, &mcp.CallToolParams{Name: "harness_list", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("harness_list: %+v, %v", res, err)
+	}
+	if got := e.ops.recorded(); !slices.Contains(got, control.Caller{Kind: control.Session, Harness: "web"}) {
+		t.Fatalf("callers %+v, want web's session", got)
+	}
+
+	// The scope is the live config's: widening web's grant shows up.
+	e.auth.add("tok-web", "web", "read", "write")
+	e.sessions.Refresh()
+	if got := toolNames(t, web); !slices.Equal(got, allTools) {
+		t.Fatalf("web after widening %v", got)
+	}
+
+	// Two sessions, many requests: two session servers plus at most the one
+	// shared probe server (the go-sdk client's server/discover), never one
+	// per request.
+	if n := e.sessions.built.Load(); n < 2 || n > 3 {
+		t.Fatalf("built %d servers for 2 sessions", n)
+	}
+}
+
+func TestOperatorTokenReadsAndWritesOnlyWhenAllowed(t *testing.T) {
+	e := newEnv(t)
+	cs := e.mustConnect(t, operatorToken)
+	if got := toolNames(t, cs); !slices.Equal(got, readTools) {
+		t.Fatalf("operator (read) tools %v", got)
+	}
+
+	e.setOperatorAllow("read", "write")
+	// The grant is fixed per session: the old session ends, so a client
+	// starts over and gets the current grant.
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if _, err := cs.ListTools(ctx, nil); err == nil {
+		t.Fatal("an operator session outlived a grant change")
+	}
+	cs2 := e.mustConnect(t, operatorToken)
+	if got := toolNames(t, cs2); !slices.Equal(got, allTools) {
+		t.Fatalf("operator (read,write) tools %v", got)
+	}
+	res, err := cs2.CallTool(ctx, &mcp.CallToolParams{Name: "harness_start", Arguments: map[string]any{"name": "x"}})
+	if err != nil || res.IsError {
+		t.Fatalf("operator write call: %+v, %v", res, err)
+	}
+	if got := e.ops.recorded(); !slices.Equal(got, []control.Caller{{Kind: control.Session}}) {
+		t.Fatalf("callers %+v, want one unattributed session", got)
+	}
+
+	e.setOperatorAllow("read")
+	cs3 := e.mustConnect(t, operatorToken)
+	if got := toolNames(t, cs3); !slices.Equal(got, readTools) {
+		t.Fatalf("operator back to read: %v", got)
+	}
+}
+
+func TestMissingOrWrongTokenIs401WithoutDetail(t *testing.T) {
+	e := newEnv(t)
+	e.auth.add("tok-web", "web", "read")
+	for name, hdr := range map[string]map[string]string{
+		"none":         nil,
+		"wrong":        auth("nope"),
+		"empty":        {"Authorization": "Bearer "},
+		"basic":        {"Authorization": "Basic " + operatorToken},
+		"not-bearer":   {"Authorization": operatorToken},
+		"two-words":    {"Authorization": "Bearer tok-web extra"},
+		"operator-ish": auth(operatorToken[:63]),
+	} {
+		resp, body := e.raw(t, Path, initBody, hdr)
+		if resp.StatusCode != http.StatusUnauthorized || body != "unauthorized\n" {
+			t.Errorf("%s: %d %q, want 401 unauthorized", name, resp.StatusCode, body)
+		}
+	}
+	if _, err := e.connect(t, ""); err == nil {
+		t.Fatal("a client without a token connected")
+	}
+	if n := e.sessions.built.Load(); n != 0 {
+		t.Fatalf("built %d servers for refused requests", n)
+	}
+}
+
+func TestRevokedTokenGets401AndItsSessionEnds(t *testing.T) {
+	e := newEnv(t)
+	e.auth.add("tok-web", "web", "read")
+	cs := e.mustConnect(t, "tok-web")
+	toolNames(t, cs)
+
+	e.auth.revoke("tok-web")
+	resp, body := e.raw(t, Path, listBody, map[string]string{"Authorization": "Bearer tok-web", sessionIDHeader: cs.ID()})
+	if resp.StatusCode != http.StatusUnauthorized || body != "unauthorized\n" {
+		t.Fatalf("revoked token: %d %q", resp.StatusCode, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if _, err := cs.ListTools(ctx, nil); err == nil {
+		t.Fatal("a revoked token still lists tools")
+	}
+
+	// Even with the token back, the session it had is gone.
+	e.auth.add("tok-web", "web", "read")
+	if resp, _ := e.raw(t, Path, listBody, map[string]string{"Authorization": "Bearer tok-web", sessionIDHeader: cs.ID()}); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("ended session: %d, want 404", resp.StatusCode)
+	}
+}
+
+func TestSweepEndsSessionsOfRevokedTokens(t *testing.T) {
+	e := newEnv(t)
+	e.auth.add("tok-old", "web", "read")
+	old := e.mustConnect(t, "tok-old")
+	toolNames(t, old)
+	e.auth.revoke("tok-old") // the run ended; its client never comes back
+
+	e.auth.add("tok-new", "web", "read")
+	e.mustConnect(t, "tok-new") // a new session sweeps
+	e.auth.add("tok-old", "web", "read")
+	if resp, _ := e.raw(t, Path, listBody, map[string]string{"Authorization": "Bearer tok-old", sessionIDHeader: old.ID()}); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("swept session: %d, want 404", resp.StatusCode)
+	}
+}
+
+func TestSessionIsBoundToItsToken(t *testing.T) {
+	e := newEnv(t)
+	e.auth.add("tok-web", "web", "read", "write")
+	e.auth.add("tok-other", "other", "read")
+	cs := e.mustConnect(t, "tok-web")
+	toolNames(t, cs)
+
+	for _, tok := range []string{"tok-other", operatorToken} {
+		resp, _ := e.raw(t, Path, listBody, map[string]string{"Authorization": "Bearer " + tok, sessionIDHeader: cs.ID()})
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("session of tok-web used with another token: %d, want 403", resp.StatusCode)
+		}
+	}
+	// A stranger's bad token is refused and cannot end the owner's session.
+	if resp, _ := e.raw(t, Path, listBody, map[string]string{"Authorization": "Bearer nope", sessionIDHeader: cs.ID()}); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("bad token on a live session: %d, want 401", resp.StatusCode)
+	}
+	if resp, _ := e.raw(t, Path, listBody, map[string]string{"Authorization": "Bearer tok-other", sessionIDHeader: "no-such-session"}); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("unknown session id: %d, want 404", resp.StatusCode)
+	}
+	// The owner goes on undisturbed.
+	if got := toolNames(t, cs); !slices.Equal(got, allTools) {
+		t.Fatalf("owner after hijack attempts: %v", got)
+	}
+	// Closing the client deletes the session, and its binding goes with it.
+	if n := e.boundCount(); n != 1 {
+		t.Fatalf("%d bindings for one session", n)
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if n := e.boundCount(); n != 0 {
+		t.Fatalf("%d bindings after the client closed", n)
+	}
+}
+
+func TestForeignHostOrOriginIs403(t *testing.T) {
+	e := newEnv(t)
+	_, port, _ := strings.Cut(e.addr, ":")
+	tok := "Bearer " + operatorToken
+	for name, hdr := range map[string]map[string]string{
+		"foreign host":      {"Host": "evil.example:" + port},
+		"foreign host port": {"Host": "evil.example"},
+		"other port":        {"Host": "127.0.0.1:1"},
+		"foreign origin":    {"Origin": "http://evil.example"},
+		"origin other port": {"Origin": "http://localhost:1"},
+		"https origin":      {"Origin": "https://127.0.0.1:" + port},
+		"null origin":       {"Origin": "null"},
+	} {
+		hdr["Authorization"] = tok
+		resp, _ := e.raw(t, Path, initBody, hdr)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", name, resp.StatusCode)
+		}
+	}
+	for name, hdr := range map[string]map[string]string{
+		"localhost host":   {"Host": "localhost:" + port},
+		"ipv6 host":        {"Host": "[::1]:" + port},
+		"loopback origin":  {"Origin": "http://127.0.0.1:" + port},
+		"localhost origin": {"Origin": "http://localhost:" + port},
+	} {
+		hdr["Authorization"] = tok
+		resp, body := e.raw(t, Path, initBody, hdr)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"protocolVersion"`) {
+			t.Errorf("%s: %d %q, want an initialize result", name, resp.StatusCode, body)
+		}
+	}
+}
+
+func TestOtherPathsAre404(t *testing.T) {
+	e := newEnv(t)
+	for _, p := range []string{"/", "/mcp/", "/mcpx", "/sse"} {
+		if resp, _ := e.raw(t, p, initBody, auth(operatorToken)); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404", p, resp.StatusCode)
+		}
+	}
+}
+
+func TestRawInitializeBindsTheSessionID(t *testing.T) {
+	e := newEnv(t)
+	resp, body := e.raw(t, Path, initBody, auth(operatorToken))
+	sid := resp.Header.Get(sessionIDHeader)
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %q (session %q)", resp.StatusCode, body, sid)
+	}
+	hdr := auth(operatorToken)
+	hdr[sessionIDHeader] = sid
+	note := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	if resp, body := e.raw(t, Path, note, hdr); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: %d %q", resp.StatusCode, body)
+	}
+	resp, body = e.raw(t, Path, listBody, hdr)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("tools/list: %d %q", resp.StatusCode, body)
+	}
+	_, data, _ := strings.Cut(body, "data: ")
+	var msg struct {
+		Result struct {
+			Tools []struct{ Name string } `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(data)), &msg); err != nil || len(msg.Result.Tools) != len(readTools) {
+		t.Fatalf("tools/list body %q: %v", body, err)
+	}
+}
