@@ -8,12 +8,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/harness-dev/harness/internal/client"
 	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/mcp/httpmcp"
 )
 
 func mcpCmd(g *globals) *cobra.Command {
@@ -31,7 +32,7 @@ Without a token it is read-only unless --allow-control is given.`,
 		},
 	}
 	cmd.Flags().BoolVar(&allowControl, "allow-control", false, "unattributed sessions may also start, stop, restart and trigger")
-	cmd.AddCommand(mcpStatusCmd(g), mcpConfigCmd(g))
+	cmd.AddCommand(mcpStatusCmd(g), mcpConfigCmd(g), mcpTokenCmd(g))
 	return cmd
 }
 
@@ -100,6 +101,7 @@ func mcpStatusCmd(g *globals) *cobra.Command {
 // in that client's own config format.
 func mcpConfigCmd(g *globals) *cobra.Command {
 	var clientName string
+	var overHTTP bool
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Print the snippet that adds harness to an MCP client's config",
@@ -111,7 +113,19 @@ func mcpConfigCmd(g *globals) *cobra.Command {
 			} else if abs, err := filepath.Abs(exe); err == nil {
 				exe = abs
 			}
-			s, err := mcpSnippet(clientName, exe)
+			var s string
+			if overHTTP {
+				var info control.DaemonInfo
+				if err := g.call(cmd.Context(), "daemon_info", struct{}{}, &info); err != nil {
+					return err
+				}
+				if info.MCPURL == "" {
+					return errcode.Errorf(errcode.InvalidArgument, "the daemon serves no HTTP endpoint: set [daemon] mcp_http")
+				}
+				s, err = mcpHTTPSnippet(clientName, info.MCPURL)
+			} else {
+				s, err = mcpSnippet(clientName, exe)
+			}
 			if err != nil {
 				return err
 			}
@@ -120,7 +134,51 @@ func mcpConfigCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&clientName, "client", "claude-code", "claude-code, codex or cursor")
+	cmd.Flags().BoolVar(&overHTTP, "http", false, "use the daemon's Streamable HTTP endpoint ([daemon] mcp_http)")
 	return cmd
+}
+
+// tokenEnv is where HTTP snippets read the bearer token from: a harness
+// has it set per run; an operator exports HARNESS_MCP_TOKEN=$(harness mcp token).
+const tokenEnv = "HARNESS_MCP_TOKEN"
+
+// mcpHTTPSnippet renders an HTTP server entry whose Authorization header
+// comes from the environment, never the literal token.
+func mcpHTTPSnippet(clientName, url string) (string, error) {
+	jsonEntry := func(entry map[string]any) string {
+		b, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"harness": entry}}, "", "  ")
+		return string(b) + "\n"
+	}
+	switch clientName {
+	case "claude-code":
+		return "# .mcp.json; Claude Code expands ${VAR} from the environment\n" +
+			jsonEntry(map[string]any{"type": "http", "url": url, "headers": map[string]string{"Authorization": "Bearer ${" + tokenEnv + "}"}}), nil
+	case "cursor":
+		return "# ~/.cursor/mcp.json; Cursor expands ${env:VAR}\n" +
+			jsonEntry(map[string]any{"url": url, "headers": map[string]string{"Authorization": "Bearer ${env:" + tokenEnv + "}"}}), nil
+	case "codex":
+		return fmt.Sprintf("# add to ~/.codex/config.toml\n[mcp_servers.harness]\nurl = %q\nbearer_token_env_var = %q\n", url, tokenEnv), nil
+	default:
+		return "", errcode.Errorf(errcode.InvalidArgument, "mcp config: unknown client %q (want claude-code, codex or cursor)", clientName)
+	}
+}
+
+// mcpTokenCmd prints the operator token of the HTTP endpoint, creating it
+// (0600, in the state dir) on first use.
+func mcpTokenCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "token",
+		Short: "Print the operator token for the MCP HTTP endpoint",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tok, err := httpmcp.LoadOrCreateOperatorToken(g.statePath())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), tok)
+			return nil
+		},
+	}
 }
 
 // mcpSnippet renders the stdio server entry for one client.
@@ -141,6 +199,6 @@ func mcpSnippet(clientName, exe string) (string, error) {
 	case "codex":
 		return fmt.Sprintf("# add to ~/.codex/config.toml\n[mcp_servers.harness]\ncommand = %q\nargs = [\"mcp\"]\n", exe), nil
 	default:
-		return "", fmt.Errorf("mcp config: unknown client %q (want %s)", clientName, strings.Join([]string{"claude-code", "codex", "cursor"}, ", "))
+		return "", errcode.Errorf(errcode.InvalidArgument, "mcp config: unknown client %q (want claude-code, codex or cursor)", clientName)
 	}
 }

@@ -71,8 +71,11 @@ type Options struct {
 	OpenLog func(name string) (*logs.Log, error)
 	// SocketPath is passed to harnesses as HARNESS_SOCKET.
 	SocketPath string
-	Upstreams  UpstreamHooks
-	State      StateStore
+	// MCPURL, when the HTTP endpoint is on, is passed to harnesses as
+	// HARNESS_MCP_URL and shown by daemon_info.
+	MCPURL    string
+	Upstreams UpstreamHooks
+	State     StateStore
 	// OnEvent receives every unit event after control has handled it.
 	OnEvent func(supervise.Event)
 	// OnReload is called after a successful reload (sessions refresh).

@@ -37,6 +37,10 @@ func UpstreamUnitName(project, key string) string {
 }
 
 func (c *Control) harnessUnitConfig(h *config.Harness) supervise.UnitConfig {
+	extra := []string{"HARNESS_SOCKET=" + c.opt.SocketPath}
+	if c.opt.MCPURL != "" {
+		extra = append(extra, "HARNESS_MCP_URL="+c.opt.MCPURL)
+	}
 	return supervise.UnitConfig{
 		Name:         h.Name,
 		Kind:         supervise.KindHarness,
@@ -45,7 +49,7 @@ func (c *Control) harnessUnitConfig(h *config.Harness) supervise.UnitConfig {
 		Dir:          h.Workdir,
 		EnvFile:      h.EnvFile,
 		Env:          h.Env,
-		ExtraEnv:     []string{"HARNESS_SOCKET=" + c.opt.SocketPath},
+		ExtraEnv:     extra,
 		Restart:      supervise.Policy(h.Restart),
 		RestartDelay: h.RestartDelay,
 		StopGrace:    h.StopGrace,
@@ -133,11 +137,15 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 		added = append(added, u)
 		res.Added = append(res.Added, name)
 	}
+	restartOnly := !boot && c.cfg.Daemon.MCPHTTP != cfg.Daemon.MCPHTTP
 	c.cfg = cfg
 	c.prompts = ps
 	c.warnings = c.warnings[:0]
 	for _, w := range warns {
 		c.warnings = append(c.warnings, w.String())
+	}
+	if restartOnly {
+		c.warnings = append(c.warnings, "daemon.mcp_http: a changed address applies when the daemon restarts")
 	}
 	if c.opt.Upstreams != nil {
 		refs := map[string]UpstreamRef{}

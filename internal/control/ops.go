@@ -423,6 +423,7 @@ func (c *Control) DaemonInfo() DaemonInfo {
 		UptimeS:   time.Since(c.startedAt).Seconds(),
 		Paths:     c.opt.Paths,
 		Profile:   profile,
+		MCPURL:    c.opt.MCPURL,
 		Warnings:  c.Warnings(),
 		Upstreams: c.MCPStatus(),
 	}

@@ -174,6 +174,7 @@ type DaemonInfo struct {
 	UptimeS   float64          `json:"uptime_s"`
 	Paths     Paths            `json:"paths"`
 	Profile   string           `json:"profile"`
+	MCPURL    string           `json:"mcp_url,omitempty"`
 	Warnings  []string         `json:"warnings"`
 	Upstreams []UpstreamStatus `json:"upstreams"`
 }

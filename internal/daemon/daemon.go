@@ -101,6 +101,16 @@ func Run(ctx context.Context, opt Options) (err error) {
 		log.Info("closed runs left open by a previous daemon", "count", n)
 	}
 
+	httpEP, err := listenHTTP(cfg)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	mcpURL := ""
+	if httpEP != nil {
+		mcpURL = httpEP.url
+		defer httpEP.ln.Close()
+	}
+
 	reaper := proctree.NewReaper(log)
 	rctx, rcancel := context.WithCancel(context.Background())
 	reaper.Start(rctx)
@@ -128,6 +138,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Proto:      protocol.Version,
 		Runs:       runStore,
 		SocketPath: paths.Socket,
+		MCPURL:     mcpURL,
 		Upstreams:  brokerHooks{brk},
 		State:      stateFile{filepath.Join(paths.StateDir, "state.json")},
 		OpenLog: func(name string) (*logs.Log, error) {
@@ -172,6 +183,14 @@ func Run(ctx context.Context, opt Options) (err error) {
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	var httpErr chan error
+	if httpEP != nil {
+		allow := func() []string { return ctl.Config().Daemon.MCPHTTPOperatorAllow }
+		if err := httpEP.serve(mgr, paths.StateDir, allow, log); err != nil {
+			log.Error("mcp http endpoint not served", "err", err)
+		}
+		httpErr = httpEP.err
+	}
 	log.Info("daemon serving", "socket", paths.Socket, "config", paths.Config, "state_dir", paths.StateDir, "pid", os.Getpid(), "version", opt.Version)
 
 	ctl.Boot(ctx)
@@ -196,6 +215,9 @@ loop:
 		case err := <-serveErr:
 			log.Error("control socket failed", "err", err)
 			break loop
+		case err := <-httpErr:
+			log.Error("mcp http endpoint failed", "err", err)
+			break loop
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
 				if _, err := ctl.Reload(context.Background()); err != nil {
@@ -217,6 +239,11 @@ loop:
 	// daemon go away only after their own processes were told to stop.
 	ctl.Close(context.Background())
 	mgr.Close()
+	if httpEP != nil {
+		if err := httpEP.shutdown(sctx); err != nil {
+			log.Error("mcp http shutdown", "err", err)
+		}
+	}
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("socket shutdown", "err", err)
 	}

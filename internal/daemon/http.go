@@ -1,0 +1,70 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/harness-dev/harness/internal/config"
+	"github.com/harness-dev/harness/internal/mcp/httpmcp"
+	"github.com/harness-dev/harness/internal/mcp/session"
+)
+
+// httpEndpoint is the optional Streamable HTTP face of the MCP sessions
+// ([daemon] mcp_http), loopback only, authenticated by bearer tokens.
+type httpEndpoint struct {
+	ln  net.Listener
+	srv *http.Server
+	url string
+	err chan error
+}
+
+// listenHTTP binds the endpoint before anything spawns, so harnesses can be
+// given its URL (the port may be 0 in the config).
+func listenHTTP(cfg *config.Config) (*httpEndpoint, error) {
+	if cfg.Daemon.MCPHTTP == "" {
+		return nil, nil
+	}
+	ln, err := httpmcp.Listen(cfg.Daemon.MCPHTTP)
+	if err != nil {
+		return nil, fmt.Errorf("mcp_http: %w", err)
+	}
+	return &httpEndpoint{ln: ln, url: "http://" + ln.Addr().String() + httpmcp.Path, err: make(chan error, 1)}, nil
+}
+
+// serve starts answering; ctl's live config decides the operator's grant.
+func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, allow func() []string, log *slog.Logger) error {
+	tok, err := httpmcp.LoadOrCreateOperatorToken(stateDir)
+	if err != nil {
+		return fmt.Errorf("mcp_http: operator token: %w", err)
+	}
+	e.srv = &http.Server{
+		Handler: httpmcp.NewHandler(httpmcp.Options{
+			Sessions:      mgr,
+			OperatorToken: tok,
+			OperatorAllow: allow,
+			Addr:          e.ln.Addr().String(),
+			IdleTimeout:   30 * time.Minute,
+			Logger:        log,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() {
+		if err := e.srv.Serve(e.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			e.err <- err
+		}
+	}()
+	log.Info("mcp http endpoint serving", "url", e.url)
+	return nil
+}
+
+func (e *httpEndpoint) shutdown(ctx context.Context) error {
+	if e.srv == nil {
+		return e.ln.Close()
+	}
+	return e.srv.Shutdown(ctx)
+}
