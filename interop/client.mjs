@@ -73,6 +73,10 @@ async function connect(step) {
     { capabilities: step.capabilities ?? {} },
   );
   entry.client = client;
+  // Errors the SDK reports outside any request (for example a progress
+  // notification for a call that has already completed) go to stderr,
+  // which the Go tests print on failure.
+  client.onerror = (err) => console.error(`client.mjs: conn ${step.conn ?? "default"}: onerror: ${err?.message ?? err}`);
   entry.notifications = [];
   client.fallbackNotificationHandler = async (n) => {
     entry.notifications.push(n.method);

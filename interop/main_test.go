@@ -39,10 +39,12 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "interop:", err)
 		return 1
 	}
-	sdk := filepath.Join(interopDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")
-	if _, err := os.Stat(sdk); err != nil {
-		fmt.Fprintf(os.Stderr, "interop: %s is missing: run npm ci in interop/ before go test (%v)\n", sdk, err)
-		return 1
+	for _, pkg := range []string{"sdk", "server-everything", "server-memory"} {
+		p := filepath.Join(interopDir, "node_modules", "@modelcontextprotocol", pkg, "package.json")
+		if _, err := os.Stat(p); err != nil {
+			fmt.Fprintf(os.Stderr, "interop: FAIL: %s is missing: run npm ci in interop/ before go test (%v)\n", p, err)
+			return 1
+		}
 	}
 	if nodeBin, err = exec.LookPath("node"); err != nil {
 		fmt.Fprintf(os.Stderr, "interop: node is not on PATH (Node 20+ is required; then run npm ci in interop/): %v\n", err)
