@@ -57,7 +57,9 @@ func (b *Broker) Known(project, name string) (namespaceKnown, toolKnown bool) {
 // Call proxies a tools/call of the namespaced name for a session of
 // project. args is the raw arguments object (empty or null means {}).
 // When progressToken is non-nil the upstream's progress notifications for
-// this call reach notify, carrying progressToken, until Call returns.
+// this call reach notify, carrying progressToken, until Call returns; those
+// the upstream sent before its result all reach notify before Call returns
+// (waiting at most drainTimeout for them).
 //
 // Errors wrap errcode sentinels: ErrUnknownNamespace (no visible upstream
 // KEY), ErrUnknownTool, ErrUpstreamUnavailable (down, starting, or the
@@ -115,14 +117,22 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 		defer cancel()
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	var route *progressRoute
 	if progressToken != nil && notify != nil {
-		tok, done := b.route(ctx, key, progressToken, notify)
+		tok, r, done := b.route(ctx, key, progressToken, notify)
 		defer done()
 		params.SetProgressToken(tok)
+		route = r
 	}
 	// The go-sdk sends notifications/cancelled upstream when ctx ends
 	// while the call is in flight.
 	res, err := cs.CallTool(ctx, params)
+	var rpc *jsonrpc.Error
+	if route != nil && (err == nil || errors.As(err, &rpc)) {
+		// The upstream answered: whatever progress it sent first has been
+		// read but may still wait in the client's notification queue.
+		b.drain(ctx, route, tool)
+	}
 	if err != nil {
 		return nil, b.callErr(ctx, key, tool, err)
 	}

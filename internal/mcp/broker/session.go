@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -36,7 +37,8 @@ func (b *Broker) serve(ctx context.Context, u *upstream, c *conn, stdin io.Write
 
 	cctx, cancelConnect := context.WithTimeout(ctx, b.opts.ConnectTimeout)
 	defer cancelConnect()
-	cs, err := client.Connect(cctx, &mcp.IOTransport{Reader: stdout, Writer: stdin},
+	t := &countingTransport{Transport: &mcp.IOTransport{Reader: stdout, Writer: stdin}, b: b}
+	cs, err := client.Connect(cctx, t,
 		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
 		closePipes(log, u.unit, stdin, stdout)
@@ -151,6 +153,12 @@ type progressRoute struct {
 
 	mu   sync.Mutex
 	done bool // the call returned: notify must not run any more
+
+	// read counts this call's notifications the upstream's connection read
+	// off the pipe, handled those onProgress finished with; handledCh
+	// (buffered 1) is signalled after every handled one. See drain.
+	read, handled atomic.Int64
+	handledCh     chan struct{}
 }
 
 // onProgress is the client's progress handler, shared by every upstream:
@@ -164,6 +172,7 @@ func (b *Broker) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 		b.log.Debug("broker: progress for no call in flight", "token", req.Params.ProgressToken)
 		return
 	}
+	defer r.handledOne()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
@@ -176,15 +185,15 @@ func (b *Broker) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	}
 }
 
-// route registers a progress route and returns the upstream token to send
-// and the function that retires the route.
-func (b *Broker) route(ctx context.Context, key string, token any, notify func(context.Context, *mcp.ProgressNotificationParams) error) (string, func()) {
+// route registers a progress route and returns the upstream token to send,
+// the route, and the function that retires it.
+func (b *Broker) route(ctx context.Context, key string, token any, notify func(context.Context, *mcp.ProgressNotificationParams) error) (string, *progressRoute, func()) {
 	tok := fmt.Sprintf("harness-%d", b.seq.Add(1))
-	r := &progressRoute{ctx: ctx, token: token, notify: notify, key: key}
+	r := &progressRoute{ctx: ctx, token: token, notify: notify, key: key, handledCh: make(chan struct{}, 1)}
 	b.mu.Lock()
 	b.progress[tok] = r
 	b.mu.Unlock()
-	return tok, func() {
+	return tok, r, func() {
 		b.mu.Lock()
 		delete(b.progress, tok)
 		b.mu.Unlock()

@@ -65,6 +65,10 @@ type cancelledIn struct {
 
 type stepsIn struct {
 	Steps int `json:"steps" jsonschema:"number of progress notifications to send"`
+	// NoSync skips the ping that otherwise holds the result back until the
+	// client has handled every notification, so the result can overtake
+	// them in the client as it does with most real servers.
+	NoSync bool `json:"no_sync,omitempty" jsonschema:"return right after the last notification, without the ping that orders it before the result"`
 }
 
 type messageIn struct {
@@ -96,7 +100,7 @@ func (d *demo) register() {
 		d.slow)
 	mcp.AddTool(d.server, &mcp.Tool{Name: "cancelled", Description: "How many calls were cancelled so far."},
 		d.cancelledCount)
-	mcp.AddTool(d.server, &mcp.Tool{Name: "progress", Description: "Send steps progress notifications, then return done."},
+	mcp.AddTool(d.server, &mcp.Tool{Name: "progress", Description: "Send steps progress notifications, then (unless no_sync) ping the client, then return done."},
 		d.progress)
 	mcp.AddTool(d.server, &mcp.Tool{Name: "fail", Description: "Return an isError result carrying message."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in messageIn) (*mcp.CallToolResult, any, error) {
@@ -182,6 +186,9 @@ func (d *demo) progress(ctx context.Context, req *mcp.CallToolRequest, in stepsI
 		if err := req.Session.NotifyProgress(ctx, p); err != nil {
 			return nil, nil, fmt.Errorf("progress: step %d: %w", i, err)
 		}
+	}
+	if in.NoSync {
+		return text("done"), nil, nil
 	}
 	// The go-sdk client handles notifications on a queue while responses
 	// bypass it; a ping is queued behind the notifications, so its answer
