@@ -95,7 +95,13 @@ type fleet struct {
 // SIGTERM at cleanup.
 func newFleet(t *testing.T, config string) *fleet {
 	t.Helper()
-	dir := t.TempDir()
+	return newFleetAt(t, t.TempDir(), config)
+}
+
+// newFleetAt is newFleet on a given directory, for configs that must name
+// the daemon's socket before it starts.
+func newFleetAt(t *testing.T, dir, config string) *fleet {
+	t.Helper()
 	f := &fleet{
 		t:       t,
 		dir:     dir,
