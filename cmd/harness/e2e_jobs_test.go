@@ -102,3 +102,49 @@ args = ["100000"]
 		t.Fatalf("trigger of a non-job: exit %d %s", jcode, jout)
 	}
 }
+
+func TestCLI_FiringDuringAGracefulStopNeverResurrectsTheJob(t *testing.T) {
+	f := newFleet(t, `
+[harness.stubborn]
+cmd = "sh"
+args = ["-c", "trap 'echo got TERM' TERM; while true; do sleep 0.1; done"]
+schedule = "@every 1s"
+stop_grace = 3
+`)
+	type trig struct {
+		Fired   int `json:"fired"`
+		Skipped int `json:"skipped"`
+	}
+	var tr []trig
+	f.waitState("stubborn", "running") // the first firing started it
+	f.waitFor("a firing skipped while running", 10*time.Second, func() bool {
+		f.mustJSON(&tr, "triggers")
+		return tr[0].Skipped >= 1
+	})
+	var before []struct {
+		ID uint64 `json:"id"`
+	}
+	f.mustJSON(&before, "runs", "stubborn")
+	skippedBefore := tr[0].Skipped
+	start := time.Now()
+	f.mustRun("stop", "stubborn") // ignores SIGTERM: takes the whole grace
+	stopEnd := time.Now()
+	if d := time.Since(start); d < 2*time.Second {
+		t.Fatalf("stop took %s; the job should have held out for its grace", d)
+	}
+	f.mustJSON(&tr, "triggers")
+	if tr[0].Skipped < skippedBefore+2 {
+		t.Fatalf("firings during the stop were not skipped: %+v (before %d)", tr[0], skippedBefore)
+	}
+	var after []struct {
+		ID        uint64    `json:"id"`
+		StartedAt time.Time `json:"started_at"`
+	}
+	f.mustJSON(&after, "runs", "stubborn")
+	// The schedule goes on after the stop; only the stop's window counts.
+	for _, r := range after[len(before):] {
+		if r.StartedAt.Before(stopEnd) {
+			t.Fatalf("run %d started during the graceful stop (%s, stop ended %s)", r.ID, r.StartedAt, stopEnd)
+		}
+	}
+}
