@@ -43,6 +43,12 @@ type Options struct {
 	FileBackups  int   // rotated files kept: <unit>.log.1 … .N
 	MaxEntries   int   // entries kept in memory, oldest dropped
 	MaxLineLen   int   // a longer line is emitted in pieces
+
+	// OnEntry, when set, is called with every new entry, in id order, once
+	// the entry is visible to readers. It runs on the writer's side with
+	// the log's write lock held (that is what orders the calls), so it
+	// must be cheap, must not block, and must not call back into the Log.
+	OnEntry func(Entry)
 }
 
 func (o Options) withDefaults() Options {
@@ -270,6 +276,11 @@ func (l *Log) commit(raw []byte) {
 		l.changed = nil
 	}
 	l.mu.Unlock()
+	if l.opt.OnEntry != nil {
+		for _, e := range l.pend {
+			l.opt.OnEntry(e)
+		}
+	}
 	clear(l.pend)
 	l.pend = l.pend[:0]
 }

@@ -1,0 +1,56 @@
+package logs
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+)
+
+// TestOnEntrySeesEveryEntryInIDOrder: the hook gets exactly the entries
+// readers get, in id order, also from concurrent writers and from the
+// partial line that Close flushes.
+func TestOnEntrySeesEveryEntryInIDOrder(t *testing.T) {
+	var mu sync.Mutex
+	var got []Entry
+	l, err := Open(t.TempDir(), "p/u", Options{OnEntry: func(e Entry) {
+		mu.Lock()
+		got = append(got, e)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetRun(7)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 100 {
+				if i%10 == 0 {
+					l.Event(7, fmt.Sprintf("event %d/%d", w, i))
+				}
+				fmt.Fprintf(l, "w%d line %d\n", w, i)
+			}
+		})
+	}
+	wg.Wait()
+	l.Write([]byte("no newline yet"))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	want, _ := l.EntriesAfter(0, 0)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 4*110+1 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("hook saw %d entries, readers %d; equal %v", len(got), len(want), reflect.DeepEqual(got, want))
+	}
+	for i, e := range got {
+		if e.ID == 0 || e.RunID != 7 || (i > 0 && e.ID <= got[i-1].ID) {
+			t.Fatalf("entry %d: %+v (previous %+v)", i, e, got[max(0, i-1)])
+		}
+	}
+	if last := got[len(got)-1]; last.Text != "no newline yet" {
+		t.Fatalf("last entry %+v, want the flushed partial line", last)
+	}
+}
