@@ -87,6 +87,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		jobsCmd(g),
 		triggersCmd(g),
 		triggerCmd(g),
+		trajectoriesCmd(g), trajectoryCmd(g),
 		profilesCmd(g),
 		useProfileCmd(g),
 		reloadCmd(g),

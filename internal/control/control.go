@@ -18,6 +18,7 @@ import (
 	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/schedule"
 	"github.com/harness-dev/harness/internal/supervise"
+	"github.com/harness-dev/harness/internal/trajectory"
 )
 
 // UpstreamHooks is what control needs from the MCP broker: it is told the
@@ -67,8 +68,12 @@ type Options struct {
 	// NewDeps builds the supervise dependencies of one unit; the daemon
 	// fills in the shared reaper, ledger, tokens and limits.
 	NewDeps func(name string, kind supervise.Kind) (supervise.Deps, error)
-	// OpenLog opens the activity/raw log of one unit.
-	OpenLog func(name string) (*logs.Log, error)
+	// OpenLog opens the activity/raw log of one unit; onEntry (nil when
+	// no trajectories are kept) goes to logs.Options.OnEntry.
+	OpenLog func(name string, onEntry func(logs.Entry)) (*logs.Log, error)
+	// Trajectories keeps the run transcripts of harnesses that opted in
+	// (harvest_trajectory); nil keeps none.
+	Trajectories *trajectory.Store
 	// SocketPath is passed to harnesses as HARNESS_SOCKET.
 	SocketPath string
 	// MCPURL, when the HTTP endpoint is on, is passed to harnesses as
@@ -263,6 +268,8 @@ func init() {
 		"daemon_info": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) {
 			return c.DaemonInfo(), nil
 		},
+		"list_trajectories": withArgs(func(c *Control, ctx context.Context, a NameArg) (any, error) { return c.ListTrajectories(a) }),
+		"get_trajectory":    withArgs(func(c *Control, ctx context.Context, a TrajectoryArgs) (any, error) { return c.GetTrajectory(a) }),
 		"mcp_status": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) {
 			return c.MCPStatus(), nil
 		},

@@ -24,6 +24,8 @@ type unit struct {
 	log  *logs.Log
 	h    *config.Harness
 	up   *config.Upstream
+	// harvest is h.HarvestTrajectory, for the log's OnEntry hook.
+	harvest *harvestFlag
 }
 
 // UpstreamUnitName is the unit name of an upstream: "mcp.KEY", or
@@ -123,6 +125,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 			if !reflect.DeepEqual(u.h, harnessOf[name]) || !reflect.DeepEqual(u.up, upOf[name]) {
 				u.sup.Update(ucfg)
 				u.h, u.up = harnessOf[name], upOf[name]
+				u.syncHarvest()
 				res.Changed = append(res.Changed, name)
 			}
 			continue
@@ -133,6 +136,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 			return res, err
 		}
 		u.h, u.up = harnessOf[name], upOf[name]
+		u.syncHarvest()
 		c.units[name] = u
 		added = append(added, u)
 		res.Added = append(res.Added, name)
@@ -193,7 +197,8 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 
 // newUnit builds (but does not start) one supervised unit. Caller holds c.mu.
 func (c *Control) newUnit(name string, ucfg supervise.UnitConfig) (*unit, error) {
-	lg, err := c.opt.OpenLog(name)
+	harvest := new(harvestFlag)
+	lg, err := c.opt.OpenLog(name, c.trajectoryHook(name, harvest))
 	if err != nil {
 		return nil, fmt.Errorf("unit %s: open log: %w", name, err)
 	}
@@ -204,7 +209,7 @@ func (c *Control) newUnit(name string, ucfg supervise.UnitConfig) (*unit, error)
 	}
 	deps.Log = lg
 	deps.Runs = c.opt.Runs
-	u := &unit{name: name, kind: ucfg.Kind, log: lg}
+	u := &unit{name: name, kind: ucfg.Kind, log: lg, harvest: harvest}
 	deps.OnEvent = func(ev supervise.Event) { c.onEvent(u, ev) }
 	if ucfg.Kind == supervise.KindUpstream && c.opt.Upstreams != nil {
 		hooks := c.opt.Upstreams

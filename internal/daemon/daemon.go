@@ -25,6 +25,7 @@ import (
 	"github.com/harness-dev/harness/internal/protocol"
 	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/supervise"
+	"github.com/harness-dev/harness/internal/trajectory"
 )
 
 // Options configure one daemon. Empty paths take the defaults of DESIGN §3.
@@ -131,6 +132,17 @@ func Run(ctx context.Context, opt Options) (err error) {
 	}
 	var mgr *session.Manager
 	logDir := filepath.Join(paths.StateDir, "logs")
+	// Run transcripts of harnesses with harvest_trajectory (issue 10);
+	// HARNESS_TRAJECTORY_MAX_RUNS / _MAX_BYTES override the retention.
+	trajOpt, err := trajectory.OptionsFromEnv()
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	trajStore, err := trajectory.Open(filepath.Join(paths.StateDir, "trajectories"), trajOpt)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	defer trajStore.Close()
 	ctl, err := control.New(cfg, control.Options{
 		ConfigPath: paths.Config,
 		Paths:      paths,
@@ -141,9 +153,10 @@ func Run(ctx context.Context, opt Options) (err error) {
 		MCPURL:     mcpURL,
 		Upstreams:  brokerHooks{brk},
 		State:      stateFile{filepath.Join(paths.StateDir, "state.json")},
-		OpenLog: func(name string) (*logs.Log, error) {
-			return logs.Open(logDir, name, logs.Options{})
+		OpenLog: func(name string, onEntry func(logs.Entry)) (*logs.Log, error) {
+			return logs.Open(logDir, name, logs.Options{OnEntry: onEntry})
 		},
+		Trajectories: trajStore,
 		NewDeps: func(name string, kind supervise.Kind) (supervise.Deps, error) {
 			return supervise.Deps{
 				Tokens:   tokens,

@@ -70,6 +70,12 @@ const (
 		`"name":{"type":"string","minLength":1,"description":"only runs of this harness"},` +
 		`"limit":{"type":"integer","minimum":1,"description":"at most this many runs, newest first"}` +
 		`},"additionalProperties":false}`
+	getTrajectorySchema = `{"type":"object","properties":{` +
+		`"name":{"type":"string","minLength":1,"description":"harness name"},` +
+		`"run":{"type":"integer","minimum":1,"description":"run id, from harness_list_trajectories"},` +
+		`"cursor":{"type":"integer","minimum":0,"description":"return only entries newer than this id (the previous next_cursor)"},` +
+		`"max_bytes":{"type":"integer","minimum":1,"description":"cap on the answer's size (default 256 KiB)"}` +
+		`},"required":["name","run"],"additionalProperties":false}`
 	triggerSchema = `{"type":"object","properties":{` +
 		`"name":{"type":"string","minLength":1,"description":"job name"},` +
 		`"wait":{"type":"boolean","description":"follow the run to its end and return exit code, duration and log tail"},` +
@@ -92,6 +98,10 @@ var registry = []Tool{
 		Description: "List scheduled triggers with their next firing and skipped firings."},
 	{Name: "harness_daemon_info", Class: Read, Op: "daemon_info", InputSchema: json.RawMessage(noArgs),
 		Description: "Daemon version, protocol, pid, uptime, paths, active profile and warnings."},
+	{Name: "harness_list_trajectories", Class: Read, Op: "list_trajectories", ResultKey: "trajectories", InputSchema: json.RawMessage(nameOnly),
+		Description: "List the kept run transcripts of a harness that sets harvest_trajectory = true: run id, cause, start, end, exit code, entries and size."},
+	{Name: "harness_get_trajectory", Class: Read, Op: "get_trajectory", InputSchema: json.RawMessage(getTrajectorySchema),
+		Description: "Read the transcript of one run (its activity entries, kept after the run ended) of a harness that sets harvest_trajectory = true. Pass next_cursor back as cursor for later entries; answers are capped and say truncated."},
 	{Name: "harness_start", Class: Write, Op: "start", InputSchema: json.RawMessage(nameOnly),
 		Description: "Start a harness (idempotent: an already running harness is left alone)."},
 	{Name: "harness_stop", Class: Write, Op: "stop", InputSchema: json.RawMessage(nameOnly),

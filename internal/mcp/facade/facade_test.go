@@ -18,6 +18,7 @@ func TestRegistryMatchesDesign(t *testing.T) {
 	want := map[string]Class{
 		"harness_list": Read, "harness_describe": Read, "harness_logs": Read, "harness_runs": Read,
 		"harness_jobs": Read, "harness_triggers": Read, "harness_daemon_info": Read,
+		"harness_list_trajectories": Read, "harness_get_trajectory": Read,
 		"harness_start": Write, "harness_stop": Write, "harness_restart": Write, "harness_trigger": Write,
 	}
 	tools := Tools()
@@ -54,7 +55,7 @@ func TestRegistryMatchesDesign(t *testing.T) {
 			t.Errorf("Lookup(%q) = %v, %v", tool.Name, got, ok)
 		}
 	}
-	arrays := map[string]bool{"harness_list": true, "harness_runs": true, "harness_jobs": true, "harness_triggers": true}
+	arrays := map[string]bool{"harness_list": true, "harness_runs": true, "harness_jobs": true, "harness_triggers": true, "harness_list_trajectories": true}
 	for _, tool := range tools {
 		if arrays[tool.Name] != (tool.ResultKey != "") {
 			t.Errorf("%s: ResultKey %q", tool.Name, tool.ResultKey)
@@ -69,7 +70,7 @@ func TestRegistryMatchesDesign(t *testing.T) {
 }
 
 func TestSchemasRequireNameWhereTheOpNeedsOne(t *testing.T) {
-	needsName := []string{"harness_describe", "harness_logs", "harness_start", "harness_stop", "harness_restart", "harness_trigger"}
+	needsName := []string{"harness_describe", "harness_logs", "harness_start", "harness_stop", "harness_restart", "harness_trigger", "harness_list_trajectories", "harness_get_trajectory"}
 	for _, tool := range Tools() {
 		var schema struct {
 			Required []string `json:"required"`
@@ -104,6 +105,12 @@ func TestValidate(t *testing.T) {
 		{"harness_runs", `{}`, true},
 		{"harness_runs", `{"name":"web","limit":3}`, true},
 		{"harness_runs", `{"limit":0}`, false},
+		{"harness_list_trajectories", `{"name":"job"}`, true},
+		{"harness_list_trajectories", `{}`, false},
+		{"harness_get_trajectory", `{"name":"job","run":3,"cursor":10,"max_bytes":4096}`, true},
+		{"harness_get_trajectory", `{"name":"job"}`, false},
+		{"harness_get_trajectory", `{"name":"job","run":0}`, false},
+		{"harness_get_trajectory", `{"name":"job","run":3,"lines":5}`, false},
 		{"harness_trigger", `{"name":"nightly","wait":true,"timeout_s":30}`, true},
 		{"harness_trigger", `{"name":"nightly","wait":"yes"}`, false},
 		{"harness_trigger", `{"name":"nightly","timeout_s":0}`, false},
