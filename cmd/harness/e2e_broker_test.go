@@ -337,3 +337,27 @@ func (f *fleet) mcpSessionTransport(wrap func(mcp.Transport) mcp.Transport) *mcp
 	f.t.Cleanup(func() { s.Close() })
 	return s
 }
+
+func TestBroker_OverlongToolNamesAreReportedNamingTheTool(t *testing.T) {
+	key := "an-upstream-key-long-enough-that-its-tools-pass-the-limit"
+	f := newFleet(t, upstreamTable(key, "long-inst", "")+upstreamTable("ok", "ok-inst", ""))
+	s := f.mcpSession("", false, nil)
+	waitTool(t, f, s, "ok__echo")
+	var info struct {
+		Warnings []string `json:"warnings"`
+	}
+	f.waitFor("a warning naming the overlong tool", 15*time.Second, func() bool {
+		f.mustJSON(&info, "daemon-info")
+		for _, w := range info.Warnings {
+			if strings.Contains(w, key+"__progress") {
+				return true
+			}
+		}
+		return false
+	})
+	for _, n := range toolNames(t, s) {
+		if len(n) > 64 {
+			t.Fatalf("served a tool name over 64 characters: %s", n)
+		}
+	}
+}

@@ -423,3 +423,26 @@ func readFrame(t *testing.T, c net.Conn) (byte, []byte) {
 	}
 	return hdr[4], payload
 }
+
+func TestCLI_IntentSurvivesADaemonRestart(t *testing.T) {
+	f := newFleet(t, `
+[harness.keeper]
+cmd = "sleep"
+args = ["100000"]
+enabled = true
+
+[harness.benched]
+cmd = "sleep"
+args = ["100000"]
+enabled = true
+`)
+	f.waitState("keeper", "running")
+	f.waitState("benched", "running")
+	f.mustRun("stop", "benched")
+	f.stop() // SIGTERM: a clean shutdown stops units but keeps intent
+	f.start()
+	f.waitState("keeper", "running")
+	if u := f.unit("benched"); u.State != "stopped" || u.Enabled {
+		t.Fatalf("a harness stopped by the operator came back after a restart: %+v", u)
+	}
+}

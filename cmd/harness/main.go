@@ -94,6 +94,9 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		daemonInfoCmd(g),
 		shutdownCmd(g),
 		mcpCmd(g),
+		upCmd(g),
+		downCmd(g),
+		psCmd(g),
 		demoUpstreamCmd(),
 	)
 	return root

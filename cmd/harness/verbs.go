@@ -58,19 +58,23 @@ func listCmd(g *globals) *cobra.Command {
 			if err := g.call(cmd.Context(), "list", struct{}{}, &res); err != nil {
 				return err
 			}
-			if g.json {
-				return emit(cmd.OutOrStdout(), res)
-			}
-			var rows [][]string
-			for _, u := range res {
-				rows = append(rows, []string{u.Name, u.State, fmt.Sprint(u.Enabled), pidStr(u.PID), fmt.Sprint(u.RestartCount), intPtr(u.LastExitCode), u.Schedule, u.Description})
-			}
-			table(cmd.OutOrStdout(), "NAME\tSTATE\tENABLED\tPID\tRESTARTS\tEXIT\tSCHEDULE\tDESCRIPTION", rows)
-			return nil
+			return renderList(cmd, g, res)
 		},
 	}
 	addJSON(cmd, g)
 	return cmd
+}
+
+func renderList(cmd *cobra.Command, g *globals, res []control.UnitInfo) error {
+	if g.json {
+		return emit(cmd.OutOrStdout(), res)
+	}
+	var rows [][]string
+	for _, u := range res {
+		rows = append(rows, []string{u.Name, u.State, fmt.Sprint(u.Enabled), pidStr(u.PID), fmt.Sprint(u.RestartCount), intPtr(u.LastExitCode), u.Schedule, u.Description})
+	}
+	table(cmd.OutOrStdout(), "NAME\tSTATE\tENABLED\tPID\tRESTARTS\tEXIT\tSCHEDULE\tDESCRIPTION", rows)
+	return nil
 }
 
 func describeCmd(g *globals) *cobra.Command {
@@ -120,7 +124,7 @@ func logsCmd(g *globals) *cobra.Command {
 		Short: "Show a harness's activity entries, or its raw terminal output with --raw",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a := control.LogsArgs{Name: args[0], Format: "summary", Lines: lines, MaxBytes: maxBytes}
+			a := control.LogsArgs{Name: g.qualify(cmd, args)[0], Format: "summary", Lines: lines, MaxBytes: maxBytes}
 			if rawFmt {
 				a.Format = "raw"
 			}
@@ -214,6 +218,9 @@ func actionCmd(g *globals, op, short string) *cobra.Command {
 				return fmt.Errorf("%s: name one or more harnesses, or pass --all", op)
 			}
 			var res control.ActionResult
+			if !all {
+				args = g.qualify(cmd, args)
+			}
 			if err := g.call(cmd.Context(), op, control.NamesArgs{Names: args, All: all}, &res); err != nil {
 				return err
 			}

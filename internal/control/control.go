@@ -56,6 +56,9 @@ type StateStore interface {
 type State struct {
 	Enabled map[string]bool `json:"enabled"`
 	Profile string          `json:"profile"`
+	// Projects maps each project that is up to its file, so registrations
+	// survive a daemon restart until `down`.
+	Projects map[string]string `json:"projects,omitempty"`
 }
 
 // Options wires a Control to the rest of the daemon.
@@ -104,7 +107,12 @@ type Control struct {
 	prompts  *prompts.Set
 	warnings []string
 	enabled  map[string]bool // persisted intent, by unit name
-	closed   bool
+	projects map[string]*config.Project
+	// projectWarnings are kept apart from the config's own warnings,
+	// which each reload recomputes.
+	projectWarnings []string
+	brokerMu        sync.Mutex // orders configureBroker calls
+	closed          bool
 }
 
 // New builds a Control on a validated configuration. It spawns nothing:
@@ -120,7 +128,9 @@ func New(cfg *config.Config, opt Options) (*Control, error) {
 		cfg:       &config.Config{},
 		units:     map[string]*unit{},
 		enabled:   map[string]bool{},
+		projects:  map[string]*config.Project{},
 	}
+	var projects map[string]string
 	if opt.State != nil {
 		st, err := opt.State.Load()
 		if err != nil {
@@ -130,11 +140,13 @@ func New(cfg *config.Config, opt Options) (*Control, error) {
 			c.enabled = st.Enabled
 		}
 		c.profile = st.Profile
+		projects = st.Projects
 	}
 	c.sched = schedule.New(c.fire, c.log)
 	if _, err := c.apply(cfg, true); err != nil {
 		return nil, err
 	}
+	c.restoreProjects(projects)
 	return c, nil
 }
 
@@ -168,6 +180,11 @@ func (c *Control) Boot(ctx context.Context) {
 func (c *Control) wantsAutostart(u *unit) bool {
 	if u.h == nil || u.h.Schedule != "" {
 		return false
+	}
+	if u.project != "" {
+		// A project that is up runs its harnesses unless one was stopped.
+		v, ok := c.enabled[u.name]
+		return !u.h.IsJob() && (!ok || v)
 	}
 	if v, ok := c.enabled[u.name]; ok {
 		return v
@@ -248,14 +265,16 @@ var handlers map[string]handler
 
 func init() {
 	handlers = map[string]handler{
-		"list":     func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.List(), nil },
-		"describe": withArgs(func(c *Control, ctx context.Context, a NameArg) (any, error) { return c.Describe(a.Name) }),
-		"logs":     withArgs(func(c *Control, ctx context.Context, a LogsArgs) (any, error) { return c.Logs(a) }),
-		"start":    withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Start(ctx, a) }),
-		"stop":     withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Stop(ctx, a) }),
-		"restart":  withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Restart(ctx, a) }),
-		"runs":     withArgs(func(c *Control, ctx context.Context, a RunsArgs) (any, error) { return c.Runs(a) }),
-		"jobs":     func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.Jobs(), nil },
+		"list":         withArgs(func(c *Control, ctx context.Context, a ListArgs) (any, error) { return c.listArgs(a) }),
+		"project_up":   withArgs(func(c *Control, ctx context.Context, a ProjectArgs) (any, error) { return c.ProjectUp(ctx, a) }),
+		"project_down": withArgs(func(c *Control, ctx context.Context, a ProjectArgs) (any, error) { return c.ProjectDown(ctx, a) }),
+		"describe":     withArgs(func(c *Control, ctx context.Context, a NameArg) (any, error) { return c.Describe(a.Name) }),
+		"logs":         withArgs(func(c *Control, ctx context.Context, a LogsArgs) (any, error) { return c.Logs(a) }),
+		"start":        withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Start(ctx, a) }),
+		"stop":         withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Stop(ctx, a) }),
+		"restart":      withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Restart(ctx, a) }),
+		"runs":         withArgs(func(c *Control, ctx context.Context, a RunsArgs) (any, error) { return c.Runs(a) }),
+		"jobs":         func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.Jobs(), nil },
 		"triggers": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) {
 			return c.Triggers(), nil
 		},
@@ -280,6 +299,13 @@ func init() {
 			return map[string]bool{"ok": true}, nil
 		},
 	}
+}
+
+// ListArgs filter `list`: with a project, only that project's units.
+type ListArgs struct {
+	Project string `json:"project"`
+	// ProjectPath selects the project by its file (what `harness ps` knows).
+	ProjectPath string `json:"project_path"`
 }
 
 // NameArg is the argument of operations that take one harness name.

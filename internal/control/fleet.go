@@ -6,24 +6,27 @@ import (
 	"io"
 	"reflect"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/mcp/prompts"
+	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
 // unit is one supervised harness or upstream with its log and the
 // configuration it was built from. Exactly one of h and up is set.
 type unit struct {
-	name string
-	kind supervise.Kind
-	sup  *supervise.Unit
-	log  *logs.Log
-	h    *config.Harness
-	up   *config.Upstream
+	name    string
+	project string // "" for units of the global config file
+	kind    supervise.Kind
+	sup     *supervise.Unit
+	log     *logs.Log
+	h       *config.Harness
+	up      *config.Upstream
 	// harvest is h.HarvestTrajectory, for the log's OnEntry hook.
 	harvest *harvestFlag
 }
@@ -38,13 +41,13 @@ func UpstreamUnitName(project, key string) string {
 	return project + "/mcp." + key
 }
 
-func (c *Control) harnessUnitConfig(h *config.Harness) supervise.UnitConfig {
+func (c *Control) harnessUnitConfig(name string, h *config.Harness) supervise.UnitConfig {
 	extra := []string{"HARNESS_SOCKET=" + c.opt.SocketPath}
 	if c.opt.MCPURL != "" {
 		extra = append(extra, "HARNESS_MCP_URL="+c.opt.MCPURL)
 	}
 	return supervise.UnitConfig{
-		Name:         h.Name,
+		Name:         name,
 		Kind:         supervise.KindHarness,
 		Cmd:          h.Cmd,
 		Args:         h.Args,
@@ -82,18 +85,18 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 	var res ReloadResult
 	ps, warns := prompts.Load(cfg.Prompts.Paths)
 
-	want := map[string]supervise.UnitConfig{}
+	wantCfg := map[string]supervise.UnitConfig{}
 	harnessOf := map[string]*config.Harness{}
 	upOf := map[string]*config.Upstream{}
 	for _, name := range sortedKeys(cfg.Harnesses) {
 		h := cfg.Harnesses[name]
-		want[name] = c.harnessUnitConfig(h)
+		wantCfg[name] = c.harnessUnitConfig(name, h)
 		harnessOf[name] = h
 	}
 	for _, key := range sortedKeys(cfg.Upstreams) {
 		u := cfg.Upstreams[key]
 		name := UpstreamUnitName(u.Project, key)
-		want[name] = upstreamUnitConfig(name, u)
+		wantCfg[name] = upstreamUnitConfig(name, u)
 		upOf[name] = u
 	}
 	specs := map[string]string{}
@@ -108,38 +111,15 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 		return res, fmt.Errorf("%w: schedules: %v", errcode.ErrConfigInvalid, err)
 	}
 
-	c.mu.Lock()
-	var removed []*unit
-	for name, u := range c.units {
-		if _, ok := want[name]; !ok {
-			removed = append(removed, u)
-			delete(c.units, name)
-			delete(c.enabled, name)
-			res.Removed = append(res.Removed, name)
-		}
+	want := map[string]unitSpec{}
+	for name, ucfg := range wantCfg {
+		want[name] = unitSpec{cfg: ucfg, h: harnessOf[name], up: upOf[name]}
 	}
-	var added []*unit
-	for _, name := range sortedKeys(want) {
-		ucfg := want[name]
-		if u, ok := c.units[name]; ok {
-			if !reflect.DeepEqual(u.h, harnessOf[name]) || !reflect.DeepEqual(u.up, upOf[name]) {
-				u.sup.Update(ucfg)
-				u.h, u.up = harnessOf[name], upOf[name]
-				u.syncHarvest()
-				res.Changed = append(res.Changed, name)
-			}
-			continue
-		}
-		u, err := c.newUnit(name, ucfg)
-		if err != nil {
-			c.mu.Unlock()
-			return res, err
-		}
-		u.h, u.up = harnessOf[name], upOf[name]
-		u.syncHarvest()
-		c.units[name] = u
-		added = append(added, u)
-		res.Added = append(res.Added, name)
+	c.mu.Lock()
+	added, removed, err := c.reconcile("", want, &res)
+	if err != nil {
+		c.mu.Unlock()
+		return res, err
 	}
 	restartOnly := !boot && c.cfg.Daemon.MCPHTTP != cfg.Daemon.MCPHTTP
 	c.cfg = cfg
@@ -151,24 +131,106 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 	if restartOnly {
 		c.warnings = append(c.warnings, "daemon.mcp_http: a changed address applies when the daemon restarts")
 	}
-	if c.opt.Upstreams != nil {
-		refs := map[string]UpstreamRef{}
-		for name, u := range upOf {
-			refs[name] = UpstreamRef{Key: u.Key, Project: u.Project}
+	var toStart []*unit
+	if !boot {
+		// Units added by a reload start like they would at boot.
+		for _, u := range added {
+			if u.kind == supervise.KindUpstream || c.wantsAutostart(u) {
+				toStart = append(toStart, u)
+			}
 		}
-		c.opt.Upstreams.Configure(refs)
-		c.warnings = append(c.warnings, c.opt.Upstreams.Warnings()...)
 	}
-	res.Warnings = append([]string{}, c.warnings...)
 	c.mu.Unlock()
+	c.configureBroker()
+	res.Warnings = c.Warnings()
 
 	for _, w := range res.Warnings {
 		c.log.Warn("config warning", "warning", w)
 	}
-	ctx := context.Background()
-	for _, u := range removed {
+	c.retire(removed)
+	c.startAll(toStart, "autostart", false)
+	c.saveState()
+	return res, nil
+}
+
+// unitSpec is what one unit should be: its supervise config and the
+// configuration table it came from.
+type unitSpec struct {
+	cfg supervise.UnitConfig
+	h   *config.Harness
+	up  *config.Upstream
+}
+
+// reconcile makes the units of one scope ("" for the global file, else a
+// project name) match want: missing ones are created (not started), ones
+// no longer wanted are unregistered and returned for retiring, changed
+// ones get their new config, applied at their next start. Units of other
+// scopes are never touched. Caller holds c.mu for writing.
+func (c *Control) reconcile(scope string, want map[string]unitSpec, res *ReloadResult) (added, removed []*unit, err error) {
+	for _, name := range sortedKeys(c.units) {
+		u := c.units[name]
+		if u.project != scope {
+			continue
+		}
+		if _, ok := want[name]; !ok {
+			removed = append(removed, u)
+			delete(c.units, name)
+			delete(c.enabled, name)
+			res.Removed = append(res.Removed, name)
+		}
+	}
+	for _, name := range sortedKeys(want) {
+		spec := want[name]
+		if u, ok := c.units[name]; ok {
+			if !reflect.DeepEqual(u.h, spec.h) || !reflect.DeepEqual(u.up, spec.up) {
+				u.sup.Update(spec.cfg)
+				u.h, u.up = spec.h, spec.up
+				u.syncHarvest()
+				res.Changed = append(res.Changed, name)
+			}
+			continue
+		}
+		u, err := c.newUnit(name, spec.cfg)
+		if err != nil {
+			return added, removed, err
+		}
+		u.h, u.up, u.project = spec.h, spec.up, scope
+		u.syncHarvest()
+		c.units[name] = u
+		added = append(added, u)
+		res.Added = append(res.Added, name)
+	}
+	return added, removed, nil
+}
+
+// configureBroker tells the broker every upstream of every scope. It must
+// be called WITHOUT c.mu held: the broker's change listeners refresh MCP
+// sessions, which ask control about scopes. brokerMu orders concurrent
+// calls, and each reads the fleet afresh, so the last one wins with the
+// latest state.
+func (c *Control) configureBroker() {
+	if c.opt.Upstreams == nil {
+		return
+	}
+	c.brokerMu.Lock()
+	defer c.brokerMu.Unlock()
+	refs := map[string]UpstreamRef{}
+	c.mu.RLock()
+	for name, u := range c.units {
+		if u.up != nil {
+			refs[name] = UpstreamRef{Key: u.up.Key, Project: u.up.Project}
+		}
+	}
+	c.mu.RUnlock()
+	c.opt.Upstreams.Configure(refs)
+}
+
+// retire stops and forgets units that left the configuration. It does not
+// wait: stopping never blocks the control plane.
+func (c *Control) retire(us []*unit) {
+	for _, u := range us {
 		go func(u *unit) {
-			if err := u.sup.Close(ctx); err != nil {
+			if err := u.sup.Close(context.Background()); err != nil {
 				c.log.Error("close removed unit", "unit", u.name, "err", err)
 			}
 			if err := u.log.Close(); err != nil {
@@ -176,23 +238,24 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 			}
 		}(u)
 	}
-	if !boot {
-		// Units added by a reload start like they would at boot.
-		for _, u := range added {
-			c.mu.RLock()
-			start := u.kind == supervise.KindUpstream || c.wantsAutostart(u)
-			c.mu.RUnlock()
-			if start {
-				go func(u *unit) {
-					if err := u.sup.Start(ctx, "autostart"); err != nil {
-						c.log.Error("start added unit", "unit", u.name, "err", err)
-					}
-				}(u)
+}
+
+// startAll starts units concurrently; with wait it returns once each start
+// attempt has finished.
+func (c *Control) startAll(us []*unit, cause runs.Cause, wait bool) {
+	var wg sync.WaitGroup
+	for _, u := range us {
+		wg.Add(1)
+		go func(u *unit) {
+			defer wg.Done()
+			if err := u.sup.Start(context.Background(), cause); err != nil {
+				c.log.Error("start unit", "unit", u.name, "cause", cause, "err", err)
 			}
-		}
+		}(u)
 	}
-	c.saveState()
-	return res, nil
+	if wait {
+		wg.Wait()
+	}
 }
 
 // newUnit builds (but does not start) one supervised unit. Caller holds c.mu.
@@ -246,7 +309,9 @@ func (c *Control) noteIntent(name string, enabled bool) {
 	c.mu.Lock()
 	old, had := c.enabled[name]
 	_, exists := c.units[name]
-	if !exists || (had && old == enabled) {
+	// A daemon shutdown stops units without changing what the operator
+	// intends: they start again with the next daemon.
+	if c.closed || !exists || (had && old == enabled) {
 		c.mu.Unlock()
 		return
 	}
@@ -260,9 +325,12 @@ func (c *Control) saveState() {
 		return
 	}
 	c.mu.RLock()
-	st := State{Enabled: map[string]bool{}, Profile: c.profile}
+	st := State{Enabled: map[string]bool{}, Profile: c.profile, Projects: map[string]string{}}
 	for k, v := range c.enabled {
 		st.Enabled[k] = v
+	}
+	for name, p := range c.projects {
+		st.Projects[name] = p.Path
 	}
 	c.mu.RUnlock()
 	if err := c.opt.State.Save(st); err != nil {

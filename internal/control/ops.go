@@ -17,11 +17,13 @@ import (
 )
 
 // List answers `list`: every harness, sorted by name.
-func (c *Control) List() []UnitInfo {
+func (c *Control) List(project string) []UnitInfo {
 	us := c.harnesses()
 	out := make([]UnitInfo, 0, len(us))
 	for _, u := range us {
-		out = append(out, c.info(u, u.sup.Status()))
+		if project == "" || u.project == project {
+			out = append(out, c.info(u, u.sup.Status()))
+		}
 	}
 	return out
 }
@@ -404,10 +406,17 @@ func (c *Control) Reload(ctx context.Context) (ReloadResult, error) {
 }
 
 // Warnings returns the current configuration warnings (prompts, broker).
+// The broker's warnings are asked for live: a tool name over the length
+// limit is only known once its upstream has listed its tools.
 func (c *Control) Warnings() []string {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return append([]string{}, c.warnings...)
+	out := append([]string{}, c.warnings...)
+	out = append(out, c.projectWarnings...)
+	c.mu.RUnlock()
+	if c.opt.Upstreams != nil {
+		out = append(out, c.opt.Upstreams.Warnings()...)
+	}
+	return out
 }
 
 // DaemonInfo answers `daemon_info`.

@@ -59,7 +59,7 @@ func (a authority) ResolveToken(token string) (string, bool) {
 }
 
 func (a authority) Allowed(harness string) []string {
-	h, ok := a.ctl.Config().Harnesses[harness]
+	h, ok := a.ctl.HarnessConfig(harness)
 	if !ok {
 		return nil
 	}
@@ -67,7 +67,7 @@ func (a authority) Allowed(harness string) []string {
 }
 
 func (a authority) Project(harness string) string {
-	h, ok := a.ctl.Config().Harnesses[harness]
+	h, ok := a.ctl.HarnessConfig(harness)
 	if !ok {
 		return ""
 	}

@@ -1,0 +1,244 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/harness-dev/harness/internal/config"
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/runs"
+	"github.com/harness-dev/harness/internal/supervise"
+)
+
+// ProjectArgs name a project by its file (up, and down from inside it) or
+// by its name (down PROJECT).
+type ProjectArgs struct {
+	Path string `json:"path"`
+	Name string `json:"name"`
+}
+
+// ProjectResult is the answer of project_up and project_down.
+type ProjectResult struct {
+	Project string   `json:"project"`
+	Path    string   `json:"path"`
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
+	Changed []string `json:"changed"`
+	Started []string `json:"started"`
+}
+
+// projectSpecs is what a project file asks for: units named PROJECT/NAME
+// and PROJECT/mcp.KEY.
+func (c *Control) projectSpecs(p *config.Project) map[string]unitSpec {
+	want := map[string]unitSpec{}
+	for name, h := range p.Harnesses {
+		unitName := p.Name + "/" + name
+		want[unitName] = unitSpec{cfg: c.harnessUnitConfig(unitName, h), h: h}
+	}
+	for key, u := range p.Upstreams {
+		unitName := UpstreamUnitName(p.Name, key)
+		want[unitName] = unitSpec{cfg: upstreamUnitConfig(unitName, u), up: u}
+	}
+	return want
+}
+
+// checkProject refuses a project that would collide with the global fleet:
+// its name may not be a global harness name and its upstream keys may not
+// be global upstream keys (project upstreams add, never override). Caller
+// holds c.mu.
+func (c *Control) checkProject(p *config.Project) error {
+	if _, ok := c.cfg.Harnesses[p.Name]; ok {
+		return errcode.Errorf(errcode.InvalidArgument, "project %q: the name is a global harness's; set [project] name", p.Name)
+	}
+	var clash []string
+	for key := range p.Upstreams {
+		if _, ok := c.cfg.Upstreams[key]; ok {
+			clash = append(clash, "mcp."+key)
+		}
+	}
+	if len(clash) > 0 {
+		sort.Strings(clash)
+		return errcode.Errorf(errcode.InvalidArgument, "project %q: %s already declared globally; a project upstream cannot override a global one", p.Name, strings.Join(clash, ", "))
+	}
+	if other, ok := c.projects[p.Name]; ok && other.Path != p.Path {
+		return errcode.Errorf(errcode.InvalidArgument, "project %q is already up from %s", p.Name, other.Path)
+	}
+	return nil
+}
+
+// ProjectUp answers project_up: register the project's units and start
+// them. Re-running reconciles: new units start, removed ones stop and go,
+// changed ones are flagged config_changed.
+func (c *Control) ProjectUp(ctx context.Context, a ProjectArgs) (ProjectResult, error) {
+	if a.Path == "" {
+		return ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "project_up needs the project file's path")
+	}
+	if c.opt.ConfigPath != "" && sameFile(a.Path, c.opt.ConfigPath) {
+		return ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "%s is the daemon's global config, not a project file", a.Path)
+	}
+	p, err := config.LoadProject(a.Path)
+	if err != nil {
+		return ProjectResult{}, err
+	}
+	return c.registerProject(p)
+}
+
+func (c *Control) registerProject(p *config.Project) (ProjectResult, error) {
+	res := ProjectResult{Project: p.Name, Path: p.Path}
+	var rr ReloadResult
+	c.mu.Lock()
+	if err := c.checkProject(p); err != nil {
+		c.mu.Unlock()
+		return res, err
+	}
+	added, removed, err := c.reconcile(p.Name, c.projectSpecs(p), &rr)
+	if err != nil {
+		c.mu.Unlock()
+		return res, err
+	}
+	c.projects[p.Name] = p
+	var toStart []*unit
+	for _, u := range c.units {
+		if u.project != p.Name {
+			continue
+		}
+		if st := u.sup.Status(); isActive(st.State) || st.State == supervise.StateRestarting {
+			continue
+		}
+		if u.kind == supervise.KindUpstream || c.wantsAutostart(u) {
+			toStart = append(toStart, u)
+		}
+	}
+	c.mu.Unlock()
+	c.configureBroker()
+	c.retire(removed)
+	_ = added // started below with the rest of the idle units
+	c.startAll(toStart, runs.Cause("manual"), true)
+	for _, u := range toStart {
+		res.Started = append(res.Started, u.name)
+	}
+	sort.Strings(res.Started)
+	res.Added, res.Removed, res.Changed = nonNil(rr.Added), nonNil(rr.Removed), nonNil(rr.Changed)
+	c.saveState()
+	if c.opt.OnReload != nil {
+		c.opt.OnReload()
+	}
+	c.log.Info("project up", "project", p.Name, "path", p.Path, "added", rr.Added, "removed", rr.Removed, "changed", rr.Changed)
+	return res, nil
+}
+
+// ProjectDown answers project_down: stop the project's units and forget
+// the project. The global config file is never touched.
+func (c *Control) ProjectDown(ctx context.Context, a ProjectArgs) (ProjectResult, error) {
+	name := a.Name
+	c.mu.Lock()
+	if name == "" && a.Path != "" {
+		for n, p := range c.projects {
+			if sameFile(p.Path, a.Path) {
+				name = n
+			}
+		}
+	}
+	p, ok := c.projects[name]
+	if !ok {
+		c.mu.Unlock()
+		if name == "" {
+			return ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "no project is up from %s", a.Path)
+		}
+		return ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "no project named %q is up", name)
+	}
+	var rr ReloadResult
+	_, removed, err := c.reconcile(name, nil, &rr)
+	delete(c.projects, name)
+	c.mu.Unlock()
+	c.configureBroker()
+	if err != nil {
+		return ProjectResult{}, err
+	}
+	// Down waits for the units to stop: the caller asked for them gone.
+	c.each(removed, func(u *unit) (bool, error) {
+		if err := u.sup.Close(ctx); err != nil {
+			return true, err
+		}
+		return true, u.log.Close()
+	})
+	c.saveState()
+	if c.opt.OnReload != nil {
+		c.opt.OnReload()
+	}
+	c.log.Info("project down", "project", name)
+	return ProjectResult{Project: name, Path: p.Path, Added: []string{}, Removed: nonNil(rr.Removed), Changed: []string{}, Started: []string{}}, nil
+}
+
+// restoreProjects re-registers, at daemon start, the projects that were up
+// when the previous daemon ended. A project whose file is gone or broken
+// is reported and dropped, never fatal.
+func (c *Control) restoreProjects(paths map[string]string) {
+	for _, name := range sortedKeys(paths) {
+		p, err := config.LoadProject(paths[name])
+		if err == nil && p.Name != name {
+			err = fmt.Errorf("project file now names the project %q", p.Name)
+		}
+		if err == nil {
+			c.mu.Lock()
+			err = c.checkProject(p)
+			if err == nil {
+				var rr ReloadResult
+				_, _, err = c.reconcile(p.Name, c.projectSpecs(p), &rr)
+				c.projects[p.Name] = p
+			}
+			c.mu.Unlock()
+			c.configureBroker()
+		}
+		if err != nil {
+			w := fmt.Sprintf("project %s (%s) was not restored: %v", name, paths[name], err)
+			c.log.Warn("project not restored", "project", name, "path", paths[name], "err", err)
+			c.mu.Lock()
+			c.projectWarnings = append(c.projectWarnings, w)
+			c.mu.Unlock()
+		}
+	}
+	c.saveState()
+}
+
+// HarnessConfig returns the configuration in force of a harness, global
+// (NAME) or of a project (PROJECT/NAME).
+func (c *Control) HarnessConfig(name string) (*config.Harness, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if u, ok := c.units[name]; ok && u.h != nil {
+		return u.h, true
+	}
+	return nil, false
+}
+
+// sameFile reports whether two paths name the same file.
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	if errA != nil || errB != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	return os.SameFile(fa, fb)
+}
+
+// listArgs answers `list` with its project filter, by name or by file.
+func (c *Control) listArgs(a ListArgs) ([]UnitInfo, error) {
+	if a.ProjectPath != "" {
+		c.mu.RLock()
+		for name, p := range c.projects {
+			if sameFile(p.Path, a.ProjectPath) {
+				a.Project = name
+			}
+		}
+		c.mu.RUnlock()
+		if a.Project == "" {
+			return nil, errcode.Errorf(errcode.InvalidArgument, "no project is up from %s (run harness up there)", a.ProjectPath)
+		}
+	}
+	return c.List(a.Project), nil
+}
