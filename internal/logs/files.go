@@ -12,11 +12,12 @@ import (
 	"time"
 )
 
-// escapeUnit maps a unit name ("project/name", or anything else) to a single
+// EscapeUnit maps a unit name ("project/name", or anything else) to a single
 // file name component. Every byte outside [A-Za-z0-9_-] becomes %XX, which
 // makes the mapping injective ('%' itself is escaped) and keeps "/" and
-// leading dots out of file names.
-func escapeUnit(unit string) string {
+// leading dots out of file names. Every per-unit file of the state dir is
+// named with it.
+func EscapeUnit(unit string) string {
 	const hex = "0123456789ABCDEF"
 	var b strings.Builder
 	for i := 0; i < len(unit); i++ {

@@ -124,7 +124,7 @@ func Open(dir, unit string, opt Options) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("logs: open %s: %w", unit, err)
 	}
-	base := filepath.Join(dir, escapeUnit(unit))
+	base := filepath.Join(dir, EscapeUnit(unit))
 	ids, err := loadIDs(base + ".ids")
 	if err != nil {
 		return nil, fmt.Errorf("logs: open %s: %w", unit, err)

@@ -167,9 +167,9 @@ func TestEscapeUnitIsInjective(t *testing.T) {
 	names := []string{"a/b", "a%2Fb", "a_b", "a-b", "..", ".", "a.b", "a%b"}
 	seen := map[string]string{}
 	for _, n := range names {
-		e := escapeUnit(n)
+		e := EscapeUnit(n)
 		if strings.ContainsAny(e, "/.") {
-			t.Errorf("escapeUnit(%q) = %q", n, e)
+			t.Errorf("EscapeUnit(%q) = %q", n, e)
 		}
 		if prev, ok := seen[e]; ok {
 			t.Errorf("%q and %q both escape to %q", prev, n, e)

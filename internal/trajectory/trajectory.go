@@ -15,7 +15,6 @@ package trajectory
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -150,7 +149,7 @@ func (s *Store) unit(name string) (*unitStore, error) {
 	s.mu.Lock()
 	u, ok := s.units[name]
 	if !ok {
-		u = &unitStore{dir: filepath.Join(s.dir, escapeUnit(name)), runs: map[uint64]*Meta{}, closed: s.closed}
+		u = &unitStore{dir: filepath.Join(s.dir, logs.EscapeUnit(name)), runs: map[uint64]*Meta{}, closed: s.closed}
 		s.units[name] = u
 	}
 	s.mu.Unlock()
@@ -445,21 +444,3 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
-// escapeUnit maps a unit name ("project/name") to one file name component
-// exactly as internal/logs does: every byte outside [A-Za-z0-9_-] becomes
-// %XX, so the mapping is injective and keeps "/" and dots out.
-func escapeUnit(unit string) string {
-	const hex = "0123456789ABCDEF"
-	var b bytes.Buffer
-	for i := 0; i < len(unit); i++ {
-		c := unit[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
-	}
-	return b.String()
-}
