@@ -443,4 +443,3 @@ func (s *Store) Close() error {
 	}
 	return errors.Join(errs...)
 }
-
