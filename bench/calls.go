@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// benchPath is one way of reaching the echo tool with n sessions.
+type benchPath struct {
+	name  string
+	sess  []*mcp.ClientSession // one per concurrent caller; (a1) repeats one session
+	tool  string
+	lat   []time.Duration
+	wall  time.Duration
+	calls int
+}
+
+// runCalls is part 1: for each concurrency level, open n sessions on every
+// path, warm them up, then measure the paths in interleaved rounds (the
+// order rotates each round) so that load from other work on the machine
+// falls on all of them alike.
+func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) error {
+	upName := fmt.Sprintf("bench-up-%d", os.Getpid())
+	cfg := fmt.Sprintf("[daemon]\nmcp_http = \"127.0.0.1:0\"\n\n[mcp.up]\ncmd = %q\nargs = [\"demo-upstream\", \"--name\", %q]\n", bin, upName)
+	d, err := startDaemon(ctx, o, bin, tmp, "calls", cfg)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	if err := d.waitUpstreams(ctx, 1); err != nil {
+		return err
+	}
+	probe, err := d.bridgeSession(ctx)
+	if err != nil {
+		return err
+	}
+	defer probe.Close()
+	opened := time.Now()
+	if _, _, err := measure(ctx, []*mcp.ClientSession{probe}, "up__echo", 1); err != nil {
+		return err
+	}
+	for _, n := range o.Sessions {
+		if err := runLevel(ctx, o, bin, d, n, rep); err != nil {
+			return fmt.Errorf("%d sessions: %w", n, err)
+		}
+	}
+	probeOldBridge(ctx, probe, opened, rep)
+	callTargets(o, rep)
+	return nil
+}
+
+// runLevel measures every path at n concurrent sessions. Each (round,
+// path) gets fresh sessions, warmed up before the clock starts: a
+// `harness mcp` session dies 30 s after it connected (see probeOldBridge),
+// so no session may outlive one round.
+func runLevel(ctx context.Context, o options, bin string, d *benchDaemon, n int, rep *report) error {
+	paths := []*benchPath{{name: "a", tool: "echo"}, {name: "a1", tool: "echo"}, {name: "b", tool: "up__echo"}, {name: "c", tool: "up__echo"}}
+	for r := range o.Rounds {
+		for i := range paths {
+			p := paths[(i+r)%len(paths)]
+			o.progress("part 1: %d sessions: round %d: path %s", n, r+1, p.name)
+			connected := time.Now()
+			sess, closeAll, err := openSessions(ctx, bin, d, p.name, n)
+			if err != nil {
+				return fmt.Errorf("path %s: connect: %w", p.name, err)
+			}
+			_, _, err = measure(ctx, sess, p.tool, o.Warmup)
+			var lat []time.Duration
+			var wall time.Duration
+			if err == nil {
+				lat, wall, err = measure(ctx, sess, p.tool, o.Calls)
+			}
+			closeAll()
+			if age := time.Since(connected); err != nil && age > 30*time.Second {
+				return fmt.Errorf("path %s: sessions %s old (lower -calls: a bridge session dies at 30 s): %w", p.name, age.Round(time.Second), err)
+			} else if err != nil {
+				return fmt.Errorf("path %s: %w", p.name, err)
+			}
+			p.lat = append(p.lat, lat...)
+			p.wall += wall
+			p.calls += len(lat)
+		}
+	}
+	for _, p := range paths {
+		rep.Calls = append(rep.Calls, callRow{Sessions: n, Path: p.name, Stats: summarize(p.lat),
+			Throughput: float64(p.calls) / p.wall.Seconds()})
+	}
+	return nil
+}
+
+// openSessions connects n sessions of one path. For (a1) the n entries are
+// one session to one upstream process.
+func openSessions(ctx context.Context, bin string, d *benchDaemon, path string, n int) ([]*mcp.ClientSession, func(), error) {
+	var sess, opened []*mcp.ClientSession
+	closeAll := func() {
+		for _, s := range opened {
+			_ = s.Close()
+		}
+	}
+	for i := range n {
+		var s *mcp.ClientSession
+		var err error
+		switch {
+		case path == "a1" && i > 0:
+			s = sess[0]
+		case path == "a" || path == "a1":
+			s, err = directSession(ctx, bin, fmt.Sprintf("bench-%s-%d-%d", path, n, i))
+		case path == "b":
+			s, err = d.bridgeSession(ctx)
+		default:
+			s, err = d.httpSession(ctx)
+		}
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		if len(opened) == 0 || opened[len(opened)-1] != s {
+			opened = append(opened, s)
+		}
+		sess = append(sess, s)
+	}
+	return sess, closeAll, nil
+}
+
+// probeOldBridge calls echo on a bridge session opened at the start of
+// part 1, once it is more than 31 s old. The daemon's protocol layer sets a
+// 30 s write deadline when it writes the welcome frame and, in MCP mode,
+// never clears it, so at the time of writing this call fails.
+func probeOldBridge(ctx context.Context, s *mcp.ClientSession, opened time.Time, rep *report) {
+	age := time.Since(opened)
+	if age < 31*time.Second {
+		rep.metric("1", "`harness mcp` session older than 30 s still answers", "not checked: part 1 took %s", age.Round(time.Second))
+		return
+	}
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{"text": "still there?"}})
+	switch {
+	case err != nil:
+		rep.metric("1", "`harness mcp` session older than 30 s still answers", "NO, at %s: %v", age.Round(time.Second), err)
+	case res.IsError:
+		rep.metric("1", "`harness mcp` session older than 30 s still answers", "NO, at %s: tool error %+v", age.Round(time.Second), res.Content)
+	default:
+		rep.metric("1", "`harness mcp` session older than 30 s still answers", "yes, at %s", age.Round(time.Second))
+	}
+}
+
+// measure runs calls sequential echo calls on each session concurrently,
+// all released together, and returns every call's latency and the wall
+// time until the last one finished.
+func measure(ctx context.Context, sess []*mcp.ClientSession, tool string, calls int) ([]time.Duration, time.Duration, error) {
+	lat := make([][]time.Duration, len(sess))
+	errs := make([]error, len(sess))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, s := range sess {
+		lat[i] = make([]time.Duration, 0, calls)
+		wg.Go(func() {
+			args := map[string]any{"text": "hello from the bench"}
+			<-start
+			for range calls {
+				t0 := time.Now()
+				res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+				el := time.Since(t0)
+				if err == nil && res.IsError {
+					err = fmt.Errorf("%s: tool error: %+v", tool, res.Content)
+				}
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				lat[i] = append(lat[i], el)
+			}
+		})
+	}
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	wall := time.Since(t0)
+	var out []time.Duration
+	for i := range sess {
+		if errs[i] != nil {
+			return nil, 0, errs[i]
+		}
+		out = append(out, lat[i]...)
+	}
+	return out, wall, nil
+}
+
+// callTargets judges the bridge path: at most 150 µs over (a) at p50 with
+// one session, and at the highest level at least 80% of the throughput of
+// the upstream alone. "The upstream alone" is (a1), one upstream process
+// serving every session, because the daemon too runs one process per
+// upstream; the ratio to (a), one process per session, is shown beside it.
+func callTargets(o options, rep *report) {
+	if b, ok := rep.call(1, "b"); ok {
+		a, _ := rep.call(1, "a")
+		over := b.Stats.P50 - a.Stats.P50
+		rep.target("(b) p50 overhead over (a), 1 session <= 150 µs", over <= 150*time.Microsecond,
+			"%s (b %s, a %s)", us(over), us(b.Stats.P50), us(a.Stats.P50))
+	}
+	top := 0
+	for _, n := range o.Sessions {
+		top = max(top, n)
+	}
+	if top > 1 {
+		b, _ := rep.call(top, "b")
+		a, _ := rep.call(top, "a")
+		a1, _ := rep.call(top, "a1")
+		rep.target(fmt.Sprintf("(b) throughput at %d sessions >= 80%% of the upstream alone (a1)", top),
+			b.Throughput >= 0.8*a1.Throughput, "%.0f/s = %.0f%% of (a1) %.0f/s; %.0f%% of (a) %.0f/s",
+			b.Throughput, 100*b.Throughput/a1.Throughput, a1.Throughput, 100*b.Throughput/a.Throughput, a.Throughput)
+	}
+}

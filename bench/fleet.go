@@ -1,0 +1,274 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/internal/control"
+)
+
+// fleetConfig is o.Harnesses sleepers (not enabled, so `start --all` starts
+// them) and o.Upstreams demo upstreams, each with a unique --name so that
+// its processes can be counted in /proc.
+func fleetConfig(o options, bin, tag string) (string, []string) {
+	var b strings.Builder
+	b.WriteString("[daemon]\nmcp_http = \"127.0.0.1:0\"\n")
+	for i := range o.Harnesses {
+		fmt.Fprintf(&b, "\n[harness.h%03d]\ncmd = \"sleep\"\nargs = [\"100000\"]\nstop_grace = %d\n", i, o.StopGrace)
+	}
+	var names []string
+	for i := range o.Upstreams {
+		name := fmt.Sprintf("%s-u%d", tag, i)
+		names = append(names, name)
+		fmt.Fprintf(&b, "\n[mcp.u%d]\ncmd = %q\nargs = [\"demo-upstream\", \"--name\", %q]\n", i, bin, name)
+	}
+	return b.String(), names
+}
+
+// runFleet is parts 2 and 3 on one daemon carrying the whole fleet.
+func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) error {
+	cfg, upNames := fleetConfig(o, bin, fmt.Sprintf("bench-fleet-%d", os.Getpid()))
+	d, err := startDaemon(ctx, o, bin, tmp, "fleet", cfg)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	if err := d.waitUpstreams(ctx, o.Upstreams); err != nil {
+		return err
+	}
+	pid := d.info.PID
+	p2 := fmt.Sprintf("2 (%d harnesses, %d upstreams)", o.Harnesses, o.Upstreams)
+	if rss, _, err := rssKiB(pid); err == nil {
+		rep.metric(p2, "daemon RSS, idle (all stopped)", "%.1f MiB", mib(rss))
+	}
+
+	// start --all until every harness is running.
+	o.progress("part 2: start --all")
+	t0 := time.Now()
+	if _, err := d.cli(ctx, "start", "--all"); err != nil {
+		return err
+	}
+	cliDone := time.Since(t0)
+	if err := d.waitRunning(ctx, o.Harnesses, 60*time.Second); err != nil {
+		return err
+	}
+	allUp := time.Since(t0)
+	rep.metric(p2, "`start --all`: CLI returned / all running", "%s / %s", us(cliDone), us(allUp))
+	time.Sleep(500 * time.Millisecond) // let the spawn burst settle before measuring RSS
+	rss, _, err := rssKiB(pid)
+	if err != nil {
+		return err
+	}
+	rep.metric(p2, "daemon RSS, all running", "%.1f MiB", mib(rss))
+
+	// Parts 2 and 3: list through the CLI, in process, and through MCP,
+	// interleaved in rounds.
+	o.progress("part 3: list latencies")
+	bridge, err := d.bridgeSession(ctx)
+	if err != nil {
+		return err
+	}
+	defer bridge.Close()
+	httpS, err := d.httpSession(ctx)
+	if err != nil {
+		return err
+	}
+	defer httpS.Close()
+	var cliLat, helpLat, inLat, mcpLat, httpLat []time.Duration
+	const rounds = 5
+	for r := range rounds {
+		lat, err := timeN(o.ListRuns/rounds+boolInt(r < o.ListRuns%rounds), func() error {
+			out, err := d.cli(ctx, "list", "--json")
+			if err == nil && !json.Valid(out) {
+				err = fmt.Errorf("list --json printed invalid JSON")
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		cliLat = append(cliLat, lat...)
+		if lat, err = timeN(o.ListRuns/rounds+boolInt(r < o.ListRuns%rounds), func() error {
+			_, err := d.cli(ctx, "--help")
+			return err
+		}); err != nil {
+			return err
+		}
+		helpLat = append(helpLat, lat...)
+		if lat, err = timeN(o.InprocRuns/rounds, func() error {
+			var units []control.UnitInfo
+			return d.ctl.Call(ctx, "list", struct{}{}, &units)
+		}); err != nil {
+			return err
+		}
+		inLat = append(inLat, lat...)
+		for _, s := range []struct {
+			sess *mcp.ClientSession
+			lat  *[]time.Duration
+		}{{bridge, &mcpLat}, {httpS, &httpLat}} {
+			lat, err := timeN(o.MCPRuns/rounds, func() error {
+				res, err := s.sess.CallTool(ctx, &mcp.CallToolParams{Name: "harness_list", Arguments: map[string]any{}})
+				if err == nil && res.IsError {
+					err = fmt.Errorf("harness_list: tool error %+v", res.Content)
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			*s.lat = append(*s.lat, lat...)
+		}
+	}
+	cli, help, in := summarize(cliLat), summarize(helpLat), summarize(inLat)
+	mc, ht := summarize(mcpLat), summarize(httpLat)
+	rep.metric(p2, "`harness list --json` via CLI (new process each), p50 / p99", "%s / %s (n=%d)", us(cli.P50), us(cli.P99), cli.N)
+	rep.metric(p2, "list via internal/client in process, p50 / p99", "%s / %s (n=%d)", us(in.P50), us(in.P99), in.N)
+	rep.metric("3", "`harness_list` via `harness mcp` session, p50 / p99", "%s / %s (n=%d)", us(mc.P50), us(mc.P99), mc.N)
+	rep.metric("3", "`harness_list` via HTTP session, p50 / p99", "%s / %s (n=%d)", us(ht.P50), us(ht.P99), ht.N)
+	rep.metric("3", "`harness --help` (process start, no daemon), p50 / p99", "%s / %s (n=%d)", us(help.P50), us(help.P99), help.N)
+	rep.metric("3", "CLI process start + handshake (CLI p50 - in-process p50)", "%s", us(cli.P50-in.P50))
+
+	// Process count: many sessions each call every upstream; the daemon
+	// must still run one process per upstream.
+	o.progress("part 2: %d sessions x %d upstreams, counting processes", o.FleetSess, o.Upstreams)
+	closeAll, err := touchUpstreams(ctx, d, o)
+	if err != nil {
+		return err
+	}
+	procs := 0
+	for _, n := range upNames {
+		procs += countArg(n)
+	}
+	closeAll()
+	rep.metric(p2, fmt.Sprintf("upstream processes while %d MCP sessions are open and have called all %d upstreams", o.FleetSess+2, o.Upstreams),
+		"%d (naive one-per-harness-per-upstream: %d)", procs, o.Harnesses*o.Upstreams)
+	rss2, hwm, err := rssKiB(pid)
+	if err != nil {
+		return err
+	}
+	rep.metric(p2, "daemon RSS after the list and MCP load / peak (VmHWM)", "%.1f MiB / %.1f MiB", mib(rss2), mib(hwm))
+
+	// stop --all.
+	o.progress("part 2: stop --all")
+	t0 = time.Now()
+	if _, err := d.cli(ctx, "stop", "--all"); err != nil {
+		return err
+	}
+	cliStop := time.Since(t0)
+	if err := d.waitRunning(ctx, 0, 60*time.Second); err != nil {
+		return err
+	}
+	allDown := time.Since(t0)
+	rep.metric(p2, fmt.Sprintf("`stop --all` (stop_grace = %d s): CLI returned / none running", o.StopGrace), "%s / %s", us(cliStop), us(allDown))
+
+	worst := max(rss, rss2)
+	rep.target(fmt.Sprintf("daemon RSS at %d harnesses < 80 MiB", o.Harnesses), worst < 80<<10, "%.1f MiB", mib(worst))
+	rep.target("`harness list --json` p99 < 10 ms", cli.P99 < 10*time.Millisecond, "%s (in process %s)", us(cli.P99), us(in.P99))
+	limit := time.Duration(o.StopGrace)*time.Second + 2*time.Second
+	rep.target(fmt.Sprintf("`stop --all` <= stop_grace + 2 s = %s", limit), max(cliStop, allDown) <= limit, "%s", us(max(cliStop, allDown)))
+	rep.target(fmt.Sprintf("%d upstreams make %d upstream processes", o.Upstreams, o.Upstreams), procs == o.Upstreams,
+		"%d processes", procs)
+	return nil
+}
+
+// waitRunning polls list until exactly want harnesses are running (or, for
+// want 0, none is running or starting).
+func (d *benchDaemon) waitRunning(ctx context.Context, want int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		var units []control.UnitInfo
+		if err := d.ctl.Call(ctx, "list", struct{}{}, &units); err != nil {
+			return err
+		}
+		running, busy := 0, 0
+		for _, u := range units {
+			switch u.State {
+			case "running":
+				running++
+			case "stopped", "exited", "failed", "degraded", "":
+			default:
+				busy++
+			}
+		}
+		if running == want && (want > 0 || busy == 0) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d running (%d in transition), want %d, after %s", running, busy, want, limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// touchUpstreams opens o.FleetSess bridge sessions at once and has each call
+// the echo tool of every upstream. The sessions stay open until the
+// returned func closes them.
+func touchUpstreams(ctx context.Context, d *benchDaemon, o options) (func(), error) {
+	var wg sync.WaitGroup
+	errs := make([]error, o.FleetSess)
+	sess := make([]*mcp.ClientSession, o.FleetSess)
+	closeAll := func() {
+		for _, s := range sess {
+			if s != nil {
+				_ = s.Close()
+			}
+		}
+	}
+	for i := range o.FleetSess {
+		wg.Go(func() {
+			s, err := d.bridgeSession(ctx)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			sess[i] = s
+			for u := range o.Upstreams {
+				res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: fmt.Sprintf("u%d__echo", u), Arguments: map[string]any{"text": "x"}})
+				if err == nil && res.IsError {
+					err = fmt.Errorf("u%d__echo: tool error %+v", u, res.Content)
+				}
+				if err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+	}
+	return closeAll, nil
+}
+
+// timeN runs f n times and returns each run's duration.
+func timeN(n int, f func() error) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, n)
+	for range n {
+		t0 := time.Now()
+		if err := f(); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Since(t0))
+	}
+	return out, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func mib(kib int) float64 { return float64(kib) / 1024 }

@@ -1,0 +1,211 @@
+// Command bench measures the harness daemon against the targets of issue 9:
+// the tools/call round trip of a tiny upstream reached directly, through the
+// `harness mcp` bridge and through the Streamable HTTP endpoint (part 1), a
+// daemon carrying a large fleet (part 2), and `harness_list` over MCP next to
+// `harness list --json` and an in-process control call (part 3).
+//
+// It builds the harness binary into a temporary directory, starts real
+// daemons on temporary state directories and prints markdown tables, marking
+// each target PASS or MISS:
+//
+//	go run ./bench                 # everything, full sizes
+//	go run ./bench -quick          # small sizes, for a quick look
+//	go run ./bench -parts calls -sessions 1,32 -calls 2000
+//	go run ./bench -cpuprofile /tmp/prof   # also write the daemons' CPU profiles
+//
+// With -cpuprofile the daemons run inside this program (the hidden
+// -serve-daemon mode calls internal/daemon.Run under runtime/pprof), so the
+// profile covers exactly the daemon's work while the benchmark drives it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the sizes and switches of one benchmark run.
+type options struct {
+	Parts      map[string]bool // "calls", "fleet"
+	Sessions   []int           // concurrency levels of part 1
+	Calls      int             // timed calls per session per round
+	Rounds     int             // interleaved rounds per level
+	Warmup     int             // untimed calls per session before the rounds
+	Harnesses  int             // fleet size of part 2
+	Upstreams  int             // upstream count of part 2
+	ListRuns   int             // CLI `list --json` invocations
+	InprocRuns int             // in-process list calls
+	MCPRuns    int             // harness_list calls over MCP
+	FleetSess  int             // MCP sessions that touch every upstream in part 2
+	StopGrace  int             // stop_grace of the fleet, seconds
+	Bin        string          // prebuilt harness binary; empty builds one
+	ProfileDir string          // where daemon CPU profiles go; empty: none
+	Verbose    io.Writer       // progress lines; nil for none
+	Keep       bool            // keep the temporary directory when the run fails
+	DaemonEnv  []string        // extra KEY=VALUE for the daemons (and what they spawn)
+}
+
+// defaults returns the full-size options, or the -quick ones.
+func defaults(quick bool) options {
+	o := options{
+		Parts:    map[string]bool{"calls": true, "fleet": true},
+		Sessions: []int{1, 8, 32}, Calls: 400, Rounds: 3, Warmup: 50,
+		Harnesses: 200, Upstreams: 10, ListRuns: 100, InprocRuns: 1000, MCPRuns: 300,
+		FleetSess: 20, StopGrace: 2,
+	}
+	if quick {
+		o.Sessions = []int{1, 8}
+		o.Calls, o.Rounds, o.Warmup = 100, 1, 10
+		o.Harnesses, o.Upstreams = 40, 3
+		o.ListRuns, o.InprocRuns, o.MCPRuns, o.FleetSess = 10, 100, 30, 4
+	}
+	return o
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "-serve-daemon" {
+		if err := serveDaemon(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench daemon:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	quick := false
+	for _, a := range os.Args[1:] {
+		if a == "-quick" || a == "--quick" || a == "-quick=true" || a == "--quick=true" {
+			quick = true
+		}
+	}
+	o := defaults(quick)
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
+	parts := fs.String("parts", "calls,fleet", "parts to run: calls (part 1), fleet (parts 2 and 3)")
+	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
+	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
+	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "interleaved measurement rounds (part 1)")
+	fs.IntVar(&o.Warmup, "warmup", o.Warmup, "untimed calls per session before measuring")
+	fs.IntVar(&o.Harnesses, "harnesses", o.Harnesses, "harnesses in the fleet daemon (part 2)")
+	fs.IntVar(&o.Upstreams, "upstreams", o.Upstreams, "upstreams in the fleet daemon (part 2)")
+	fs.IntVar(&o.ListRuns, "list-runs", o.ListRuns, "`harness list --json` CLI invocations")
+	fs.IntVar(&o.InprocRuns, "inproc-runs", o.InprocRuns, "in-process list calls")
+	fs.IntVar(&o.MCPRuns, "mcp-runs", o.MCPRuns, "harness_list calls over MCP")
+	fs.IntVar(&o.FleetSess, "fleet-sessions", o.FleetSess, "MCP sessions calling every upstream before the process count")
+	fs.IntVar(&o.StopGrace, "stop-grace", o.StopGrace, "stop_grace of the fleet harnesses, seconds")
+	fs.StringVar(&o.Bin, "bin", "", "use this harness binary instead of building one")
+	fs.StringVar(&o.ProfileDir, "cpuprofile", "", "run the daemons in-process and write their CPU profiles to this directory")
+	fs.BoolVar(&o.Keep, "keep", true, "keep the temporary directory (logs) when the run fails")
+	fs.Func("daemon-env", "KEY=VALUE added to the daemons' environment (repeatable), e.g. GOGC=400", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("want KEY=VALUE")
+		}
+		o.DaemonEnv = append(o.DaemonEnv, v)
+		return nil
+	})
+	verbose := fs.Bool("v", true, "progress on stderr")
+	_ = fs.Parse(os.Args[1:])
+	var err error
+	if o.Sessions, err = parseInts(*sessions); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -sessions:", err)
+		os.Exit(2)
+	}
+	o.Parts = map[string]bool{}
+	for _, p := range strings.Split(*parts, ",") {
+		o.Parts[strings.TrimSpace(p)] = true
+	}
+	if *verbose {
+		o.Verbose = os.Stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := run(ctx, o)
+	if rep != nil {
+		rep.print(os.Stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run executes the selected parts and returns their report. A part that
+// fails ends the run; the rows measured so far are still returned.
+func run(ctx context.Context, o options) (rep *report, err error) {
+	rep = &report{Started: time.Now(), Load: loadAvg()}
+	tmp, err := os.MkdirTemp("", "hbench")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && o.Keep {
+			fmt.Fprintf(os.Stderr, "bench: kept %s (daemon.log, bridge-*.log)\n", tmp)
+			return
+		}
+		_ = os.RemoveAll(tmp)
+	}()
+	bin := o.Bin
+	if bin == "" {
+		o.progress("building harness binary")
+		if bin, err = buildHarness(ctx, tmp); err != nil {
+			return nil, err
+		}
+	}
+	if o.Parts["calls"] {
+		if err := runCalls(ctx, o, bin, tmp, rep); err != nil {
+			return rep, fmt.Errorf("part 1: %w", err)
+		}
+	}
+	if o.Parts["fleet"] {
+		if err := runFleet(ctx, o, bin, tmp, rep); err != nil {
+			return rep, fmt.Errorf("parts 2 and 3: %w", err)
+		}
+	}
+	rep.LoadAfter = loadAvg()
+	return rep, nil
+}
+
+// progress prints one progress line when the run is verbose.
+func (o options) progress(format string, args ...any) {
+	if o.Verbose != nil {
+		fmt.Fprintf(o.Verbose, "bench: "+format+"\n", args...)
+	}
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad count %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// loadAvg is the first three fields of /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

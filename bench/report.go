@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// stats summarises one set of latency samples.
+type stats struct {
+	N        int
+	P50, P99 time.Duration
+}
+
+// summarize sorts samples in place and takes nearest-rank percentiles.
+func summarize(samples []time.Duration) stats {
+	slices.Sort(samples)
+	return stats{N: len(samples), P50: pct(samples, 0.50), P99: pct(samples, 0.99)}
+}
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p+0.999999) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// callRow is one path at one concurrency level of part 1.
+type callRow struct {
+	Sessions   int
+	Path       string // a, a1, b, c
+	Stats      stats
+	Throughput float64 // calls per second over all sessions
+}
+
+// metricRow is one measurement of parts 2 and 3.
+type metricRow struct {
+	Part, Name, Value string
+}
+
+// target is one goal of the issue with its verdict.
+type target struct {
+	Name, Measured string
+	Pass           bool
+}
+
+// report is everything one run measured.
+type report struct {
+	Started         time.Time
+	Load, LoadAfter string
+	Calls           []callRow
+	Metrics         []metricRow
+	Targets         []target
+}
+
+// pathNames explains the part 1 path letters.
+var pathNames = map[string]string{
+	"a":  "direct stdio, one upstream process per session",
+	"a1": "direct stdio, one upstream process shared by all sessions",
+	"b":  "harness mcp -> daemon -> upstream",
+	"c":  "HTTP endpoint -> daemon -> upstream",
+}
+
+// call returns the part 1 row of path at n sessions.
+func (r *report) call(n int, path string) (callRow, bool) {
+	for _, c := range r.Calls {
+		if c.Sessions == n && c.Path == path {
+			return c, true
+		}
+	}
+	return callRow{}, false
+}
+
+func (r *report) metric(part, name, format string, args ...any) {
+	r.Metrics = append(r.Metrics, metricRow{part, name, fmt.Sprintf(format, args...)})
+}
+
+func (r *report) target(name string, pass bool, format string, args ...any) {
+	r.Targets = append(r.Targets, target{name, fmt.Sprintf(format, args...), pass})
+}
+
+// print writes the report as markdown tables.
+func (r *report) print(w io.Writer) {
+	fmt.Fprintf(w, "\nload average before: %s, after: %s\n", r.Load, r.LoadAfter)
+	if len(r.Calls) > 0 {
+		fmt.Fprintf(w, "\n### Part 1: tools/call `echo` round trip\n\n")
+		for _, p := range []string{"a", "a1", "b", "c"} {
+			fmt.Fprintf(w, "- (%s) %s\n", p, pathNames[p])
+		}
+		fmt.Fprintf(w, "\n| sessions | path | calls | p50 | p99 | calls/s | p50 vs (a) | p50 - (a) | calls/s vs (a) | calls/s vs (a1) |\n")
+		fmt.Fprintf(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, c := range r.Calls {
+			a, _ := r.call(c.Sessions, "a")
+			a1, _ := r.call(c.Sessions, "a1")
+			fmt.Fprintf(w, "| %d | %s | %d | %s | %s | %.0f | %s | %s | %s | %s |\n",
+				c.Sessions, c.Path, c.Stats.N, us(c.Stats.P50), us(c.Stats.P99), c.Throughput,
+				ratio(float64(c.Stats.P50), float64(a.Stats.P50)), us(c.Stats.P50-a.Stats.P50),
+				ratio(c.Throughput, a.Throughput), ratio(c.Throughput, a1.Throughput))
+		}
+	}
+	if len(r.Metrics) > 0 {
+		fmt.Fprintf(w, "\n### Other measurements (part 1 probe, parts 2 and 3)\n\n| part | measurement | value |\n|---|---|---|\n")
+		for _, m := range r.Metrics {
+			fmt.Fprintf(w, "| %s | %s | %s |\n", m.Part, m.Name, m.Value)
+		}
+	}
+	if len(r.Targets) > 0 {
+		fmt.Fprintf(w, "\n### Targets\n\n| target | measured | result |\n|---|---|---|\n")
+		for _, t := range r.Targets {
+			v := "PASS"
+			if !t.Pass {
+				v = "MISS"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s |\n", t.Name, t.Measured, v)
+		}
+	}
+}
+
+// us formats a duration in microseconds, or milliseconds from 10 ms on.
+func us(d time.Duration) string {
+	if d >= 10*time.Millisecond || d <= -10*time.Millisecond {
+		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%d µs", d.Microseconds())
+}
+
+func ratio(x, base float64) string {
+	if base == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", x/base)
+}
