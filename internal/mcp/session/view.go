@@ -202,7 +202,8 @@ func (l *live) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.Get
 	res, err := ps.Get(req.Params.Name, req.Params.Arguments)
 	if err != nil {
 		l.m.log.Info("prompt refused", "session", l.label(), "prompt", req.Params.Name, "error", err)
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompt %q: %v", req.Params.Name, err)}
+		// The prompts package names the prompt and the argument already.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
 	if res == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %q: no result", req.Params.Name)}
