@@ -141,6 +141,12 @@ func (c *conn) serveMCP(ctx context.Context) {
 				"client", c.hello.Client, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
+	// The welcome was written under a write deadline; the stream now
+	// belongs to a long-lived MCP session, so no deadline may outlive it.
+	if err := c.nc.SetDeadline(time.Time{}); err != nil {
+		c.s.logger().Error("protocol: clear deadlines for MCP stream", "conn", c.id, "err", err)
+		return
+	}
 	c.s.Handler.ServeMCP(ctx, c.nc, c.hello)
 }
 

@@ -231,6 +231,23 @@ func TestMCPModeHandsOverRawStream(t *testing.T) {
 	}
 }
 
+func TestMCPStreamOutlivesTheHandshakeWriteDeadline(t *testing.T) {
+	sock, _ := startServer(t, newFake(), func(s *protocol.Server) { s.WriteTimeout = 50 * time.Millisecond })
+	r := dialRaw(t, sock)
+	r.hello(protocol.ModeMCP)
+	// Past the deadline the welcome was written under, the session still
+	// answers: an MCP stream is long-lived.
+	time.Sleep(200 * time.Millisecond)
+	if _, err := io.WriteString(r.nc, "late\n"); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len("tok:late\n"))
+	r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(r.nc, got); err != nil || string(got) != "tok:late\n" {
+		t.Fatalf("echo after the write deadline: %q (%v)", got, err)
+	}
+}
+
 func TestSubscribeAndSlowSubscriber(t *testing.T) {
 	sock, srv := startServer(t, newFake(), func(s *protocol.Server) { s.EventBuffer = 4 })
 
