@@ -35,6 +35,7 @@ func daemonCmd(g *globals) *cobra.Command {
 				level = slog.LevelDebug
 			}
 			logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+			daemon.TuneGC()
 			return daemon.Run(cmd.Context(), daemon.Options{
 				ConfigPath:    g.configPath(),
 				SocketPath:    g.socketPath(),

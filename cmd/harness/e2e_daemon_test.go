@@ -446,3 +446,45 @@ enabled = true
 		t.Fatalf("a harness stopped by the operator came back after a restart: %+v", u)
 	}
 }
+
+// TestCLI_JSONShapesOfSection9 pins the keys that tools outside this repo
+// read from --json output (DESIGN §9 and the logs shapes of issue 3).
+func TestCLI_JSONShapesOfSection9(t *testing.T) {
+	f := newFleet(t, sleeperConfig+`
+[harness.job]
+cmd = "true"
+schedule = "@hourly"
+`+upstreamTable("up", "shapes-inst", ""))
+	f.mustRun("start", "sleeper")
+	f.waitState("sleeper", "running")
+	keys := func(args []string, want ...string) {
+		t.Helper()
+		out := f.mustRun(append(args, "--json")...)
+		var v any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		obj, ok := v.(map[string]any)
+		if arr, isArr := v.([]any); isArr {
+			if len(arr) == 0 {
+				t.Fatalf("%v: empty array", args)
+			}
+			obj, ok = arr[0].(map[string]any)
+		}
+		if !ok {
+			t.Fatalf("%v: not an object or array of objects: %s", args, out)
+		}
+		for _, k := range want {
+			if _, ok := obj[k]; !ok {
+				t.Errorf("harness %v --json lacks %q: %s", args, k, out)
+			}
+		}
+	}
+	keys([]string{"logs", "sleeper"}, "format", "entries", "next_cursor", "truncated", "note")
+	keys([]string{"logs", "sleeper", "--raw"}, "format", "text", "offset", "next_offset", "truncated", "note", "cols", "rows")
+	keys([]string{"runs"}, "id", "harness", "cause", "pid", "started_at", "ended_at", "exit_code", "signal")
+	keys([]string{"daemon-info"}, "version", "proto", "pid", "uptime", "paths", "profile", "warnings")
+	keys([]string{"jobs"}, "name", "schedule", "next_fire", "last_run", "state")
+	keys([]string{"triggers"}, "job", "kind", "spec", "next_fire", "last_fired", "fired", "skipped")
+	keys([]string{"mcp", "status"}, "key", "state", "pid", "tools", "restarts", "last_error")
+}

@@ -429,6 +429,7 @@ func (c *Control) DaemonInfo() DaemonInfo {
 		Proto:     c.opt.Proto,
 		PID:       os.Getpid(),
 		StartedAt: c.startedAt,
+		Uptime:    time.Since(c.startedAt).Round(time.Second).String(),
 		UptimeS:   time.Since(c.startedAt).Seconds(),
 		Paths:     c.opt.Paths,
 		Profile:   profile,

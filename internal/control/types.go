@@ -66,7 +66,7 @@ type LogsSummary struct {
 	Entries    []logs.Entry `json:"entries"`
 	NextCursor uint64       `json:"next_cursor"`
 	Truncated  bool         `json:"truncated"`
-	Note       string       `json:"note,omitempty"`
+	Note       string       `json:"note"`
 }
 
 // LogsRaw is the raw answer of `logs`: a window of the byte ring.
@@ -76,7 +76,7 @@ type LogsRaw struct {
 	Offset     int64  `json:"offset"`
 	NextOffset int64  `json:"next_offset"`
 	Truncated  bool   `json:"truncated"`
-	Note       string `json:"note,omitempty"`
+	Note       string `json:"note"`
 	Cols       int    `json:"cols"`
 	Rows       int    `json:"rows"`
 }
@@ -110,8 +110,8 @@ type RunsArgs struct {
 // JobInfo is one row of `jobs`.
 type JobInfo struct {
 	Name     string     `json:"name"`
-	Schedule string     `json:"schedule,omitempty"`
-	NextFire *time.Time `json:"next_fire,omitempty"`
+	Schedule string     `json:"schedule"`
+	NextFire *time.Time `json:"next_fire"`
 	State    string     `json:"state"`
 	LastRun  *runs.Run  `json:"last_run"`
 }
@@ -131,10 +131,10 @@ type TriggerResult struct {
 	ActiveRun  uint64       `json:"active_run,omitempty"`
 	Waited     bool         `json:"waited"`
 	TimedOut   bool         `json:"timed_out,omitempty"`
-	ExitCode   *int         `json:"exit_code,omitempty"`
+	ExitCode   *int         `json:"exit_code"`
 	Signal     string       `json:"signal,omitempty"`
-	DurationMS int64        `json:"duration_ms,omitempty"`
-	Tail       []logs.Entry `json:"tail,omitempty"`
+	DurationMS int64        `json:"duration_ms"`
+	Tail       []logs.Entry `json:"tail"`
 }
 
 // ProfileInfo is one row of `profiles`.
@@ -161,7 +161,7 @@ type UpstreamStatus struct {
 	PID       int        `json:"pid"`
 	Tools     int        `json:"tools"`
 	Restarts  int        `json:"restarts"`
-	LastError string     `json:"last_error,omitempty"`
+	LastError string     `json:"last_error"`
 	NextRetry *time.Time `json:"next_retry,omitempty"`
 }
 
@@ -171,6 +171,7 @@ type DaemonInfo struct {
 	Proto     string           `json:"proto"`
 	PID       int              `json:"pid"`
 	StartedAt time.Time        `json:"started_at"`
+	Uptime    string           `json:"uptime"`
 	UptimeS   float64          `json:"uptime_s"`
 	Paths     Paths            `json:"paths"`
 	Profile   string           `json:"profile"`

@@ -46,7 +46,7 @@ type Run struct {
 	StartedAt time.Time  `json:"started_at"`
 	EndedAt   *time.Time `json:"ended_at"`
 	ExitCode  *int       `json:"exit_code"`
-	Signal    string     `json:"signal,omitempty"`
+	Signal    string     `json:"signal"`
 }
 
 // Ended reports whether the run has ended.
