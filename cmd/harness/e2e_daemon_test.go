@@ -488,3 +488,72 @@ schedule = "@hourly"
 	keys([]string{"triggers"}, "job", "kind", "spec", "next_fire", "last_fired", "fired", "skipped")
 	keys([]string{"mcp", "status"}, "key", "state", "pid", "tools", "restarts", "last_error")
 }
+
+func TestCLI_ConfigChangeWaitsForTheNextStart(t *testing.T) {
+	f := newFleet(t, sleeperConfig)
+	f.mustRun("start", "sleeper")
+	before := f.waitState("sleeper", "running")
+	f.writeConfig(strings.Replace(sleeperConfig, "hello from sleeper", "hello again", 1))
+	f.mustRun("reload")
+	var d struct {
+		PID           int  `json:"pid"`
+		ConfigChanged bool `json:"config_changed"`
+	}
+	f.mustJSON(&d, "describe", "sleeper")
+	if !d.ConfigChanged || d.PID != before.PID {
+		t.Fatalf("a running harness must keep running, flagged config_changed: %+v", d)
+	}
+	f.mustRun("restart", "sleeper")
+	f.waitState("sleeper", "running")
+	f.mustJSON(&d, "describe", "sleeper")
+	if d.ConfigChanged {
+		t.Fatal("config_changed stays after the restart that applied it")
+	}
+	f.waitFor("the new command's output", 10*time.Second, func() bool {
+		return strings.Contains(f.mustRun("logs", "sleeper"), "hello again")
+	})
+}
+
+func TestCLI_UseProfileSwitchesTheRunningSet(t *testing.T) {
+	f := newFleet(t, `
+[harness.a]
+cmd = "sleep"
+args = ["100000"]
+
+[harness.b]
+cmd = "sleep"
+args = ["100000"]
+
+[profile.work]
+harnesses = ["a"]
+
+[profile.play]
+harnesses = ["b"]
+`)
+	f.mustRun("use-profile", "work")
+	f.waitState("a", "running")
+	if u := f.unit("b"); u.State != "stopped" {
+		t.Fatalf("b under profile work: %+v", u)
+	}
+	f.mustRun("use-profile", "play")
+	f.waitState("b", "running")
+	f.waitState("a", "stopped")
+	var ps []struct {
+		Name   string `json:"name"`
+		Active bool   `json:"active"`
+	}
+	f.mustJSON(&ps, "profiles")
+	if len(ps) != 2 || ps[0].Name != "play" || !ps[0].Active || ps[1].Active {
+		t.Fatalf("profiles: %+v", ps)
+	}
+	var info struct {
+		Profile string `json:"profile"`
+	}
+	f.mustJSON(&info, "daemon-info")
+	if info.Profile != "play" {
+		t.Fatalf("daemon-info profile %q", info.Profile)
+	}
+	if _, _, code := f.run("use-profile", "nope"); code == 0 {
+		t.Fatal("an unknown profile was accepted")
+	}
+}
