@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/harness-dev/harness/internal/config"
@@ -106,13 +107,22 @@ type Control struct {
 	profile  string
 	prompts  *prompts.Set
 	warnings []string
+	intentMu sync.Mutex      // guards enabled; never held while taking mu
 	enabled  map[string]bool // persisted intent, by unit name
 	projects map[string]*config.Project
 	// projectWarnings are kept apart from the config's own warnings,
 	// which each reload recomputes.
 	projectWarnings []string
-	brokerMu        sync.Mutex // orders configureBroker calls
-	closed          bool
+	// unrestored are projects that were up but could not be restored at
+	// boot; they stay in the state file until up or down.
+	unrestored map[string]string
+	// retiring counts units being stopped after they left the config.
+	retiring  sync.WaitGroup
+	brokerMu  sync.Mutex    // orders configureBroker calls
+	closing   atomic.Bool   // set once Close begins
+	dirty     chan struct{} // state file needs writing (capacity 1)
+	stopSaver chan struct{}
+	saverDone chan struct{}
 }
 
 // New builds a Control on a validated configuration. It spawns nothing:
@@ -122,13 +132,17 @@ func New(cfg *config.Config, opt Options) (*Control, error) {
 		opt.Logger = slog.Default()
 	}
 	c := &Control{
-		opt:       opt,
-		log:       opt.Logger,
-		startedAt: time.Now(),
-		cfg:       &config.Config{},
-		units:     map[string]*unit{},
-		enabled:   map[string]bool{},
-		projects:  map[string]*config.Project{},
+		opt:        opt,
+		log:        opt.Logger,
+		startedAt:  time.Now(),
+		cfg:        &config.Config{},
+		units:      map[string]*unit{},
+		enabled:    map[string]bool{},
+		projects:   map[string]*config.Project{},
+		unrestored: map[string]string{},
+		dirty:      make(chan struct{}, 1),
+		stopSaver:  make(chan struct{}),
+		saverDone:  make(chan struct{}),
 	}
 	var projects map[string]string
 	if opt.State != nil {
@@ -147,6 +161,7 @@ func New(cfg *config.Config, opt Options) (*Control, error) {
 		return nil, err
 	}
 	c.restoreProjects(projects)
+	go c.saver(c.stopSaver, c.saverDone)
 	return c, nil
 }
 
@@ -178,18 +193,20 @@ func (c *Control) Boot(ctx context.Context) {
 // wantsAutostart reports the start intent of a harness at daemon start.
 // Caller holds c.mu.
 func (c *Control) wantsAutostart(u *unit) bool {
-	if u.h == nil || u.h.Schedule != "" {
+	if u.harness() == nil || u.harness().Schedule != "" {
 		return false
 	}
+	c.intentMu.Lock()
+	v, ok := c.enabled[u.name]
+	c.intentMu.Unlock()
 	if u.project != "" {
 		// A project that is up runs its harnesses unless one was stopped.
-		v, ok := c.enabled[u.name]
-		return !u.h.IsJob() && (!ok || v)
+		return !u.harness().IsJob() && (!ok || v)
 	}
-	if v, ok := c.enabled[u.name]; ok {
+	if ok {
 		return v
 	}
-	if u.h.Enabled {
+	if u.harness().Enabled {
 		return true
 	}
 	for _, p := range c.cfg.Profiles {
@@ -203,9 +220,9 @@ func (c *Control) wantsAutostart(u *unit) bool {
 // Close stops the scheduler and every unit concurrently, then ends their
 // actors. It returns once nothing the fleet started is running.
 func (c *Control) Close(ctx context.Context) {
+	c.closing.Store(true)
 	c.sched.Stop()
 	c.mu.Lock()
-	c.closed = true
 	us := make([]*unit, 0, len(c.units))
 	for _, u := range c.units {
 		us = append(us, u)
@@ -225,6 +242,11 @@ func (c *Control) Close(ctx context.Context) {
 		}(u)
 	}
 	wg.Wait()
+	// Units a reload removed may still be stopping.
+	c.retiring.Wait()
+	close(c.stopSaver)
+	<-c.saverDone
+	c.writeState()
 }
 
 // Config returns the configuration in force.

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/harness-dev/harness/internal/config"
@@ -25,10 +26,41 @@ type unit struct {
 	kind    supervise.Kind
 	sup     *supervise.Unit
 	log     *logs.Log
-	h       *config.Harness
-	up      *config.Upstream
+	// tables holds the configuration table the unit was built from; a
+	// reload swaps it while operations read it, so it is atomic.
+	tables atomic.Pointer[unitTables]
 	// harvest is h.HarvestTrajectory, for the log's OnEntry hook.
 	harvest *harvestFlag
+	// gone is set when the unit leaves the configuration.
+	gone atomic.Bool
+}
+
+// unitTables is the configuration of one unit: exactly one of h and up.
+type unitTables struct {
+	h  *config.Harness
+	up *config.Upstream
+}
+
+// harness returns the unit's [harness.*] table, nil for an upstream.
+func (u *unit) harness() *config.Harness {
+	if t := u.tables.Load(); t != nil {
+		return t.h
+	}
+	return nil
+}
+
+// upstream returns the unit's [mcp.*] table, nil for a harness.
+func (u *unit) upstream() *config.Upstream {
+	if t := u.tables.Load(); t != nil {
+		return t.up
+	}
+	return nil
+}
+
+// setTables publishes a new configuration table for the unit.
+func (u *unit) setTables(h *config.Harness, up *config.Upstream) {
+	u.tables.Store(&unitTables{h: h, up: up})
+	u.syncHarvest()
 }
 
 // UpstreamUnitName is the unit name of an upstream: "mcp.KEY", or
@@ -99,15 +131,16 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 		wantCfg[name] = upstreamUnitConfig(name, u)
 		upOf[name] = u
 	}
-	specs := map[string]string{}
-	for name, h := range harnessOf {
-		if h.Schedule != "" {
-			specs[name] = h.Schedule
-		}
+	c.mu.RLock()
+	err := c.admitGlobal(cfg)
+	oldSpecs := scheduleSpecs(c.cfg)
+	c.mu.RUnlock()
+	if err != nil {
+		return res, err
 	}
 	// Schedules first: Reconcile is all-or-nothing, so a bad expression
 	// leaves both the scheduler and the fleet untouched.
-	if err := c.sched.Reconcile(specs); err != nil {
+	if err := c.sched.Reconcile(scheduleSpecs(cfg)); err != nil {
 		return res, fmt.Errorf("%w: schedules: %v", errcode.ErrConfigInvalid, err)
 	}
 
@@ -116,9 +149,18 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 		want[name] = unitSpec{cfg: ucfg, h: harnessOf[name], up: upOf[name]}
 	}
 	c.mu.Lock()
-	added, removed, err := c.reconcile("", want, &res)
+	// Checked again under the write lock: a project may have come up since.
+	err = c.admitGlobal(cfg)
+	var ch reconciled
+	if err == nil {
+		ch, err = c.reconcile("", want, &res)
+	}
 	if err != nil {
 		c.mu.Unlock()
+		c.finish(ch)
+		if rerr := c.sched.Reconcile(oldSpecs); rerr != nil {
+			c.log.Error("restore schedules after a failed reload", "err", rerr)
+		}
 		return res, err
 	}
 	restartOnly := !boot && c.cfg.Daemon.MCPHTTP != cfg.Daemon.MCPHTTP
@@ -134,7 +176,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 	var toStart []*unit
 	if !boot {
 		// Units added by a reload start like they would at boot.
-		for _, u := range added {
+		for _, u := range ch.added {
 			if u.kind == supervise.KindUpstream || c.wantsAutostart(u) {
 				toStart = append(toStart, u)
 			}
@@ -147,10 +189,46 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 	for _, w := range res.Warnings {
 		c.log.Warn("config warning", "warning", w)
 	}
-	c.retire(removed)
+	c.finish(ch)
 	c.startAll(toStart, "autostart", false)
-	c.saveState()
+	if !boot {
+		// At boot the projects are restored next; saving now would
+		// write a state without them.
+		c.saveState()
+	}
 	return res, nil
+}
+
+// scheduleSpecs are the schedules of a configuration, by harness.
+func scheduleSpecs(cfg *config.Config) map[string]string {
+	specs := map[string]string{}
+	for name, h := range cfg.Harnesses {
+		if h.Schedule != "" {
+			specs[name] = h.Schedule
+		}
+	}
+	return specs
+}
+
+// admitGlobal refuses a global configuration while the daemon shuts down,
+// or when it would collide with a project that is up (a harness named like
+// the project, or an upstream key the project declares). Caller holds c.mu.
+func (c *Control) admitGlobal(cfg *config.Config) error {
+	if c.closing.Load() {
+		return errcode.Errorf(errcode.DaemonUnavailable, "the daemon is shutting down")
+	}
+	for _, name := range sortedKeys(c.projects) {
+		p := c.projects[name]
+		if _, ok := cfg.Harnesses[name]; ok {
+			return errcode.Errorf(errcode.ConfigInvalid, "%s: harness.%s: the name is taken by project %q (up from %s)", cfg.Path, name, name, p.Path)
+		}
+		for key := range p.Upstreams {
+			if _, ok := cfg.Upstreams[key]; ok {
+				return errcode.Errorf(errcode.ConfigInvalid, "%s: mcp.%s: the key is declared by project %q (up from %s)", cfg.Path, key, name, p.Path)
+			}
+		}
+	}
+	return nil
 }
 
 // unitSpec is what one unit should be: its supervise config and the
@@ -166,41 +244,72 @@ type unitSpec struct {
 // no longer wanted are unregistered and returned for retiring, changed
 // ones get their new config, applied at their next start. Units of other
 // scopes are never touched. Caller holds c.mu for writing.
-func (c *Control) reconcile(scope string, want map[string]unitSpec, res *ReloadResult) (added, removed []*unit, err error) {
+func (c *Control) reconcile(scope string, want map[string]unitSpec, res *ReloadResult) (ch reconciled, err error) {
+	// New units first: if one cannot be built, nothing was unregistered
+	// and the ones built so far are handed back for retiring.
+	for _, name := range sortedKeys(want) {
+		spec := want[name]
+		if _, ok := c.units[name]; ok {
+			continue
+		}
+		u, err := c.newUnit(name, spec.cfg)
+		if err != nil {
+			for _, a := range ch.added {
+				delete(c.units, a.name)
+			}
+			ch.removed, ch.added, ch.updates = ch.added, nil, nil
+			return ch, err
+		}
+		u.project = scope
+		u.setTables(spec.h, spec.up)
+		c.units[name] = u
+		ch.added = append(ch.added, u)
+		res.Added = append(res.Added, name)
+	}
 	for _, name := range sortedKeys(c.units) {
 		u := c.units[name]
 		if u.project != scope {
 			continue
 		}
-		if _, ok := want[name]; !ok {
-			removed = append(removed, u)
+		spec, ok := want[name]
+		if !ok {
+			ch.removed = append(ch.removed, u)
+			u.gone.Store(true)
 			delete(c.units, name)
+			c.intentMu.Lock()
 			delete(c.enabled, name)
+			c.intentMu.Unlock()
 			res.Removed = append(res.Removed, name)
-		}
-	}
-	for _, name := range sortedKeys(want) {
-		spec := want[name]
-		if u, ok := c.units[name]; ok {
-			if !reflect.DeepEqual(u.h, spec.h) || !reflect.DeepEqual(u.up, spec.up) {
-				u.sup.Update(spec.cfg)
-				u.h, u.up = spec.h, spec.up
-				u.syncHarvest()
-				res.Changed = append(res.Changed, name)
-			}
 			continue
 		}
-		u, err := c.newUnit(name, spec.cfg)
-		if err != nil {
-			return added, removed, err
+		if !reflect.DeepEqual(u.harness(), spec.h) || !reflect.DeepEqual(u.upstream(), spec.up) {
+			u.setTables(spec.h, spec.up)
+			ch.updates = append(ch.updates, unitUpdate{u, spec.cfg})
+			res.Changed = append(res.Changed, name)
 		}
-		u.h, u.up, u.project = spec.h, spec.up, scope
-		u.syncHarvest()
-		c.units[name] = u
-		added = append(added, u)
-		res.Added = append(res.Added, name)
 	}
-	return added, removed, nil
+	return ch, nil
+}
+
+// reconciled is what reconcile changed. The supervise side of it (Update,
+// Close) is applied by finish after c.mu is released: an actor may be
+// waiting for c.mu in its event callback.
+type reconciled struct {
+	added, removed []*unit
+	updates        []unitUpdate
+}
+
+type unitUpdate struct {
+	u   *unit
+	cfg supervise.UnitConfig
+}
+
+// finish applies a reconcile to the supervisors. Call it without c.mu.
+func (c *Control) finish(ch reconciled) {
+	for _, up := range ch.updates {
+		up.u.sup.Update(up.cfg)
+	}
+	c.retire(ch.removed)
 }
 
 // configureBroker tells the broker every upstream of every scope. It must
@@ -217,8 +326,8 @@ func (c *Control) configureBroker() {
 	refs := map[string]UpstreamRef{}
 	c.mu.RLock()
 	for name, u := range c.units {
-		if u.up != nil {
-			refs[name] = UpstreamRef{Key: u.up.Key, Project: u.up.Project}
+		if up := u.upstream(); up != nil {
+			refs[name] = UpstreamRef{Key: up.Key, Project: up.Project}
 		}
 	}
 	c.mu.RUnlock()
@@ -226,10 +335,13 @@ func (c *Control) configureBroker() {
 }
 
 // retire stops and forgets units that left the configuration. It does not
-// wait: stopping never blocks the control plane.
+// wait: stopping never blocks the control plane; Close waits for them, so
+// nothing a retired unit started outlives the daemon.
 func (c *Control) retire(us []*unit) {
 	for _, u := range us {
+		c.retiring.Add(1)
 		go func(u *unit) {
+			defer c.retiring.Done()
 			if err := u.sup.Close(context.Background()); err != nil {
 				c.log.Error("close removed unit", "unit", u.name, "err", err)
 			}
@@ -245,6 +357,9 @@ func (c *Control) retire(us []*unit) {
 func (c *Control) startAll(us []*unit, cause runs.Cause, wait bool) {
 	var wg sync.WaitGroup
 	for _, u := range us {
+		if c.closing.Load() {
+			break
+		}
 		wg.Add(1)
 		go func(u *unit) {
 			defer wg.Done()
@@ -297,7 +412,7 @@ func (c *Control) onEvent(u *unit, ev supervise.Event) {
 		}
 	}
 	if ev.Kind == "state" {
-		c.noteIntent(u.name, u.sup.Status().Enabled)
+		c.noteIntent(u, u.sup.Status().Enabled)
 	}
 	if c.opt.OnEvent != nil {
 		c.opt.OnEvent(ev)
@@ -305,34 +420,66 @@ func (c *Control) onEvent(u *unit, ev supervise.Event) {
 }
 
 // noteIntent records a unit's enabled intent and persists it on change.
-func (c *Control) noteIntent(name string, enabled bool) {
-	c.mu.Lock()
-	old, had := c.enabled[name]
-	_, exists := c.units[name]
+// It runs on the unit's actor goroutine, so it never takes c.mu: a reload
+// holding c.mu may be waiting for this very actor.
+func (c *Control) noteIntent(u *unit, enabled bool) {
 	// A daemon shutdown stops units without changing what the operator
-	// intends: they start again with the next daemon.
-	if c.closed || !exists || (had && old == enabled) {
-		c.mu.Unlock()
+	// intends: they start again with the next daemon. A unit that left
+	// the config speaks no more for its name, which a new unit may reuse.
+	if c.closing.Load() || u.gone.Load() {
 		return
 	}
-	c.enabled[name] = enabled
-	c.mu.Unlock()
-	c.saveState()
+	c.intentMu.Lock()
+	old, had := c.enabled[u.name]
+	c.enabled[u.name] = enabled
+	c.intentMu.Unlock()
+	if !had || old != enabled {
+		c.saveState()
+	}
 }
 
+// saveState asks the saver to write the state file. Writes are coalesced
+// and made by one goroutine, so a burst of changes (stop --all) can never
+// land out of order, and no actor waits for a disk write.
 func (c *Control) saveState() {
+	select {
+	case c.dirty <- struct{}{}:
+	default: // a write is already due and will see this change
+	}
+}
+
+// saver writes the state file whenever it is dirty, until stop is closed.
+func (c *Control) saver(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-c.dirty:
+			c.writeState()
+		}
+	}
+}
+
+// writeState snapshots the intent and writes it.
+func (c *Control) writeState() {
 	if c.opt.State == nil {
 		return
 	}
 	c.mu.RLock()
 	st := State{Enabled: map[string]bool{}, Profile: c.profile, Projects: map[string]string{}}
-	for k, v := range c.enabled {
-		st.Enabled[k] = v
+	for name, path := range c.unrestored {
+		st.Projects[name] = path
 	}
 	for name, p := range c.projects {
 		st.Projects[name] = p.Path
 	}
 	c.mu.RUnlock()
+	c.intentMu.Lock()
+	for k, v := range c.enabled {
+		st.Enabled[k] = v
+	}
+	c.intentMu.Unlock()
 	if err := c.opt.State.Save(st); err != nil {
 		c.log.Error("save state", "err", err)
 	}

@@ -37,18 +37,18 @@ func (c *Control) info(u *unit, st supervise.Status) UnitInfo {
 		RestartCount: st.RestartCount,
 		LastExitCode: st.LastExitCode,
 	}
-	if u.h != nil {
-		ui.Description = u.h.Description
-		ui.Project = u.h.Project
-		ui.Schedule = u.h.Schedule
-		if u.h.Schedule != "" {
+	if u.harness() != nil {
+		ui.Description = u.harness().Description
+		ui.Project = u.harness().Project
+		ui.Schedule = u.harness().Schedule
+		if u.harness().Schedule != "" {
 			if t, ok := c.sched.Next(u.name); ok {
 				ui.NextFire = &t
 			}
 		}
 	}
-	if u.up != nil {
-		ui.Project = u.up.Project
+	if u.upstream() != nil {
+		ui.Project = u.upstream().Project
 	}
 	return ui
 }
@@ -68,16 +68,16 @@ func (c *Control) Describe(name string) (Description, error) {
 		NextRetry:     timePtr(st.NextRetry),
 	}
 	switch {
-	case u.h != nil:
+	case u.harness() != nil:
 		d.Config = UnitConfigView{
-			Cmd: u.h.Cmd, Args: nonNil(u.h.Args), Workdir: u.h.Workdir, EnvFile: u.h.EnvFile, Env: u.h.Env,
-			Restart: string(u.h.Restart), RestartDelayS: u.h.RestartDelay.Seconds(), StopGraceS: u.h.StopGrace.Seconds(),
-			MCPAllow: nonNil(u.h.MCPAllow), Schedule: u.h.Schedule, HarvestTrajectory: u.h.HarvestTrajectory,
+			Cmd: u.harness().Cmd, Args: nonNil(u.harness().Args), Workdir: u.harness().Workdir, EnvFile: u.harness().EnvFile, Env: u.harness().Env,
+			Restart: string(u.harness().Restart), RestartDelayS: u.harness().RestartDelay.Seconds(), StopGraceS: u.harness().StopGrace.Seconds(),
+			MCPAllow: nonNil(u.harness().MCPAllow), Schedule: u.harness().Schedule, HarvestTrajectory: u.harness().HarvestTrajectory,
 		}
-	case u.up != nil:
+	case u.upstream() != nil:
 		d.Config = UnitConfigView{
-			Cmd: u.up.Cmd, Args: nonNil(u.up.Args), Workdir: u.up.Workdir, EnvFile: u.up.EnvFile, Env: u.up.Env,
-			Restart: "always", RestartDelayS: u.up.RestartDelay.Seconds(), StopGraceS: u.up.StopGrace.Seconds(),
+			Cmd: u.upstream().Cmd, Args: nonNil(u.upstream().Args), Workdir: u.upstream().Workdir, EnvFile: u.upstream().EnvFile, Env: u.upstream().Env,
+			Restart: "always", RestartDelayS: u.upstream().RestartDelay.Seconds(), StopGraceS: u.upstream().StopGrace.Seconds(),
 			MCPAllow: []string{},
 		}
 	}
@@ -107,7 +107,7 @@ func isActive(s supervise.State) bool {
 
 // selectUnits resolves start/stop/restart arguments to units. Every name is
 // checked before anything acts, so a typo changes nothing.
-func (c *Control) selectUnits(a NamesArgs, forStart bool) ([]*unit, error) {
+func (c *Control) selectUnits(a NamesArgs, skipJobs bool) ([]*unit, error) {
 	names := append([]string{}, a.Names...)
 	if a.Name != "" {
 		names = append(names, a.Name)
@@ -118,8 +118,9 @@ func (c *Control) selectUnits(a NamesArgs, forStart bool) ([]*unit, error) {
 		}
 		var out []*unit
 		for _, u := range c.harnesses() {
-			// --all never fires jobs: they run on their schedule or trigger.
-			if forStart && u.h != nil && u.h.IsJob() {
+			// start/restart --all never fire jobs: they run on their
+			// schedule or by trigger. stop --all stops them too.
+			if h := u.harness(); skipJobs && h != nil && h.IsJob() {
 				continue
 			}
 			out = append(out, u)
@@ -191,7 +192,7 @@ func (c *Control) Stop(ctx context.Context, a NamesArgs) (ActionResult, error) {
 
 // Restart answers `restart`; it also clears a latched failed state.
 func (c *Control) Restart(ctx context.Context, a NamesArgs) (ActionResult, error) {
-	us, err := c.selectUnits(a, false)
+	us, err := c.selectUnits(a, true)
 	if err != nil {
 		return ActionResult{}, err
 	}
@@ -221,10 +222,10 @@ func (c *Control) Runs(a RunsArgs) ([]runs.Run, error) {
 func (c *Control) Jobs() []JobInfo {
 	out := []JobInfo{}
 	for _, u := range c.harnesses() {
-		if u.h == nil || !u.h.IsJob() {
+		if u.harness() == nil || !u.harness().IsJob() {
 			continue
 		}
-		j := JobInfo{Name: u.name, Schedule: u.h.Schedule, State: string(u.sup.Status().State)}
+		j := JobInfo{Name: u.name, Schedule: u.harness().Schedule, State: string(u.sup.Status().State)}
 		if t, ok := c.sched.Next(u.name); ok {
 			j.NextFire = &t
 		}
@@ -256,10 +257,31 @@ func (c *Control) fire(job string) bool {
 	if isActive(u.sup.Status().State) {
 		return false
 	}
-	if err := u.sup.Start(context.Background(), runs.Cause("schedule")); err != nil {
+	if _, err := c.runNow(context.Background(), u, runs.Cause("schedule")); err != nil {
 		c.log.Error("scheduled start failed", "job", job, "err", err)
 	}
 	return true
+}
+
+// runNow starts a job that is not active and returns its new run. From
+// restarting it cancels the pending policy retry and runs at once (Start
+// would leave the retry to its timer).
+func (c *Control) runNow(ctx context.Context, u *unit, cause runs.Cause) (uint64, error) {
+	before := u.sup.Status()
+	var err error
+	if before.State == supervise.StateRestarting {
+		err = u.sup.Restart(ctx, cause)
+	} else {
+		err = u.sup.Start(ctx, cause)
+	}
+	if err != nil {
+		return 0, err
+	}
+	after := u.sup.Status()
+	if after.RunID == before.RunID {
+		return 0, fmt.Errorf("%s did not start a new run (state %s)", u.name, after.State)
+	}
+	return after.RunID, nil
 }
 
 // DefaultTriggerTimeout bounds `trigger --wait` when no timeout is given.
@@ -272,7 +294,7 @@ func (c *Control) Trigger(ctx context.Context, a TriggerArgs) (TriggerResult, er
 	if err != nil {
 		return TriggerResult{}, err
 	}
-	if u.h == nil || !u.h.IsJob() {
+	if u.harness() == nil || !u.harness().IsJob() {
 		return TriggerResult{}, errcode.Errorf(errcode.NotAJob, "%s is not a job (no schedule, restart %q)", a.Name, restartOf(u))
 	}
 	if a.TimeoutS < 0 {
@@ -283,11 +305,11 @@ func (c *Control) Trigger(ctx context.Context, a TriggerArgs) (TriggerResult, er
 		res.Skipped, res.ActiveRun = true, st.RunID
 		return res, nil
 	}
-	if err := u.sup.Start(ctx, runs.Cause("trigger")); err != nil {
-		return res, fmt.Errorf("trigger %s: %w", a.Name, err)
+	run, err := c.runNow(ctx, u, runs.Cause("trigger"))
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", a.Name, err)
 	}
-	st := u.sup.Status()
-	res.RunID = st.RunID
+	res.RunID = run
 	if !a.Wait {
 		return res, nil
 	}
@@ -316,10 +338,10 @@ func (c *Control) Trigger(ctx context.Context, a TriggerArgs) (TriggerResult, er
 }
 
 func restartOf(u *unit) string {
-	if u.h == nil {
+	if u.harness() == nil {
 		return ""
 	}
-	return string(u.h.Restart)
+	return string(u.harness().Restart)
 }
 
 // runTail is the last activity entries of one run.
@@ -361,7 +383,8 @@ func (c *Control) UseProfile(ctx context.Context, name string) (ActionResult, er
 	}
 	var us []*unit
 	for _, u := range c.harnesses() {
-		if u.h != nil && (contains(p.Harnesses, u.name) || !u.h.IsJob()) {
+		// Profiles are of the global file: project harnesses are left alone.
+		if h := u.harness(); h != nil && u.project == "" && (contains(p.Harnesses, u.name) || !h.IsJob()) {
 			us = append(us, u)
 		}
 	}
@@ -453,7 +476,7 @@ func (c *Control) MCPStatus() []UpstreamStatus {
 		st := u.sup.Status()
 		b := known[u.name]
 		us := UpstreamStatus{
-			Key: u.up.Key, Project: u.up.Project, State: string(st.State), PID: st.PID,
+			Key: u.upstream().Key, Project: u.upstream().Project, State: string(st.State), PID: st.PID,
 			Tools: b.Tools, Restarts: st.RestartCount, LastError: st.LastError, NextRetry: timePtr(st.NextRetry),
 		}
 		if us.LastError == "" {

@@ -51,6 +51,9 @@ func (c *Control) projectSpecs(p *config.Project) map[string]unitSpec {
 // be global upstream keys (project upstreams add, never override). Caller
 // holds c.mu.
 func (c *Control) checkProject(p *config.Project) error {
+	if c.closing.Load() {
+		return errcode.Errorf(errcode.DaemonUnavailable, "the daemon is shutting down")
+	}
 	if _, ok := c.cfg.Harnesses[p.Name]; ok {
 		return errcode.Errorf(errcode.InvalidArgument, "project %q: the name is a global harness's; set [project] name", p.Name)
 	}
@@ -64,7 +67,7 @@ func (c *Control) checkProject(p *config.Project) error {
 		sort.Strings(clash)
 		return errcode.Errorf(errcode.InvalidArgument, "project %q: %s already declared globally; a project upstream cannot override a global one", p.Name, strings.Join(clash, ", "))
 	}
-	if other, ok := c.projects[p.Name]; ok && other.Path != p.Path {
+	if other, ok := c.projects[p.Name]; ok && !sameFile(other.Path, p.Path) {
 		return errcode.Errorf(errcode.InvalidArgument, "project %q is already up from %s", p.Name, other.Path)
 	}
 	return nil
@@ -95,12 +98,14 @@ func (c *Control) registerProject(p *config.Project) (ProjectResult, error) {
 		c.mu.Unlock()
 		return res, err
 	}
-	added, removed, err := c.reconcile(p.Name, c.projectSpecs(p), &rr)
+	ch, err := c.reconcile(p.Name, c.projectSpecs(p), &rr)
 	if err != nil {
 		c.mu.Unlock()
+		c.finish(ch)
 		return res, err
 	}
 	c.projects[p.Name] = p
+	delete(c.unrestored, p.Name)
 	var toStart []*unit
 	for _, u := range c.units {
 		if u.project != p.Name {
@@ -115,8 +120,7 @@ func (c *Control) registerProject(p *config.Project) (ProjectResult, error) {
 	}
 	c.mu.Unlock()
 	c.configureBroker()
-	c.retire(removed)
-	_ = added // started below with the rest of the idle units
+	c.finish(ch)
 	c.startAll(toStart, runs.Cause("manual"), true)
 	for _, u := range toStart {
 		res.Started = append(res.Started, u.name)
@@ -144,6 +148,13 @@ func (c *Control) ProjectDown(ctx context.Context, a ProjectArgs) (ProjectResult
 		}
 	}
 	p, ok := c.projects[name]
+	if path, unrestored := c.unrestored[name]; !ok && unrestored {
+		// Registered but never restored: forgetting it is all there is.
+		delete(c.unrestored, name)
+		c.mu.Unlock()
+		c.saveState()
+		return ProjectResult{Project: name, Path: path, Added: []string{}, Removed: []string{}, Changed: []string{}, Started: []string{}}, nil
+	}
 	if !ok {
 		c.mu.Unlock()
 		if name == "" {
@@ -152,20 +163,14 @@ func (c *Control) ProjectDown(ctx context.Context, a ProjectArgs) (ProjectResult
 		return ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "no project named %q is up", name)
 	}
 	var rr ReloadResult
-	_, removed, err := c.reconcile(name, nil, &rr)
+	ch, _ := c.reconcile(name, nil, &rr) // removing builds nothing: no error
 	delete(c.projects, name)
 	c.mu.Unlock()
 	c.configureBroker()
-	if err != nil {
-		return ProjectResult{}, err
-	}
 	// Down waits for the units to stop: the caller asked for them gone.
-	c.each(removed, func(u *unit) (bool, error) {
-		if err := u.sup.Close(ctx); err != nil {
-			return true, err
-		}
-		return true, u.log.Close()
-	})
+	// A caller that hangs up does not leave the work half done.
+	c.retire(ch.removed)
+	c.retiring.Wait()
 	c.saveState()
 	if c.opt.OnReload != nil {
 		c.opt.OnReload()
@@ -186,19 +191,25 @@ func (c *Control) restoreProjects(paths map[string]string) {
 		if err == nil {
 			c.mu.Lock()
 			err = c.checkProject(p)
+			var ch reconciled
 			if err == nil {
 				var rr ReloadResult
-				_, _, err = c.reconcile(p.Name, c.projectSpecs(p), &rr)
-				c.projects[p.Name] = p
+				if ch, err = c.reconcile(p.Name, c.projectSpecs(p), &rr); err == nil {
+					c.projects[p.Name] = p
+				}
 			}
 			c.mu.Unlock()
+			c.finish(ch)
 			c.configureBroker()
 		}
 		if err != nil {
+			// Kept registered (but not running) so that fixing the
+			// file and running `harness up` again brings it back.
 			w := fmt.Sprintf("project %s (%s) was not restored: %v", name, paths[name], err)
 			c.log.Warn("project not restored", "project", name, "path", paths[name], "err", err)
 			c.mu.Lock()
 			c.projectWarnings = append(c.projectWarnings, w)
+			c.unrestored[name] = paths[name]
 			c.mu.Unlock()
 		}
 	}
@@ -210,8 +221,8 @@ func (c *Control) restoreProjects(paths map[string]string) {
 func (c *Control) HarnessConfig(name string) (*config.Harness, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if u, ok := c.units[name]; ok && u.h != nil {
-		return u.h, true
+	if u, ok := c.units[name]; ok && u.harness() != nil {
+		return u.harness(), true
 	}
 	return nil, false
 }

@@ -55,9 +55,9 @@ type Trajectory struct {
 type harvestFlag = atomic.Bool
 
 // syncHarvest publishes whether the unit's current configuration opts in to
-// trajectories, for its log hook. Call it wherever u.h changes (under c.mu).
+// trajectories, for its log hook. Call it wherever u.harness() changes (under c.mu).
 func (u *unit) syncHarvest() {
-	u.harvest.Store(u.h != nil && u.h.HarvestTrajectory)
+	u.harvest.Store(u.harness() != nil && u.harness().HarvestTrajectory)
 }
 
 // trajectoryHook returns the OnEntry hook of unit name's log: it appends
@@ -92,7 +92,7 @@ func (c *Control) harvesting(name string) (*unit, error) {
 		return nil, err
 	}
 	c.mu.RLock()
-	h := u.h
+	h := u.harness()
 	c.mu.RUnlock()
 	if h == nil {
 		return nil, errcode.Errorf(errcode.NotPermitted, "%s is an upstream MCP server; trajectories are kept for harnesses only", name)
