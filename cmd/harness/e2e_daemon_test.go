@@ -557,3 +557,23 @@ harnesses = ["b"]
 		t.Fatal("an unknown profile was accepted")
 	}
 }
+
+// A child that dropped its environment (env -i, as MCP clients do when they
+// start servers) carries no marker, but it is still in the unit's process
+// group: when the main process exits, it is ended with the rest.
+func TestCLI_UnmarkedLeftoverInTheGroupIsEnded(t *testing.T) {
+	dir := t.TempDir()
+	f := newFleet(t, fmt.Sprintf(`
+[harness.parent]
+cmd = "sh"
+args = ["-c", "env -i sh -c 'trap \"\" HUP TERM; echo $$ > %s/orphan.pid; exec sleep 100000' & sleep 0.5; exit 0"]
+restart = "no"
+`, dir))
+	f.mustRun("start", "parent")
+	orphan := readPID(t, filepath.Join(dir, "orphan.pid"))
+	f.waitFor("the job to end", 20*time.Second, func() bool {
+		u := f.unit("parent")
+		return u.State == "stopped" || u.State == "failed"
+	})
+	waitGone(t, "unmarked child left in the unit's group", orphan)
+}

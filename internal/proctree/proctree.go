@@ -115,20 +115,38 @@ func findMatching(match func(string) bool) []int {
 // descendants that called setsid). It returns how many distinct live
 // processes were signalled.
 //
-// A group is only signalled when it is verifiably the unit's: some member
-// carries the marker, or pid is still a child of this process. So call Kill
-// before releasing the unit's pid; afterwards a group that kept no marked
-// member is left alone, because its id may have been reused. The daemon's
-// own process group is never signalled.
+// It is meant for what is left after the main process pid was reaped. A
+// group is signalled when it is verifiably the unit's: some member carries
+// the marker, or no live process has the id pid any more while members of
+// group or session pid remain. The kernel does not hand out a pid that is
+// still in use as a group or session id, so such members are the unit's
+// even when they dropped their environment (env -i, sudo, MCP clients that
+// start servers with a minimal environment). A live process that has the
+// id pid again is someone else, and then only marker carriers are hit. The
+// daemon's own process group is never signalled.
 func Kill(pid int, marker string, sig syscall.Signal) int {
 	procs := scan(func(v string) bool { return marker != "" && v == marker })
 	groups := markedGroups(procs)
-	if pid > 1 && !groups[pid] && pid != syscall.Getpgrp() {
-		self := os.Getpid()
+	if pid > 1 && pid != syscall.Getpgrp() {
+		reused := false
 		for _, p := range procs {
-			if p.pid == pid && p.ppid == self {
-				groups[pid] = true
-				break
+			if p.pid == pid && p.live() {
+				reused = true
+			}
+		}
+		if !reused {
+			for i, p := range procs {
+				if !p.live() {
+					continue
+				}
+				if p.pgid == pid {
+					groups[pid] = true
+				}
+				if p.sid == pid {
+					// In the unit's session but another group: hit it
+					// one by one, like a marker carrier.
+					procs[i].marked = true
+				}
 			}
 		}
 	}
