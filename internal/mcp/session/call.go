@@ -88,14 +88,16 @@ func (l *live) grantHint(c facade.Class) string {
 // callUpstream proxies a KEY__tool call to the broker, telling an unknown
 // namespace from an unknown tool in a known one.
 func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name string, args json.RawMessage) *mcp.CallToolResult {
+	if !anyGrant(l.scope()) {
+		return l.refuse(name, errcode.Errorf(errcode.NotPermitted, "tool %q: this session is granted nothing", name))
+	}
 	project := l.project()
 	key, _, _ := strings.Cut(name, "__")
-	nsKnown, toolKnown := l.m.ups.Known(project, name)
-	switch {
-	case !nsKnown:
+	// An unknown tool of a known namespace is the broker's to tell: an
+	// upstream that is down or starting has no tool list yet, and then the
+	// answer is upstream_unavailable with its next attempt.
+	if nsKnown, _ := l.m.ups.Known(project, name); !nsKnown {
 		return l.refuse(name, errcode.Errorf(errcode.UnknownNamespace, "tool %q: namespace %q", name, key))
-	case !toolKnown:
-		return l.refuse(name, errcode.Errorf(errcode.UnknownTool, "tool %q: upstream %q has no such tool", name, key))
 	}
 	notify := func(ctx context.Context, p *mcp.ProgressNotificationParams) error {
 		return req.Session.NotifyProgress(ctx, p)

@@ -157,6 +157,10 @@ func cutNS(name string) (string, string, bool) {
 
 func (u *fakeUps) Call(ctx context.Context, project, name string, args json.RawMessage, token any,
 	notify func(context.Context, *mcp.ProgressNotificationParams) error) (*mcp.CallToolResult, error) {
+	// Like the broker, Call tells an unknown tool of a known namespace.
+	if _, known := u.Known(project, name); !known {
+		return nil, fmt.Errorf("fake upstream: tool %q: %w", name, errcode.ErrUnknownTool)
+	}
 	u.mu.Lock()
 	u.calls = append(u.calls, upCall{project, name, string(args), token})
 	err := u.err

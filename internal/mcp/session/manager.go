@@ -67,6 +67,9 @@ type Identity struct {
 	// AllowControl is the bridge's --allow-control flag; it grants write to
 	// unattributed sessions only.
 	AllowControl bool
+	// Token is what attributed the session. It is resolved again on every
+	// call: a token dies with its run, and so does what it granted.
+	Token string
 }
 
 // ErrClosed is returned by Serve when the Manager is closed.
@@ -116,7 +119,7 @@ func (m *Manager) Authenticate(token string, allowControl bool) (Identity, error
 	}
 	if m.auth != nil {
 		if h, ok := m.auth.ResolveToken(token); ok {
-			return Identity{Harness: h, AllowControl: allowControl}, nil
+			return Identity{Harness: h, AllowControl: allowControl, Token: token}, nil
 		}
 	}
 	return Identity{}, fmt.Errorf("session: authenticate: unknown or revoked token: %w", errcode.ErrNotPermitted)

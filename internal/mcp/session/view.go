@@ -27,6 +27,10 @@ func (l *live) scope() map[facade.Class]bool {
 	}
 	var allow []string
 	if l.m.auth != nil {
+		if h, ok := l.m.auth.ResolveToken(l.id.Token); l.id.Token != "" && (!ok || h != l.id.Harness) {
+			// The run that owned the token ended: nothing is granted.
+			return map[facade.Class]bool{}
+		}
 		allow = l.m.auth.Allowed(l.id.Harness)
 	}
 	if allow == nil {
@@ -40,6 +44,16 @@ func (l *live) scope() map[facade.Class]bool {
 		s[facade.Class(c)] = true
 	}
 	return s
+}
+
+// anyGrant reports whether a scope grants anything at all.
+func anyGrant(s map[facade.Class]bool) bool {
+	for _, on := range s {
+		if on {
+			return true
+		}
+	}
+	return false
 }
 
 // project is the project whose upstreams the session reaches.
@@ -74,7 +88,9 @@ func (l *live) refreshTools() {
 			want[t.Name] = wanted[*mcp.Tool]{"facade", facadeTool(t)}
 		}
 	}
-	if l.m.ups != nil {
+	// Upstream tools are not classified; a session granted nothing (an
+	// explicit mcp_allow = [], or a revoked token) sees none of them.
+	if l.m.ups != nil && anyGrant(scope) {
 		for _, t := range l.m.ups.Tools(l.project()) {
 			if t == nil || facade.Reserved(t.Name) || !strings.Contains(t.Name, "__") {
 				l.m.log.Warn("skipping upstream tool outside the KEY__tool namespace", "session", l.label(), "tool", toolName(t))
