@@ -277,3 +277,32 @@ func TestScopeIsLookedUpPerCall(t *testing.T) {
 		t.Fatalf("restart: %s", text(t, res))
 	}
 }
+
+// A token dies with its run, and so does what it granted: an open session
+// whose token was revoked may call nothing, facade or upstream.
+func TestRevokedTokenGrantsNothing(t *testing.T) {
+	e := newEnv(t)
+	e.auth.mu.Lock()
+	e.auth.tokens["tok-boss"] = "boss"
+	e.auth.allowed["boss"] = []string{"read", "write"}
+	e.auth.mu.Unlock()
+	id, err := e.m.Authenticate("tok-boss", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := e.connect(t, id)
+	if res := call(t, cs, "harness_list", `{}`); res.IsError {
+		t.Fatalf("before revocation: %+v", res)
+	}
+	e.auth.mu.Lock()
+	delete(e.auth.tokens, "tok-boss")
+	e.auth.mu.Unlock()
+	for _, name := range []string{"harness_stop", "harness_list"} {
+		if code := errCode(t, call(t, cs, name, `{"name":"x"}`)); code != errcode.NotPermitted {
+			t.Fatalf("%s after revocation: %s", name, code)
+		}
+	}
+	if n := len(e.ops.calls); n != 1 {
+		t.Fatalf("ops ran %d times; only the call before revocation may run", n)
+	}
+}
