@@ -123,7 +123,12 @@ func Listen(path string) (net.Listener, error) {
 	if err := clearStale(path); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", path, err)
 	}
+	// The socket file is born with the umask's mode; until the chmod
+	// below, nobody but the owner may connect, whatever the umask and
+	// however shared the directory.
+	old := syscall.Umask(0o177)
 	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", path, err)
 	}

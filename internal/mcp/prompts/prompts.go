@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -119,7 +120,14 @@ func promptName(base string) string {
 // loadFile reads and parses one file; it returns nil, nil for something
 // that is not a regular file (a directory named x.md).
 func loadFile(path string) (*prompt, error) {
-	f, err := os.Open(path)
+	// Look before opening: opening a FIFO named x.md would block the
+	// load, and with it a reload or the daemon's start.
+	if st, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("stat: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return nil, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -252,5 +254,23 @@ func TestSubdirectoryNamedMDIsIgnored(t *testing.T) {
 	s, warns := Load([]string{dir})
 	if !slices.Equal(s.Names(), []string{"p"}) || len(warns) != 0 {
 		t.Fatalf("Names = %v, warnings = %v", s.Names(), warns)
+	}
+}
+
+func TestFIFONamedLikeAPromptIsSkippedNotWaitedOn(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.md"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "real.md"), []byte("Real.\n"), 0o600)
+	done := make(chan *Set, 1)
+	go func() { s, _ := Load([]string{dir}); done <- s }()
+	select {
+	case s := <-done:
+		if names := s.Names(); len(names) != 1 || names[0] != "real" {
+			t.Fatalf("prompts: %v", names)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Load blocked on a FIFO")
 	}
 }
