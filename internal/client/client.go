@@ -228,6 +228,11 @@ func (c *Client) Call(ctx context.Context, op string, args any, result any) erro
 	if err != nil {
 		return fmt.Errorf("call %s: encode request: %w", op, err)
 	}
+	// The daemon closes a connection that sends an oversized frame, which
+	// would fail every other call on it: refuse this one call instead.
+	if len(payload)+1 > protocol.MaxFrame {
+		return errcode.Errorf(errcode.InvalidArgument, "call %s: request of %d bytes is over the %d byte frame limit", op, len(payload), protocol.MaxFrame)
+	}
 	ch := make(chan protocol.Response, 1)
 	c.mu.Lock()
 	if c.err != nil {
