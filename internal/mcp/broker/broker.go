@@ -11,6 +11,8 @@ package broker
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -79,7 +81,8 @@ type Broker struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
-	seq atomic.Uint64 // upstream progress tokens
+	seq         atomic.Uint64 // upstream progress tokens
+	tokenPrefix string        // random, per broker
 
 	mu           sync.Mutex
 	closed       bool
@@ -126,15 +129,20 @@ func New(logger *slog.Logger, opts Options) *Broker {
 		opts.ConnectTimeout = DefaultConnectTimeout
 	}
 	ctx, stop := context.WithCancel(context.Background())
+	var rnd [12]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		panic(fmt.Sprintf("broker: crypto/rand failed: %v", err)) // never happens on Linux
+	}
 	return &Broker{
-		log:       logger,
-		opts:      opts,
-		ctx:       ctx,
-		stop:      stop,
-		ups:       map[string]*upstream{},
-		listeners: map[uint64]func(){},
-		progress:  map[string]*progressRoute{},
-		changedCh: make(chan struct{}),
+		tokenPrefix: hex.EncodeToString(rnd[:]),
+		log:         logger,
+		opts:        opts,
+		ctx:         ctx,
+		stop:        stop,
+		ups:         map[string]*upstream{},
+		listeners:   map[uint64]func(){},
+		progress:    map[string]*progressRoute{},
+		changedCh:   make(chan struct{}),
 	}
 }
 

@@ -176,8 +176,15 @@ func (e *RPCError) Error() string {
 	return fmt.Sprintf("broker: upstream %s: tools/call %s: %s", e.Key, e.Tool, e.Err.Message)
 }
 
-// Unwrap exposes the upstream's JSON-RPC error (code, message, data).
-func (e *RPCError) Unwrap() error { return e.Err }
+// Unwrap exposes the upstream's JSON-RPC error (code, message, data) and,
+// for an invalid-params error, errcode.ErrInvalidArgument, so the caller
+// gets the code that says "your arguments", not "operation failed".
+func (e *RPCError) Unwrap() []error {
+	if e.Err.Code == jsonrpc.CodeInvalidParams {
+		return []error{e.Err, errcode.ErrInvalidArgument}
+	}
+	return []error{e.Err}
+}
 
 // attribute prefixes the first text item of an isError result with the
 // upstream's key, keeping the upstream's own message after it.

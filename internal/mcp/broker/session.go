@@ -188,7 +188,9 @@ func (b *Broker) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 // route registers a progress route and returns the upstream token to send,
 // the route, and the function that retires it.
 func (b *Broker) route(ctx context.Context, key string, token any, notify func(context.Context, *mcp.ProgressNotificationParams) error) (string, *progressRoute, func()) {
-	tok := fmt.Sprintf("harness-%d", b.seq.Add(1))
+	// Unguessable: the handler is shared by every upstream, and one
+	// upstream must not be able to inject progress into another's calls.
+	tok := fmt.Sprintf("harness-%s-%d", b.tokenPrefix, b.seq.Add(1))
 	r := &progressRoute{ctx: ctx, token: token, notify: notify, key: key, handledCh: make(chan struct{}, 1)}
 	b.mu.Lock()
 	b.progress[tok] = r
