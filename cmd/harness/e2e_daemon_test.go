@@ -577,3 +577,27 @@ restart = "no"
 	})
 	waitGone(t, "unmarked child left in the unit's group", orphan)
 }
+
+// A --json failure is {"error":{"code","message"}}, usage errors included.
+func TestCLI_JSONErrorShape(t *testing.T) {
+	f := newFleet(t, sleeperConfig)
+	for args, want := range map[string]string{
+		"describe":           "invalid_argument",
+		"list --bogus":       "invalid_argument",
+		"start":              "invalid_argument",
+		"describe ghost":     "unknown_harness",
+		"trigger sleeper":    "not_a_job",
+		"use-profile absent": "invalid_argument",
+	} {
+		out, _, code := f.run(append(strings.Fields(args), "--json")...)
+		var body struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if code == 0 || json.Unmarshal([]byte(out), &body) != nil || body.Error.Code != want || body.Error.Message == "" {
+			t.Errorf("harness %s --json: exit %d, %q; want code %s", args, code, out, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -51,6 +52,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
+	// A usage error can stop parsing before --json is read.
+	if !g.json && slices.Contains(args, "--json") {
+		g.json = true
+	}
 	if g.json {
 		b, _ := json.Marshal(map[string]errcode.Body{"error": errcode.BodyOf(err)})
 		fmt.Fprintln(stdout, string(b))
@@ -70,6 +75,9 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return errcode.Errorf(errcode.InvalidArgument, "%v", err)
+	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.socket, "socket", "", "control socket (default $HARNESS_SOCKET, else $XDG_RUNTIME_DIR/harness/harness.sock)")
 	pf.StringVar(&g.config, "config", "", "config file (default $HARNESS_CONFIG, else $XDG_CONFIG_HOME/harness/harness.toml)")
@@ -99,7 +107,25 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		psCmd(g),
 		demoUpstreamCmd(),
 	)
+	usageErrorsAreInvalidArguments(root)
 	return root
+}
+
+// usageErrorsAreInvalidArguments wraps every command's argument check so a
+// wrong number of arguments carries the invalid_argument code in --json
+// output, like a bad flag does.
+func usageErrorsAreInvalidArguments(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return errcode.Errorf(errcode.InvalidArgument, "%v", err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageErrorsAreInvalidArguments(sub)
+	}
 }
 
 // socketPath resolves the control socket: flag, environment, default.

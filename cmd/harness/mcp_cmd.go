@@ -129,10 +129,14 @@ func mcpConfigCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if g.json {
+				return emit(cmd.OutOrStdout(), map[string]string{"client": clientName, "snippet": s})
+			}
 			fmt.Fprint(cmd.OutOrStdout(), s)
 			return nil
 		},
 	}
+	addJSON(cmd, g)
 	cmd.Flags().StringVar(&clientName, "client", "claude-code", "claude-code, codex or cursor")
 	cmd.Flags().BoolVar(&overHTTP, "http", false, "use the daemon's Streamable HTTP endpoint ([daemon] mcp_http)")
 	return cmd
@@ -166,7 +170,7 @@ func mcpHTTPSnippet(clientName, url string) (string, error) {
 // mcpTokenCmd prints the operator token of the HTTP endpoint, creating it
 // (0600, in the state dir) on first use.
 func mcpTokenCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Print the operator token for the MCP HTTP endpoint",
 		Args:  cobra.NoArgs,
@@ -175,10 +179,15 @@ func mcpTokenCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if g.json {
+				return emit(cmd.OutOrStdout(), map[string]string{"token": tok})
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), tok)
 			return nil
 		},
 	}
+	addJSON(cmd, g)
+	return cmd
 }
 
 // mcpSnippet renders the stdio server entry for one client.

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/errcode"
 )
 
 // trajectoriesCmd is `harness trajectories NAME`: the kept run transcripts
@@ -49,7 +50,7 @@ func trajectoryCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			run, err := strconv.ParseUint(args[1], 10, 64)
 			if err != nil || run == 0 {
-				return fmt.Errorf("RUN must be a run id (from `harness trajectories %s`), not %q", args[0], args[1])
+				return errcode.Errorf(errcode.InvalidArgument, "RUN must be a run id (from `harness trajectories %s`), not %q", args[0], args[1])
 			}
 			a := control.TrajectoryArgs{Name: args[0], Run: run, MaxBytes: maxBytes}
 			if cmd.Flags().Changed("cursor") {

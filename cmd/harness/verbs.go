@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/schedule"
 )
@@ -215,7 +217,7 @@ func actionCmd(g *globals, op, short string) *cobra.Command {
 		Short: short,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) > 0) {
-				return fmt.Errorf("%s: name one or more harnesses, or pass --all", op)
+				return errcode.Errorf(errcode.InvalidArgument, "%s: name one or more harnesses, or pass --all", op)
 			}
 			var res control.ActionResult
 			if !all {
@@ -394,7 +396,7 @@ func triggerCmd(g *globals) *cobra.Command {
 						return exitError{*res.ExitCode}
 					}
 				case res.Signal != "":
-					return exitError{128 + 9}
+					return exitError{128 + signalNumber(res.Signal)}
 				}
 			}
 			return nil
@@ -404,6 +406,15 @@ func triggerCmd(g *globals) *cobra.Command {
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, give up after this long (default 10m)")
 	addJSON(cmd, g)
 	return cmd
+}
+
+// signalNumber maps "SIGTERM" to 15, as a shell reports a job a signal
+// ended (exit status 128+n); an unknown name counts as SIGKILL.
+func signalNumber(name string) int {
+	if n := unix.SignalNum(name); n != 0 {
+		return int(n)
+	}
+	return int(unix.SIGKILL)
 }
 
 func sigSuffix(s string) string {
@@ -521,12 +532,21 @@ func daemonInfoCmd(g *globals) *cobra.Command {
 }
 
 func shutdownCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "shutdown",
 		Short: "Stop every unit and end the daemon",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.call(cmd.Context(), "shutdown", struct{}{}, nil)
+			var res map[string]bool
+			if err := g.call(cmd.Context(), "shutdown", struct{}{}, &res); err != nil {
+				return err
+			}
+			if g.json {
+				return emit(cmd.OutOrStdout(), res)
+			}
+			return nil
 		},
 	}
+	addJSON(cmd, g)
+	return cmd
 }
