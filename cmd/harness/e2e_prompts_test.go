@@ -136,3 +136,15 @@ func TestPrompts_WatchedDirectoryReloadsByItself(t *testing.T) {
 		t.Fatalf("prompts after: %v", got)
 	}
 }
+
+func TestWatch_TurnedOnByAReloadFollowsTheFile(t *testing.T) {
+	f := newFleet(t, sleeperConfig)
+	f.writeConfig("[daemon]\nwatch_config = true\n" + sleeperConfig)
+	f.mustRun("reload")
+	f.writeConfig("[daemon]\nwatch_config = true\n" + sleeperConfig + "\n[harness.added]\ncmd = \"true\"\n")
+	f.waitFor("the watcher to load the edited file", 10*time.Second, func() bool {
+		var us []unitInfo
+		f.mustJSON(&us, "list")
+		return len(us) == 2
+	})
+}

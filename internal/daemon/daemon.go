@@ -68,6 +68,14 @@ func Run(ctx context.Context, opt Options) (err error) {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	defer release()
+	// Signals are ours from here on: a SIGTERM while units autostart must
+	// still stop them, not kill the daemon with its children orphaned.
+	var sigs chan os.Signal
+	if opt.HandleSignals {
+		sigs = make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+		defer signal.Stop(sigs)
+	}
 
 	cfg, err := config.Load(paths.Config)
 	if err != nil {
@@ -131,6 +139,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		limits = *opt.Limits
 	}
 	var mgr *session.Manager
+	watch := &watcher{log: log}
 	logDir := filepath.Join(paths.StateDir, "logs")
 	// Run transcripts of harnesses with harvest_trajectory (issue 10);
 	// HARNESS_TRAJECTORY_MAX_RUNS / _MAX_BYTES override the retention.
@@ -173,6 +182,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 			if mgr != nil {
 				mgr.Refresh()
 			}
+			// watch_config or the prompt directories may have changed.
+			// Not inline: the watcher itself may be the one reloading.
+			go watch.reset(watch.ctl.Config())
 		},
 		Shutdown: requestShutdown,
 		Logger:   log,
@@ -180,6 +192,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
+	watch.ctl = ctl
 	mgr = session.NewManager(ctl, authority{tokens: tokens, ctl: ctl}, brk, func() session.Prompts {
 		if p := ctl.Prompts(); p != nil {
 			return p
@@ -207,17 +220,12 @@ func Run(ctx context.Context, opt Options) (err error) {
 	log.Info("daemon serving", "socket", paths.Socket, "config", paths.Config, "state_dir", paths.StateDir, "pid", os.Getpid(), "version", opt.Version)
 
 	ctl.Boot(ctx)
-	stopWatch := watchConfig(cfg, ctl, log)
+	watch.reset(ctl.Config())
 	if opt.Ready != nil {
 		opt.Ready(paths)
 	}
 
-	var sigs chan os.Signal
-	if opt.HandleSignals {
-		sigs = make(chan os.Signal, 4)
-		signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
-		defer signal.Stop(sigs)
-	}
+	var failure error
 loop:
 	for {
 		select {
@@ -227,9 +235,11 @@ loop:
 			break loop
 		case err := <-serveErr:
 			log.Error("control socket failed", "err", err)
+			failure = fmt.Errorf("daemon: control socket: %w", err)
 			break loop
 		case err := <-httpErr:
 			log.Error("mcp http endpoint failed", "err", err)
+			failure = fmt.Errorf("daemon: mcp http endpoint: %w", err)
 			break loop
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
@@ -244,7 +254,7 @@ loop:
 	}
 
 	log.Info("daemon stopping")
-	stopWatch()
+	watch.close()
 	cancelBrokerWatch()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -264,7 +274,7 @@ loop:
 		log.Error("clear process ledger", "err", err)
 	}
 	log.Info("daemon stopped")
-	return nil
+	return failure
 }
 
 func resolvePaths(opt Options) (control.Paths, error) {

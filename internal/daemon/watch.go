@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -16,14 +18,66 @@ import (
 // reload reads the file.
 const watchDebounce = 200 * time.Millisecond
 
-// watchConfig reloads when the config file or a prompt directory changes,
-// when [daemon] watch_config is on. It watches directories, not files, so
-// that editors that replace the file by rename are seen. The returned func
-// stops the watcher and waits for it.
-func watchConfig(cfg *config.Config, ctl *control.Control, log *slog.Logger) (stop func()) {
-	if !cfg.Daemon.WatchConfig || cfg.Path == "" {
-		return func() {}
+// watcher reloads when the config file or a prompt directory changes,
+// while [daemon] watch_config is on. reset follows the configuration in
+// force (it is called after every reload), so turning watching on or off,
+// or changing the prompt directories, takes effect without a restart.
+type watcher struct {
+	log *slog.Logger
+	ctl *control.Control
+
+	mu     sync.Mutex
+	closed bool
+	key    string // what the running watch was built from
+	stop   func()
+}
+
+// reset makes the running watch match cfg.
+func (w *watcher) reset(cfg *config.Config) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := ""
+	if cfg.Daemon.WatchConfig && cfg.Path != "" {
+		key = cfg.Path + "\x00" + joinPaths(cfg.Prompts.Paths)
 	}
+	if w.closed || key == w.key {
+		return
+	}
+	if w.stop != nil {
+		w.stop()
+		w.stop = nil
+	}
+	w.key = key
+	if key != "" {
+		w.stop = watchConfig(cfg, w.ctl, w.log)
+	}
+}
+
+// close stops the watch for good.
+func (w *watcher) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	if w.stop != nil {
+		w.stop()
+		w.stop = nil
+	}
+}
+
+func joinPaths(ps []string) string {
+	ps = slices.Clone(ps)
+	slices.Sort(ps)
+	out := ""
+	for _, p := range ps {
+		out += p + "\x00"
+	}
+	return out
+}
+
+// watchConfig watches directories, not files, so that editors that replace
+// the file by rename are seen. The returned func stops the watcher and
+// waits for it.
+func watchConfig(cfg *config.Config, ctl *control.Control, log *slog.Logger) (stop func()) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		log.Error("config watcher unavailable", "err", err)
@@ -33,13 +87,11 @@ func watchConfig(cfg *config.Config, ctl *control.Control, log *slog.Logger) (st
 	if err := w.Add(cfgDir); err != nil {
 		log.Error("cannot watch config dir", "dir", cfgDir, "err", err)
 	}
+	promptDirs := map[string]bool{}
 	for _, p := range cfg.Prompts.Paths {
 		if err := w.Add(p); err != nil {
 			log.Warn("cannot watch prompt dir", "dir", p, "err", err)
 		}
-	}
-	promptDirs := map[string]bool{}
-	for _, p := range cfg.Prompts.Paths {
 		promptDirs[filepath.Clean(p)] = true
 	}
 	done := make(chan struct{})
