@@ -152,6 +152,19 @@ func loadIDs(path string) (idAlloc, error) {
 	return a, nil
 }
 
+// onDisk is the ceiling the ids file holds now, 0 when it cannot be read.
+func onDisk(path string) uint64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
 // reserve makes sure n more ids are covered by the file. On error the
 // ceiling is raised anyway: ids stay unique in this process and a broken
 // disk is not retried on every line.

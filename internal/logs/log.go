@@ -222,8 +222,14 @@ func (l *Log) Close() error {
 		errs = append(errs, l.file.close())
 		l.file = nil
 	}
-	// Every id below next is used: the next Open may start right there.
-	errs = append(errs, writeAtomic(l.ids.path, fmt.Appendf(nil, "%d\n", l.ids.next)))
+	// Every id below next is used: the next Open may start right there,
+	// unless a newer Log of the same unit (a unit removed and re-added by
+	// reloads while it still stopped) reserved past it: ids never go back.
+	next := l.ids.next
+	if d := onDisk(l.ids.path); d > l.ids.ceil {
+		next = d // someone else reserved past our own ceiling
+	}
+	errs = append(errs, writeAtomic(l.ids.path, fmt.Appendf(nil, "%d\n", next)))
 	l.mu.Lock()
 	if l.changed != nil {
 		close(l.changed)

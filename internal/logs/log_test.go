@@ -444,3 +444,37 @@ func TestCorruptIDsFileContinuesAboveOldIDs(t *testing.T) {
 		t.Fatalf("id %d after a corrupt ids file", id)
 	}
 }
+
+// A unit removed and re-added while its old Log still closes has two Logs
+// on the same files for a moment; the old one closing last must not move
+// the id counter back under what the new one handed out.
+func TestIDsNeverGoBackWhenAnOlderLogClosesLast(t *testing.T) {
+	dir := t.TempDir()
+	old, err := Open(dir, "u", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Event(1, "old run")
+	fresh, err := Open(dir, "u", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3000 {
+		fresh.Event(2, fmt.Sprintf("line %d", i))
+	}
+	high := fresh.Tail(1)[0].ID
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// fresh is never closed: a crash.
+	again, err := Open(dir, "u", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	again.Event(3, "after the crash")
+	if id := again.Tail(1)[0].ID; id <= high {
+		t.Fatalf("id %d after the crash, but %d was already handed out", id, high)
+	}
+	fresh.Close()
+}
