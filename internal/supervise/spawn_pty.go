@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/proctree"
@@ -34,6 +35,12 @@ func (a *actor) startPTY(p *proc) (func(), error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start on pty: %w", err)
+	}
+	if nb, err := pollable(master); err != nil {
+		// Still usable; only closing it will not interrupt a read.
+		a.deps.Logger.Warn("supervise: pty master stays blocking", "run", p.run, "err", err)
+	} else {
+		master = nb
 	}
 	p.master = master
 	logger := a.deps.Logger.With("run", p.run)
@@ -83,4 +90,26 @@ func (w logWriter) Write(p []byte) (int, error) {
 		w.once.Do(func() { w.logger.Warn("supervise: output dropped", "err", err) })
 	}
 	return len(p), nil
+}
+
+// pollable returns a non-blocking duplicate of f that goes through Go's
+// poller, and closes f. creack/pty hands out a blocking master (it calls
+// Fd()), whose Close does not interrupt a Read: a grandchild that keeps
+// the PTY open would then pin the reader goroutine and the fd for good.
+func pollable(f *os.File) (*os.File, error) {
+	fd, err := unix.Dup(int(f.Fd()))
+	if err != nil {
+		return nil, fmt.Errorf("dup pty master: %w", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("pty master non-blocking: %w", err)
+	}
+	unix.CloseOnExec(fd)
+	nb := os.NewFile(uintptr(fd), f.Name())
+	if err := f.Close(); err != nil {
+		nb.Close()
+		return nil, fmt.Errorf("close blocking pty master: %w", err)
+	}
+	return nb, nil
 }
