@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -172,6 +173,9 @@ func (m *Manager) Serve(ctx context.Context, rwc io.ReadWriteCloser, id Identity
 // The server follows Refresh while it lives; once its session has come and
 // gone it is dropped at the next Refresh.
 func (m *Manager) NewServer(id Identity) *mcp.Server {
+	m.mu.Lock()
+	m.pruneLocked()
+	m.mu.Unlock()
 	l, err := m.register(id, false)
 	if err != nil {
 		// Closed: a server nobody tracks still answers by the same rules,
@@ -183,21 +187,33 @@ func (m *Manager) NewServer(id Identity) *mcp.Server {
 	return l.server
 }
 
+// unclaimedGrace is how long a server built for an HTTP initialize may go
+// without a session before Refresh forgets it.
+const unclaimedGrace = time.Minute
+
 // Refresh recomputes every live session's visible tools and prompts and
 // updates its server; the go-sdk notifies a session only if its view changed.
 func (m *Manager) Refresh() {
 	m.mu.Lock()
+	m.pruneLocked()
 	all := make([]*live, 0, len(m.live))
 	for l := range m.live {
-		if !l.owned && l.connected.Load() && sessionCount(l.server) == 0 {
-			delete(m.live, l) // an HTTP session that has ended
-			continue
-		}
 		all = append(all, l)
 	}
 	m.mu.Unlock()
 	for _, l := range all {
 		l.refresh()
+	}
+}
+
+// pruneLocked forgets HTTP sessions that have ended, or whose initialize
+// never completed (refused by the transport, or a client that vanished).
+// Caller holds m.mu.
+func (m *Manager) pruneLocked() {
+	for l := range m.live {
+		if !l.owned && sessionCount(l.server) == 0 && (l.connected.Load() || time.Since(l.built) > unclaimedGrace) {
+			delete(m.live, l)
+		}
 	}
 }
 
@@ -265,7 +281,7 @@ func (m *Manager) closeLogged(c io.Closer, id Identity) {
 
 // build makes the go-sdk server of one session, with no tools yet.
 func (m *Manager) build(id Identity) *live {
-	l := &live{m: m, id: id, tools: map[string]string{}, prompts: map[string]string{}}
+	l := &live{m: m, id: id, tools: map[string]string{}, prompts: map[string]string{}, built: time.Now()}
 	l.server = mcp.NewServer(&mcp.Implementation{Name: "harness", Version: m.version}, &mcp.ServerOptions{
 		Logger:                    m.log,
 		SupportedProtocolVersions: handshakeVersions(),
@@ -304,6 +320,7 @@ type live struct {
 	server    *mcp.Server
 	owned     bool        // run by Serve, which unregisters it
 	connected atomic.Bool // initialized at least once (for pruning NewServer sessions)
+	built     time.Time   // when NewServer made it (for pruning ones never initialized)
 
 	// viewMu serialises refreshes of this one session; calls never take it.
 	viewMu  sync.Mutex
