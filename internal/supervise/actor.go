@@ -303,22 +303,35 @@ func (a *actor) reapTree(p *proc) {
 	a.reaping[p.gen] = p
 	logger, log, wait := a.deps.Logger.With("run", p.run), a.deps.Log, a.deps.Limits.WaitDelay
 	go func() {
-		// Find first: a process in the middle of dying may no longer show
-		// its environment, but it still shows as alive.
-		left := proctree.Find(p.marker)
-		if n := proctree.Kill(p.pid, p.marker, syscall.SIGKILL); n > 0 || len(left) > 0 {
-			log.Event(p.run, fmt.Sprintf("killed %d leftover processes", max(n, len(left))))
-		}
-		p.closeIO(logger)
 		deadline := time.Now().Add(wait)
-		for _, pid := range left {
-			for proctree.Alive(pid) && time.Now().Before(deadline) {
-				// Polling /proc is the only way to see a non-child go away.
-				time.Sleep(5 * time.Millisecond)
+		killed := 0
+		// Repeat until a pass finds nothing: a leftover may fork and
+		// setsid between a scan and its signal.
+		for pass := 0; ; pass++ {
+			// Find first: a process in the middle of dying may no longer
+			// show its environment, but it still shows as alive.
+			left := proctree.Find(p.marker)
+			n := proctree.Kill(p.pid, p.marker, syscall.SIGKILL)
+			if pass == 0 {
+				p.closeIO(logger)
 			}
-			if proctree.Alive(pid) {
-				logger.Error("supervise: leftover survived SIGKILL", "pid", pid)
+			if n == 0 && len(left) == 0 {
+				break
 			}
+			killed += max(n, len(left))
+			for _, pid := range left {
+				for proctree.Alive(pid) && time.Now().Before(deadline) {
+					// Polling /proc is the only way to see a non-child go away.
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			if time.Now().After(deadline) {
+				logger.Error("supervise: leftovers survived SIGKILL", "pids", proctree.Find(p.marker))
+				break
+			}
+		}
+		if killed > 0 {
+			log.Event(p.run, fmt.Sprintf("killed %d leftover processes", killed))
 		}
 		a.u.post(reapedEv{gen: p.gen})
 	}()
