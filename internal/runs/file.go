@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +15,15 @@ import (
 // compaction afterwards is not the caller's failure (its change is on
 // disk): it is logged and returned by Close.
 func (s *Store) persist(run Run) error {
+	if s.f == nil && !s.isClosed() {
+		// A reopen after compaction failed earlier (the disk was full, say):
+		// try again rather than fail every spawn until a restart.
+		f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("history file is not open: %w", err)
+		}
+		s.f = f
+	}
 	if s.f == nil {
 		return errors.New("history file is not open")
 	}
@@ -21,7 +31,13 @@ func (s *Store) persist(run Run) error {
 	if err != nil {
 		return fmt.Errorf("encode run %d: %w", run.ID, err)
 	}
-	if _, err := s.f.Write(append(b, '\n')); err != nil {
+	if n, err := s.f.Write(append(b, '\n')); err != nil {
+		if n > 0 {
+			// A torn line would swallow the next record on load: cut it.
+			if off, serr := s.f.Seek(0, io.SeekEnd); serr == nil {
+				_ = s.f.Truncate(off - int64(n)) // best effort; load skips a torn line anyway
+			}
+		}
 		return fmt.Errorf("append run %d: %w", run.ID, err)
 	}
 	s.lines++
@@ -32,6 +48,16 @@ func (s *Store) persist(run Run) error {
 		}
 	}
 	return nil
+}
+
+// isClosed reports whether Close has run.
+func (s *Store) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 // compact rewrites the file with one record per retained run through a

@@ -371,3 +371,23 @@ func TestBeginFailsCleanlyWhenTheFileIsGone(t *testing.T) {
 	}
 	s.f = nil // already closed above
 }
+
+// A reopen that failed after a compaction (disk full) is retried by the
+// next write instead of failing every spawn until a restart.
+func TestLostHandleIsReopenedOnTheNextWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.jsonl")
+	s := openT(t, path, 0)
+	a := begin(t, s, "a", CauseManual)
+	if err := s.f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.f = nil // what a failed reopen in compact leaves
+	b := begin(t, s, "a", CauseRestart)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := openT(t, path, 0)
+	if got := again.List("a", 0); len(got) != 2 || got[0].ID != a.ID || got[1].ID != b.ID {
+		t.Fatalf("after reopen: %v", runsText(got))
+	}
+}
