@@ -361,3 +361,27 @@ func TestBroker_OverlongToolNamesAreReportedNamingTheTool(t *testing.T) {
 		}
 	}
 }
+
+// An upstream's tools/list_changed is re-listed by the broker and pushed to
+// the sessions that see that upstream.
+func TestBroker_UpstreamListChangedReachesSessions(t *testing.T) {
+	f := newFleet(t, upstreamTable("x", "listchanged-inst", ""))
+	changed := make(chan struct{}, 8)
+	watcher := f.mcpSession("", false, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	waitTool(t, f, watcher, "x__add_tool")
+	for len(changed) > 0 {
+		<-changed // the upstream's first listing
+	}
+	caller := f.mcpSession("", false, nil)
+	if res := callTool(t, caller, "x__add_tool", map[string]any{"name": "fresh"}); res.IsError {
+		t.Fatalf("add_tool: %+v", res)
+	}
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tools/list_changed after the upstream added a tool")
+	}
+	waitTool(t, f, watcher, "x__fresh")
+}
