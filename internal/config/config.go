@@ -83,17 +83,11 @@ func (r RestartPolicy) Valid() bool {
 // StopGrace 10s; Enabled false; MCPAllow ["read"]. Workdir, EnvFile have
 // a leading "~" expanded to $HOME.
 type Harness struct {
-	Name              string
-	Cmd               string // required, non-empty
-	Args              []string
-	Workdir           string
-	EnvFile           string
-	Env               map[string]string
+	Name string
+	Process
 	Description       string
 	Enabled           bool // autostart intent
 	Restart           RestartPolicy
-	RestartDelay      time.Duration
-	StopGrace         time.Duration
 	MCPAllow          []string // subset of {"read", "write"}
 	Schedule          string   // cron.ParseStandard syntax; "" when none
 	HarvestTrajectory bool
@@ -116,7 +110,15 @@ type Profile struct {
 // Upstream is one [mcp.KEY] table: a stdio MCP server, with the harness
 // defaults for RestartDelay (1s) and StopGrace (10s) and "~" expanded.
 type Upstream struct {
-	Key          string
+	Key string
+	Process
+	Project string // "" for global upstreams
+}
+
+// Process is what [harness.*] and [mcp.*] tables share, with the same
+// meaning in both (SPEC-0005 "Broker Configuration Schema"): how to spawn
+// the process and how to restart and stop it.
+type Process struct {
 	Cmd          string // required, non-empty
 	Args         []string
 	Workdir      string
@@ -124,7 +126,6 @@ type Upstream struct {
 	Env          map[string]string
 	RestartDelay time.Duration
 	StopGrace    time.Duration
-	Project      string // "" for global upstreams
 }
 
 // Prompts is the [mcp.prompts] table.

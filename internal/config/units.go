@@ -22,26 +22,18 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 		d.add(path, `invalid harness name %q: use letters, digits, "-" and "_" ("/" is reserved for project/name)`, name)
 	}
 	h := &Harness{
-		Name:         name,
-		RestartDelay: DefaultRestartDelay,
-		StopGrace:    DefaultStopGrace,
-		MCPAllow:     []string{ClassRead},
-		Project:      project,
+		Name:     name,
+		Process:  Process{RestartDelay: DefaultRestartDelay, StopGrace: DefaultStopGrace},
+		MCPAllow: []string{ClassRead},
+		Project:  project,
 	}
 	restartSet := false
 	for _, k := range sortedKeys(t) {
 		kp, val := child(path, k), t[k]
+		if d.processKey(k, kp, val, &h.Process) {
+			continue
+		}
 		switch k {
-		case "cmd":
-			h.Cmd, _ = d.str(kp, val)
-		case "args":
-			h.Args, _ = d.strs(kp, val)
-		case "workdir":
-			h.Workdir = d.path(kp, val)
-		case "env_file":
-			h.EnvFile = d.path(kp, val)
-		case "env":
-			h.Env = d.env(kp, val)
 		case "description":
 			h.Description, _ = d.str(kp, val)
 		case "enabled":
@@ -54,10 +46,6 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 					d.add(kp, `invalid restart policy %q (want "always", "unless-stopped", "on-failure" or "no")`, s)
 				}
 			}
-		case "restart_delay":
-			h.RestartDelay = d.seconds(kp, val, DefaultRestartDelay)
-		case "stop_grace":
-			h.StopGrace = d.seconds(kp, val, DefaultStopGrace)
 		case "mcp_allow":
 			if project != "" {
 				d.add(kp, globalOnly)
@@ -132,29 +120,13 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 		d.add(path, `invalid upstream key %q: use lowercase letters, digits and "-"`, key)
 	}
 	u := &Upstream{
-		Key:          key,
-		RestartDelay: DefaultRestartDelay,
-		StopGrace:    DefaultStopGrace,
-		Project:      project,
+		Key:     key,
+		Process: Process{RestartDelay: DefaultRestartDelay, StopGrace: DefaultStopGrace},
+		Project: project,
 	}
 	for _, k := range sortedKeys(t) {
 		kp, val := child(path, k), t[k]
-		switch k {
-		case "cmd":
-			u.Cmd, _ = d.str(kp, val)
-		case "args":
-			u.Args, _ = d.strs(kp, val)
-		case "workdir":
-			u.Workdir = d.path(kp, val)
-		case "env_file":
-			u.EnvFile = d.path(kp, val)
-		case "env":
-			u.Env = d.env(kp, val)
-		case "restart_delay":
-			u.RestartDelay = d.seconds(kp, val, DefaultRestartDelay)
-		case "stop_grace":
-			u.StopGrace = d.seconds(kp, val, DefaultStopGrace)
-		default:
+		if !d.processKey(k, kp, val, &u.Process) {
 			d.unknown(kp, val)
 		}
 	}
@@ -216,4 +188,28 @@ func (d *decoder) profile(name string, v any, harnesses map[string]*Harness) *Pr
 		}
 	}
 	return p
+}
+
+// processKey decodes one of the keys [harness.*] and [mcp.*] share into p
+// and reports whether k was one of them.
+func (d *decoder) processKey(k string, kp []string, val any, p *Process) bool {
+	switch k {
+	case "cmd":
+		p.Cmd, _ = d.str(kp, val)
+	case "args":
+		p.Args, _ = d.strs(kp, val)
+	case "workdir":
+		p.Workdir = d.path(kp, val)
+	case "env_file":
+		p.EnvFile = d.path(kp, val)
+	case "env":
+		p.Env = d.env(kp, val)
+	case "restart_delay":
+		p.RestartDelay = d.seconds(kp, val, DefaultRestartDelay)
+	case "stop_grace":
+		p.StopGrace = d.seconds(kp, val, DefaultStopGrace)
+	default:
+		return false
+	}
+	return true
 }
