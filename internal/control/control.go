@@ -193,7 +193,8 @@ func (c *Control) Boot(ctx context.Context) {
 // wantsAutostart reports the start intent of a harness at daemon start.
 // Caller holds c.mu.
 func (c *Control) wantsAutostart(u *unit) bool {
-	if u.harness() == nil || u.harness().Schedule != "" {
+	h := u.harness()
+	if h == nil || h.Schedule != "" {
 		return false
 	}
 	c.intentMu.Lock()
@@ -201,12 +202,12 @@ func (c *Control) wantsAutostart(u *unit) bool {
 	c.intentMu.Unlock()
 	if u.project != "" {
 		// A project that is up runs its harnesses unless one was stopped.
-		return !u.harness().IsJob() && (!ok || v)
+		return !h.IsJob() && (!ok || v)
 	}
 	if ok {
 		return v
 	}
-	if u.harness().Enabled {
+	if h.Enabled {
 		return true
 	}
 	for _, p := range c.cfg.Profiles {

@@ -74,37 +74,32 @@ func UpstreamUnitName(project, key string) string {
 }
 
 func (c *Control) harnessUnitConfig(name string, h *config.Harness) supervise.UnitConfig {
-	extra := []string{"HARNESS_SOCKET=" + c.opt.SocketPath}
+	uc := processUnitConfig(name, supervise.KindHarness, h.Process, supervise.Policy(h.Restart))
+	uc.ExtraEnv = []string{"HARNESS_SOCKET=" + c.opt.SocketPath}
 	if c.opt.MCPURL != "" {
-		extra = append(extra, "HARNESS_MCP_URL="+c.opt.MCPURL)
+		uc.ExtraEnv = append(uc.ExtraEnv, "HARNESS_MCP_URL="+c.opt.MCPURL)
 	}
-	return supervise.UnitConfig{
-		Name:         name,
-		Kind:         supervise.KindHarness,
-		Cmd:          h.Cmd,
-		Args:         h.Args,
-		Dir:          h.Workdir,
-		EnvFile:      h.EnvFile,
-		Env:          h.Env,
-		ExtraEnv:     extra,
-		Restart:      supervise.Policy(h.Restart),
-		RestartDelay: h.RestartDelay,
-		StopGrace:    h.StopGrace,
-	}
+	return uc
 }
 
+// upstreamUnitConfig supervises an upstream like a harness that always
+// restarts: its tools must come back.
 func upstreamUnitConfig(name string, u *config.Upstream) supervise.UnitConfig {
+	return processUnitConfig(name, supervise.KindUpstream, u.Process, supervise.Policy(config.RestartAlways))
+}
+
+func processUnitConfig(name string, kind supervise.Kind, p config.Process, restart supervise.Policy) supervise.UnitConfig {
 	return supervise.UnitConfig{
 		Name:         name,
-		Kind:         supervise.KindUpstream,
-		Cmd:          u.Cmd,
-		Args:         u.Args,
-		Dir:          u.Workdir,
-		EnvFile:      u.EnvFile,
-		Env:          u.Env,
-		Restart:      supervise.Policy("always"),
-		RestartDelay: u.RestartDelay,
-		StopGrace:    u.StopGrace,
+		Kind:         kind,
+		Cmd:          p.Cmd,
+		Args:         p.Args,
+		Dir:          p.Workdir,
+		EnvFile:      p.EnvFile,
+		Env:          p.Env,
+		Restart:      restart,
+		RestartDelay: p.RestartDelay,
+		StopGrace:    p.StopGrace,
 	}
 }
 

@@ -37,18 +37,16 @@ func (c *Control) info(u *unit, st supervise.Status) UnitInfo {
 		RestartCount: st.RestartCount,
 		LastExitCode: st.LastExitCode,
 	}
-	if u.harness() != nil {
-		ui.Description = u.harness().Description
-		ui.Project = u.harness().Project
-		ui.Schedule = u.harness().Schedule
-		if u.harness().Schedule != "" {
+	if h := u.harness(); h != nil {
+		ui.Description, ui.Project, ui.Schedule = h.Description, h.Project, h.Schedule
+		if h.Schedule != "" {
 			if t, ok := c.sched.Next(u.name); ok {
 				ui.NextFire = &t
 			}
 		}
 	}
-	if u.upstream() != nil {
-		ui.Project = u.upstream().Project
+	if up := u.upstream(); up != nil {
+		ui.Project = up.Project
 	}
 	return ui
 }
@@ -67,19 +65,12 @@ func (c *Control) Describe(name string) (Description, error) {
 		LastError:     st.LastError,
 		NextRetry:     timePtr(st.NextRetry),
 	}
-	switch {
-	case u.harness() != nil:
-		d.Config = UnitConfigView{
-			Cmd: u.harness().Cmd, Args: nonNil(u.harness().Args), Workdir: u.harness().Workdir, EnvFile: u.harness().EnvFile, Env: u.harness().Env,
-			Restart: string(u.harness().Restart), RestartDelayS: u.harness().RestartDelay.Seconds(), StopGraceS: u.harness().StopGrace.Seconds(),
-			MCPAllow: nonNil(u.harness().MCPAllow), Schedule: u.harness().Schedule, HarvestTrajectory: u.harness().HarvestTrajectory,
-		}
-	case u.upstream() != nil:
-		d.Config = UnitConfigView{
-			Cmd: u.upstream().Cmd, Args: nonNil(u.upstream().Args), Workdir: u.upstream().Workdir, EnvFile: u.upstream().EnvFile, Env: u.upstream().Env,
-			Restart: "always", RestartDelayS: u.upstream().RestartDelay.Seconds(), StopGraceS: u.upstream().StopGrace.Seconds(),
-			MCPAllow: []string{},
-		}
+	if h := u.harness(); h != nil {
+		d.Config = processView(h.Process, string(h.Restart), nonNil(h.MCPAllow))
+		d.Config.Schedule, d.Config.HarvestTrajectory = h.Schedule, h.HarvestTrajectory
+	}
+	if up := u.upstream(); up != nil {
+		d.Config = processView(up.Process, string(config.RestartAlways), []string{})
 	}
 	if st.RunID != 0 && isActive(st.State) {
 		if r, ok := c.opt.Runs.Get(st.RunID); ok {
@@ -87,6 +78,16 @@ func (c *Control) Describe(name string) (Description, error) {
 		}
 	}
 	return d, nil
+}
+
+// processView shows the spawn configuration; env_file is a path, never
+// anything read from it.
+func processView(p config.Process, restart string, allow []string) UnitConfigView {
+	return UnitConfigView{
+		Cmd: p.Cmd, Args: nonNil(p.Args), Workdir: p.Workdir, EnvFile: p.EnvFile, Env: p.Env,
+		Restart: restart, RestartDelayS: p.RestartDelay.Seconds(), StopGraceS: p.StopGrace.Seconds(),
+		MCPAllow: allow,
+	}
 }
 
 func nonNil(xs []string) []string {
@@ -222,10 +223,11 @@ func (c *Control) Runs(a RunsArgs) ([]runs.Run, error) {
 func (c *Control) Jobs() []JobInfo {
 	out := []JobInfo{}
 	for _, u := range c.harnesses() {
-		if u.harness() == nil || !u.harness().IsJob() {
+		h := u.harness()
+		if h == nil || !h.IsJob() {
 			continue
 		}
-		j := JobInfo{Name: u.name, Schedule: u.harness().Schedule, State: string(u.sup.Status().State)}
+		j := JobInfo{Name: u.name, Schedule: h.Schedule, State: string(u.sup.Status().State)}
 		if t, ok := c.sched.Next(u.name); ok {
 			j.NextFire = &t
 		}
@@ -294,7 +296,7 @@ func (c *Control) Trigger(ctx context.Context, a TriggerArgs) (TriggerResult, er
 	if err != nil {
 		return TriggerResult{}, err
 	}
-	if u.harness() == nil || !u.harness().IsJob() {
+	if h := u.harness(); h == nil || !h.IsJob() {
 		return TriggerResult{}, errcode.Errorf(errcode.NotAJob, "%s is not a job (no schedule, restart %q)", a.Name, restartOf(u))
 	}
 	if a.TimeoutS < 0 {

@@ -57,7 +57,8 @@ type harvestFlag = atomic.Bool
 // syncHarvest publishes whether the unit's current configuration opts in to
 // trajectories, for its log hook. Call it wherever u.harness() changes (under c.mu).
 func (u *unit) syncHarvest() {
-	u.harvest.Store(u.harness() != nil && u.harness().HarvestTrajectory)
+	h := u.harness()
+	u.harvest.Store(h != nil && h.HarvestTrajectory)
 }
 
 // trajectoryHook returns the OnEntry hook of unit name's log: it appends
