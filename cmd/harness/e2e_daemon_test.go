@@ -601,24 +601,3 @@ func TestCLI_JSONErrorShape(t *testing.T) {
 		}
 	}
 }
-
-// After a SIGKILLed daemon, the next start also ends members of a unit's
-// process group that carry no marker (their leader died with the daemon).
-func TestCLI_NextStartEndsUnmarkedGroupMembersOfAKilledDaemon(t *testing.T) {
-	dir := t.TempDir()
-	f := newFleet(t, fmt.Sprintf(`
-[harness.holder]
-cmd = "sh"
-args = ["-c", "env -i sh -c 'trap \"\" HUP TERM; echo $$ > %s/stray.pid; exec sleep 100000' & exec sleep 100000"]
-enabled = true
-`, dir))
-	stray := readPID(t, filepath.Join(dir, "stray.pid"))
-	f.cmd.Process.Signal(syscall.SIGKILL)
-	<-f.exited
-	if !alive(stray) {
-		t.Fatal("the unmarked child died with the daemon; the test proves nothing")
-	}
-	os.Remove(filepath.Join(dir, "stray.pid"))
-	f.start()
-	waitGone(t, "unmarked group member of the killed daemon's unit", stray)
-}

@@ -45,14 +45,7 @@ func CleanupLeftovers(path string, logger *slog.Logger, grace time.Duration) (ki
 		return 0, truncateLedger(path)
 	}
 
-	c := &cleanup{match: match, logger: logger, groups: map[int]bool{}, hit: map[int]bool{}, recorded: map[int]bool{}}
-	for _, e := range data.Entries {
-		for _, id := range []int{e.PGID, e.SID} {
-			if id > 1 {
-				c.recorded[id] = true
-			}
-		}
-	}
+	c := &cleanup{match: match, logger: logger, groups: map[int]bool{}, hit: map[int]bool{}}
 	if c.pass(syscall.SIGTERM) > 0 && !c.waitGone(grace) {
 		c.pass(syscall.SIGKILL)
 		if !c.waitGone(killWait) {
@@ -109,11 +102,6 @@ type cleanup struct {
 	logger *slog.Logger
 	groups map[int]bool // groups verified by a marked member at some pass
 	hit    map[int]bool // every pid signalled so far
-	// recorded are the ledger's group and session ids. Once their leader
-	// is gone (it died with the daemon), the kernel keeps the id from
-	// reuse while members remain, so members are the unit's even without
-	// a marker (env -i children).
-	recorded map[int]bool
 }
 
 // pass signals all current targets with sig and returns how many it hit.
@@ -123,24 +111,6 @@ func (c *cleanup) pass(sig syscall.Signal) int {
 	procs := scan(c.match)
 	for g := range markedGroups(procs) {
 		c.groups[g] = true
-	}
-	leaders := map[int]bool{}
-	for _, p := range procs {
-		if p.live() {
-			leaders[p.pid] = true
-		}
-	}
-	own := syscall.Getpgrp()
-	for i, p := range procs {
-		if !p.live() {
-			continue
-		}
-		if c.recorded[p.pgid] && !leaders[p.pgid] && p.pgid != own {
-			c.groups[p.pgid] = true
-		}
-		if c.recorded[p.sid] && !leaders[p.sid] {
-			procs[i].marked = true
-		}
 	}
 	live := map[int]bool{}
 	for _, p := range procs {
