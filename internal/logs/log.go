@@ -226,8 +226,8 @@ func (l *Log) Close() error {
 	// unless a newer Log of the same unit (a unit removed and re-added by
 	// reloads while it still stopped) reserved past it: ids never go back.
 	next := l.ids.next
-	if d := onDisk(l.ids.path); d > l.ids.ceil {
-		next = d // someone else reserved past our own ceiling
+	if d := onDisk(l.ids.path); d != l.ids.ceil {
+		next = max(next, d) // another Log of the unit wrote since our reservation
 	}
 	errs = append(errs, writeAtomic(l.ids.path, fmt.Appendf(nil, "%d\n", next)))
 	l.mu.Lock()

@@ -478,3 +478,36 @@ func TestIDsNeverGoBackWhenAnOlderLogClosesLast(t *testing.T) {
 	}
 	fresh.Close()
 }
+
+func TestIDsNeverGoBackWhenTwoLogsInterleave(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Open(dir, "u", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		a.Event(1, fmt.Sprintf("a %d", i))
+	}
+	b, err := Open(dir, "u", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1100 {
+		a.Event(1, fmt.Sprintf("a %d", i))
+	}
+	for i := range 500 {
+		b.Event(2, fmt.Sprintf("b %d", i))
+	}
+	high := max(a.Tail(1)[0].ID, b.Tail(1)[0].ID)
+	b.Close()
+	a.Close()
+	c, err := Open(dir, "u", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Event(3, "next")
+	if id := c.Tail(1)[0].ID; id <= high {
+		t.Fatalf("id %d after both closed, but %d was handed out", id, high)
+	}
+}

@@ -130,7 +130,8 @@ func Kill(pid int, marker string, sig syscall.Signal) int {
 	if pid > 1 && pid != syscall.Getpgrp() {
 		reused := false
 		for _, p := range procs {
-			if p.pid == pid && p.live() {
+			// Even a zombie holds the id: the group may be someone else's.
+			if p.pid == pid {
 				reused = true
 			}
 		}
