@@ -117,12 +117,15 @@ type Control struct {
 	// boot; they stay in the state file until up or down.
 	unrestored map[string]string
 	// retiring counts units being stopped after they left the config.
-	retiring  sync.WaitGroup
-	brokerMu  sync.Mutex    // orders configureBroker calls
-	closing   atomic.Bool   // set once Close begins
-	dirty     chan struct{} // state file needs writing (capacity 1)
-	stopSaver chan struct{}
-	saverDone chan struct{}
+	retiring sync.WaitGroup
+	brokerMu sync.Mutex // orders configureBroker calls
+	// reconcileMu serialises whole reconciles (reload, project up/down),
+	// from deciding to applying; actors never take it.
+	reconcileMu sync.Mutex
+	closing     atomic.Bool   // set once Close begins
+	dirty       chan struct{} // state file needs writing (capacity 1)
+	stopSaver   chan struct{}
+	saverDone   chan struct{}
 }
 
 // New builds a Control on a validated configuration. It spawns nothing:

@@ -109,6 +109,8 @@ func processUnitConfig(name string, kind supervise.Kind, p config.Process, resta
 // shown as config_changed). It is the one place a configuration takes
 // effect, at boot and at every reload.
 func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
+	c.reconcileMu.Lock()
+	defer c.reconcileMu.Unlock()
 	var res ReloadResult
 	ps, warns := prompts.Load(cfg.Prompts.Paths)
 
@@ -250,7 +252,9 @@ func (c *Control) reconcile(scope string, want map[string]unitSpec, res *ReloadR
 		u, err := c.newUnit(name, spec.cfg)
 		if err != nil {
 			for _, a := range ch.added {
+				a.gone.Store(true)
 				delete(c.units, a.name)
+				c.retiring.Add(1) // under c.mu: Close cannot be waiting yet
 			}
 			ch.removed, ch.added, ch.updates = ch.added, nil, nil
 			return ch, err
@@ -271,6 +275,7 @@ func (c *Control) reconcile(scope string, want map[string]unitSpec, res *ReloadR
 			ch.removed = append(ch.removed, u)
 			u.gone.Store(true)
 			delete(c.units, name)
+			c.retiring.Add(1) // under c.mu: Close cannot be waiting yet
 			c.intentMu.Lock()
 			delete(c.enabled, name)
 			c.intentMu.Unlock()
@@ -299,12 +304,14 @@ type unitUpdate struct {
 	cfg supervise.UnitConfig
 }
 
-// finish applies a reconcile to the supervisors. Call it without c.mu.
-func (c *Control) finish(ch reconciled) {
+// finish applies a reconcile to the supervisors. Call it without c.mu and
+// with c.reconcileMu, so that reconciles apply in the order they decided.
+// The returned group is done when the removed units have stopped.
+func (c *Control) finish(ch reconciled) *sync.WaitGroup {
 	for _, up := range ch.updates {
 		up.u.sup.Update(up.cfg)
 	}
-	c.retire(ch.removed)
+	return c.retire(ch.removed)
 }
 
 // configureBroker tells the broker every upstream of every scope. It must
@@ -329,13 +336,16 @@ func (c *Control) configureBroker() {
 	c.opt.Upstreams.Configure(refs)
 }
 
-// retire stops and forgets units that left the configuration. It does not
-// wait: stopping never blocks the control plane; Close waits for them, so
-// nothing a retired unit started outlives the daemon.
-func (c *Control) retire(us []*unit) {
+// retire stops and forgets units that left the configuration; reconcile
+// has counted them in c.retiring. It does not wait: stopping never blocks
+// the control plane. Close waits for c.retiring, so nothing a retired unit
+// started outlives the daemon; the returned group is for these units only.
+func (c *Control) retire(us []*unit) *sync.WaitGroup {
+	var these sync.WaitGroup
 	for _, u := range us {
-		c.retiring.Add(1)
+		these.Add(1)
 		go func(u *unit) {
+			defer these.Done()
 			defer c.retiring.Done()
 			if err := u.sup.Close(context.Background()); err != nil {
 				c.log.Error("close removed unit", "unit", u.name, "err", err)
@@ -345,6 +355,7 @@ func (c *Control) retire(us []*unit) {
 			}
 		}(u)
 	}
+	return &these
 }
 
 // startAll starts units concurrently; with wait it returns once each start
@@ -425,6 +436,10 @@ func (c *Control) noteIntent(u *unit, enabled bool) {
 		return
 	}
 	c.intentMu.Lock()
+	if u.gone.Load() { // removed while we got here: its intent is gone too
+		c.intentMu.Unlock()
+		return
+	}
 	old, had := c.enabled[u.name]
 	c.enabled[u.name] = enabled
 	c.intentMu.Unlock()

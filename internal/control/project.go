@@ -91,6 +91,8 @@ func (c *Control) ProjectUp(ctx context.Context, a ProjectArgs) (ProjectResult, 
 }
 
 func (c *Control) registerProject(p *config.Project) (ProjectResult, error) {
+	c.reconcileMu.Lock()
+	defer c.reconcileMu.Unlock()
 	res := ProjectResult{Project: p.Name, Path: p.Path}
 	var rr ReloadResult
 	c.mu.Lock()
@@ -138,8 +140,19 @@ func (c *Control) registerProject(p *config.Project) (ProjectResult, error) {
 // ProjectDown answers project_down: stop the project's units and forget
 // the project. The global config file is never touched.
 func (c *Control) ProjectDown(ctx context.Context, a ProjectArgs) (ProjectResult, error) {
+	c.reconcileMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			c.reconcileMu.Unlock()
+		}
+	}()
 	name := a.Name
 	c.mu.Lock()
+	if c.closing.Load() {
+		c.mu.Unlock()
+		return ProjectResult{}, errcode.Errorf(errcode.DaemonUnavailable, "the daemon is shutting down")
+	}
 	if name == "" && a.Path != "" {
 		for n, p := range c.projects {
 			if sameFile(p.Path, a.Path) {
@@ -167,10 +180,12 @@ func (c *Control) ProjectDown(ctx context.Context, a ProjectArgs) (ProjectResult
 	delete(c.projects, name)
 	c.mu.Unlock()
 	c.configureBroker()
-	// Down waits for the units to stop: the caller asked for them gone.
-	// A caller that hangs up does not leave the work half done.
-	c.retire(ch.removed)
-	c.retiring.Wait()
+	// Down waits for its own units to stop: the caller asked for them
+	// gone. Other reconciles may go on meanwhile.
+	stopped := c.finish(ch)
+	c.reconcileMu.Unlock()
+	locked = false
+	stopped.Wait()
 	c.saveState()
 	if c.opt.OnReload != nil {
 		c.opt.OnReload()
@@ -183,6 +198,8 @@ func (c *Control) ProjectDown(ctx context.Context, a ProjectArgs) (ProjectResult
 // when the previous daemon ended. A project whose file is gone or broken
 // is reported and dropped, never fatal.
 func (c *Control) restoreProjects(paths map[string]string) {
+	c.reconcileMu.Lock()
+	defer c.reconcileMu.Unlock()
 	for _, name := range sortedKeys(paths) {
 		p, err := config.LoadProject(paths[name])
 		if err == nil && p.Name != name {

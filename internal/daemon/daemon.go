@@ -184,7 +184,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 			}
 			// watch_config or the prompt directories may have changed.
 			// Not inline: the watcher itself may be the one reloading.
-			go watch.reset(watch.ctl.Config())
+			go watch.reset()
 		},
 		Shutdown: requestShutdown,
 		Logger:   log,
@@ -220,7 +220,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	log.Info("daemon serving", "socket", paths.Socket, "config", paths.Config, "state_dir", paths.StateDir, "pid", os.Getpid(), "version", opt.Version)
 
 	ctl.Boot(ctx)
-	watch.reset(ctl.Config())
+	watch.reset()
 	if opt.Ready != nil {
 		opt.Ready(paths)
 	}

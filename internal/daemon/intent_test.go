@@ -136,3 +136,37 @@ func TestStopAllIntentSurvivesARestart(t *testing.T) {
 	defer stop()
 	waitAll(c, "stopped")
 }
+
+// project_down waits for its own units only, never for a slow global unit
+// a reload is still stopping; concurrent reloads and downs do not collide.
+func TestProjectDownWaitsForItsOwnUnitsOnly(t *testing.T) {
+	dir := t.TempDir()
+	slow := "[harness.slow]\ncmd = \"sh\"\nargs = [\"-c\", \"trap '' TERM; while true; do sleep 0.1; done\"]\nenabled = true\nstop_grace = 4\n"
+	os.WriteFile(filepath.Join(dir, "harness.toml"), []byte(slow), 0o600)
+	proj := filepath.Join(dir, "proj")
+	os.MkdirAll(proj, 0o700)
+	os.WriteFile(filepath.Join(proj, "harness.toml"), []byte("[harness.agent]\ncmd = \"sleep\"\nargs = [\"100000\"]\n"), 0o600)
+	c, stop := daemonAt(t, dir, nil)
+	defer stop()
+	ctx := context.Background()
+	if err := c.Call(ctx, "project_up", map[string]string{"path": filepath.Join(proj, "harness.toml")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "harness.toml"), nil, 0o600)
+	if err := c.Call(ctx, "reload", nil, nil); err != nil { // slow starts its 4 s stop
+		t.Fatal(err)
+	}
+	start := time.Now()
+	done := make(chan error, 3)
+	go func() { done <- c.Call(ctx, "project_down", map[string]string{"name": "proj"}, nil) }()
+	go func() { done <- c.Call(ctx, "reload", nil, nil) }()
+	go func() { done <- c.Call(ctx, "reload", nil, nil) }()
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Fatalf("project_down took %s: it waited for a unit that is not its own", d)
+	}
+}

@@ -32,10 +32,12 @@ type watcher struct {
 	stop   func()
 }
 
-// reset makes the running watch match cfg.
-func (w *watcher) reset(cfg *config.Config) {
+// reset makes the running watch match the configuration in force, read
+// under w.mu so that racing resets end on the newest one.
+func (w *watcher) reset() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	cfg := w.ctl.Config()
 	key := ""
 	if cfg.Daemon.WatchConfig && cfg.Path != "" {
 		key = cfg.Path + "\x00" + joinPaths(cfg.Prompts.Paths)

@@ -318,13 +318,18 @@ func (a *actor) reapTree(p *proc) {
 			if n == 0 && len(left) == 0 {
 				break
 			}
-			killed += max(n, len(left))
+			// The same process may be hit again while it dies: report the
+			// largest pass, not the sum.
+			killed = max(killed, n, len(left))
 			for _, pid := range left {
 				for proctree.Alive(pid) && time.Now().Before(deadline) {
 					// Polling /proc is the only way to see a non-child go away.
 					time.Sleep(5 * time.Millisecond)
 				}
 			}
+			// Unmarked group members are not in left: give them a moment
+			// to die before the next scan instead of spinning on /proc.
+			time.Sleep(5 * time.Millisecond)
 			if time.Now().After(deadline) {
 				logger.Error("supervise: leftovers survived SIGKILL", "pids", proctree.Find(p.marker))
 				break
