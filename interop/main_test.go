@@ -117,6 +117,8 @@ func newFleetAt(t *testing.T, dir, config string) *fleet {
 		"--state-dir", f.state, "--log-file", f.logPath)
 	f.cmd.Env = cleanEnv()
 	f.cmd.Stderr = &f.stderr
+	// A test binary that dies (a timeout panic) takes its daemons along.
+	f.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := f.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

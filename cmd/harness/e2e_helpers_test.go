@@ -100,6 +100,9 @@ func (f *fleet) daemonCmd() *exec.Cmd {
 	c := exec.Command(harnessBin, "daemon", "--config", f.config, "--socket", f.socket,
 		"--state-dir", f.state, "--log-file", f.logPath)
 	c.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
+	// A test binary that dies (a timeout panic) takes its daemons along,
+	// and they their units, instead of leaving them to the next run.
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return c
 }
 
