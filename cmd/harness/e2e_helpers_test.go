@@ -32,8 +32,42 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	// Every daemon and upstream the tests started runs this binary: none
+	// may outlive the tests.
+	if left := procsOf(harnessBin); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: processes of %s still running after the tests: %v\n", harnessBin, left)
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// procsOf lists live pids whose argv[0] is bin, waiting briefly for ones
+// that are on their way out.
+func procsOf(bin string) []int {
+	var left []int
+	for range 100 {
+		left = left[:0]
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err != nil || !alive(pid) {
+				continue
+			}
+			if argv0, _, _ := strings.Cut(string(b), "\x00"); argv0 == bin {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return left
 }
 
 // fleet is one real daemon on temp dirs.
