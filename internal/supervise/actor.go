@@ -221,6 +221,7 @@ func (a *actor) onUpdate(m updateCmd) {
 	name := a.cfg.Name
 	a.cfg = m.cfg
 	a.cfg.Name = name // a unit never changes its identity
+	a.publish()       // config_changed is part of the snapshot
 	m.reply <- nil
 }
 
