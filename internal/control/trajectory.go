@@ -92,9 +92,7 @@ func (c *Control) harvesting(name string) (*unit, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.mu.RLock()
-	h := u.harness()
-	c.mu.RUnlock()
+	h := u.harness() // an atomic load: no lock needed
 	if h == nil {
 		return nil, errcode.Errorf(errcode.NotPermitted, "%s is an upstream MCP server; trajectories are kept for harnesses only", name)
 	}
