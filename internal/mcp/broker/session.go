@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/internal/mcp/jsonl"
 )
 
 // serve owns one attached run: it connects, lists the tools, marks the
@@ -37,7 +39,7 @@ func (b *Broker) serve(ctx context.Context, u *upstream, c *conn, stdin io.Write
 
 	cctx, cancelConnect := context.WithTimeout(ctx, b.opts.ConnectTimeout)
 	defer cancelConnect()
-	t := &countingTransport{Transport: &mcp.IOTransport{Reader: stdout, Writer: stdin}, b: b}
+	t := &countingTransport{Transport: &jsonl.Transport{Reader: stdout, Writer: stdin}, b: b}
 	cs, err := client.Connect(cctx, t,
 		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {

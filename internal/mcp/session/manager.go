@@ -23,6 +23,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/mcp/jsonl"
 )
 
 // Ops runs control operations; *control.Control implements it.
@@ -138,7 +139,7 @@ func (m *Manager) Serve(ctx context.Context, rwc io.ReadWriteCloser, id Identity
 	defer m.serves.Done()
 	defer m.unregister(l)
 
-	ss, err := l.server.Connect(ctx, &mcp.IOTransport{Reader: rwc, Writer: rwc}, nil)
+	ss, err := l.server.Connect(ctx, &jsonl.Transport{Reader: rwc, Writer: rwc}, nil)
 	if err != nil {
 		m.closeLogged(rwc, id)
 		return fmt.Errorf("session: connect: %w", err)

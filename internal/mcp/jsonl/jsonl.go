@@ -1,0 +1,330 @@
+// Package jsonl is an MCP transport for newline-delimited JSON-RPC byte
+// streams (the stdio framing of the MCP specification), used by the daemon
+// for both of its stdio hops: a bridged session on the socket and an
+// upstream's pipes.
+//
+// It does what the go-sdk's IOTransport does, more cheaply. That transport
+// decodes every inbound message up to four times, each time through a new
+// decoder with its own 32 KiB buffer: on the proxy path that was most of the
+// daemon's allocation and so most of its GC (see docs/benchmarks.md). Here a
+// message is cut at its newline from one reused buffer and its envelope is
+// decoded once; the params, result and error stay raw for the SDK.
+//
+// Differences from IOTransport, all on purpose: a message may span lines
+// only if the lines before its last are an incomplete JSON value (a
+// pretty-printed peer still works); the envelope's keys are matched
+// exactly, as the SDK matches them; batches (JSON-RPC arrays, allowed up to
+// MCP 2025-03-26) are supported for inbound requests, and the responses to
+// a batch go back as one array.
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultMaxMessage bounds one inbound message, as the go-sdk's
+// DefaultMaxLineLength does.
+const DefaultMaxMessage = mcp.DefaultMaxLineLength
+
+// ErrMessageTooLarge is returned by Read for an inbound message longer than
+// the transport's limit; the connection is unusable after it.
+var ErrMessageTooLarge = errors.New("jsonl: inbound message exceeds the size limit")
+
+// ErrInvalidMessage is returned by Read for a line that is not a JSON-RPC
+// 2.0 message; the connection is unusable after it.
+var ErrInvalidMessage = errors.New("jsonl: invalid JSON-RPC message")
+
+// Transport connects an MCP client or server to a newline-delimited
+// JSON-RPC stream. Reader and Writer may be the same value (a net.Conn); it
+// is closed once.
+type Transport struct {
+	Reader io.ReadCloser
+	Writer io.WriteCloser
+	// MaxMessage bounds one inbound message in bytes; 0 selects
+	// DefaultMaxMessage.
+	MaxMessage int
+}
+
+// Connect implements [mcp.Transport]. It never fails.
+func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+	limit := t.MaxMessage
+	if limit <= 0 {
+		limit = DefaultMaxMessage
+	}
+	return &Conn{
+		r:      bufio.NewReaderSize(t.Reader, 16<<10),
+		rc:     t.Reader,
+		w:      t.Writer,
+		limit:  limit,
+		closed: make(chan struct{}),
+	}, nil
+}
+
+// Conn is one connection made by [Transport.Connect]. Read is called from
+// one goroutine at a time (the SDK's reader); Write and Close from any.
+type Conn struct {
+	r     *bufio.Reader
+	rc    io.ReadCloser
+	w     io.WriteCloser
+	limit int
+
+	line  []byte            // reused buffer of the message being read
+	queue []jsonrpc.Message // rest of an inbound batch, read side only
+
+	writeMu sync.Mutex
+	out     []byte         // reused buffer of the message being written
+	batches map[any]*batch // request id -> its inbound batch, under writeMu
+
+	closeOnce sync.Once
+	closeErr  error
+	closed    chan struct{}
+}
+
+// batch collects the responses to an inbound batch until every request in
+// it has one.
+type batch struct {
+	pending   int
+	responses []json.RawMessage
+}
+
+// SessionID implements [mcp.Connection]; a stream has no session id.
+func (c *Conn) SessionID() string { return "" }
+
+// Read implements [mcp.Connection]: the next message, or an error after
+// which the connection is done (io.EOF when the peer closed cleanly or
+// Close was called).
+func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(c.queue) > 0 {
+		msg := c.queue[0]
+		c.queue = c.queue[1:]
+		return msg, nil
+	}
+	c.line = c.line[:0]
+	for {
+		data, err := c.readLine()
+		if err != nil {
+			select {
+			case <-c.closed:
+				return nil, io.EOF
+			default:
+				return nil, err
+			}
+		}
+		var msg jsonrpc.Message
+		if data[0] == '[' {
+			msg, err = c.readBatch(data)
+		} else {
+			msg, err = decode(data)
+		}
+		if !incomplete(err) {
+			return msg, err
+		}
+		// A value spread over lines (a pretty-printing peer): read on.
+	}
+}
+
+// readLine appends the next non-blank line to c.line and returns all of
+// c.line without surrounding space. The bytes are valid until the next
+// Read.
+func (c *Conn) readLine() ([]byte, error) {
+	start := len(c.line)
+	for {
+		chunk, err := c.r.ReadSlice('\n')
+		if len(c.line)+len(chunk) > c.limit {
+			return nil, fmt.Errorf("%w (%d bytes)", ErrMessageTooLarge, c.limit)
+		}
+		c.line = append(c.line, chunk...)
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue // a line longer than the buffer: keep reading it
+		case err != nil:
+			if errors.Is(err, io.EOF) && len(bytes.TrimSpace(c.line)) > 0 {
+				return nil, fmt.Errorf("jsonl: stream ended inside a message: %w", io.ErrUnexpectedEOF)
+			}
+			return nil, err
+		}
+		if len(bytes.TrimSpace(c.line[start:])) == 0 {
+			c.line = c.line[:start]
+			continue
+		}
+		return bytes.TrimSpace(c.line), nil
+	}
+}
+
+// incomplete reports whether err says the JSON ended before its value did.
+func incomplete(err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se) && se.Error() == "unexpected end of JSON input"
+}
+
+// envelope keys, matched exactly.
+const (
+	keyVersion = "jsonrpc"
+	keyID      = "id"
+	keyMethod  = "method"
+	keyParams  = "params"
+	keyResult  = "result"
+	keyError   = "error"
+)
+
+// decode turns one JSON-RPC object into a Request or a Response, keeping
+// params, result and error data raw.
+func decode(data []byte) (jsonrpc.Message, error) {
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(data, &env); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+	}
+	var version string
+	if err := json.Unmarshal(env[keyVersion], &version); err != nil || version != "2.0" {
+		return nil, fmt.Errorf("%w: jsonrpc version %s, want \"2.0\"", ErrInvalidMessage, env[keyVersion])
+	}
+	var rawID any
+	if raw, ok := env[keyID]; ok {
+		if err := json.Unmarshal(raw, &rawID); err != nil {
+			return nil, fmt.Errorf("%w: id: %v", ErrInvalidMessage, err)
+		}
+	}
+	id, err := jsonrpc.MakeID(rawID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
+	}
+	if raw, ok := env[keyMethod]; ok {
+		var method string
+		if err := json.Unmarshal(raw, &method); err != nil {
+			return nil, fmt.Errorf("%w: method: %v", ErrInvalidMessage, err)
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: env[keyParams]}, nil
+	}
+	if !id.IsValid() {
+		return nil, fmt.Errorf("%w: a response without an id", ErrInvalidMessage)
+	}
+	_, hasResult := env[keyResult]
+	_, hasError := env[keyError]
+	if !hasResult && !hasError {
+		return nil, fmt.Errorf("%w: neither a method nor a result or error", ErrInvalidMessage)
+	}
+	resp := &jsonrpc.Response{ID: id, Result: env[keyResult]}
+	if raw, ok := env[keyError]; ok && !bytes.Equal(raw, []byte("null")) {
+		var we jsonrpc.Error
+		if err := json.Unmarshal(raw, &we); err != nil {
+			return nil, fmt.Errorf("%w: error: %v", ErrInvalidMessage, err)
+		}
+		resp.Error = &we
+	}
+	return resp, nil
+}
+
+// readBatch decodes an inbound batch, returns its first message and queues
+// the rest. Its requests with ids are remembered so that Write can send
+// their responses back together.
+func (c *Conn) readBatch(data []byte) (jsonrpc.Message, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, fmt.Errorf("%w: batch: %w", ErrInvalidMessage, err)
+	}
+	if len(raws) == 0 {
+		return nil, fmt.Errorf("%w: empty batch", ErrInvalidMessage)
+	}
+	msgs := make([]jsonrpc.Message, 0, len(raws))
+	b := &batch{}
+	ids := map[any]bool{}
+	for _, raw := range raws {
+		msg, err := decode(raw)
+		if err != nil {
+			return nil, err
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			if ids[req.ID.Raw()] {
+				return nil, fmt.Errorf("%w: batch repeats request id %v", ErrInvalidMessage, req.ID.Raw())
+			}
+			ids[req.ID.Raw()] = true
+			b.pending++
+		}
+		msgs = append(msgs, msg)
+	}
+	if b.pending > 0 {
+		c.writeMu.Lock()
+		if c.batches == nil {
+			c.batches = make(map[any]*batch)
+		}
+		for id := range ids {
+			if c.batches[id] != nil {
+				c.writeMu.Unlock()
+				return nil, fmt.Errorf("%w: batch reuses request id %v still in flight", ErrInvalidMessage, id)
+			}
+		}
+		for id := range ids {
+			c.batches[id] = b
+		}
+		c.writeMu.Unlock()
+	}
+	c.queue = msgs[1:]
+	return msgs[0], nil
+}
+
+// Write implements [mcp.Connection]: one message and its newline in one
+// write, or, for the last response of an inbound batch, the batch's array.
+func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("jsonl: encoding message: %w", err)
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.batches != nil {
+		if b := c.batches[resp.ID.Raw()]; b != nil {
+			delete(c.batches, resp.ID.Raw())
+			b.responses = append(b.responses, data)
+			if b.pending--; b.pending > 0 {
+				return nil
+			}
+			if data, err = json.Marshal(b.responses); err != nil {
+				return fmt.Errorf("jsonl: encoding batch response: %w", err)
+			}
+		}
+	}
+	c.out = append(append(c.out[:0], data...), '\n')
+	if _, err := c.w.Write(c.out); err != nil {
+		return fmt.Errorf("jsonl: write: %w", err)
+	}
+	return nil
+}
+
+// Close implements [mcp.Connection]: it closes the reader and the writer
+// (once if they are the same value), which ends a Read in progress.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		errR := c.rc.Close()
+		var errW error
+		if c.w != nil && !same(c.w, c.rc) {
+			errW = c.w.Close()
+		}
+		c.closeErr = errors.Join(errR, errW)
+	})
+	return c.closeErr
+}
+
+// same reports whether a and b are one value, without panicking on values
+// that cannot be compared.
+func same(a, b any) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta != nil && ta.Comparable() && a == b
+}
