@@ -2,10 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 
@@ -36,34 +33,16 @@ Without a token it is read-only unless --allow-control is given.`,
 	return cmd
 }
 
-// bridge copies bytes both ways between stdio and the daemon's MCP stream.
-// It ends when the daemon closes the stream, or when stdin ends and the
-// daemon has answered what it was sent.
+// bridge connects stdio to an MCP session of the daemon until one side
+// ends.
 func bridge(cmd *cobra.Command, socket, token string, allowControl bool) error {
 	conn, err := client.DialMCP(cmd.Context(), socket, token, allowControl)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	defer conn.Close()
-	fromDaemon := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(cmd.OutOrStdout(), conn)
-		fromDaemon <- err
-	}()
-	go func() {
-		_, err := io.Copy(conn, cmd.InOrStdin())
-		if err != nil {
-			fmt.Fprintln(cmd.ErrOrStderr(), "harness mcp: stdin:", err)
-		}
-		// Half-close so the daemon sees EOF but can still flush answers.
-		if uc, ok := conn.(*net.UnixConn); ok {
-			uc.CloseWrite()
-		} else {
-			conn.Close()
-		}
-	}()
-	if err := <-fromDaemon; err != nil && !errors.Is(err, net.ErrClosed) {
-		return fmt.Errorf("mcp: connection to daemon: %w", err)
+	if err := client.Bridge(conn, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+		return fmt.Errorf("mcp: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,163 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// nonblocking reports f's O_NONBLOCK without changing it (f.Fd would).
+func nonblocking(t *testing.T, f *os.File) bool {
+	t.Helper()
+	raw, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	if cerr := raw.Control(func(fd uintptr) { flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }); cerr != nil || err != nil {
+		t.Fatal(cerr, err)
+	}
+	return flags&unix.O_NONBLOCK != 0
+}
+
+// setBlocking puts f's description into blocking mode, as a parent
+// process hands a pipe to its child.
+func setBlocking(t *testing.T, files ...*os.File) {
+	t.Helper()
+	for _, f := range files {
+		raw, err := f.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cerr := raw.Control(func(fd uintptr) { err = syscall.SetNonblock(int(fd), false) }); cerr != nil || err != nil {
+			t.Fatal(cerr, err)
+		}
+	}
+}
+
+// TestBridgeCopiesBothWaysAndRestoresBlockingStdio runs Bridge on real
+// pipes, as `harness mcp` gets them from an agent: bytes flow both ways,
+// stdin's end half-closes the stream, and the pipes are blocking again
+// afterwards (their open file descriptions are shared with the parent).
+func TestBridgeCopiesBothWaysAndRestoresBlockingStdio(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "2") // keep the test binary's own setting
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	defer outR.Close()
+	setBlocking(t, inR, outW)
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns [2]net.Conn
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "sp")
+		if conns[i], err = net.FileConn(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	daemonSide := conns[1]
+	defer daemonSide.Close()
+	// The daemon side echoes each line upper-cased until it sees EOF, then
+	// sends a last line and closes: the bridge must deliver it.
+	go func() {
+		sc := bufio.NewScanner(daemonSide)
+		for sc.Scan() {
+			_, _ = daemonSide.Write(append(bytes.ToUpper(sc.Bytes()), '\n'))
+		}
+		_, _ = daemonSide.Write([]byte("BYE\n"))
+		_ = daemonSide.Close()
+	}()
+	done := make(chan error, 1)
+	var errw bytes.Buffer
+	go func() { done <- Bridge(conns[0], inR, outW, &errw) }()
+
+	rd := bufio.NewReader(outR)
+	for _, msg := range []string{"one", "two"} {
+		if _, err := inW.Write([]byte(msg + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		_ = outR.SetReadDeadline(time.Now().Add(5 * time.Second))
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the bridge's stdout: %v", err)
+		}
+		if want := string(bytes.ToUpper([]byte(msg))) + "\n"; line != want {
+			t.Fatalf("got %q, want %q", line, want)
+		}
+	}
+	if !nonblocking(t, inR) || !nonblocking(t, outW) {
+		t.Fatal("the bridge does not read and write stdio through the poller")
+	}
+	inW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Bridge = %v (stderr %q)", err, errw.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Bridge did not return after stdin ended and the daemon closed")
+	}
+	if nonblocking(t, inR) || nonblocking(t, outW) {
+		t.Fatal("stdio left nonblocking")
+	}
+	conns[0].Close()
+	outW.Close()
+	if rest, _ := io.ReadAll(rd); string(rest) != "BYE\n" {
+		t.Fatalf("after stdin ended got %q, want the daemon's last line", rest)
+	}
+}
+
+// TestPollableLeavesFilesAndPreSetModesAlone: a regular file is used as
+// it is, and a pipe someone already made nonblocking is not touched.
+func TestPollableLeavesFilesAndPreSetModesAlone(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, restore := pollable(f)
+	restore()
+	if got != f {
+		t.Fatal("a regular file was replaced")
+	}
+
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	// os.Pipe files are nonblocking already.
+	if !nonblocking(t, r) {
+		t.Fatal("os.Pipe gave a blocking pipe")
+	}
+	got, restore = pollable(r)
+	restore()
+	if got != r || !nonblocking(t, r) {
+		t.Fatal("a pipe already nonblocking was changed")
+	}
+
+	var buf bytes.Buffer
+	if gotW, restoreW := pollable(io.Writer(&buf)); gotW != io.Writer(&buf) {
+		t.Fatal("a non-file writer was replaced")
+	} else {
+		restoreW()
+	}
+}
