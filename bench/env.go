@@ -289,3 +289,6 @@ func serveDaemon(args []string) error {
 		Logger: slog.New(slog.NewTextHandler(lf, nil)),
 	})
 }
+
+// pid is the daemon's process id.
+func (d *benchDaemon) pid() int { return d.cmd.Process.Pid }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"time"
 )
@@ -33,6 +34,7 @@ type callRow struct {
 	Path       string // a, a1, b, c
 	Stats      stats
 	Throughput float64 // calls per second over all sessions
+	CPU        cpuUse  // CPU time per call, by process role
 }
 
 // metricRow is one measurement of parts 2 and 3.
@@ -98,6 +100,18 @@ func (r *report) print(w io.Writer) {
 				c.Sessions, c.Path, c.Stats.N, us(c.Stats.P50), us(c.Stats.P99), c.Throughput,
 				ratio(float64(c.Stats.P50), float64(a.Stats.P50)), us(c.Stats.P50-a.Stats.P50),
 				ratio(c.Throughput, a.Throughput), ratio(c.Throughput, a1.Throughput))
+		}
+		fmt.Fprintf(w, "\nCPU time per call, by process (user + system, from /proc; %d cores, so %d cores / all = the CPU-bound ceiling):\n\n", runtime.NumCPU(), runtime.NumCPU())
+		fmt.Fprintf(w, "| sessions | path | client | bridges | daemon | upstream | all | ceiling calls/s | measured / ceiling |\n")
+		fmt.Fprintf(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, c := range r.Calls {
+			ceiling := 0.0
+			if t := c.CPU.total(); t > 0 {
+				ceiling = float64(runtime.NumCPU()) * float64(time.Second) / float64(t)
+			}
+			fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %.0f | %s |\n", c.Sessions, c.Path,
+				us(c.CPU.Client), us(c.CPU.Bridge), us(c.CPU.Daemon), us(c.CPU.Upstream), us(c.CPU.total()),
+				ceiling, ratio(c.Throughput, ceiling))
 		}
 	}
 	if len(r.Metrics) > 0 {
