@@ -209,30 +209,32 @@ func (c *conn) call(ctx context.Context, req Request) (res any, err error) {
 }
 
 func (c *conn) respond(req Request, res any, err error) {
-	resp := Response{ID: req.ID}
+	var payload []byte
 	if err == nil {
 		raw, merr := json.Marshal(res)
 		if merr != nil {
 			err = errcode.Errorf(errcode.Internal, "op %s: encode result: %v", req.Op, merr)
 		} else {
-			resp.Result = raw
+			// raw is compact and valid: wrap it without a second pass.
+			payload = AppendResponse(make([]byte, 0, len(raw)+32), req.ID, raw)
 		}
 	}
 	if err != nil {
 		c.s.logger().Debug("protocol: request failed", "conn", c.id, "op", req.Op, "err", err)
 		body := errcode.BodyOf(err)
-		resp.Result, resp.Error = nil, &body
-	}
-	payload, merr := json.Marshal(resp)
-	if merr != nil {
-		c.s.logger().Error("protocol: encode response", "op", req.Op, "err", merr)
-		return
+		var merr error
+		payload, merr = json.Marshal(Response{ID: req.ID, Error: &body})
+		if merr != nil {
+			c.s.logger().Error("protocol: encode response", "op", req.Op, "err", merr)
+			return
+		}
 	}
 	if len(payload)+1 > c.s.maxFrame() {
 		// The client would reject the frame and lose the connection; answer
 		// this one request with an error instead.
 		body := errcode.BodyOf(errcode.Errorf(errcode.Internal,
 			"op %s: result of %d bytes exceeds the %d-byte frame limit", req.Op, len(payload), c.s.maxFrame()))
+		var merr error
 		payload, merr = json.Marshal(Response{ID: req.ID, Error: &body})
 		if merr != nil {
 			c.s.logger().Error("protocol: encode response", "op", req.Op, "err", merr)

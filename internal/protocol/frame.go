@@ -106,15 +106,23 @@ func unexpectedEOF(err error) error {
 // WriteFrame writes one frame in a single Write call, so concurrent writers
 // that serialise on a mutex never interleave partial frames.
 func WriteFrame(w io.Writer, t FrameType, payload []byte) error {
-	if uint64(len(payload))+1 > uint64(^uint32(0)) {
-		return fmt.Errorf("write %s frame: %w: %d bytes", t, ErrFrameTooLarge, len(payload))
+	buf, err := AppendFrame(make([]byte, 0, 5+len(payload)), t, payload)
+	if err != nil {
+		return err
 	}
-	buf := make([]byte, 5+len(payload))
-	binary.BigEndian.PutUint32(buf[:4], uint32(len(payload)+1))
-	buf[4] = byte(t)
-	copy(buf[5:], payload)
 	if _, err := w.Write(buf); err != nil {
 		return fmt.Errorf("write %s frame: %w", t, err)
 	}
 	return nil
+}
+
+// AppendFrame appends one frame to dst, for a writer that sends several
+// frames in one Write.
+func AppendFrame(dst []byte, t FrameType, payload []byte) ([]byte, error) {
+	if uint64(len(payload))+1 > uint64(^uint32(0)) {
+		return dst, fmt.Errorf("write %s frame: %w: %d bytes", t, ErrFrameTooLarge, len(payload))
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(payload)+1))
+	dst = append(dst, byte(t))
+	return append(dst, payload...), nil
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,6 +56,65 @@ type Response struct {
 	ID     uint64          `json:"id"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *errcode.Body   `json:"error,omitempty"`
+}
+
+// The fixed parts of a successful Response as json.Marshal writes it:
+// {"id":N,"result":R}.
+const (
+	responseIDPrefix     = `{"id":`
+	responseResultPrefix = `,"result":`
+)
+
+// AppendResponse appends the JSON of Response{ID: id, Result: result} to
+// dst: the same bytes as json.Marshal, for a result that is already
+// compact, valid JSON and not empty (what json.Marshal returns). Marshaling
+// the Response itself would validate and compact the result a second time,
+// which for a large result (list of a big fleet) costs more than encoding it.
+func AppendResponse(dst []byte, id uint64, result []byte) []byte {
+	dst = append(dst, responseIDPrefix...)
+	dst = strconv.AppendUint(dst, id, 10)
+	dst = append(dst, responseResultPrefix...)
+	dst = append(dst, result...)
+	return append(dst, '}')
+}
+
+// DecodeResponse decodes a Response payload. The form AppendResponse
+// writes is split without a pass over the result: its bytes are left for
+// the caller's decoder to validate (Result then aliases payload). Anything
+// else goes through json.Unmarshal.
+func DecodeResponse(payload []byte) (Response, error) {
+	var r Response
+	if id, result, ok := splitResponse(payload); ok {
+		r.ID, r.Result = id, result
+		return r, nil
+	}
+	err := json.Unmarshal(payload, &r)
+	return r, err
+}
+
+// splitResponse recognises {"id":N,"result":R} with N a canonical
+// unsigned integer and R not empty.
+func splitResponse(payload []byte) (uint64, []byte, bool) {
+	rest, ok := bytes.CutPrefix(payload, []byte(responseIDPrefix))
+	if !ok {
+		return 0, nil, false
+	}
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == 0 || (n > 1 && rest[0] == '0') {
+		return 0, nil, false
+	}
+	id, err := strconv.ParseUint(string(rest[:n]), 10, 64)
+	if err != nil {
+		return 0, nil, false
+	}
+	result, ok := bytes.CutPrefix(rest[n:], []byte(responseResultPrefix))
+	if !ok || len(result) < 2 || result[len(result)-1] != '}' {
+		return 0, nil, false
+	}
+	return id, result[:len(result)-1], true
 }
 
 // Event kinds.

@@ -104,6 +104,55 @@ func TestVersionMismatchAnsweredAndClosed(t *testing.T) {
 	}
 }
 
+// A client may send requests right behind the hello without waiting for
+// the welcome (client.CallOnce does): they wait in the socket until the
+// handshake is done, and a refused hello is still answered with its Error
+// frame.
+func TestRequestPipelinedBehindHello(t *testing.T) {
+	sock, _ := startServer(t, newFake(), nil)
+	frames := func(proto string) []byte {
+		var out []byte
+		for _, f := range []struct {
+			t protocol.FrameType
+			v any
+		}{
+			{protocol.FrameHello, protocol.Hello{Proto: proto, Mode: protocol.ModeControl, Client: "raw-test"}},
+			{protocol.FrameRequest, protocol.Request{ID: 1, Op: "echo", Args: json.RawMessage(`{"a":1}`)}},
+			{protocol.FrameRequest, protocol.Request{ID: 2, Op: "echo", Args: json.RawMessage(`[2]`)}},
+		} {
+			b, err := json.Marshal(f.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err = protocol.AppendFrame(out, f.t, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	r := dialRaw(t, sock)
+	if _, err := r.nc.Write(frames(protocol.Version)); err != nil {
+		t.Fatal(err)
+	}
+	if ft, p := r.read(); ft != protocol.FrameWelcome {
+		t.Fatalf("got %s frame %s, want welcome", ft, p)
+	}
+	got := map[uint64]string{}
+	for range 2 {
+		resp := r.response()
+		got[resp.ID] = string(resp.Result)
+	}
+	if got[1] != `{"a":1}` || got[2] != `[2]` {
+		t.Fatalf("pipelined requests answered %v", got)
+	}
+
+	r = dialRaw(t, sock)
+	if _, err := r.nc.Write(frames("2.0")); err != nil {
+		t.Fatal(err)
+	}
+	r.expectErrorThenClose(errcode.VersionMismatch)
+}
+
 func TestBadHandshakes(t *testing.T) {
 	sock, _ := startServer(t, newFake(), nil)
 	r := dialRaw(t, sock)

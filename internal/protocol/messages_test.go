@@ -1,0 +1,67 @@
+package protocol_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/protocol"
+)
+
+// AppendResponse writes what json.Marshal writes for the same Response, so
+// a client of any version decodes it as before.
+func TestAppendResponseIsJSONMarshal(t *testing.T) {
+	for _, id := range []uint64{0, 1, 7, 1234567, math.MaxUint64} {
+		for _, v := range []any{nil, []int{}, map[string]any{"a": []string{"<x>", "é"}}, "s", 3.5, true,
+			[]struct {
+				N string `json:"name"`
+			}{{"h000"}, {"h001"}}} {
+			raw, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(protocol.Response{ID: id, Result: raw})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := protocol.AppendResponse([]byte("x"), id, raw); !bytes.Equal(got, append([]byte("x"), want...)) {
+				t.Errorf("AppendResponse(%d, %s) = %s, want x%s", id, raw, got, want)
+			}
+		}
+	}
+}
+
+func TestDecodeResponse(t *testing.T) {
+	for _, tc := range []struct {
+		payload string
+		want    protocol.Response
+	}{
+		{`{"id":1,"result":[{"a":1},{"b":"}"}]}`, protocol.Response{ID: 1, Result: json.RawMessage(`[{"a":1},{"b":"}"}]`)}},
+		{`{"id":18446744073709551615,"result":null}`, protocol.Response{ID: math.MaxUint64, Result: json.RawMessage(`null`)}},
+		{`{"id":0,"result":{}}`, protocol.Response{ID: 0, Result: json.RawMessage(`{}`)}},
+		// Not the canonical form: decoded by encoding/json.
+		{`{"id":2,"error":{"code":"unknown_harness","message":"m"}}`,
+			protocol.Response{ID: 2, Error: &errcode.Body{Code: errcode.UnknownHarness, Message: "m"}}},
+		{`{"result":[1] , "id":3}`, protocol.Response{ID: 3, Result: json.RawMessage(`[1]`)}},
+		{` {"id":4,"result":5}`, protocol.Response{ID: 4, Result: json.RawMessage(`5`)}},
+		{`{"id":05,"result":5}`, protocol.Response{}},
+		{`{"id":18446744073709551616,"result":5}`, protocol.Response{}},
+	} {
+		got, err := protocol.DecodeResponse([]byte(tc.payload))
+		var want protocol.Response
+		wantErr := json.Unmarshal([]byte(tc.payload), &want)
+		if (err != nil) != (wantErr != nil) {
+			t.Errorf("DecodeResponse(%s) error %v, json.Unmarshal %v", tc.payload, err, wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) || !reflect.DeepEqual(got, want) {
+			t.Errorf("DecodeResponse(%s) = %+v, want %+v (json.Unmarshal: %+v)", tc.payload, got, tc.want, want)
+		}
+	}
+}
