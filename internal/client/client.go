@@ -96,15 +96,11 @@ func DialMCP(ctx context.Context, socket, token string, allowControl bool) (net.
 // stream that follows is held back from the caller.
 func dial(ctx context.Context, socket string, hello protocol.Hello) (net.Conn, protocol.Welcome, error) {
 	var w protocol.Welcome
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", socket)
+	nc, err := connect(ctx, socket)
 	if err != nil {
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, w, fmt.Errorf("daemon not running at %s: %w: %w", socket, err, errcode.ErrDaemonUnavailable)
-		}
-		return nil, w, fmt.Errorf("cannot reach daemon at %s: %w: %w", socket, err, errcode.ErrDaemonUnavailable)
+		return nil, w, err
 	}
-	w, err = handshake(ctx, nc, socket, hello)
+	w, err = handshake(ctx, nc, nc, socket, hello, nil)
 	if err != nil {
 		if cerr := nc.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close %s: %w", socket, cerr))
@@ -114,7 +110,25 @@ func dial(ctx context.Context, socket string, hello protocol.Hello) (net.Conn, p
 	return nc, w, nil
 }
 
-func handshake(ctx context.Context, nc net.Conn, socket string, hello protocol.Hello) (protocol.Welcome, error) {
+// connect opens the socket.
+func connect(ctx context.Context, socket string) (net.Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("daemon not running at %s: %w: %w", socket, err, errcode.ErrDaemonUnavailable)
+		}
+		return nil, fmt.Errorf("cannot reach daemon at %s: %w: %w", socket, err, errcode.ErrDaemonUnavailable)
+	}
+	return nc, nil
+}
+
+// handshake sends the hello, followed in the same write by pipelined (whole
+// frames, or nil), and reads the welcome from r (nc, or a reader on it).
+// The daemon reads the hello unbuffered, so frames sent behind it wait in
+// the socket until the handshake is done; a daemon that refuses the hello
+// never reads them.
+func handshake(ctx context.Context, nc net.Conn, r io.Reader, socket string, hello protocol.Hello, pipelined []byte) (protocol.Welcome, error) {
 	var w protocol.Welcome
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -123,22 +137,8 @@ func handshake(ctx context.Context, nc net.Conn, socket string, hello protocol.H
 	if err := nc.SetDeadline(deadline); err != nil {
 		return w, fmt.Errorf("handshake with %s: %w", socket, err)
 	}
-	// Cancellation interrupts the blocking read by moving the deadline.
-	fired := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		defer close(fired)
-		_ = nc.SetDeadline(time.Unix(1, 0)) // only fails on a closed conn, which fails the read anyway
-	})
-	stopped := false
-	disarm := func() {
-		if !stopped {
-			stopped = true
-			if !stop() {
-				<-fired // cancelled meanwhile: let its deadline land before ours
-			}
-		}
-	}
-	defer disarm()
+	unwatch := watch(ctx, nc)
+	defer unwatch()
 
 	hello.Proto = protocol.Version
 	hello.Client = fmt.Sprintf("%s[%d]", filepath.Base(os.Args[0]), os.Getpid())
@@ -146,10 +146,14 @@ func handshake(ctx context.Context, nc net.Conn, socket string, hello protocol.H
 	if err != nil {
 		return w, fmt.Errorf("handshake with %s: encode hello: %w", socket, err)
 	}
-	if err := protocol.WriteFrame(nc, protocol.FrameHello, payload); err != nil {
-		return w, handshakeErr(ctx, socket, err)
+	out, err := protocol.AppendFrame(make([]byte, 0, 5+len(payload)+len(pipelined)), protocol.FrameHello, payload)
+	if err != nil {
+		return w, fmt.Errorf("handshake with %s: %w", socket, err)
 	}
-	t, payload, err := protocol.ReadFrame(nc, protocol.MaxFrame)
+	if _, err := nc.Write(append(out, pipelined...)); err != nil {
+		return w, handshakeErr(ctx, socket, fmt.Errorf("write %s frame: %w", protocol.FrameHello, err))
+	}
+	t, payload, err := protocol.ReadFrame(r, protocol.MaxFrame)
 	if err != nil {
 		return w, handshakeErr(ctx, socket, err)
 	}
@@ -169,11 +173,33 @@ func handshake(ctx context.Context, nc net.Conn, socket string, hello protocol.H
 		return w, fmt.Errorf("handshake with daemon at %s: daemon speaks protocol %q, client %s: %w",
 			socket, w.Proto, protocol.Version, errcode.ErrVersionMismatch)
 	}
-	disarm()
+	unwatch()
 	if err := nc.SetDeadline(time.Time{}); err != nil {
 		return w, fmt.Errorf("handshake with %s: clear deadline: %w", socket, err)
 	}
 	return w, nil
+}
+
+// watch makes cancelling ctx interrupt a blocked read or write on nc by
+// moving its deadline into the past. The returned func stops watching (it
+// may be called more than once); if ctx was cancelled meanwhile, it waits
+// until that deadline has landed, so one the caller sets next is not
+// overwritten.
+func watch(ctx context.Context, nc net.Conn) (unwatch func()) {
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(fired)
+		_ = nc.SetDeadline(time.Unix(1, 0)) // only fails on a closed conn, which fails the read anyway
+	})
+	stopped := false
+	return func() {
+		if !stopped {
+			stopped = true
+			if !stop() {
+				<-fired
+			}
+		}
+	}
 }
 
 func handshakeErr(ctx context.Context, socket string, err error) error {
@@ -211,27 +237,10 @@ func (c *Client) DroppedEvents() uint64 { return c.dropped.Load() }
 // errors.Is matches its code. Cancelling ctx abandons the wait; the
 // daemon's late answer is discarded.
 func (c *Client) Call(ctx context.Context, op string, args any, result any) error {
-	var raw json.RawMessage
-	switch a := args.(type) {
-	case nil:
-	case json.RawMessage:
-		raw = a
-	default:
-		b, err := json.Marshal(args)
-		if err != nil {
-			return fmt.Errorf("call %s: encode args: %w", op, err)
-		}
-		raw = b
-	}
 	id := c.nextID.Add(1)
-	payload, err := json.Marshal(protocol.Request{ID: id, Op: op, Args: raw})
+	payload, err := encodeRequest(id, op, args)
 	if err != nil {
-		return fmt.Errorf("call %s: encode request: %w", op, err)
-	}
-	// The daemon closes a connection that sends an oversized frame, which
-	// would fail every other call on it: refuse this one call instead.
-	if len(payload)+1 > protocol.MaxFrame {
-		return errcode.Errorf(errcode.InvalidArgument, "call %s: request of %d bytes is over the %d byte frame limit", op, len(payload), protocol.MaxFrame)
+		return err
 	}
 	ch := make(chan protocol.Response, 1)
 	c.mu.Lock()
@@ -260,15 +269,110 @@ func (c *Client) Call(ctx context.Context, op string, args any, result any) erro
 			return fmt.Errorf("call %s: %w", op, c.cause())
 		}
 	}
+	return decodeResult(op, resp, result)
+}
+
+// encodeRequest is the payload of a Request frame.
+func encodeRequest(id uint64, op string, args any) ([]byte, error) {
+	var raw json.RawMessage
+	switch a := args.(type) {
+	case nil:
+	case json.RawMessage:
+		raw = a
+	default:
+		b, err := json.Marshal(args)
+		if err != nil {
+			return nil, fmt.Errorf("call %s: encode args: %w", op, err)
+		}
+		raw = b
+	}
+	payload, err := json.Marshal(protocol.Request{ID: id, Op: op, Args: raw})
+	if err != nil {
+		return nil, fmt.Errorf("call %s: encode request: %w", op, err)
+	}
+	// The daemon closes a connection that sends an oversized frame, which
+	// would fail every other call on it: refuse this one call instead.
+	if len(payload)+1 > protocol.MaxFrame {
+		return nil, errcode.Errorf(errcode.InvalidArgument, "call %s: request of %d bytes is over the %d byte frame limit", op, len(payload), protocol.MaxFrame)
+	}
+	return payload, nil
+}
+
+// decodeResult turns a response into Call's error and result.
+func decodeResult(op string, resp protocol.Response, result any) error {
 	if resp.Error != nil {
 		return &errcode.Remote{Code: resp.Error.Code, Message: resp.Error.Message}
 	}
-	if result != nil && len(resp.Result) > 0 {
-		if err := json.Unmarshal(resp.Result, result); err != nil {
-			return fmt.Errorf("call %s: decode result: %w", op, err)
+	if len(resp.Result) == 0 {
+		return nil
+	}
+	rawOut, isRaw := result.(*json.RawMessage)
+	isRaw = isRaw && rawOut != nil // a nil pointer is json.Unmarshal's error
+	if result == nil || isRaw {
+		// Nothing to decode, but a malformed answer is still an error.
+		// (json.Unmarshal into a RawMessage would scan it twice.)
+		if !json.Valid(resp.Result) {
+			return fmt.Errorf("call %s: decode result: invalid JSON %.40q", op, resp.Result)
 		}
+		if isRaw {
+			*rawOut = resp.Result
+		}
+		return nil
+	}
+	if err := json.Unmarshal(resp.Result, result); err != nil {
+		return fmt.Errorf("call %s: decode result: %w", op, err)
 	}
 	return nil
+}
+
+// CallOnce runs one operation on a connection of its own and closes it,
+// as a CLI verb does. It returns what Dial and Call would, but sends the
+// request right behind the hello instead of waiting for the welcome, and
+// reads both answers itself: one round trip to the daemon instead of two,
+// and no reader goroutine.
+func CallOnce(ctx context.Context, socket, op string, args any, result any) error {
+	const id = 1
+	payload, err := encodeRequest(id, op, args)
+	if err != nil {
+		return err
+	}
+	req, err := protocol.AppendFrame(nil, protocol.FrameRequest, payload)
+	if err != nil {
+		return fmt.Errorf("call %s: %w", op, err)
+	}
+	nc, err := connect(ctx, socket)
+	if err != nil {
+		return err
+	}
+	defer nc.Close() // after a complete answer nothing is lost if closing fails
+	br := bufio.NewReader(nc)
+	if _, err := handshake(ctx, nc, br, socket, protocol.Hello{Mode: protocol.ModeControl}, req); err != nil {
+		return err
+	}
+	unwatch := watch(ctx, nc)
+	defer unwatch()
+	t, payload, err := protocol.ReadFrame(br, protocol.MaxFrame)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("call %s: %w", op, ctx.Err())
+		}
+		return fmt.Errorf("call %s: connection to daemon at %s lost: %w: %w", op, socket, err, errcode.ErrDaemonUnavailable)
+	}
+	switch t {
+	case protocol.FrameResponse:
+		resp, err := protocol.DecodeResponse(payload)
+		if err != nil {
+			return fmt.Errorf("call %s: daemon at %s sent a bad response: %w", op, socket, err)
+		}
+		if resp.ID != id {
+			return fmt.Errorf("call %s: daemon at %s answered request %d, want %d", op, socket, resp.ID, id)
+		}
+		return decodeResult(op, resp, result)
+	case protocol.FrameError:
+		return fmt.Errorf("call %s: daemon at %s closed the connection: %w", op, socket, decodeRemote(payload))
+	default:
+		return fmt.Errorf("call %s: daemon at %s sent an unexpected %s frame", op, socket, t)
+	}
 }
 
 // cause is why the connection ended, nil while it is up.
@@ -397,8 +501,9 @@ func (c *Client) readLoop() {
 		}
 		switch t {
 		case protocol.FrameResponse:
-			var resp protocol.Response
-			if err := json.Unmarshal(payload, &resp); err != nil {
+			// The result is validated where it is decoded, in Call.
+			resp, err := protocol.DecodeResponse(payload)
+			if err != nil {
 				c.fail(fmt.Errorf("daemon at %s sent a bad response: %w", c.socket, err))
 				return
 			}

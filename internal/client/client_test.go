@@ -369,3 +369,59 @@ func TestDialMCPEchoesRawStream(t *testing.T) {
 		t.Fatalf("echo %q %v", line, err)
 	}
 }
+
+// CallOnce answers as Dial + Call do: results, raw results, daemon errors.
+func TestCallOnce(t *testing.T) {
+	d := startDaemon(t, newFake())
+	ctx := testCtx(t)
+	var out map[string]int
+	if err := client.CallOnce(ctx, d.sock, "echo", map[string]int{"n": 7}, &out); err != nil || out["n"] != 7 {
+		t.Fatalf("echo: %v %v", out, err)
+	}
+	var raw json.RawMessage
+	if err := client.CallOnce(ctx, d.sock, "echo", json.RawMessage(`[1, {"a":"<b>"}]`), &raw); err != nil || string(raw) != `[1,{"a":"\u003cb\u003e"}]` {
+		t.Fatalf("raw echo: %s %v", raw, err)
+	}
+	if err := client.CallOnce(ctx, d.sock, "echo", nil, nil); err != nil {
+		t.Fatalf("echo without result: %v", err)
+	}
+	err := client.CallOnce(ctx, d.sock, "missing", nil, &out)
+	var remote *errcode.Remote
+	if !errors.Is(err, errcode.ErrUnknownHarness) || !errors.As(err, &remote) || !strings.Contains(remote.Message, `"ghost"`) {
+		t.Fatalf("err %v, want a Remote unknown_harness naming ghost", err)
+	}
+	if err := client.CallOnce(ctx, d.sock, "echo", make(chan int), nil); err == nil {
+		t.Fatal("unencodable args accepted")
+	}
+	missing := filepath.Join(t.TempDir(), "nobody.sock")
+	if err := client.CallOnce(ctx, missing, "echo", nil, nil); !errors.Is(err, errcode.ErrDaemonUnavailable) ||
+		!strings.Contains(err.Error(), "daemon not running at "+missing) {
+		t.Fatalf("missing socket: %v", err)
+	}
+}
+
+// The request sent behind the hello does not hide a refused handshake.
+func TestCallOnceVersionMismatch(t *testing.T) {
+	sock := fakeDaemon(t, protocol.FrameError, `{"code":"version_mismatch","message":"daemon speaks protocol 2.x, client 1.0"}`)
+	err := client.CallOnce(testCtx(t), sock, "echo", nil, nil)
+	if !errors.Is(err, errcode.ErrVersionMismatch) || !strings.Contains(err.Error(), "daemon speaks protocol 2.x, client 1.0") {
+		t.Fatalf("CallOnce: %v, want version_mismatch with the daemon's message", err)
+	}
+	sock = fakeDaemon(t, protocol.FrameWelcome, `{"proto":"3.1","version":"x","pid":1}`)
+	if err := client.CallOnce(testCtx(t), sock, "echo", nil, nil); !errors.Is(err, errcode.ErrVersionMismatch) {
+		t.Fatalf("CallOnce to a 3.x daemon: %v", err)
+	}
+}
+
+func TestCallOnceCancel(t *testing.T) {
+	h := newFake()
+	d := startDaemon(t, h)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	res := make(chan error, 1)
+	go func() { res <- client.CallOnce(ctx, d.sock, "slow", nil, nil) }()
+	<-h.started
+	cancel()
+	if err := <-res; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+}
