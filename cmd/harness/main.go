@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -162,14 +163,10 @@ func (g *globals) statePath() string {
 	return s
 }
 
-// call runs one control operation against the daemon.
+// call runs one control operation against the daemon, on a connection
+// of its own (one round trip: the request rides with the hello).
 func (g *globals) call(ctx context.Context, op string, args any, result any) error {
-	c, err := client.Dial(ctx, g.socketPath())
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return c.Call(ctx, op, args, result)
+	return client.CallOnce(ctx, g.socketPath(), op, args, result)
 }
 
 // emit prints v as indented JSON.
@@ -177,6 +174,19 @@ func emit(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// emitRaw prints JSON that is already encoded (compact, as json.Marshal
+// writes it) exactly as emit prints the value it encodes.
+func emitRaw(w io.Writer, raw json.RawMessage) error {
+	var b bytes.Buffer
+	b.Grow(2*len(raw) + 1)
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return err
+	}
+	b.WriteByte('\n')
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 func addJSON(cmd *cobra.Command, g *globals) {

@@ -146,11 +146,7 @@ func psCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var res []control.UnitInfo
-			if err := g.call(cmd.Context(), "list", control.ListArgs{ProjectPath: path}, &res); err != nil {
-				return err
-			}
-			return renderList(cmd, g, res)
+			return listUnits(cmd, g, control.ListArgs{ProjectPath: path})
 		},
 	}
 	addJSON(cmd, g)
