@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -519,9 +520,13 @@ func (c *Control) harnesses() []*unit {
 			out = append(out, u)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	slices.SortFunc(out, byName)
 	return out
 }
+
+// byName orders units by name. (slices.SortFunc: sort.Slice's reflection
+// showed in the profile of list on a 200-unit fleet.)
+func byName(a, b *unit) int { return strings.Compare(a.name, b.name) }
 
 // upstreams returns the upstream units sorted by name.
 func (c *Control) upstreamUnits() []*unit {
@@ -533,7 +538,7 @@ func (c *Control) upstreamUnits() []*unit {
 			out = append(out, u)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	slices.SortFunc(out, byName)
 	return out
 }
 
