@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 
 // startDaemon runs a daemon in-process on temp dirs and returns its socket
 // and a func that stops it and waits for Run to return.
-func startDaemon(t *testing.T, config string) (socket string, stop func() error) {
+func startDaemon(t testing.TB, config string) (socket string, stop func() error) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "harness.toml")
