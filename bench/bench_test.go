@@ -1,12 +1,56 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// TestMain lets the test binary serve as the bench's relay process, as
+// the bench program does (path (r) re-executes os.Executable()).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "-serve-relay" {
+		if err := serveRelay(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench relay:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestSampleCPUCountsDescendantsByRole: a busy child whose arguments name
+// it an upstream is counted as upstream CPU, and nothing of it elsewhere.
+func TestSampleCPUCountsDescendantsByRole(t *testing.T) {
+	// The child spins in shell arithmetic (no forks, so its own CPU time),
+	// says so, and sleeps until killed: it is sampled alive.
+	cmd := exec.Command("sh", "-c", `i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; echo spun; sleep 60`, "sh", "demo-upstream")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so the sleep dies with it
+	before := sampleCPU(0)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "spun\n" {
+		t.Fatalf("child said %q, %v", line, err)
+	}
+	got := sampleCPU(0).sub(before)
+	if got.Upstream < 50*time.Millisecond || got.Bridge != 0 || got.Daemon != 0 {
+		t.Fatalf("CPU by role = %+v, want the child's time (>= 50ms) under upstream only", got)
+	}
+}
 
 // TestQuickRun runs the bench in quick mode with tiny sizes: every part
 // must produce all of its rows, and the process-count target (one process
@@ -33,7 +77,7 @@ func TestQuickRun(t *testing.T) {
 	t.Log("\n" + out.String())
 
 	for _, n := range o.Sessions {
-		for _, p := range []string{"a", "a1", "b", "c"} {
+		for _, p := range []string{"a", "a1", "r", "b", "c"} {
 			c, ok := rep.call(n, p)
 			if !ok {
 				t.Errorf("no row for path %s at %d sessions", p, n)

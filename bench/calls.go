@@ -36,6 +36,11 @@ func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) erro
 	if err := d.waitUpstreams(ctx, 1); err != nil {
 		return err
 	}
+	relay, err := startRelay(ctx, bin, d.dir)
+	if err != nil {
+		return err
+	}
+	defer relay.close()
 	probe, err := d.bridgeSession(ctx)
 	if err != nil {
 		return err
@@ -46,7 +51,7 @@ func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) erro
 		return err
 	}
 	for _, n := range o.Sessions {
-		if err := runLevel(ctx, o, bin, d, n, rep); err != nil {
+		if err := runLevel(ctx, o, bin, d, relay, n, rep); err != nil {
 			return fmt.Errorf("%d sessions: %w", n, err)
 		}
 	}
@@ -58,14 +63,19 @@ func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) erro
 // runLevel measures every path at n concurrent sessions. Each (round,
 // path) gets fresh sessions, warmed up before the clock starts, and the
 // CPU time of every process on the path is sampled around the timed calls.
-func runLevel(ctx context.Context, o options, bin string, d *benchDaemon, n int, rep *report) error {
-	paths := []*benchPath{{name: "a", tool: "echo"}, {name: "a1", tool: "echo"}, {name: "b", tool: "up__echo"}, {name: "c", tool: "up__echo"}}
+func runLevel(ctx context.Context, o options, bin string, d *benchDaemon, relay *benchRelay, n int, rep *report) error {
+	var paths []*benchPath
+	for _, p := range []*benchPath{{name: "a", tool: "echo"}, {name: "a1", tool: "echo"}, {name: "r", tool: "echo"}, {name: "b", tool: "up__echo"}, {name: "c", tool: "up__echo"}} {
+		if len(o.Paths) == 0 || o.Paths[p.name] {
+			paths = append(paths, p)
+		}
+	}
 	for r := range o.Rounds {
 		for i := range paths {
 			p := paths[(i+r)%len(paths)]
 			o.progress("part 1: %d sessions: round %d: path %s", n, r+1, p.name)
 			connected := time.Now()
-			sess, closeAll, err := openSessions(ctx, bin, d, p.name, n)
+			sess, closeAll, err := openSessions(ctx, bin, d, relay, p.name, n)
 			if err != nil {
 				return fmt.Errorf("path %s: connect: %w", p.name, err)
 			}
@@ -73,9 +83,13 @@ func runLevel(ctx context.Context, o options, bin string, d *benchDaemon, n int,
 			var lat []time.Duration
 			var wall time.Duration
 			if err == nil {
-				before := sampleCPU(d.pid())
+				middle := d.pid() // the process in the daemon's place
+				if p.name == "r" {
+					middle = relay.pid()
+				}
+				before := sampleCPU(middle)
 				lat, wall, err = measure(ctx, sess, p.tool, o.Calls)
-				p.cpu = p.cpu.add(sampleCPU(d.pid()).sub(before))
+				p.cpu = p.cpu.add(sampleCPU(middle).sub(before))
 			}
 			closeAll()
 			if err != nil {
@@ -95,7 +109,7 @@ func runLevel(ctx context.Context, o options, bin string, d *benchDaemon, n int,
 
 // openSessions connects n sessions of one path. For (a1) the n entries are
 // one session to one upstream process.
-func openSessions(ctx context.Context, bin string, d *benchDaemon, path string, n int) ([]*mcp.ClientSession, func(), error) {
+func openSessions(ctx context.Context, bin string, d *benchDaemon, relay *benchRelay, path string, n int) ([]*mcp.ClientSession, func(), error) {
 	var sess, opened []*mcp.ClientSession
 	closeAll := func() {
 		for _, s := range opened {
@@ -110,6 +124,8 @@ func openSessions(ctx context.Context, bin string, d *benchDaemon, path string, 
 			s = sess[0]
 		case path == "a" || path == "a1":
 			s, err = directSession(ctx, bin, fmt.Sprintf("bench-%s-%d-%d", path, n, i))
+		case path == "r":
+			s, err = relay.session(ctx)
 		case path == "b":
 			s, err = d.bridgeSession(ctx)
 		default:
@@ -195,22 +211,26 @@ func measure(ctx context.Context, sess []*mcp.ClientSession, tool string, calls 
 // serving every session, because the daemon too runs one process per
 // upstream; the ratio to (a), one process per session, is shown beside it.
 func callTargets(o options, rep *report) {
-	if b, ok := rep.call(1, "b"); ok {
-		a, _ := rep.call(1, "a")
+	b, okB := rep.call(1, "b")
+	a, okA := rep.call(1, "a")
+	r, okR := rep.call(1, "r")
+	if okA && okB && okR {
 		over := b.Stats.P50 - a.Stats.P50
 		rep.target("(b) p50 overhead over (a), 1 session <= 150 µs", over <= 150*time.Microsecond,
-			"%s (b %s, a %s)", us(over), us(b.Stats.P50), us(a.Stats.P50))
+			"%s (b %s, a %s); of it, two more processes moving bytes (r - a): %s, the daemon's MCP work (b - r): %s",
+			us(over), us(b.Stats.P50), us(a.Stats.P50), us(r.Stats.P50-a.Stats.P50), us(b.Stats.P50-r.Stats.P50))
 	}
 	top := 0
 	for _, n := range o.Sessions {
 		top = max(top, n)
 	}
-	if top > 1 {
-		b, _ := rep.call(top, "b")
-		a, _ := rep.call(top, "a")
-		a1, _ := rep.call(top, "a1")
+	b, okB = rep.call(top, "b")
+	a, okA = rep.call(top, "a")
+	a1, okA1 := rep.call(top, "a1")
+	if top > 1 && okA && okA1 && okB {
 		rep.target(fmt.Sprintf("(b) throughput at %d sessions >= 80%% of the upstream alone (a1)", top),
-			b.Throughput >= 0.8*a1.Throughput, "%.0f/s = %.0f%% of (a1) %.0f/s; %.0f%% of (a) %.0f/s",
-			b.Throughput, 100*b.Throughput/a1.Throughput, a1.Throughput, 100*b.Throughput/a.Throughput, a.Throughput)
+			b.Throughput >= 0.8*a1.Throughput, "%.0f/s = %.0f%% of (a1) %.0f/s; %.0f%% of (a) %.0f/s; CPU per call: daemon %s, upstream %s, bridges %s",
+			b.Throughput, 100*b.Throughput/a1.Throughput, a1.Throughput, 100*b.Throughput/a.Throughput, a.Throughput,
+			us(b.CPU.Daemon), us(b.CPU.Upstream), us(b.CPU.Bridge))
 	}
 }

@@ -35,6 +35,7 @@ import (
 type options struct {
 	Parts      map[string]bool // "calls", "fleet"
 	Sessions   []int           // concurrency levels of part 1
+	Paths      map[string]bool // paths of part 1 (a, a1, r, b, c)
 	Calls      int             // timed calls per session per round
 	Rounds     int             // interleaved rounds per level
 	Warmup     int             // untimed calls per session before the rounds
@@ -70,6 +71,13 @@ func defaults(quick bool) options {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "-serve-relay" {
+		if err := serveRelay(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench relay:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "-serve-daemon" {
 		if err := serveDaemon(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench daemon:", err)
@@ -87,6 +95,7 @@ func main() {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
 	parts := fs.String("parts", "calls,fleet", "parts to run: calls (part 1), fleet (parts 2 and 3)")
+	paths := fs.String("paths", "a,a1,r,b,c", "paths of part 1 (the targets need a, a1, r and b)")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
 	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "interleaved measurement rounds (part 1)")
@@ -114,6 +123,10 @@ func main() {
 	if o.Sessions, err = parseInts(*sessions); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: -sessions:", err)
 		os.Exit(2)
+	}
+	o.Paths = map[string]bool{}
+	for _, p := range strings.Split(*paths, ",") {
+		o.Paths[strings.TrimSpace(p)] = true
 	}
 	o.Parts = map[string]bool{}
 	for _, p := range strings.Split(*parts, ",") {

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/internal/protocol"
+)
+
+// The relay is path (r) of part 1, the floor under path (b): the same
+// processes in the same order (client -> `harness mcp` -> a process on the
+// control socket -> upstream) but the middle one only copies bytes, with no
+// JSON-RPC or MCP work, and runs one upstream per session (it cannot
+// multiplex without parsing). (b) - (r) is what the daemon's MCP handling
+// adds; (r) - (a) is what two more processes on the path cost.
+
+// benchRelay is a relay process serving one socket.
+type benchRelay struct {
+	socket string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	n      atomic.Int64
+	bin    string
+}
+
+// startRelay runs this program in -serve-relay mode on a socket in dir.
+func startRelay(ctx context.Context, bin, dir string) (*benchRelay, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	r := &benchRelay{socket: filepath.Join(dir, "relay.sock"), exited: make(chan struct{}), bin: bin}
+	r.cmd = exec.Command(exe, "-serve-relay", r.socket, bin)
+	r.cmd.Stderr = os.Stderr
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { _ = r.cmd.Wait(); close(r.exited) }()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.Dial("unix", r.socket); err == nil {
+			_ = c.Close()
+			return r, nil
+		}
+		select {
+		case <-r.exited:
+			return nil, errors.New("relay exited early")
+		case <-ctx.Done():
+			r.close()
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			r.close()
+			return nil, fmt.Errorf("relay socket %s never answered", r.socket)
+		}
+	}
+}
+
+func (r *benchRelay) pid() int { return r.cmd.Process.Pid }
+
+func (r *benchRelay) close() {
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.exited:
+	case <-time.After(10 * time.Second):
+		_ = r.cmd.Process.Kill()
+		<-r.exited
+	}
+}
+
+// session opens an MCP session through `harness mcp` on the relay socket.
+func (r *benchRelay) session(ctx context.Context) (*mcp.ClientSession, error) {
+	cl := mcp.NewClient(&mcp.Implementation{Name: "bench-relay", Version: "1"}, nil)
+	cmd := exec.Command(r.bin, "--socket", r.socket, "mcp")
+	return cl.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+}
+
+// serveRelay is the -serve-relay mode: SOCKET HARNESS-BINARY.
+func serveRelay(args []string) error {
+	if len(args) != 2 {
+		return errors.New("usage: -serve-relay SOCKET HARNESS-BINARY")
+	}
+	ln, err := net.Listen("unix", args[0])
+	if err != nil {
+		return err
+	}
+	srv := &protocol.Server{Handler: relayHandler{bin: args[1]}, Version: "bench-relay"}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, protocol.ErrServerClosed) && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// relayHandler answers no control operations and relays every MCP stream
+// to a fresh upstream process.
+type relayHandler struct{ bin string }
+
+func (relayHandler) Call(context.Context, string, json.RawMessage) (any, error) {
+	return nil, errors.New("the bench relay serves MCP streams only")
+}
+
+func (h relayHandler) ServeMCP(ctx context.Context, conn net.Conn, _ protocol.Hello) {
+	cmd := exec.CommandContext(ctx, h.bin, "demo-upstream", "--name", fmt.Sprintf("bench-relay-up-%d", os.Getpid()))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench relay:", err)
+		return
+	}
+	go func() { _, _ = io.Copy(conn, stdout) }()
+	_, _ = io.Copy(stdin, conn)
+	_ = stdin.Close()
+	_ = cmd.Wait()
+}
