@@ -15,8 +15,8 @@ import (
 // Bridge copies bytes both ways between an MCP stream from DialMCP and a
 // local reader/writer pair (the stdio of `harness mcp`). It returns when
 // the daemon closes the stream, or when in ends and the daemon has
-// answered what it was sent (the stream is half-closed so it can). Errors
-// reading in are reported to errw and end only that direction.
+// answered what it was sent (the stream is half-closed so it can). An
+// error reading in is reported to errw and ends only that direction.
 //
 // Bridge sits on every MCP message of a bridged session, twice, so it is
 // built for low CPU per message: when in and out are pipes or sockets it
@@ -30,19 +30,21 @@ func Bridge(conn net.Conn, in io.Reader, out io.Writer, errw io.Writer) error {
 		// copying.
 		runtime.GOMAXPROCS(1)
 	}
-	in, restoreIn := pollable(in)
-	defer restoreIn()
-	out, restoreOut := pollable(out)
-	defer restoreOut()
+	in, pin := pollable(in)
+	defer pin.restore()
+	out, pout := pollable(out)
+	defer pout.restore()
 
 	fromDaemon := make(chan error, 1)
 	go func() {
 		_, err := io.Copy(out, conn)
 		fromDaemon <- err
 	}()
+	toDaemon := make(chan struct{})
 	go func() {
+		defer close(toDaemon)
 		_, err := io.Copy(conn, in)
-		if err != nil {
+		if err != nil && !errors.Is(err, os.ErrClosed) { // ErrClosed: Bridge is returning
 			fmt.Fprintln(errw, "harness mcp: stdin:", err)
 		}
 		// Half-close so the daemon sees EOF but can still flush answers.
@@ -52,64 +54,94 @@ func Bridge(conn net.Conn, in io.Reader, out io.Writer, errw io.Writer) error {
 			_ = conn.Close()
 		}
 	}()
-	if err := <-fromDaemon; err != nil && !errors.Is(err, net.ErrClosed) {
+	err := <-fromDaemon
+	pout.close()
+	if pin != nil {
+		// Closing the poller-backed stdin ends a read parked on it, so the
+		// copy above is over before the blocking mode goes back. (A stdin
+		// that is not polled, a terminal say, keeps its reader blocked
+		// until the process exits, as any blocking read would.)
+		pin.close()
+		<-toDaemon
+	}
+	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("connection to daemon: %w", err)
 	}
 	return nil
 }
 
+// polled is a poller-backed duplicate of a pipe or socket: O_NONBLOCK is
+// set on the open file description, which the original shares.
+type polled struct {
+	dup, orig *os.File
+}
+
+// close closes the duplicate: a read or write parked on it returns
+// os.ErrClosed. The nil polled does nothing.
+func (p *polled) close() {
+	if p != nil {
+		_ = p.dup.Close()
+	}
+}
+
+// restore closes the duplicate and puts the description back into
+// blocking mode (through the original, so it works once the duplicate is
+// closed): a shell or parent sharing it must not inherit the change. Call
+// it after every reader and writer of the duplicate is done. The nil
+// polled does nothing.
+func (p *polled) restore() {
+	if p == nil {
+		return
+	}
+	p.close()
+	if raw, err := p.orig.SyscallConn(); err == nil {
+		_ = raw.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
+	}
+}
+
 // pollable returns a poller-backed duplicate of f when f is an *os.File on
-// a pipe or a socket, so that waiting on it parks a goroutine instead of
-// holding a thread in a blocking read. O_NONBLOCK belongs to the open file
-// description, which the duplicate shares, so restore puts the blocking
-// mode back (a shell or parent sharing it must not inherit the change).
-// Anything else is returned as it is.
-func pollable[T any](f T) (T, func()) {
+// a pipe or a socket in blocking mode, so that waiting on it parks a
+// goroutine instead of holding a thread in a blocking read. Anything else
+// (a terminal, a regular file, a description someone else made
+// nonblocking, a non-file) is returned as it is, with a nil *polled.
+func pollable[T any](f T) (T, *polled) {
 	file, ok := any(f).(*os.File)
 	if !ok || file == nil {
-		return f, func() {}
+		return f, nil
 	}
 	// SyscallConn, not Fd: Fd would switch a nonblocking file to blocking.
 	raw, err := file.SyscallConn()
 	if err != nil {
-		return f, func() {}
+		return f, nil
 	}
 	fd := -1
-	var st syscall.Stat_t
 	cerr := raw.Control(func(orig uintptr) {
+		var st syscall.Stat_t
 		if syscall.Fstat(int(orig), &st) != nil {
 			return
 		}
 		if kind := st.Mode & syscall.S_IFMT; kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
 			return
 		}
+		flags, err := unix.FcntlInt(orig, unix.F_GETFL, 0)
+		if err != nil || flags&unix.O_NONBLOCK != 0 {
+			return // already nonblocking: someone else manages the mode
+		}
 		fd, _ = syscall.Dup(int(orig))
 	})
 	if cerr != nil || fd < 0 {
-		return f, func() {}
+		return f, nil
 	}
 	syscall.CloseOnExec(fd)
-	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-	if err != nil || flags&unix.O_NONBLOCK != 0 {
-		// Already nonblocking: someone else manages the mode; leave it.
-		_ = syscall.Close(fd)
-		return f, func() {}
-	}
 	if err := syscall.SetNonblock(fd, true); err != nil {
 		_ = syscall.Close(fd)
-		return f, func() {}
+		return f, nil
 	}
-	dup := os.NewFile(uintptr(fd), file.Name()) // nonblocking: registered with the poller
-	p, ok := any(dup).(T)
+	p := &polled{dup: os.NewFile(uintptr(fd), file.Name()), orig: file} // nonblocking: registered with the poller
+	t, ok := any(p.dup).(T)
 	if !ok {
-		_ = syscall.SetNonblock(fd, false)
-		_ = dup.Close()
-		return f, func() {}
+		p.restore()
+		return f, nil
 	}
-	return p, func() {
-		if rc, err := dup.SyscallConn(); err == nil {
-			_ = rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
-		}
-		_ = dup.Close()
-	}
+	return t, p
 }

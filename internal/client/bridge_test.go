@@ -132,9 +132,9 @@ func TestPollableLeavesFilesAndPreSetModesAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	got, restore := pollable(f)
-	restore()
-	if got != f {
+	got, p := pollable(f)
+	p.restore()
+	if got != f || p != nil {
 		t.Fatal("a regular file was replaced")
 	}
 
@@ -148,16 +148,73 @@ func TestPollableLeavesFilesAndPreSetModesAlone(t *testing.T) {
 	if !nonblocking(t, r) {
 		t.Fatal("os.Pipe gave a blocking pipe")
 	}
-	got, restore = pollable(r)
-	restore()
-	if got != r || !nonblocking(t, r) {
+	got, p = pollable(r)
+	p.restore()
+	if got != r || p != nil || !nonblocking(t, r) {
 		t.Fatal("a pipe already nonblocking was changed")
 	}
 
 	var buf bytes.Buffer
-	if gotW, restoreW := pollable(io.Writer(&buf)); gotW != io.Writer(&buf) {
+	if gotW, pw := pollable(io.Writer(&buf)); gotW != io.Writer(&buf) || pw != nil {
 		t.Fatal("a non-file writer was replaced")
-	} else {
-		restoreW()
+	}
+}
+
+// TestBridgeEndsQuietlyWhenTheDaemonClosesFirst: the daemon ends the
+// stream while stdin is still open (shutdown, revoked token). Bridge
+// returns without a spurious stdin error, its stdin reader is done (goleak
+// checks in TestMain), and stdin is blocking again.
+func TestBridgeEndsQuietlyWhenTheDaemonClosesFirst(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "2")
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	defer inW.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	defer outW.Close()
+	setBlocking(t, inR, outW)
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns [2]net.Conn
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "sp")
+		if conns[i], err = net.FileConn(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	defer conns[0].Close()
+	var errw bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- Bridge(conns[0], inR, outW, &errw) }()
+	if _, err := conns[1].Write([]byte("bye\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil || line != "bye\n" {
+		t.Fatalf("stdout got %q, %v", line, err)
+	}
+	conns[1].Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Bridge = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Bridge did not return after the daemon closed")
+	}
+	if errw.Len() != 0 {
+		t.Fatalf("stderr = %q, want nothing", errw.String())
+	}
+	if nonblocking(t, inR) || nonblocking(t, outW) {
+		t.Fatal("stdio left nonblocking")
 	}
 }
