@@ -183,12 +183,18 @@ func (d *benchDaemon) close() {
 	if d.ctl != nil {
 		_ = d.ctl.Close()
 	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	stopChild(d.cmd, d.exited, 30*time.Second)
+}
+
+// stopChild sends cmd SIGTERM and waits for exited (closed by the
+// goroutine that waits for cmd), with SIGKILL after grace.
+func stopChild(cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-d.exited:
-	case <-time.After(30 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.exited
+	case <-exited:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-exited
 	}
 }
 

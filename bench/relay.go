@@ -72,15 +72,7 @@ func startRelay(ctx context.Context, bin, dir string) (*benchRelay, error) {
 
 func (r *benchRelay) pid() int { return r.cmd.Process.Pid }
 
-func (r *benchRelay) close() {
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.exited:
-	case <-time.After(10 * time.Second):
-		_ = r.cmd.Process.Kill()
-		<-r.exited
-	}
-}
+func (r *benchRelay) close() { stopChild(r.cmd, r.exited, 10*time.Second) }
 
 // session opens an MCP session through `harness mcp` on the relay socket.
 func (r *benchRelay) session(ctx context.Context) (*mcp.ClientSession, error) {

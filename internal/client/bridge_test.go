@@ -43,37 +43,54 @@ func setBlocking(t *testing.T, files ...*os.File) {
 	}
 }
 
+// bridgeRig is what `harness mcp` runs between: blocking stdio pipes, as a
+// parent hands them over, and a connected socket pair whose second end
+// plays the daemon.
+type bridgeRig struct {
+	inR, inW, outR, outW *os.File
+	conn, daemon         net.Conn
+}
+
+func newBridgeRig(t *testing.T) *bridgeRig {
+	t.Helper()
+	var r bridgeRig
+	var err error
+	if r.inR, r.inW, err = os.Pipe(); err != nil {
+		t.Fatal(err)
+	}
+	if r.outR, r.outW, err = os.Pipe(); err != nil {
+		t.Fatal(err)
+	}
+	setBlocking(t, r.inR, r.outW)
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make([]net.Conn, 2)
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "socketpair")
+		if conns[i], err = net.FileConn(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	r.conn, r.daemon = conns[0], conns[1]
+	t.Cleanup(func() {
+		for _, c := range []io.Closer{r.inR, r.inW, r.outR, r.outW, r.conn, r.daemon} {
+			_ = c.Close()
+		}
+	})
+	return &r
+}
+
 // TestBridgeCopiesBothWaysAndRestoresBlockingStdio runs Bridge on real
 // pipes, as `harness mcp` gets them from an agent: bytes flow both ways,
 // stdin's end half-closes the stream, and the pipes are blocking again
 // afterwards (their open file descriptions are shared with the parent).
 func TestBridgeCopiesBothWaysAndRestoresBlockingStdio(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "2") // keep the test binary's own setting
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inR.Close()
-	defer outR.Close()
-	setBlocking(t, inR, outW)
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns [2]net.Conn
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), "sp")
-		if conns[i], err = net.FileConn(f); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-	}
-	daemonSide := conns[1]
-	defer daemonSide.Close()
+	r := newBridgeRig(t)
+	inR, inW, outR, outW, daemonSide := r.inR, r.inW, r.outR, r.outW, r.daemon
 	// The daemon side echoes each line upper-cased until it sees EOF, then
 	// sends a last line and closes: the bridge must deliver it.
 	go func() {
@@ -86,7 +103,7 @@ func TestBridgeCopiesBothWaysAndRestoresBlockingStdio(t *testing.T) {
 	}()
 	done := make(chan error, 1)
 	var errw bytes.Buffer
-	go func() { done <- Bridge(conns[0], inR, outW, &errw) }()
+	go func() { done <- Bridge(r.conn, inR, outW, &errw) }()
 
 	rd := bufio.NewReader(outR)
 	for _, msg := range []string{"one", "two"} {
@@ -117,7 +134,7 @@ func TestBridgeCopiesBothWaysAndRestoresBlockingStdio(t *testing.T) {
 	if nonblocking(t, inR) || nonblocking(t, outW) {
 		t.Fatal("stdio left nonblocking")
 	}
-	conns[0].Close()
+	r.conn.Close()
 	outW.Close()
 	if rest, _ := io.ReadAll(rd); string(rest) != "BYE\n" {
 		t.Fatalf("after stdin ended got %q, want the daemon's last line", rest)
@@ -166,43 +183,18 @@ func TestPollableLeavesFilesAndPreSetModesAlone(t *testing.T) {
 // checks in TestMain), and stdin is blocking again.
 func TestBridgeEndsQuietlyWhenTheDaemonClosesFirst(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "2")
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inR.Close()
-	defer inW.Close()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outR.Close()
-	defer outW.Close()
-	setBlocking(t, inR, outW)
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns [2]net.Conn
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), "sp")
-		if conns[i], err = net.FileConn(f); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-	}
-	defer conns[0].Close()
+	r := newBridgeRig(t)
 	var errw bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- Bridge(conns[0], inR, outW, &errw) }()
-	if _, err := conns[1].Write([]byte("bye\n")); err != nil {
+	go func() { done <- Bridge(r.conn, r.inR, r.outW, &errw) }()
+	if _, err := r.daemon.Write([]byte("bye\n")); err != nil {
 		t.Fatal(err)
 	}
-	line, err := bufio.NewReader(outR).ReadString('\n')
+	line, err := bufio.NewReader(r.outR).ReadString('\n')
 	if err != nil || line != "bye\n" {
 		t.Fatalf("stdout got %q, %v", line, err)
 	}
-	conns[1].Close()
+	r.daemon.Close()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -214,7 +206,7 @@ func TestBridgeEndsQuietlyWhenTheDaemonClosesFirst(t *testing.T) {
 	if errw.Len() != 0 {
 		t.Fatalf("stderr = %q, want nothing", errw.String())
 	}
-	if nonblocking(t, inR) || nonblocking(t, outW) {
+	if nonblocking(t, r.inR) || nonblocking(t, r.outW) {
 		t.Fatal("stdio left nonblocking")
 	}
 }
