@@ -12,10 +12,12 @@
 //
 // Differences from IOTransport, all on purpose: a message may span lines
 // only if the lines before its last are an incomplete JSON value (a
-// pretty-printed peer still works); the envelope's keys are matched
-// exactly, as the SDK matches them; batches (JSON-RPC arrays, allowed up to
-// MCP 2025-03-26) are supported for inbound requests, and the responses to
-// a batch go back as one array.
+// pretty-printed peer still works, in time linear in the message's size);
+// the envelope's keys are matched exactly, as the SDK matches them; a
+// response needs a result or an error; inbound batches (JSON-RPC arrays,
+// allowed up to MCP 2025-03-26) are accepted whatever version was
+// negotiated, because a transport outside the SDK cannot see it, and the
+// responses to a batch go back as one array.
 package jsonl
 
 import (
@@ -82,9 +84,10 @@ type Conn struct {
 	line  []byte            // reused buffer of the message being read
 	queue []jsonrpc.Message // rest of an inbound batch, read side only
 
-	writeMu sync.Mutex
-	out     []byte         // reused buffer of the message being written
-	batches map[any]*batch // request id -> its inbound batch, under writeMu
+	writeMu sync.Mutex // one message at a time on the wire
+
+	batchMu sync.Mutex
+	batches map[any]*batch // request id -> its inbound batch
 
 	closeOnce sync.Once
 	closeErr  error
@@ -108,22 +111,39 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	select {
+	case <-c.closed:
+		return nil, io.EOF
+	default:
+	}
 	if len(c.queue) > 0 {
 		msg := c.queue[0]
 		c.queue = c.queue[1:]
 		return msg, nil
 	}
+	if cap(c.line) > keepBuffer {
+		c.line = nil // one huge message must not pin its buffer for the session
+	}
 	c.line = c.line[:0]
+	var scan *valueScanner // set once a value turns out to span lines
 	for {
-		data, err := c.readLine()
+		start := len(c.line)
+		err := c.readLine()
 		if err != nil {
 			select {
 			case <-c.closed:
 				return nil, io.EOF
 			default:
-				return nil, err
 			}
+			if errors.Is(err, io.EOF) && scan != nil {
+				return nil, fmt.Errorf("jsonl: stream ended inside a message: %w", io.ErrUnexpectedEOF)
+			}
+			return nil, err
 		}
+		if scan != nil && !scan.feed(c.line[start:]) {
+			continue // still inside the value: parsing it now would be wasted
+		}
+		data := bytes.TrimSpace(c.line)
 		var msg jsonrpc.Message
 		if data[0] == '[' {
 			msg, err = c.readBatch(data)
@@ -133,35 +153,42 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if !incomplete(err) {
 			return msg, err
 		}
-		// A value spread over lines (a pretty-printing peer): read on.
+		// A value spread over lines (a pretty-printing peer): from here on
+		// only the new bytes are scanned, and the whole value is parsed
+		// once it closes, so the cost stays linear in its size.
+		if scan == nil {
+			scan = &valueScanner{}
+			scan.feed(c.line)
+		}
 	}
 }
 
-// readLine appends the next non-blank line to c.line and returns all of
-// c.line without surrounding space. The bytes are valid until the next
-// Read.
-func (c *Conn) readLine() ([]byte, error) {
+// keepBuffer is the largest read or write buffer a connection keeps
+// between messages.
+const keepBuffer = 64 << 10
+
+// readLine appends the next non-blank line to c.line. A last line without
+// a newline before EOF counts as a line; the call after it returns io.EOF.
+func (c *Conn) readLine() error {
 	start := len(c.line)
 	for {
 		chunk, err := c.r.ReadSlice('\n')
 		if len(c.line)+len(chunk) > c.limit {
-			return nil, fmt.Errorf("%w (%d bytes)", ErrMessageTooLarge, c.limit)
+			return fmt.Errorf("%w (%d bytes)", ErrMessageTooLarge, c.limit)
 		}
 		c.line = append(c.line, chunk...)
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
+		if errors.Is(err, bufio.ErrBufferFull) {
 			continue // a line longer than the buffer: keep reading it
-		case err != nil:
-			if errors.Is(err, io.EOF) && len(bytes.TrimSpace(c.line)) > 0 {
-				return nil, fmt.Errorf("jsonl: stream ended inside a message: %w", io.ErrUnexpectedEOF)
-			}
-			return nil, err
 		}
-		if len(bytes.TrimSpace(c.line[start:])) == 0 {
+		blank := len(bytes.TrimSpace(c.line[start:])) == 0
+		switch {
+		case err != nil && blank:
+			return err
+		case blank:
 			c.line = c.line[:start]
-			continue
+		default:
+			return nil
 		}
-		return bytes.TrimSpace(c.line), nil
 	}
 }
 
@@ -169,6 +196,39 @@ func (c *Conn) readLine() ([]byte, error) {
 func incomplete(err error) bool {
 	var se *json.SyntaxError
 	return errors.As(err, &se) && se.Error() == "unexpected end of JSON input"
+}
+
+// valueScanner follows the nesting of a JSON text fed to it in pieces,
+// enough to tell when its top-level value has closed (as the SDK's depth
+// check does: brackets outside strings, escapes inside them).
+type valueScanner struct {
+	depth            int
+	inString, escape bool
+}
+
+// feed scans b and reports whether the text so far closes every bracket
+// it opened, outside a string.
+func (s *valueScanner) feed(b []byte) bool {
+	for _, ch := range b {
+		switch {
+		case s.escape:
+			s.escape = false
+		case s.inString:
+			switch ch {
+			case '\\':
+				s.escape = true
+			case '"':
+				s.inString = false
+			}
+		case ch == '"':
+			s.inString = true
+		case ch == '{' || ch == '[':
+			s.depth++
+		case ch == '}' || ch == ']':
+			s.depth--
+		}
+	}
+	return s.depth <= 0 && !s.inString
 }
 
 // envelope keys, matched exactly.
@@ -257,20 +317,20 @@ func (c *Conn) readBatch(data []byte) (jsonrpc.Message, error) {
 		msgs = append(msgs, msg)
 	}
 	if b.pending > 0 {
-		c.writeMu.Lock()
+		c.batchMu.Lock()
 		if c.batches == nil {
 			c.batches = make(map[any]*batch)
 		}
 		for id := range ids {
 			if c.batches[id] != nil {
-				c.writeMu.Unlock()
+				c.batchMu.Unlock()
 				return nil, fmt.Errorf("%w: batch reuses request id %v still in flight", ErrInvalidMessage, id)
 			}
 		}
 		for id := range ids {
 			c.batches[id] = b
 		}
-		c.writeMu.Unlock()
+		c.batchMu.Unlock()
 	}
 	c.queue = msgs[1:]
 	return msgs[0], nil
@@ -286,25 +346,42 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("jsonl: encoding message: %w", err)
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	if resp, ok := msg.(*jsonrpc.Response); ok && c.batches != nil {
-		if b := c.batches[resp.ID.Raw()]; b != nil {
-			delete(c.batches, resp.ID.Raw())
-			b.responses = append(b.responses, data)
-			if b.pending--; b.pending > 0 {
-				return nil
-			}
-			if data, err = json.Marshal(b.responses); err != nil {
-				return fmt.Errorf("jsonl: encoding batch response: %w", err)
-			}
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		var complete bool
+		if data, complete, err = c.batched(resp, data); err != nil || !complete {
+			return err
 		}
 	}
-	c.out = append(append(c.out[:0], data...), '\n')
-	if _, err := c.w.Write(c.out); err != nil {
+	data = append(data, '\n')
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if _, err := c.w.Write(data); err != nil {
 		return fmt.Errorf("jsonl: write: %w", err)
 	}
 	return nil
+}
+
+// batched files the encoded response data of resp with its inbound batch,
+// if it belongs to one. It returns what to write: data itself when resp is
+// not part of a batch, the whole batch's array when resp completes it, or
+// complete false when the batch still waits for other responses.
+func (c *Conn) batched(resp *jsonrpc.Response, data []byte) ([]byte, bool, error) {
+	c.batchMu.Lock()
+	defer c.batchMu.Unlock()
+	b := c.batches[resp.ID.Raw()]
+	if b == nil {
+		return data, true, nil
+	}
+	delete(c.batches, resp.ID.Raw())
+	b.responses = append(b.responses, data)
+	if b.pending--; b.pending > 0 {
+		return nil, false, nil
+	}
+	out, err := json.Marshal(b.responses)
+	if err != nil {
+		return nil, false, fmt.Errorf("jsonl: encoding batch response: %w", err)
+	}
+	return out, true, nil
 }
 
 // Close implements [mcp.Connection]: it closes the reader and the writer

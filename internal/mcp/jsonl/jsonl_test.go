@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -315,5 +316,72 @@ func TestWriteIsOneLinePerMessage(t *testing.T) {
 	cancel()
 	if err := c.Write(cctx, &jsonrpc.Request{Method: "m"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Write on a cancelled context = %v", err)
+	}
+}
+
+// TestReadJoinsALongPrettyPrintedValueInLinearTime: a large result
+// pretty-printed over 64k lines. Re-parsing the growing value at every line
+// took minutes; scanning only the new bytes takes milliseconds.
+func TestReadJoinsALongPrettyPrintedValueInLinearTime(t *testing.T) {
+	p, c := newRawPeer(t)
+	items := make([]int, 64<<10)
+	for i := range items {
+		items[i] = i
+	}
+	body, err := json.MarshalIndent(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{"items": items, "s": "a \\\" ] } [ {"}}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = p.conn.Write(append(body, '\n')) }()
+	start := time.Now()
+	msg, err := c.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("reading %d lines took %s", bytes.Count(body, []byte("\n")), took)
+	}
+	var res struct {
+		Items []int
+		S     string
+	}
+	if err := json.Unmarshal(msg.(*jsonrpc.Response).Result, &res); err != nil || len(res.Items) != len(items) || res.S != "a \\\" ] } [ {" {
+		t.Fatalf("result: %d items, s %q, %v", len(res.Items), res.S, err)
+	}
+}
+
+// TestReadTakesALastMessageWithoutNewline, as the SDK's transport does.
+func TestReadTakesALastMessageWithoutNewline(t *testing.T) {
+	p, c := newRawPeer(t)
+	go func() {
+		_, _ = io.WriteString(p.conn, `{"jsonrpc":"2.0","id":3,"result":{}}`)
+		_ = p.conn.(*net.UnixConn).CloseWrite()
+	}()
+	msg, err := c.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.(*jsonrpc.Response).ID.Raw() != int64(3) {
+		t.Fatalf("message = %#v", msg)
+	}
+	if _, err := c.Read(context.Background()); !errors.Is(err, io.EOF) {
+		t.Fatalf("then Read = %v, want io.EOF", err)
+	}
+}
+
+// TestReadAfterCloseIsEOFEvenWithMessagesBuffered: after Close nothing
+// more is delivered, neither the rest of a batch nor buffered lines.
+func TestReadAfterCloseIsEOFEvenWithMessagesBuffered(t *testing.T) {
+	p, c := newRawPeer(t)
+	p.send(`[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"}]` + "\n" +
+		`{"jsonrpc":"2.0","method":"n"}` + "\n")
+	if _, err := c.Read(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := c.Read(context.Background()); !errors.Is(err, io.EOF) {
+		t.Fatalf("Read after Close = %#v, %v; want io.EOF", msg, err)
 	}
 }
