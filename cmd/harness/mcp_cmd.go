@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -34,14 +36,16 @@ Without a token it is read-only unless --allow-control is given.`,
 }
 
 // bridge connects stdio to an MCP session of the daemon until one side
-// ends.
+// ends or the agent signals it to stop.
 func bridge(cmd *cobra.Command, socket, token string, allowControl bool) error {
-	conn, err := client.DialMCP(cmd.Context(), socket, token, allowControl)
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	conn, err := client.DialMCP(ctx, socket, token, allowControl)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	defer conn.Close()
-	if err := client.Bridge(conn, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+	if err := client.Bridge(ctx, conn, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	return nil

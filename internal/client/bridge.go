@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,16 +15,17 @@ import (
 
 // Bridge copies bytes both ways between an MCP stream from DialMCP and a
 // local reader/writer pair (the stdio of `harness mcp`). It returns when
-// the daemon closes the stream, or when in ends and the daemon has
-// answered what it was sent (the stream is half-closed so it can). An
-// error reading in is reported to errw and ends only that direction.
+// the daemon closes the stream, when in ends and the daemon has answered
+// what it was sent (the stream is half-closed so it can), or when ctx ends
+// (nil: being told to stop is not a failure). An error reading in is
+// reported to errw and ends only that direction.
 //
 // Bridge sits on every MCP message of a bridged session, twice, so it is
 // built for low CPU per message: when in and out are pipes or sockets it
 // reads and writes them through the runtime's poller (nonblocking; their
 // blocking mode is restored before it returns), and one P runs it unless
 // GOMAXPROCS is set. Both are measured in docs/benchmarks.md.
-func Bridge(conn net.Conn, in io.Reader, out io.Writer, errw io.Writer) error {
+func Bridge(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, errw io.Writer) error {
 	if os.Getenv("GOMAXPROCS") == "" {
 		// Two goroutines copying bytes need one P; more let idle Ps spin
 		// looking for work at every wakeup, which costs more CPU than the
@@ -35,6 +37,10 @@ func Bridge(conn net.Conn, in io.Reader, out io.Writer, errw io.Writer) error {
 	out, pout := pollable(out)
 	defer pout.restore()
 
+	// Cancelling ctx (the agent's SIGTERM, say) closes the stream, which
+	// ends Bridge the usual way, so the blocking mode still goes back.
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
 	fromDaemon := make(chan error, 1)
 	go func() {
 		_, err := io.Copy(out, conn)
@@ -64,7 +70,7 @@ func Bridge(conn net.Conn, in io.Reader, out io.Writer, errw io.Writer) error {
 		pin.close()
 		<-toDaemon
 	}
-	if err != nil && !errors.Is(err, net.ErrClosed) {
+	if err != nil && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
 		return fmt.Errorf("connection to daemon: %w", err)
 	}
 	return nil
@@ -74,6 +80,7 @@ func Bridge(conn net.Conn, in io.Reader, out io.Writer, errw io.Writer) error {
 // set on the open file description, which the original shares.
 type polled struct {
 	dup, orig *os.File
+	setByUs   bool // the description was blocking before: restore clears O_NONBLOCK
 }
 
 // close closes the duplicate: a read or write parked on it returns
@@ -94,16 +101,20 @@ func (p *polled) restore() {
 		return
 	}
 	p.close()
+	if !p.setByUs {
+		return
+	}
 	if raw, err := p.orig.SyscallConn(); err == nil {
 		_ = raw.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
 	}
 }
 
 // pollable returns a poller-backed duplicate of f when f is an *os.File on
-// a pipe or a socket in blocking mode, so that waiting on it parks a
-// goroutine instead of holding a thread in a blocking read. Anything else
-// (a terminal, a regular file, a description someone else made
-// nonblocking, a non-file) is returned as it is, with a nil *polled.
+// a pipe or a socket, so that waiting on it parks a goroutine instead of
+// holding a thread in a blocking read. A description that is nonblocking
+// already (someone else's choice, or stdin and stdout being one socket) is
+// polled too, and left nonblocking by restore. Anything else (a terminal,
+// a regular file, a non-file) is returned as it is, with a nil *polled.
 func pollable[T any](f T) (T, *polled) {
 	file, ok := any(f).(*os.File)
 	if !ok || file == nil {
@@ -114,7 +125,7 @@ func pollable[T any](f T) (T, *polled) {
 	if err != nil {
 		return f, nil
 	}
-	fd := -1
+	fd, wasBlocking := -1, false
 	cerr := raw.Control(func(orig uintptr) {
 		var st syscall.Stat_t
 		if syscall.Fstat(int(orig), &st) != nil {
@@ -124,9 +135,10 @@ func pollable[T any](f T) (T, *polled) {
 			return
 		}
 		flags, err := unix.FcntlInt(orig, unix.F_GETFL, 0)
-		if err != nil || flags&unix.O_NONBLOCK != 0 {
-			return // already nonblocking: someone else manages the mode
+		if err != nil {
+			return
 		}
+		wasBlocking = flags&unix.O_NONBLOCK == 0
 		fd, _ = syscall.Dup(int(orig))
 	})
 	if cerr != nil || fd < 0 {
@@ -137,7 +149,7 @@ func pollable[T any](f T) (T, *polled) {
 		_ = syscall.Close(fd)
 		return f, nil
 	}
-	p := &polled{dup: os.NewFile(uintptr(fd), file.Name()), orig: file} // nonblocking: registered with the poller
+	p := &polled{dup: os.NewFile(uintptr(fd), file.Name()), orig: file, setByUs: wasBlocking} // nonblocking: registered with the poller
 	t, ok := any(p.dup).(T)
 	if !ok {
 		p.restore()

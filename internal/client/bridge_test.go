@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"os"
@@ -103,7 +104,7 @@ func TestBridgeCopiesBothWaysAndRestoresBlockingStdio(t *testing.T) {
 	}()
 	done := make(chan error, 1)
 	var errw bytes.Buffer
-	go func() { done <- Bridge(r.conn, inR, outW, &errw) }()
+	go func() { done <- Bridge(context.Background(), r.conn, inR, outW, &errw) }()
 
 	rd := bufio.NewReader(outR)
 	for _, msg := range []string{"one", "two"} {
@@ -142,7 +143,7 @@ func TestBridgeCopiesBothWaysAndRestoresBlockingStdio(t *testing.T) {
 }
 
 // TestPollableLeavesFilesAndPreSetModesAlone: a regular file is used as
-// it is, and a pipe someone already made nonblocking is not touched.
+// it is, and a pipe someone already made nonblocking stays nonblocking.
 func TestPollableLeavesFilesAndPreSetModesAlone(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
 	if err != nil {
@@ -166,9 +167,12 @@ func TestPollableLeavesFilesAndPreSetModesAlone(t *testing.T) {
 		t.Fatal("os.Pipe gave a blocking pipe")
 	}
 	got, p = pollable(r)
+	if p == nil || got == r {
+		t.Fatal("a nonblocking pipe was not polled")
+	}
 	p.restore()
-	if got != r || p != nil || !nonblocking(t, r) {
-		t.Fatal("a pipe already nonblocking was changed")
+	if !nonblocking(t, r) {
+		t.Fatal("restore made a pipe blocking that was nonblocking before")
 	}
 
 	var buf bytes.Buffer
@@ -186,7 +190,7 @@ func TestBridgeEndsQuietlyWhenTheDaemonClosesFirst(t *testing.T) {
 	r := newBridgeRig(t)
 	var errw bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- Bridge(r.conn, r.inR, r.outW, &errw) }()
+	go func() { done <- Bridge(context.Background(), r.conn, r.inR, r.outW, &errw) }()
 	if _, err := r.daemon.Write([]byte("bye\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -209,4 +213,55 @@ func TestBridgeEndsQuietlyWhenTheDaemonClosesFirst(t *testing.T) {
 	if nonblocking(t, r.inR) || nonblocking(t, r.outW) {
 		t.Fatal("stdio left nonblocking")
 	}
+}
+
+// TestBridgeOnOneSocketForStdinAndStdout: stdin and stdout are one socket
+// (socat EXEC:, inetd): both ends are polled, so a stalled reader parks
+// the writer instead of spinning, and the description is blocking again
+// afterwards. Cancelling the context ends the bridge like a signal does.
+func TestBridgeOnOneSocketForStdinAndStdout(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "2")
+	r := newBridgeRig(t)
+	agent, stdio := socketPairFiles(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Bridge(ctx, r.conn, stdio, stdio, io.Discard) }()
+	if _, err := agent.Write([]byte("ping\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(r.daemon).ReadString('\n')
+	if err != nil || line != "ping\n" {
+		t.Fatalf("daemon got %q, %v", line, err)
+	}
+	if _, err := r.daemon.Write([]byte("pong\n")); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(agent).ReadString('\n'); err != nil || line != "pong\n" {
+		t.Fatalf("agent got %q, %v", line, err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Bridge after cancel = %v, want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Bridge did not return after its context ended")
+	}
+	if nonblocking(t, stdio) {
+		t.Fatal("the shared socket was left nonblocking")
+	}
+}
+
+// socketPairFiles is a socket pair as blocking *os.File ends, the way a
+// parent hands a socket to a child as its stdio.
+func socketPairFiles(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := os.NewFile(uintptr(fds[0]), "agent"), os.NewFile(uintptr(fds[1]), "stdio")
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	return a, b
 }
