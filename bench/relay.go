@@ -128,8 +128,10 @@ func (h relayHandler) ServeMCP(ctx context.Context, conn net.Conn, _ protocol.He
 		fmt.Fprintln(os.Stderr, "bench relay:", err)
 		return
 	}
-	go func() { _, _ = io.Copy(conn, stdout) }()
+	copied := make(chan struct{})
+	go func() { defer close(copied); _, _ = io.Copy(conn, stdout) }()
 	_, _ = io.Copy(stdin, conn)
 	_ = stdin.Close()
+	<-copied // os/exec: read all of stdout before Wait, which closes it
 	_ = cmd.Wait()
 }
