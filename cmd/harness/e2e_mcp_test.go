@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -258,4 +262,72 @@ func TestMCP_RevokedTokenAndDaemonDownAreRefusedClearly(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "daemon not running") {
 		t.Fatalf("daemon down: err %v, output %q", err, out)
 	}
+}
+
+// TestMCP_BridgeStoppedBySIGTERMLeavesStdioBlocking: agents end their MCP
+// server with SIGTERM. `harness mcp` polls its stdio (nonblocking on the
+// shared open file description), so it must put the blocking mode back
+// before it exits: the agent, or a shell wrapper, shares the description.
+func TestMCP_BridgeStoppedBySIGTERMLeavesStdioBlocking(t *testing.T) {
+	f := newFleet(t, "")
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	defer inW.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	defer outW.Close()
+	// What a parent hands a child: blocking pipes. The test keeps inR, so
+	// it can read the mode of the description it shares with the child.
+	for _, p := range []*os.File{inR, outW} {
+		p.Fd() // on an os.Pipe end, Fd puts the description in blocking mode
+	}
+	cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
+	cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN=")
+	cmd.Stdin, cmd.Stdout = inR, outW
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// One request answered proves the session is up and stdio is polled.
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("ping answer %q, %v", line, err)
+	}
+	if flags := fileFlags(t, inR); flags&unix.O_NONBLOCK == 0 {
+		t.Fatalf("during the session stdin flags %#x: want it polled (O_NONBLOCK)", flags)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("harness mcp after SIGTERM: %v (want a clean exit)", err)
+	}
+	for name, p := range map[string]*os.File{"stdin": inR, "stdout": outW} {
+		if flags := fileFlags(t, p); flags&unix.O_NONBLOCK != 0 {
+			t.Errorf("%s left with flags %#x: want blocking", name, flags)
+		}
+	}
+}
+
+// fileFlags reads f's open file description flags. (f.Fd would first make
+// the description blocking.)
+func fileFlags(t *testing.T, f *os.File) int {
+	t.Helper()
+	raw, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	if cerr := raw.Control(func(fd uintptr) { flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }); cerr != nil || err != nil {
+		t.Fatal(cerr, err)
+	}
+	return flags
 }
