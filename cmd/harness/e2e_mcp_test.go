@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -330,4 +331,52 @@ func fileFlags(t *testing.T, f *os.File) int {
 		t.Fatal(cerr, err)
 	}
 	return flags
+}
+
+// TestMCP_PipedRequestsAreAllAnswered: a script writes its requests into
+// `harness mcp` and closes stdin at once. Every call gets its answer, the
+// slow one too, and then the bridge exits 0. (The SDK cancels in-flight
+// calls when its reader sees EOF, so the transport holds EOF back until
+// the calls it read are answered.)
+func TestMCP_PipedRequestsAreAllAnswered(t *testing.T) {
+	f := newFleet(t, upstreamTable("up", "piped-"+t.Name(), ""))
+	f.waitFor("upstream up", 20*time.Second, func() bool {
+		out, _, _ := f.run("mcp", "status")
+		return strings.Contains(out, "running")
+	})
+	reqs := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__slow","arguments":{"ms":300}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"hi"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"harness_list","arguments":{}}}`,
+	}, "\n") + "\n"
+	cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
+	cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN=")
+	cmd.Stdin = strings.NewReader(reqs)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("harness mcp: %v; stderr %q", err, stderr.String())
+	}
+	answers := map[float64]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var resp struct {
+			ID     float64         `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &resp); err != nil {
+			t.Fatalf("output line %q: %v", line, err)
+		}
+		if resp.Error != nil {
+			t.Fatalf("request %v answered with an error: %s", resp.ID, resp.Error)
+		}
+		answers[resp.ID] = string(resp.Result)
+	}
+	if len(answers) != 4 || !strings.Contains(answers[1], "slept 300ms") || !strings.Contains(answers[2], `"hi"`) ||
+		!strings.Contains(answers[3], "harnesses") {
+		t.Fatalf("answers = %v, want initialize and three tool results", answers)
+	}
 }

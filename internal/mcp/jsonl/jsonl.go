@@ -64,13 +64,16 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	if limit <= 0 {
 		limit = DefaultMaxMessage
 	}
-	return &Conn{
-		r:      bufio.NewReaderSize(t.Reader, 16<<10),
-		rc:     t.Reader,
-		w:      t.Writer,
-		limit:  limit,
-		closed: make(chan struct{}),
-	}, nil
+	c := &Conn{
+		r:       bufio.NewReaderSize(t.Reader, 16<<10),
+		rc:      t.Reader,
+		w:       t.Writer,
+		limit:   limit,
+		closed:  make(chan struct{}),
+		pending: map[any]bool{},
+	}
+	c.pendingCV = sync.NewCond(&c.pendingMu)
+	return c, nil
 }
 
 // Conn is one connection made by [Transport.Connect]. Read is called from
@@ -89,6 +92,15 @@ type Conn struct {
 	batchMu sync.Mutex
 	batches map[any]*batch // request id -> its inbound batch
 
+	// Inbound calls not answered yet. When the peer ends its side, Read
+	// holds the EOF back until they are: a client that writes its requests
+	// and closes stdin (a script piping into `harness mcp`) still gets its
+	// answers, instead of the SDK cancelling every call at EOF.
+	pendingMu sync.Mutex
+	pendingCV *sync.Cond // signalled when pending empties or the conn can no longer answer
+	pending   map[any]bool
+	stopWait  bool // closed, or a write failed: answers cannot reach the peer
+
 	closeOnce sync.Once
 	closeErr  error
 	closed    chan struct{}
@@ -106,7 +118,8 @@ func (c *Conn) SessionID() string { return "" }
 
 // Read implements [mcp.Connection]: the next message, or an error after
 // which the connection is done (io.EOF when the peer closed cleanly or
-// Close was called).
+// Close was called). When the peer closes cleanly, io.EOF waits until every
+// call read has been answered (or Close, or a failed write).
 func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -138,6 +151,9 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if errors.Is(err, io.EOF) && scan != nil {
 				return nil, fmt.Errorf("jsonl: stream ended inside a message: %w", io.ErrUnexpectedEOF)
 			}
+			if errors.Is(err, io.EOF) {
+				c.awaitAnswers()
+			}
 			return nil, err
 		}
 		if scan != nil && !scan.feed(c.line[start:]) {
@@ -147,8 +163,8 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		var msg jsonrpc.Message
 		if data[0] == '[' {
 			msg, err = c.readBatch(data)
-		} else {
-			msg, err = decode(data)
+		} else if msg, err = decode(data); err == nil {
+			c.expectAnswer(msg)
 		}
 		if !incomplete(err) {
 			return msg, err
@@ -161,6 +177,37 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			scan.feed(c.line)
 		}
 	}
+}
+
+// expectAnswer records msg if it is a call, which Write must answer.
+func (c *Conn) expectAnswer(msg jsonrpc.Message) {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		c.pendingMu.Lock()
+		c.pending[req.ID.Raw()] = true
+		c.pendingMu.Unlock()
+	}
+}
+
+// answered forgets the call id answers, and with failed set stops any
+// wait for answers: they can no longer reach the peer.
+func (c *Conn) answered(id any, failed bool) {
+	c.pendingMu.Lock()
+	delete(c.pending, id)
+	c.stopWait = c.stopWait || failed
+	if len(c.pending) == 0 || c.stopWait {
+		c.pendingCV.Broadcast()
+	}
+	c.pendingMu.Unlock()
+}
+
+// awaitAnswers blocks until every call read so far has been answered, the
+// connection is closed, or a write has failed.
+func (c *Conn) awaitAnswers() {
+	c.pendingMu.Lock()
+	for len(c.pending) > 0 && !c.stopWait {
+		c.pendingCV.Wait()
+	}
+	c.pendingMu.Unlock()
 }
 
 // keepBuffer is the largest read or write buffer a connection keeps
@@ -307,6 +354,7 @@ func (c *Conn) readBatch(data []byte) (jsonrpc.Message, error) {
 		if err != nil {
 			return nil, err
 		}
+		c.expectAnswer(msg)
 		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 			if ids[req.ID.Raw()] {
 				return nil, fmt.Errorf("%w: batch repeats request id %v", ErrInvalidMessage, req.ID.Raw())
@@ -339,23 +387,37 @@ func (c *Conn) readBatch(data []byte) (jsonrpc.Message, error) {
 // Write implements [mcp.Connection]: one message and its newline in one
 // write, or, for the last response of an inbound batch, the batch's array.
 func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	resp, isResp := msg.(*jsonrpc.Response)
 	if err := ctx.Err(); err != nil {
+		if isResp {
+			c.answered(resp.ID.Raw(), false) // given up on: nothing to wait for
+		}
 		return err
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
+		if isResp {
+			c.answered(resp.ID.Raw(), false)
+		}
 		return fmt.Errorf("jsonl: encoding message: %w", err)
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok {
+	if isResp {
 		var complete bool
 		if data, complete, err = c.batched(resp, data); err != nil || !complete {
+			c.answered(resp.ID.Raw(), err != nil)
 			return err
 		}
 	}
 	data = append(data, '\n')
 	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	if _, err := c.w.Write(data); err != nil {
+	_, err = c.w.Write(data)
+	c.writeMu.Unlock()
+	if isResp {
+		c.answered(resp.ID.Raw(), err != nil)
+	} else if err != nil {
+		c.answered(nil, true)
+	}
+	if err != nil {
 		return fmt.Errorf("jsonl: write: %w", err)
 	}
 	return nil
@@ -389,6 +451,7 @@ func (c *Conn) batched(resp *jsonrpc.Response, data []byte) ([]byte, bool, error
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
+		c.answered(nil, true)
 		errR := c.rc.Close()
 		var errW error
 		if c.w != nil && !same(c.w, c.rc) {

@@ -385,3 +385,83 @@ func TestReadAfterCloseIsEOFEvenWithMessagesBuffered(t *testing.T) {
 		t.Fatalf("Read after Close = %#v, %v; want io.EOF", msg, err)
 	}
 }
+
+// TestPeerEOFWaitsForAnswersToCallsRead: a client that writes its calls
+// and closes its side still gets every answer; only then does Read report
+// io.EOF (which makes the SDK cancel whatever is left).
+func TestPeerEOFWaitsForAnswersToCallsRead(t *testing.T) {
+	p, c := newRawPeer(t)
+	ctx := context.Background()
+	go func() {
+		_, _ = io.WriteString(p.conn, `{"jsonrpc":"2.0","id":1,"method":"slow"}`+"\n"+
+			`[{"jsonrpc":"2.0","id":2,"method":"a"},{"jsonrpc":"2.0","method":"n"}]`+"\n"+
+			`{"jsonrpc":"2.0","method":"notifications/x"}`+"\n")
+		_ = p.conn.(*net.UnixConn).CloseWrite()
+	}()
+	for range 4 {
+		if _, err := c.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eof := make(chan error, 1)
+	go func() { _, err := c.Read(ctx); eof <- err }()
+	answer := func(id int64) {
+		t.Helper()
+		if err := c.Write(ctx, &jsonrpc.Response{ID: mustID(t, id), Result: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer(1)
+	select {
+	case err := <-eof:
+		t.Fatalf("Read returned %v with call 2 unanswered", err)
+	default:
+	}
+	answer(2)
+	select {
+	case err := <-eof:
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("Read = %v, want io.EOF once both are answered", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Read still waiting after every call was answered")
+	}
+	for _, want := range []string{`"id":1`, `"id":2`} {
+		if got := p.line(); !strings.Contains(got, want) {
+			t.Fatalf("peer got %s, want %s", got, want)
+		}
+	}
+}
+
+// TestCloseEndsTheWaitForAnswers: a call that is never answered does not
+// hold the connection open past Close.
+func TestCloseEndsTheWaitForAnswers(t *testing.T) {
+	p, c := newRawPeer(t)
+	go func() {
+		_, _ = io.WriteString(p.conn, `{"jsonrpc":"2.0","id":1,"method":"never"}`+"\n")
+		_ = p.conn.(*net.UnixConn).CloseWrite()
+	}()
+	if _, err := c.Read(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	eof := make(chan error, 1)
+	go func() { _, err := c.Read(context.Background()); eof <- err }()
+	_ = c.Close()
+	select {
+	case err := <-eof:
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("Read = %v, want io.EOF", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Read still waiting after Close")
+	}
+}
+
+func mustID(t *testing.T, v int64) jsonrpc.ID {
+	t.Helper()
+	id, err := jsonrpc.MakeID(float64(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
