@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sys/unix"
+
+	"github.com/harness-dev/harness/internal/fdtest"
 )
 
 var (
@@ -285,9 +286,7 @@ func TestMCP_BridgeStoppedBySIGTERMLeavesStdioBlocking(t *testing.T) {
 	defer outW.Close()
 	// What a parent hands a child: blocking pipes. The test keeps inR, so
 	// it can read the mode of the description it shares with the child.
-	for _, p := range []*os.File{inR, outW} {
-		p.Fd() // on an os.Pipe end, Fd puts the description in blocking mode
-	}
+	fdtest.SetBlocking(t, inR, outW)
 	cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
 	cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN=")
 	cmd.Stdin, cmd.Stdout = inR, outW
@@ -302,8 +301,8 @@ func TestMCP_BridgeStoppedBySIGTERMLeavesStdioBlocking(t *testing.T) {
 	if err != nil || !strings.Contains(line, `"id":1`) {
 		t.Fatalf("ping answer %q, %v", line, err)
 	}
-	if flags := fileFlags(t, inR); flags&unix.O_NONBLOCK == 0 {
-		t.Fatalf("during the session stdin flags %#x: want it polled (O_NONBLOCK)", flags)
+	if !fdtest.Nonblocking(t, inR) {
+		t.Fatal("during the session stdin is blocking: want it polled (O_NONBLOCK)")
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -312,25 +311,10 @@ func TestMCP_BridgeStoppedBySIGTERMLeavesStdioBlocking(t *testing.T) {
 		t.Fatalf("harness mcp after SIGTERM: %v (want a clean exit)", err)
 	}
 	for name, p := range map[string]*os.File{"stdin": inR, "stdout": outW} {
-		if flags := fileFlags(t, p); flags&unix.O_NONBLOCK != 0 {
-			t.Errorf("%s left with flags %#x: want blocking", name, flags)
+		if fdtest.Nonblocking(t, p) {
+			t.Errorf("%s left nonblocking", name)
 		}
 	}
-}
-
-// fileFlags reads f's open file description flags. (f.Fd would first make
-// the description blocking.)
-func fileFlags(t *testing.T, f *os.File) int {
-	t.Helper()
-	raw, err := f.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var flags int
-	if cerr := raw.Control(func(fd uintptr) { flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }); cerr != nil || err != nil {
-		t.Fatal(cerr, err)
-	}
-	return flags
 }
 
 // TestMCP_PipedRequestsAreAllAnswered: a script writes its requests into

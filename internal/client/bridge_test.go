@@ -8,41 +8,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/harness-dev/harness/internal/fdtest"
 )
-
-// nonblocking reports f's O_NONBLOCK without changing it (f.Fd would).
-func nonblocking(t *testing.T, f *os.File) bool {
-	t.Helper()
-	raw, err := f.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var flags int
-	if cerr := raw.Control(func(fd uintptr) { flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }); cerr != nil || err != nil {
-		t.Fatal(cerr, err)
-	}
-	return flags&unix.O_NONBLOCK != 0
-}
-
-// setBlocking puts f's description into blocking mode, as a parent
-// process hands a pipe to its child.
-func setBlocking(t *testing.T, files ...*os.File) {
-	t.Helper()
-	for _, f := range files {
-		raw, err := f.SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cerr := raw.Control(func(fd uintptr) { err = syscall.SetNonblock(int(fd), false) }); cerr != nil || err != nil {
-			t.Fatal(cerr, err)
-		}
-	}
-}
 
 // bridgeRig is what `harness mcp` runs between: blocking stdio pipes, as a
 // parent hands them over, and a connected socket pair whose second end
@@ -62,22 +32,10 @@ func newBridgeRig(t *testing.T) *bridgeRig {
 	if r.outR, r.outW, err = os.Pipe(); err != nil {
 		t.Fatal(err)
 	}
-	setBlocking(t, r.inR, r.outW)
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conns := make([]net.Conn, 2)
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), "socketpair")
-		if conns[i], err = net.FileConn(f); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-	}
-	r.conn, r.daemon = conns[0], conns[1]
+	fdtest.SetBlocking(t, r.inR, r.outW)
+	r.conn, r.daemon = fdtest.SocketPair(t)
 	t.Cleanup(func() {
-		for _, c := range []io.Closer{r.inR, r.inW, r.outR, r.outW, r.conn, r.daemon} {
+		for _, c := range []io.Closer{r.inR, r.inW, r.outR, r.outW} {
 			_ = c.Close()
 		}
 	})
@@ -120,7 +78,7 @@ func TestBridgeCopiesBothWaysAndRestoresBlockingStdio(t *testing.T) {
 			t.Fatalf("got %q, want %q", line, want)
 		}
 	}
-	if !nonblocking(t, inR) || !nonblocking(t, outW) {
+	if !fdtest.Nonblocking(t, inR) || !fdtest.Nonblocking(t, outW) {
 		t.Fatal("the bridge does not read and write stdio through the poller")
 	}
 	inW.Close()
@@ -132,7 +90,7 @@ func TestBridgeCopiesBothWaysAndRestoresBlockingStdio(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Bridge did not return after stdin ended and the daemon closed")
 	}
-	if nonblocking(t, inR) || nonblocking(t, outW) {
+	if fdtest.Nonblocking(t, inR) || fdtest.Nonblocking(t, outW) {
 		t.Fatal("stdio left nonblocking")
 	}
 	r.conn.Close()
@@ -163,7 +121,7 @@ func TestPollableLeavesFilesAndPreSetModesAlone(t *testing.T) {
 	defer r.Close()
 	defer w.Close()
 	// os.Pipe files are nonblocking already.
-	if !nonblocking(t, r) {
+	if !fdtest.Nonblocking(t, r) {
 		t.Fatal("os.Pipe gave a blocking pipe")
 	}
 	got, p = pollable(r)
@@ -171,7 +129,7 @@ func TestPollableLeavesFilesAndPreSetModesAlone(t *testing.T) {
 		t.Fatal("a nonblocking pipe was not polled")
 	}
 	p.restore()
-	if !nonblocking(t, r) {
+	if !fdtest.Nonblocking(t, r) {
 		t.Fatal("restore made a pipe blocking that was nonblocking before")
 	}
 
@@ -210,7 +168,7 @@ func TestBridgeEndsQuietlyWhenTheDaemonClosesFirst(t *testing.T) {
 	if errw.Len() != 0 {
 		t.Fatalf("stderr = %q, want nothing", errw.String())
 	}
-	if nonblocking(t, r.inR) || nonblocking(t, r.outW) {
+	if fdtest.Nonblocking(t, r.inR) || fdtest.Nonblocking(t, r.outW) {
 		t.Fatal("stdio left nonblocking")
 	}
 }
@@ -222,7 +180,7 @@ func TestBridgeEndsQuietlyWhenTheDaemonClosesFirst(t *testing.T) {
 func TestBridgeOnOneSocketForStdinAndStdout(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "2")
 	r := newBridgeRig(t)
-	agent, stdio := socketPairFiles(t)
+	agent, stdio := fdtest.SocketPairFiles(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Bridge(ctx, r.conn, stdio, stdio, io.Discard) }()
@@ -248,20 +206,7 @@ func TestBridgeOnOneSocketForStdinAndStdout(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Bridge did not return after its context ended")
 	}
-	if nonblocking(t, stdio) {
+	if fdtest.Nonblocking(t, stdio) {
 		t.Fatal("the shared socket was left nonblocking")
 	}
-}
-
-// socketPairFiles is a socket pair as blocking *os.File ends, the way a
-// parent hands a socket to a child as its stdio.
-func socketPairFiles(t *testing.T) (*os.File, *os.File) {
-	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := os.NewFile(uintptr(fds[0]), "agent"), os.NewFile(uintptr(fds[1]), "stdio")
-	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
-	return a, b
 }

@@ -8,15 +8,15 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
+
+	"github.com/harness-dev/harness/internal/fdtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -74,27 +74,8 @@ type rawPeer struct {
 	r    *bufio.Reader
 }
 
-// socketPair is a buffered, connected pair of unix stream sockets: unlike
-// net.Pipe, a write does not wait for the peer to read.
-func socketPair(t *testing.T) (net.Conn, net.Conn) {
-	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conns := make([]net.Conn, 2)
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), "socketpair")
-		if conns[i], err = net.FileConn(f); err != nil {
-			t.Fatal(err)
-		}
-		_ = f.Close()
-	}
-	return conns[0], conns[1]
-}
-
 func newRawPeer(t *testing.T) (*rawPeer, *Conn) {
-	a, b := socketPair(t)
+	a, b := fdtest.SocketPair(t)
 	c, err := (&Transport{Reader: a, Writer: a}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
