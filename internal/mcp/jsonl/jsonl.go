@@ -56,6 +56,27 @@ type Transport struct {
 	// MaxMessage bounds one inbound message in bytes; 0 selects
 	// DefaultMaxMessage.
 	MaxMessage int
+
+	mu   sync.Mutex
+	conn *Conn // made by Connect
+}
+
+// Close closes the connection Connect made, or Reader and Writer if
+// Connect was not called. Owners of a session close it this way rather
+// than through the streams: a Read that holds a peer's EOF back until its
+// calls are answered ends only on the connection's Close.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	c := t.conn
+	t.mu.Unlock()
+	if c != nil {
+		return c.Close()
+	}
+	errR := t.Reader.Close()
+	if t.Writer != nil && !same(t.Writer, t.Reader) {
+		return errors.Join(errR, t.Writer.Close())
+	}
+	return errR
 }
 
 // Connect implements [mcp.Transport]. It never fails.
@@ -73,6 +94,9 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		pending: map[any]bool{},
 	}
 	c.pendingCV = sync.NewCond(&c.pendingMu)
+	t.mu.Lock()
+	t.conn = c
+	t.mu.Unlock()
 	return c, nil
 }
 

@@ -139,9 +139,10 @@ func (m *Manager) Serve(ctx context.Context, rwc io.ReadWriteCloser, id Identity
 	defer m.serves.Done()
 	defer m.unregister(l)
 
-	ss, err := l.server.Connect(ctx, &jsonl.Transport{Reader: rwc, Writer: rwc}, nil)
+	tr := &jsonl.Transport{Reader: rwc, Writer: rwc}
+	ss, err := l.server.Connect(ctx, tr, nil)
 	if err != nil {
-		m.closeLogged(rwc, id)
+		m.closeLogged(tr, id)
 		return fmt.Errorf("session: connect: %w", err)
 	}
 	done := make(chan error, 1)
@@ -159,10 +160,11 @@ func (m *Manager) Serve(ctx context.Context, rwc io.ReadWriteCloser, id Identity
 	case <-m.ctx.Done():
 		reason = ErrClosed
 	}
-	// Closing the stream (rather than ss.Close, which waits for in-flight
-	// calls first) makes the jsonrpc2 reader fail, which cancels every
-	// in-flight handler; then the session drains.
-	m.closeLogged(rwc, id)
+	// Closing the connection (rather than ss.Close, which waits for
+	// in-flight calls first) ends the jsonrpc2 reader, which cancels every
+	// in-flight handler; then the session drains. (Not the stream alone: a
+	// reader holding a half-closed peer's EOF back waits on the connection.)
+	m.closeLogged(tr, id)
 	if err := <-done; err != nil {
 		m.log.Debug("session ended after close", "session", l.label(), "error", err)
 	}

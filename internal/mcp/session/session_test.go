@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/fdtest"
 )
 
 func TestSlowCallDoesNotHoldUpAFastOne(t *testing.T) {
@@ -288,4 +291,46 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
+}
+
+// TestCloseEndsAHalfClosedSessionWithACallInFlight: a client that sent its
+// calls and closed its side keeps the session open until they are answered
+// (the transport holds EOF back); Close, or the end of Serve's context,
+// must still end it at once and cancel the call, or a daemon shutdown
+// would wait on it.
+func TestCloseEndsAHalfClosedSessionWithACallInFlight(t *testing.T) {
+	for _, how := range []string{"Close", "context"} {
+		t.Run(how, func(t *testing.T) {
+			e := newEnv(t)
+			e.ops.block["trigger"] = make(chan struct{}) // never released
+			server, client := fdtest.SocketPair(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			served := make(chan error, 1)
+			go func() { served <- e.m.Serve(ctx, server, Identity{AllowControl: true}) }()
+			go func() { _, _ = io.Copy(io.Discard, client) }()
+			_, err := io.WriteString(client, strings.Join([]string{
+				`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+				`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"harness_trigger","arguments":{"name":"job","wait":true}}}`,
+			}, "\n")+"\n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := client.(*net.UnixConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			wait(t, e.ops.started, "the call to reach control")
+			want := error(ErrClosed)
+			if how == "Close" {
+				e.m.Close()
+			} else {
+				cancel()
+				want = context.Canceled
+			}
+			if err := wait(t, served, "Serve to return"); !errors.Is(err, want) {
+				t.Fatalf("Serve returned %v, want %v", err, want)
+			}
+		})
+	}
 }
