@@ -70,7 +70,7 @@ func TestCorruptLedgerIsAnError(t *testing.T) {
 	if _, err := OpenLedger(path); err == nil {
 		t.Fatal("OpenLedger of a corrupt file succeeded")
 	}
-	if _, err := CleanupLeftovers(path, nil, time.Second); err == nil {
+	if _, err := CleanupLeftovers(path, CleanupOptions{Grace: time.Second}); err == nil {
 		t.Fatal("CleanupLeftovers of a corrupt file succeeded")
 	}
 	if raw, err := os.ReadFile(path); err != nil || string(raw) != "{not json" {
@@ -79,7 +79,7 @@ func TestCorruptLedgerIsAnError(t *testing.T) {
 }
 
 func TestCleanupLeftoversWithoutLedger(t *testing.T) {
-	n, err := CleanupLeftovers(filepath.Join(t.TempDir(), "none.json"), nil, time.Second)
+	n, err := CleanupLeftovers(filepath.Join(t.TempDir(), "none.json"), CleanupOptions{Grace: time.Second})
 	if n != 0 || err != nil {
 		t.Fatalf("CleanupLeftovers of a missing ledger = %d, %v", n, err)
 	}
@@ -133,7 +133,7 @@ func TestCleanupLeftoversEndsEscapedTrees(t *testing.T) {
 	}
 	// The crash: the ledger and handles are dropped, nothing is killed.
 
-	killed, err := CleanupLeftovers(path, slog.Default(), 2*time.Second)
+	killed, err := CleanupLeftovers(path, CleanupOptions{Logger: slog.Default(), Grace: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
