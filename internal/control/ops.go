@@ -461,6 +461,7 @@ func (c *Control) DaemonInfo() DaemonInfo {
 		MCPURL:    c.opt.MCPURL,
 		Warnings:  c.Warnings(),
 		Upstreams: c.MCPStatus(),
+		Ownership: c.opt.Ownership,
 	}
 }
 

@@ -159,17 +159,7 @@ func (t *Tracker) Members(key string) []Ident {
 // Signal sends sig to every member of run key as of the last pass that is
 // still the same process, and returns how many it hit.
 func (t *Tracker) Signal(key string, sig syscall.Signal) int {
-	n := 0
-	for _, id := range t.Members(key) {
-		sent, err := SignalIdent(id, sig)
-		if err != nil {
-			t.logger.Warn("proctree: signal tracked process", "pid", id.PID, "signal", sig.String(), "err", err)
-		}
-		if sent {
-			n++
-		}
-	}
-	return n
+	return t.SignalOutside(key, 0, sig)
 }
 
 // Refresh makes sure a pass that began after the call has finished: it
@@ -295,4 +285,26 @@ func attribute(procs []procInfo, self int, runs map[string]trackedRun, last map[
 		}
 	}
 	return out
+}
+
+// SignalOutside is Signal for the members of run key that are not in
+// process group pgid (0: none skipped), for a caller that signalled that
+// group already.
+func (t *Tracker) SignalOutside(key string, pgid int, sig syscall.Signal) int {
+	n := 0
+	for _, id := range t.Members(key) {
+		if pgid > 0 {
+			if st, err := readStat(id.PID); err == nil && st.start == id.Start && st.pgid == pgid {
+				continue
+			}
+		}
+		sent, err := SignalIdent(id, sig)
+		if err != nil {
+			t.logger.Warn("proctree: signal tracked process", "pid", id.PID, "signal", sig.String(), "err", err)
+		}
+		if sent {
+			n++
+		}
+	}
+	return n
 }
