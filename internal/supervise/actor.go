@@ -294,7 +294,7 @@ func (a *actor) onExit(ev exitEv) {
 	e := Exit{Code: ev.code, Signal: ev.signal, StartedAt: p.readyAt, At: now,
 		StartFailed: p.startFailed || p.readyAt.IsZero()}
 	if e.StartFailed {
-		text = "failed to start: " + text
+		text = "never became ready; " + text
 	}
 	a.applyPolicy(e, text)
 }
