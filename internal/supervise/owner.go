@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harness-dev/harness/internal/cgroup"
 	"github.com/harness-dev/harness/internal/proctree"
 )
 
@@ -85,12 +86,21 @@ func (o cgroupOwner) signal(p *proc, sig syscall.Signal) {
 // killWait bounds the wait for a tree after its SIGKILL.
 const killWait = 5 * time.Second
 
+// mainExitQuiet is how long the rest of a run may take to follow its main
+// process (children dying of SIGHUP) before the run is said to go on.
+const mainExitQuiet = 200 * time.Millisecond
+
 func (o cgroupOwner) settle(p *proc) {
-	busy, err := p.cg.Populated()
-	if err != nil {
-		o.a.deps.Logger.Warn("supervise: read cgroup", "run", p.run, "err", err)
+	quiet := make(chan struct{})
+	t := time.AfterFunc(mainExitQuiet, func() { close(quiet) })
+	err := p.cg.WaitEmpty(quiet)
+	t.Stop()
+	if err == nil {
+		return
 	}
-	if !busy {
+	if !errors.Is(err, cgroup.ErrWaitCancelled) {
+		// The leaf cannot be read: end the run with its main process.
+		o.a.deps.Logger.Error("supervise: wait for cgroup", "run", p.run, "err", err)
 		return
 	}
 	o.a.u.post(mainExitEv{gen: p.gen})
