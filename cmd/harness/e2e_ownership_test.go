@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -356,4 +357,47 @@ func TestScenario_TenDaemonSIGKILLsLeaveNothing(t *testing.T) {
 	f.shutdown()
 	assertGone(t, "after the shutdown", all...)
 	t.Logf("%d SIGKILLs of a daemon with %d hostile harnesses: %s", rounds, units, time.Since(began).Round(time.Millisecond))
+}
+
+// A daemon that cannot create a cgroup (an unprivileged user outside a
+// delegated cgroup) takes the fallback on its own and says why.
+func TestScenario_WithoutAWritableCgroupTheDaemonFallsBackAndSaysWhy(t *testing.T) {
+	dir, err := os.MkdirTemp("", "harness-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "harness")
+	b, err := os.ReadFile(harnessBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet{t: t, dir: dir, config: filepath.Join(dir, "harness.toml"), socket: filepath.Join(dir, "run", "harness.sock"),
+		state: filepath.Join(dir, "state"), logPath: filepath.Join(dir, "daemon.log")}
+	c := exec.Command(bin, "daemon", "--config", f.config, "--socket", f.socket, "--state-dir", f.state, "--log-file", f.logPath)
+	c.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=", "HOME="+dir)
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.cmd, f.exited = c, make(chan struct{})
+	go func() { c.Wait(); close(f.exited) }()
+	t.Cleanup(f.stop)
+	var info struct {
+		Ownership ownershipInfo `json:"ownership"`
+	}
+	f.waitFor("the unprivileged daemon to serve", 30*time.Second, func() bool {
+		out, _, code := f.run("daemon-info", "--json")
+		return code == 0 && json.Unmarshal([]byte(out), &info) == nil
+	})
+	if o := info.Ownership; o.Mode != "fallback" || o.Cgroup != "" ||
+		!strings.Contains(o.Reason, "permission denied") || !strings.Contains(o.Reason, "Delegate=yes") {
+		t.Fatalf("ownership of an unprivileged daemon: %+v", o)
+	}
 }
