@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/proctree"
 	"github.com/harness-dev/harness/internal/runs"
 )
@@ -234,7 +235,7 @@ func (a *actor) onTimer(ev timerEv) {
 		a.retry = nil
 		a.nextRetry = time.Time{}
 		a.restartCount++
-		if err := a.spawn(runs.CauseRestart); err != nil {
+		if err := a.spawn(api.CauseRestart); err != nil {
 			a.deps.Logger.Warn("supervise: policy restart failed", "err", err)
 		}
 	case timerTerm, timerKill, timerHealthy:
@@ -438,7 +439,7 @@ func (a *actor) setState(s State) {
 func (a *actor) emit(ev Event) {
 	a.publish()
 	ev.Unit = a.cfg.Name
-	ev.State = a.state
+	ev.State = string(a.state)
 	ev.Time = a.deps.Now()
 	a.deps.OnEvent(ev)
 }

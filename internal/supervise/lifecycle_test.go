@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/proctree"
-	"github.com/harness-dev/harness/internal/runs"
 )
 
 func TestRestartNoSpawnFailureFails(t *testing.T) {
 	cfg := UnitConfig{Name: "ghost", Kind: KindHarness, Cmd: "/nonexistent/harness-bin", Restart: RestartNo}
 	e := newEnv(t, cfg)
-	err := e.u.Start(context.Background(), runs.CauseManual)
+	err := e.u.Start(context.Background(), api.CauseManual)
 	if err == nil || !strings.Contains(err.Error(), "supervise: unit ghost: spawn:") ||
 		!strings.Contains(err.Error(), "/nonexistent/harness-bin") {
 		t.Fatalf("start error = %v", err)
@@ -43,7 +43,7 @@ func TestMissingWorkdirFailsClearly(t *testing.T) {
 	cfg := helperCfg("nodir", "sleep", nil)
 	cfg.Dir = filepath.Join(t.TempDir(), "missing")
 	e := newEnv(t, cfg)
-	err := e.u.Start(context.Background(), runs.CauseManual)
+	err := e.u.Start(context.Background(), api.CauseManual)
 	if err == nil || !strings.Contains(err.Error(), "workdir") || !strings.Contains(err.Error(), cfg.Dir) {
 		t.Fatalf("start error = %v", err)
 	}
@@ -66,7 +66,7 @@ func TestOnFailureCleanExitStops(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	r, ok := e.runs.Get(st.RunID)
-	if !ok || !r.Ended() || r.ExitCode == nil || *r.ExitCode != 0 || r.Cause != runs.CauseManual || r.PID == 0 {
+	if !ok || !r.Ended() || r.ExitCode == nil || *r.ExitCode != 0 || r.Cause != api.CauseManual || r.PID == 0 {
 		t.Fatalf("run %+v", r)
 	}
 	if !e.logHas("exited with code 0") || !e.logHas("stopped") {
@@ -112,7 +112,7 @@ func TestCrashLoopDegradesThenFailsAndRestartClears(t *testing.T) {
 	var flapping int
 	for _, ev := range e.rec.all() {
 		if ev.Kind == EventState {
-			states = append(states, ev.State)
+			states = append(states, State(ev.State))
 		}
 		if ev.Kind == EventFlapping {
 			flapping++
@@ -136,8 +136,8 @@ func TestCrashLoopDegradesThenFailsAndRestartClears(t *testing.T) {
 		t.Fatalf("%d runs, want 5", got)
 	}
 	for _, r := range e.runs.List("crashy", 0) {
-		if r.ID != e.runs.List("crashy", 0)[len(e.runs.List("crashy", 0))-1].ID && r.Cause != runs.CauseRestart &&
-			r.Cause != runs.CauseManual {
+		if r.ID != e.runs.List("crashy", 0)[len(e.runs.List("crashy", 0))-1].ID && r.Cause != api.CauseRestart &&
+			r.Cause != api.CauseManual {
 			t.Fatalf("run cause %q", r.Cause)
 		}
 	}
@@ -146,7 +146,7 @@ func TestCrashLoopDegradesThenFailsAndRestartClears(t *testing.T) {
 	next := helperCfg("crashy", "sleep", nil)
 	next.Restart = RestartAlways
 	e.u.Update(next)
-	if err := e.u.Restart(context.Background(), runs.CauseManual); err != nil {
+	if err := e.u.Restart(context.Background(), api.CauseManual); err != nil {
 		t.Fatal(err)
 	}
 	st = e.u.Status()
@@ -190,14 +190,14 @@ func TestHealthyRunResetsBackoff(t *testing.T) {
 	}
 	e.waitFor("restarting after the kill", func() bool {
 		for _, ev := range afterKill() {
-			if ev.Kind == EventState && (ev.State == StateRestarting || ev.State == StateDegraded) {
+			if ev.Kind == EventState && (State(ev.State) == StateRestarting || State(ev.State) == StateDegraded) {
 				return true
 			}
 		}
 		return false
 	})
 	for _, ev := range afterKill() {
-		if ev.Kind == EventState && ev.State == StateDegraded {
+		if ev.Kind == EventState && State(ev.State) == StateDegraded {
 			t.Fatalf("degraded again after a healthy run: %+v", ev)
 		}
 	}
