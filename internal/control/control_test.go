@@ -221,3 +221,25 @@ func TestProject_UpDownAndCollisions(t *testing.T) {
 		t.Errorf("projects after down = %v", st.Projects)
 	}
 }
+
+// TestTrigger_TimeoutIsBounded: a timeout_s too large for time.Duration
+// used to overflow and report timed_out at once while the job ran on.
+func TestTrigger_TimeoutIsBounded(t *testing.T) {
+	f := newFixture(t, "[harness.job]\ncmd = \"sh\"\nargs = [\"-c\", \"exit 0\"]\nschedule = \"@every 1h\"\n")
+	for _, timeout := range []float64{1e10, MaxTriggerTimeout.Seconds() + 1, -1} {
+		err := f.call(api.OpTrigger, api.TriggerArgs{Name: "job", Wait: true, TimeoutS: timeout}, nil)
+		if !errors.Is(err, errcode.ErrInvalidArgument) || !strings.Contains(err.Error(), "timeout_s") {
+			t.Errorf("timeout_s %g: %v", timeout, err)
+		}
+	}
+	var runs []api.Run
+	f.mustCall(api.OpRuns, api.RunsArgs{Name: "job"}, &runs)
+	if len(runs) != 0 {
+		t.Fatalf("a refused trigger started runs: %+v", runs)
+	}
+	var res api.TriggerResult
+	f.mustCall(api.OpTrigger, api.TriggerArgs{Name: "job", Wait: true, TimeoutS: MaxTriggerTimeout.Seconds()}, &res)
+	if res.TimedOut || res.ExitCode == nil || *res.ExitCode != 0 {
+		t.Errorf("trigger at the largest timeout: %+v", res)
+	}
+}

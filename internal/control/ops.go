@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -286,8 +287,13 @@ func (c *Control) runNow(ctx context.Context, u *unit, cause runs.Cause) (uint64
 	return after.RunID, nil
 }
 
-// DefaultTriggerTimeout bounds `trigger --wait` when no timeout is given.
-const DefaultTriggerTimeout = 10 * time.Minute
+// Bounds of `trigger --wait`: the default when no timeout is given, and
+// the largest accepted (a larger timeout_s would overflow time.Duration
+// and time out at once).
+const (
+	DefaultTriggerTimeout = 10 * time.Minute
+	MaxTriggerTimeout     = 24 * time.Hour
+)
 
 // Trigger answers `trigger`: start a job now, optionally following the run
 // to its end.
@@ -299,8 +305,8 @@ func (c *Control) Trigger(ctx context.Context, a api.TriggerArgs) (api.TriggerRe
 	if h := u.harness(); h == nil || !h.IsJob() {
 		return api.TriggerResult{}, errcode.Errorf(errcode.NotAJob, "%s is not a job (no schedule, restart %q)", a.Name, restartOf(u))
 	}
-	if a.TimeoutS < 0 {
-		return api.TriggerResult{}, errcode.Errorf(errcode.InvalidArgument, "timeout_s must be >= 0")
+	if a.TimeoutS < 0 || a.TimeoutS > MaxTriggerTimeout.Seconds() || math.IsNaN(a.TimeoutS) {
+		return api.TriggerResult{}, errcode.Errorf(errcode.InvalidArgument, "timeout_s must be between 0 and %g (%s)", MaxTriggerTimeout.Seconds(), MaxTriggerTimeout)
 	}
 	res := api.TriggerResult{Name: a.Name}
 	if st := u.sup.Status(); isActive(st.State) {
