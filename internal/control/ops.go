@@ -53,7 +53,7 @@ func (c *Control) info(u *unit, st supervise.Status) api.UnitInfo {
 }
 
 // Describe answers `describe`.
-func (c *Control) Describe(_ context.Context, a api.NameArg) (api.Description, error) {
+func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description, error) {
 	u, err := c.lookup(a.Name)
 	if err != nil {
 		return api.Description{}, err
@@ -73,6 +73,12 @@ func (c *Control) Describe(_ context.Context, a api.NameArg) (api.Description, e
 	if up := u.upstream(); up != nil {
 		d.Config = processView(up.Process, string(config.RestartAlways), []string{})
 	}
+	if callerOf(ctx).Kind != api.Operator {
+		// Any read session may describe every harness: it sees which
+		// variables a harness sets, not their values (tokens, URLs with
+		// credentials). The operator's CLI shows them.
+		d.Config.Env = hiddenValues(d.Config.Env)
+	}
 	if st.RunID != 0 && isActive(st.State) {
 		if r, ok := c.opt.Runs.Get(st.RunID); ok {
 			d.CurrentRun = &r
@@ -89,6 +95,22 @@ func processView(p config.Process, restart string, allow []string) api.UnitConfi
 		Restart: restart, RestartDelayS: p.RestartDelay.Seconds(), StopGraceS: p.StopGrace.Seconds(),
 		MCPAllow: allow,
 	}
+}
+
+// HiddenValue stands for an env value describe does not show an MCP
+// session.
+const HiddenValue = "(hidden)"
+
+// hiddenValues keeps env's keys with every value replaced.
+func hiddenValues(env map[string]string) map[string]string {
+	if env == nil {
+		return nil
+	}
+	out := make(map[string]string, len(env))
+	for k := range env {
+		out[k] = HiddenValue
+	}
+	return out
 }
 
 func nonNil(xs []string) []string {
