@@ -402,6 +402,12 @@ func (a *actor) applyPolicy(e Exit, why string) {
 	a.retryGen = a.gen
 	a.nextRetry = a.deps.Now().Add(d.Delay)
 	a.retry = a.arm(d.Delay, a.retryGen, timerRetry)
+	if a.state == d.State {
+		// Degraded stays degraded, but the daemon must still learn that
+		// a retry is due and when (upstream_unavailable says so).
+		a.emit(Event{Kind: EventState, RunID: a.runID})
+		return
+	}
 	a.setState(d.State)
 }
 
