@@ -22,8 +22,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
-	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/daemon"
 )
 
@@ -50,7 +50,7 @@ type benchDaemon struct {
 	cmd                             *exec.Cmd
 	exited                          chan struct{}
 	ctl                             *client.Client
-	info                            control.DaemonInfo
+	info                            api.DaemonInfo
 	bridges                         atomic.Int64
 }
 
@@ -116,7 +116,7 @@ func startDaemon(ctx context.Context, o options, bin, tmp, name, config string) 
 func (d *benchDaemon) waitUpstreams(ctx context.Context, want int) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var info control.DaemonInfo
+		var info api.DaemonInfo
 		if err := d.ctl.Call(ctx, "daemon_info", struct{}{}, &info); err != nil {
 			return err
 		}

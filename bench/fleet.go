@@ -9,9 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/harness-dev/harness/internal/control"
 )
 
 // fleetConfig is o.Harnesses sleepers (not enabled, so `start --all` starts
@@ -103,7 +102,7 @@ func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) erro
 		}
 		helpLat = append(helpLat, lat...)
 		if lat, err = timeN(o.InprocRuns/rounds, func() error {
-			var units []control.UnitInfo
+			var units []api.UnitInfo
 			return d.ctl.Call(ctx, "list", struct{}{}, &units)
 		}); err != nil {
 			return err
@@ -183,7 +182,7 @@ func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) erro
 func (d *benchDaemon) waitRunning(ctx context.Context, want int, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		var units []control.UnitInfo
+		var units []api.UnitInfo
 		if err := d.ctl.Call(ctx, "list", struct{}{}, &units); err != nil {
 			return err
 		}

@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
-	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/daemon"
 )
 
@@ -94,7 +94,7 @@ func runDemo(cmd *cobra.Command, exitAfter time.Duration) error {
 		done <- daemon.Run(ctx, daemon.Options{
 			ConfigPath: cfgPath, SocketPath: socket, StateDir: stateDir, Version: version,
 			Logger: slog.New(slog.NewTextHandler(logFile, nil)),
-			Ready:  func(control.Paths) { close(ready) },
+			Ready:  func(api.Paths) { close(ready) },
 		})
 	}()
 	select {

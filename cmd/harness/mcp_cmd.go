@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
-	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/mcp/httpmcp"
 )
@@ -52,32 +52,17 @@ func bridge(cmd *cobra.Command, socket, token string, allowControl bool) error {
 }
 
 func mcpStatusCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show upstream MCP servers: state, pid, tools, restarts, last error",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var res []control.UpstreamStatus
-			if err := g.call(cmd.Context(), "mcp_status", struct{}{}, &res); err != nil {
-				return err
+	return listVerb(g, listing[api.UpstreamStatus]{
+		use: "status", short: "Show upstream MCP servers: state, pid, tools, restarts, last error", op: api.OpMCPStatus,
+		header: "KEY\tSTATE\tPID\tTOOLS\tRESTARTS\tLAST ERROR",
+		row: func(u api.UpstreamStatus) []string {
+			key := u.Key
+			if u.Project != "" {
+				key = u.Project + "/" + u.Key
 			}
-			if g.json {
-				return emit(cmd.OutOrStdout(), res)
-			}
-			var rows [][]string
-			for _, u := range res {
-				key := u.Key
-				if u.Project != "" {
-					key = u.Project + "/" + u.Key
-				}
-				rows = append(rows, []string{key, u.State, pidStr(u.PID), fmt.Sprint(u.Tools), fmt.Sprint(u.Restarts), orDash(u.LastError)})
-			}
-			table(cmd.OutOrStdout(), "KEY\tSTATE\tPID\tTOOLS\tRESTARTS\tLAST ERROR", rows)
-			return nil
+			return []string{key, u.State, pidStr(u.PID), fmt.Sprint(u.Tools), fmt.Sprint(u.Restarts), orDash(u.LastError)}
 		},
-	}
-	addJSON(cmd, g)
-	return cmd
+	}, nil)
 }
 
 // mcpConfigCmd prints the snippet that wires `harness mcp` into a client,
@@ -98,8 +83,8 @@ func mcpConfigCmd(g *globals) *cobra.Command {
 			}
 			var s string
 			if overHTTP {
-				var info control.DaemonInfo
-				if err := g.call(cmd.Context(), "daemon_info", struct{}{}, &info); err != nil {
+				var info api.DaemonInfo
+				if err := g.call(cmd.Context(), api.OpDaemonInfo, struct{}{}, &info); err != nil {
 					return err
 				}
 				if info.MCPURL == "" {

@@ -10,7 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
@@ -25,7 +26,7 @@ func (g *globals) projectFile() (string, error) {
 	global := g.configPath()
 	for {
 		p := filepath.Join(dir, "harness.toml")
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && !sameFile(p, global) {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && !config.SameFile(p, global) {
 			return p, nil
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("looking for a project file: %w", err)
@@ -38,12 +39,6 @@ func (g *globals) projectFile() (string, error) {
 	}
 }
 
-func sameFile(a, b string) bool {
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(fa, fb)
-}
-
 // qualify turns NAME into PROJECT/NAME when run inside a project that is up
 // and declares NAME; anything else is left as given.
 func (g *globals) qualify(cmd *cobra.Command, names []string) []string {
@@ -51,8 +46,8 @@ func (g *globals) qualify(cmd *cobra.Command, names []string) []string {
 	if err != nil {
 		return names
 	}
-	var units []control.UnitInfo
-	if err := g.call(cmd.Context(), "list", control.ListArgs{ProjectPath: path}, &units); err != nil {
+	var units []api.UnitInfo
+	if err := g.call(cmd.Context(), api.OpList, api.ListArgs{ProjectPath: path}, &units); err != nil {
 		return names
 	}
 	out := make([]string, len(names))
@@ -70,6 +65,12 @@ func (g *globals) qualify(cmd *cobra.Command, names []string) []string {
 	return out
 }
 
+// unitName resolves the one harness name a verb takes, as qualify does:
+// inside a project, its own names mean PROJECT/NAME.
+func (g *globals) unitName(cmd *cobra.Command, name string) string {
+	return g.qualify(cmd, []string{name})[0]
+}
+
 func upCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -80,8 +81,8 @@ func upCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var res control.ProjectResult
-			if err := g.call(cmd.Context(), "project_up", control.ProjectArgs{Path: path}, &res); err != nil {
+			var res api.ProjectResult
+			if err := g.call(cmd.Context(), api.OpProjectUp, api.ProjectArgs{Path: path}, &res); err != nil {
 				return err
 			}
 			if g.json {
@@ -102,7 +103,7 @@ func upCmd(g *globals) *cobra.Command {
 		},
 	}
 	addJSON(cmd, g)
-	return cmd
+	return callsOps(cmd, api.OpProjectUp)
 }
 
 func downCmd(g *globals) *cobra.Command {
@@ -111,7 +112,7 @@ func downCmd(g *globals) *cobra.Command {
 		Short: "Stop and forget a project's units (the current directory's, or PROJECT)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a := control.ProjectArgs{}
+			a := api.ProjectArgs{}
 			if len(args) == 1 {
 				a.Name = args[0]
 			} else {
@@ -121,8 +122,8 @@ func downCmd(g *globals) *cobra.Command {
 				}
 				a.Path = path
 			}
-			var res control.ProjectResult
-			if err := g.call(cmd.Context(), "project_down", a, &res); err != nil {
+			var res api.ProjectResult
+			if err := g.call(cmd.Context(), api.OpProjectDown, a, &res); err != nil {
 				return err
 			}
 			if g.json {
@@ -133,22 +134,15 @@ func downCmd(g *globals) *cobra.Command {
 		},
 	}
 	addJSON(cmd, g)
-	return cmd
+	return callsOps(cmd, api.OpProjectDown)
 }
 
 func psCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "ps",
-		Short: "List the current project's harnesses",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, err := g.projectFile()
-			if err != nil {
-				return err
-			}
-			return listUnits(cmd, g, control.ListArgs{ProjectPath: path})
-		},
-	}
-	addJSON(cmd, g)
-	return cmd
+	return unitsVerb(g, "ps", "List the current project's harnesses", func(*cobra.Command) (api.ListArgs, error) {
+		path, err := g.projectFile()
+		if err != nil {
+			return api.ListArgs{}, err
+		}
+		return api.ListArgs{ProjectPath: path}, nil
+	})
 }

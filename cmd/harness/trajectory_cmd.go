@@ -6,36 +6,25 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
 // trajectoriesCmd is `harness trajectories NAME`: the kept run transcripts
 // of a harness with harvest_trajectory = true (issue 10).
 func trajectoriesCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "trajectories NAME",
-		Short: "List the kept run transcripts of a harness (harvest_trajectory = true)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var res []control.TrajectoryInfo
-			if err := g.call(cmd.Context(), "list_trajectories", control.NameArg{Name: args[0]}, &res); err != nil {
-				return err
-			}
-			if g.json {
-				return emit(cmd.OutOrStdout(), res)
-			}
-			var rows [][]string
-			for _, r := range res {
-				rows = append(rows, []string{fmt.Sprint(r.Run), orDash(string(r.Cause)), when(r.StartedAt), when(r.EndedAt),
-					intPtr(r.ExitCode) + sigSuffix(r.Signal), fmt.Sprint(r.Entries), fmt.Sprint(r.Bytes)})
-			}
-			table(cmd.OutOrStdout(), "RUN\tCAUSE\tSTARTED\tENDED\tEXIT\tENTRIES\tBYTES", rows)
-			return nil
+	return listVerb(g, listing[api.TrajectoryInfo]{
+		use: "trajectories NAME", short: "List the kept run transcripts of a harness (harvest_trajectory = true)",
+		op: api.OpListTrajectories, args: cobra.ExactArgs(1),
+		request: func(cmd *cobra.Command, args []string) (any, error) {
+			return api.NameArg{Name: g.unitName(cmd, args[0])}, nil
 		},
-	}
-	addJSON(cmd, g)
-	return cmd
+		header: "RUN\tCAUSE\tSTARTED\tENDED\tEXIT\tENTRIES\tBYTES",
+		row: func(r api.TrajectoryInfo) []string {
+			return []string{fmt.Sprint(r.Run), orDash(string(r.Cause)), when(r.StartedAt), when(r.EndedAt),
+				intPtr(r.ExitCode) + sigSuffix(r.Signal), fmt.Sprint(r.Entries), fmt.Sprint(r.Bytes)}
+		},
+	}, nil)
 }
 
 // trajectoryCmd is `harness trajectory NAME RUN`: one page of a run's
@@ -52,12 +41,12 @@ func trajectoryCmd(g *globals) *cobra.Command {
 			if err != nil || run == 0 {
 				return errcode.Errorf(errcode.InvalidArgument, "RUN must be a run id (from `harness trajectories %s`), not %q", args[0], args[1])
 			}
-			a := control.TrajectoryArgs{Name: args[0], Run: run, MaxBytes: maxBytes}
+			a := api.TrajectoryArgs{Name: g.unitName(cmd, args[0]), Run: run, MaxBytes: maxBytes}
 			if cmd.Flags().Changed("cursor") {
 				a.Cursor = &cursor
 			}
-			var res control.Trajectory
-			if err := g.call(cmd.Context(), "get_trajectory", a, &res); err != nil {
+			var res api.Trajectory
+			if err := g.call(cmd.Context(), api.OpGetTrajectory, a, &res); err != nil {
 				return err
 			}
 			if g.json {
@@ -67,13 +56,7 @@ func trajectoryCmd(g *globals) *cobra.Command {
 			if res.Note != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), "note:", res.Note)
 			}
-			for _, e := range res.Entries {
-				prefix := ""
-				if e.Kind == "event" {
-					prefix = "-- "
-				}
-				fmt.Fprintf(w, "%s %s%s\n", e.Time.Local().Format("15:04:05"), prefix, e.Text)
-			}
+			printEntries(w, res.Entries)
 			if res.Truncated {
 				fmt.Fprintf(cmd.ErrOrStderr(), "more: harness trajectory %s %d --cursor %d\n", res.Name, res.Run, res.NextCursor)
 			}
@@ -84,5 +67,5 @@ func trajectoryCmd(g *globals) *cobra.Command {
 	f.Uint64Var(&cursor, "cursor", 0, "only entries newer than this id (a previous next_cursor)")
 	f.IntVar(&maxBytes, "max-bytes", 0, "cap the answer at this many bytes (default 256 KiB)")
 	addJSON(cmd, g)
-	return cmd
+	return callsOps(cmd, api.OpGetTrajectory)
 }

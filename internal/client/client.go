@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/protocol"
 )
@@ -56,7 +57,7 @@ type Client struct {
 }
 
 type subscription struct {
-	ch chan protocol.Event
+	ch chan api.Event
 }
 
 // Dial connects to the daemon at socket and completes the handshake in
@@ -424,8 +425,8 @@ func (c *Client) send(ctx context.Context, t protocol.FrameType, payload []byte)
 // channel of them. The channel is closed when ctx is done or the
 // connection ends. A reader that falls more than a buffer behind loses
 // events (counted by DroppedEvents) rather than stalling other calls.
-func (c *Client) Subscribe(ctx context.Context) (<-chan protocol.Event, error) {
-	sub := &subscription{ch: make(chan protocol.Event, eventBuffer)}
+func (c *Client) Subscribe(ctx context.Context) (<-chan api.Event, error) {
+	sub := &subscription{ch: make(chan api.Event, eventBuffer)}
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -434,7 +435,7 @@ func (c *Client) Subscribe(ctx context.Context) (<-chan protocol.Event, error) {
 	}
 	c.subs[sub] = struct{}{}
 	c.mu.Unlock()
-	if err := c.Call(ctx, protocol.OpSubscribe, nil, nil); err != nil {
+	if err := c.Call(ctx, api.OpSubscribe, nil, nil); err != nil {
 		c.unsubscribe(sub)
 		return nil, err
 	}
@@ -515,7 +516,7 @@ func (c *Client) readLoop() {
 				ch <- resp // buffered, one answer per id
 			}
 		case protocol.FrameEvent:
-			var ev protocol.Event
+			var ev api.Event
 			if err := json.Unmarshal(payload, &ev); err != nil {
 				c.fail(fmt.Errorf("daemon at %s sent a bad event: %w", c.socket, err))
 				return
@@ -531,7 +532,7 @@ func (c *Client) readLoop() {
 	}
 }
 
-func (c *Client) deliver(ev protocol.Event) {
+func (c *Client) deliver(ev api.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for sub := range c.subs {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/protocol"
@@ -223,7 +224,7 @@ func TestSubscribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.srv.Publish(protocol.Event{Kind: protocol.EventFlapping, Unit: "worker", State: "degraded"})
+	d.srv.Publish(api.Event{Kind: api.EventFlapping, Unit: "worker", State: "degraded"})
 	ev := <-events
 	if ev.Kind != "flapping" || ev.Unit != "worker" || ev.State != "degraded" {
 		t.Fatalf("event %+v", ev)

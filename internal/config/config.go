@@ -15,10 +15,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/harness-dev/harness/internal/api"
 )
 
 // Defaults applied when a key is absent.
@@ -27,12 +27,6 @@ const (
 	DefaultRestartDelay = 1 * time.Second
 	// DefaultStopGrace is stop_grace: the wait between SIGTERM and SIGKILL.
 	DefaultStopGrace = 10 * time.Second
-)
-
-// Scope classes of MCP tools, the values of mcp_allow.
-const (
-	ClassRead  = "read"
-	ClassWrite = "write"
 )
 
 // Config is a validated global harness.toml.
@@ -133,17 +127,6 @@ type Prompts struct {
 	Paths []string // directories of prompt markdown, "~" expanded
 }
 
-// Allows reports whether the global harness named harness may call tools of
-// class ("read" or "write"): its mcp_allow contains the class. An unknown
-// harness is allowed nothing.
-func (c *Config) Allows(harness, class string) bool {
-	if c == nil {
-		return false
-	}
-	h, ok := c.Harnesses[harness]
-	return ok && slices.Contains(h.MCPAllow, class)
-}
-
 // Load reads and parses the config at path. A missing file is not an
 // error: it yields an empty Config whose Path is path.
 func Load(path string) (*Config, error) {
@@ -212,7 +195,7 @@ func Parse(path string, data []byte) (*Config, error) {
 
 func empty() *Config {
 	return &Config{
-		Daemon:    Daemon{MCPHTTPOperatorAllow: []string{ClassRead}},
+		Daemon:    Daemon{MCPHTTPOperatorAllow: []string{string(api.Read)}},
 		Harnesses: map[string]*Harness{},
 		Order:     []string{},
 		Profiles:  map[string]*Profile{},

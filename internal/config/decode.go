@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/robfig/cron/v3"
 )
 
@@ -117,8 +118,8 @@ func (d *decoder) classes(path []string, v any) []string {
 	}
 	out := make([]string, 0, len(list))
 	for _, c := range list {
-		if c != ClassRead && c != ClassWrite {
-			d.add(path, "unknown class %q (want %q or %q)", c, ClassRead, ClassWrite)
+		if _, err := api.ParseClass(c); err != nil {
+			d.add(path, "%v", err)
 			continue
 		}
 		if !slices.Contains(out, c) {

@@ -157,3 +157,14 @@ func underRoot(root, p string, orRoot bool) string {
 	}
 	return filepath.Join(root, p)
 }
+
+// SameFile reports whether two paths name the same file; when either
+// cannot be read, whether they are the same path once cleaned.
+func SameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	if errA != nil || errB != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	return os.SameFile(fa, fb)
+}

@@ -3,6 +3,8 @@ package config
 import (
 	"slices"
 	"strings"
+
+	"github.com/harness-dev/harness/internal/api"
 )
 
 // globalOnly is the message for keys and tables a project file may not
@@ -24,7 +26,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 	h := &Harness{
 		Name:     name,
 		Process:  Process{RestartDelay: DefaultRestartDelay, StopGrace: DefaultStopGrace},
-		MCPAllow: []string{ClassRead},
+		MCPAllow: []string{string(api.Read)},
 		Project:  project,
 	}
 	restartSet := false

@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logs"
-	"github.com/harness-dev/harness/internal/mcp/prompts"
 	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/schedule"
 	"github.com/harness-dev/harness/internal/supervise"
@@ -46,6 +46,16 @@ type BrokerStatus struct {
 	LastError string
 }
 
+// PromptSource loads the side-loaded prompts of a configuration
+// ([mcp.prompts].paths). Control does not serve prompts; it decides when a
+// configuration takes effect, so it loads them with it and keeps their
+// warnings for reload and daemon_info.
+type PromptSource interface {
+	// Load reads the prompt directories. commit puts the new prompts in
+	// force; it is called only if the configuration is applied.
+	Load(paths []string) (commit func(), warnings []string)
+}
+
 // StateStore persists the operator's intent (enabled units, active
 // profile) so it survives a daemon restart.
 type StateStore interface {
@@ -65,7 +75,7 @@ type State struct {
 // Options wires a Control to the rest of the daemon.
 type Options struct {
 	ConfigPath string
-	Paths      Paths
+	Paths      api.Paths
 	Version    string
 	Proto      string
 	Runs       *runs.Store
@@ -84,7 +94,9 @@ type Options struct {
 	// HARNESS_MCP_URL and shown by daemon_info.
 	MCPURL    string
 	Upstreams UpstreamHooks
-	State     StateStore
+	// Prompts loads the prompts of each applied configuration; nil loads none.
+	Prompts PromptSource
+	State   StateStore
 	// OnEvent receives every unit event after control has handled it.
 	OnEvent func(supervise.Event)
 	// OnReload is called after a successful reload (sessions refresh).
@@ -94,24 +106,34 @@ type Options struct {
 	Logger   *slog.Logger
 
 	// Ownership is shown by daemon_info.
-	Ownership Ownership
+	Ownership api.Ownership
 }
 
 // Control owns the fleet and answers every control operation.
+//
+// Lock order (a lock may be taken while holding the ones before it, never
+// the reverse): reconcileMu, brokerMu, mu, intentMu. A method whose name
+// ends in Locked needs mu held by its caller. Unit actors call back into
+// control (onEvent) and may take intentMu only: a reconcile holding mu may
+// be waiting for an actor.
 type Control struct {
 	opt       Options
 	log       *slog.Logger
 	startedAt time.Time
 	sched     *schedule.Scheduler
 
+	// reconcileMu serialises whole reconciles (reload, project up/down),
+	// from deciding to applying.
+	reconcileMu sync.Mutex
+	// brokerMu orders configureBroker calls, each made without mu.
+	brokerMu sync.Mutex
+
+	// mu guards the fleet: the fields up to intentMu.
 	mu       sync.RWMutex
 	cfg      *config.Config
 	units    map[string]*unit
 	profile  string
-	prompts  *prompts.Set
 	warnings []string
-	intentMu sync.Mutex      // guards enabled; never held while taking mu
-	enabled  map[string]bool // persisted intent, by unit name
 	projects map[string]*config.Project
 	// projectWarnings are kept apart from the config's own warnings,
 	// which each reload recomputes.
@@ -119,16 +141,16 @@ type Control struct {
 	// unrestored are projects that were up but could not be restored at
 	// boot; they stay in the state file until up or down.
 	unrestored map[string]string
+
+	intentMu sync.Mutex      // guards enabled
+	enabled  map[string]bool // persisted intent, by unit name
+
 	// retiring counts units being stopped after they left the config.
-	retiring sync.WaitGroup
-	brokerMu sync.Mutex // orders configureBroker calls
-	// reconcileMu serialises whole reconciles (reload, project up/down),
-	// from deciding to applying; actors never take it.
-	reconcileMu sync.Mutex
-	closing     atomic.Bool   // set once Close begins
-	dirty       chan struct{} // state file needs writing (capacity 1)
-	stopSaver   chan struct{}
-	saverDone   chan struct{}
+	retiring  sync.WaitGroup
+	closing   atomic.Bool   // set once Close begins
+	dirty     chan struct{} // state file needs writing (capacity 1)
+	stopSaver chan struct{}
+	saverDone chan struct{}
 }
 
 // New builds a Control on a validated configuration. It spawns nothing:
@@ -178,7 +200,7 @@ func (c *Control) Boot(ctx context.Context) {
 	c.mu.RLock()
 	var toStart []*unit
 	for _, u := range c.units {
-		if u.kind == supervise.KindUpstream || c.wantsAutostart(u) {
+		if u.kind == supervise.KindUpstream || c.wantsAutostartLocked(u) {
 			toStart = append(toStart, u)
 		}
 	}
@@ -188,7 +210,7 @@ func (c *Control) Boot(ctx context.Context) {
 		wg.Add(1)
 		go func(u *unit) {
 			defer wg.Done()
-			if err := u.sup.Start(ctx, runs.Cause("autostart")); err != nil {
+			if err := u.sup.Start(ctx, api.CauseAutostart); err != nil {
 				c.log.Error("autostart failed", "unit", u.name, "err", err)
 			}
 		}(u)
@@ -196,9 +218,9 @@ func (c *Control) Boot(ctx context.Context) {
 	wg.Wait()
 }
 
-// wantsAutostart reports the start intent of a harness at daemon start.
+// wantsAutostartLocked reports the start intent of a harness at daemon start.
 // Caller holds c.mu.
-func (c *Control) wantsAutostart(u *unit) bool {
+func (c *Control) wantsAutostartLocked(u *unit) bool {
 	h := u.harness()
 	if h == nil || h.Schedule != "" {
 		return false
@@ -263,24 +285,18 @@ func (c *Control) Config() *config.Config {
 	return c.cfg
 }
 
-// Prompts returns the side-loaded prompt set in force (nil when none).
-func (c *Control) Prompts() *prompts.Set {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.prompts
-}
-
 // Call runs one control operation. It is the only entry point: the socket,
-// the CLI and every MCP session come through here.
-func (c *Control) Call(ctx context.Context, caller Caller, op string, args json.RawMessage) (any, error) {
-	h, ok := handlers[op]
+// the CLI and every MCP session come through here. caller is for the log:
+// scope has been checked by whoever admitted it.
+func (c *Control) Call(ctx context.Context, caller api.Caller, op string, args json.RawMessage) (any, error) {
+	run, ok := opTable[op]
 	if !ok {
 		return nil, errcode.Errorf(errcode.InvalidArgument, "unknown operation %q", op)
 	}
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	res, err := h(c, ctx, caller, args)
+	res, err := run(c, withCaller(ctx, caller), args)
 	if err != nil {
 		c.log.Debug("operation failed", "op", op, "caller", caller.Kind, "harness", caller.Harness, "err", err)
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -288,64 +304,57 @@ func (c *Control) Call(ctx context.Context, caller Caller, op string, args json.
 	return res, nil
 }
 
-type handler func(c *Control, ctx context.Context, caller Caller, args json.RawMessage) (any, error)
+type callerKey struct{}
 
-var handlers map[string]handler
-
-func init() {
-	handlers = map[string]handler{
-		"list":         withArgs(func(c *Control, ctx context.Context, a ListArgs) (any, error) { return c.listArgs(a) }),
-		"project_up":   withArgs(func(c *Control, ctx context.Context, a ProjectArgs) (any, error) { return c.ProjectUp(ctx, a) }),
-		"project_down": withArgs(func(c *Control, ctx context.Context, a ProjectArgs) (any, error) { return c.ProjectDown(ctx, a) }),
-		"describe":     withArgs(func(c *Control, ctx context.Context, a NameArg) (any, error) { return c.Describe(a.Name) }),
-		"logs":         withArgs(func(c *Control, ctx context.Context, a LogsArgs) (any, error) { return c.Logs(a) }),
-		"start":        withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Start(ctx, a) }),
-		"stop":         withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Stop(ctx, a) }),
-		"restart":      withArgs(func(c *Control, ctx context.Context, a NamesArgs) (any, error) { return c.Restart(ctx, a) }),
-		"runs":         withArgs(func(c *Control, ctx context.Context, a RunsArgs) (any, error) { return c.Runs(a) }),
-		"jobs":         func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.Jobs(), nil },
-		"triggers": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) {
-			return c.Triggers(), nil
-		},
-		"trigger": withArgs(func(c *Control, ctx context.Context, a TriggerArgs) (any, error) { return c.Trigger(ctx, a) }),
-		"profiles": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) {
-			return c.Profiles(), nil
-		},
-		"use_profile": withArgs(func(c *Control, ctx context.Context, a NameArg) (any, error) { return c.UseProfile(ctx, a.Name) }),
-		"reload":      func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) { return c.Reload(ctx) },
-		"daemon_info": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) {
-			return c.DaemonInfo(), nil
-		},
-		"list_trajectories": withArgs(func(c *Control, ctx context.Context, a NameArg) (any, error) { return c.ListTrajectories(a) }),
-		"get_trajectory":    withArgs(func(c *Control, ctx context.Context, a TrajectoryArgs) (any, error) { return c.GetTrajectory(a) }),
-		"mcp_status": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) {
-			return c.MCPStatus(), nil
-		},
-		"shutdown": func(c *Control, ctx context.Context, _ Caller, a json.RawMessage) (any, error) {
-			if c.opt.Shutdown != nil {
-				c.opt.Shutdown()
-			}
-			return map[string]bool{"ok": true}, nil
-		},
-	}
+// withCaller carries who asks to the operation, for the few answers that
+// depend on it (describe hides env values from MCP sessions).
+func withCaller(ctx context.Context, caller api.Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller)
 }
 
-// ListArgs filter `list`: with a project, only that project's units.
-type ListArgs struct {
-	Project string `json:"project"`
-	// ProjectPath selects the project by its file (what `harness ps` knows).
-	ProjectPath string `json:"project_path"`
+// callerOf is the caller of the operation ctx belongs to; the zero Caller
+// (no kind) when called directly, not through Call.
+func callerOf(ctx context.Context) api.Caller {
+	c, _ := ctx.Value(callerKey{}).(api.Caller)
+	return c
 }
 
-// NameArg is the argument of operations that take one harness name.
-type NameArg struct {
-	Name string `json:"name"`
+// opFunc is one entry of the op table: it decodes its arguments and runs
+// the operation.
+type opFunc func(c *Control, ctx context.Context, args json.RawMessage) (any, error)
+
+// opTable maps every op name of the wire (api.Ops) to its method. A new
+// operation is a method of this shape, a line here, its name and types in
+// internal/api; the tests hold this table, api.Ops, the facade and the
+// CLI's verbs to each other.
+var opTable = map[string]opFunc{
+	api.OpList:             op((*Control).List),
+	api.OpDescribe:         op((*Control).Describe),
+	api.OpLogs:             op((*Control).Logs),
+	api.OpStart:            op((*Control).Start),
+	api.OpStop:             op((*Control).Stop),
+	api.OpRestart:          op((*Control).Restart),
+	api.OpRuns:             op((*Control).Runs),
+	api.OpJobs:             op((*Control).Jobs),
+	api.OpTriggers:         op((*Control).Triggers),
+	api.OpTrigger:          op((*Control).Trigger),
+	api.OpProfiles:         op((*Control).Profiles),
+	api.OpUseProfile:       op((*Control).UseProfile),
+	api.OpReload:           op((*Control).Reload),
+	api.OpDaemonInfo:       op((*Control).DaemonInfo),
+	api.OpShutdown:         op((*Control).Shutdown),
+	api.OpMCPStatus:        op((*Control).MCPStatus),
+	api.OpProjectUp:        op((*Control).ProjectUp),
+	api.OpProjectDown:      op((*Control).ProjectDown),
+	api.OpListTrajectories: op((*Control).ListTrajectories),
+	api.OpGetTrajectory:    op((*Control).GetTrajectory),
 }
 
-// withArgs decodes an operation's arguments strictly: an unknown field or a
-// wrong type is invalid_argument, not silently ignored.
-func withArgs[A any](f func(*Control, context.Context, A) (any, error)) handler {
-	return func(c *Control, ctx context.Context, _ Caller, raw json.RawMessage) (any, error) {
+// op adapts a typed operation to the table. Arguments are decoded
+// strictly: an unknown field or a wrong type is invalid_argument, not
+// silently ignored.
+func op[A, R any](f func(*Control, context.Context, A) (R, error)) opFunc {
+	return func(c *Control, ctx context.Context, raw json.RawMessage) (any, error) {
 		var a A
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
@@ -354,6 +363,15 @@ func withArgs[A any](f func(*Control, context.Context, A) (any, error)) handler 
 		}
 		return f(c, ctx, a)
 	}
+}
+
+// Shutdown answers `shutdown`: the daemon stops every unit and exits. It
+// returns at once; the daemon does the rest.
+func (c *Control) Shutdown(context.Context, api.NoArgs) (api.OK, error) {
+	if c.opt.Shutdown != nil {
+		c.opt.Shutdown()
+	}
+	return api.OK{OK: true}, nil
 }
 
 func contains(xs []string, x string) bool {

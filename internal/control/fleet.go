@@ -11,10 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logs"
-	"github.com/harness-dev/harness/internal/mcp/prompts"
 	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/supervise"
 )
@@ -109,11 +109,14 @@ func processUnitConfig(name string, kind supervise.Kind, p config.Process, resta
 // forgotten, changed ones get the new config (applied at their next start,
 // shown as config_changed). It is the one place a configuration takes
 // effect, at boot and at every reload.
-func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
+func (c *Control) apply(cfg *config.Config, boot bool) (api.ReloadResult, error) {
 	c.reconcileMu.Lock()
 	defer c.reconcileMu.Unlock()
-	var res ReloadResult
-	ps, warns := prompts.Load(cfg.Prompts.Paths)
+	var res api.ReloadResult
+	commitPrompts, promptWarnings := func() {}, []string(nil)
+	if c.opt.Prompts != nil {
+		commitPrompts, promptWarnings = c.opt.Prompts.Load(cfg.Prompts.Paths)
+	}
 
 	wantCfg := map[string]supervise.UnitConfig{}
 	harnessOf := map[string]*config.Harness{}
@@ -130,7 +133,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 		upOf[name] = u
 	}
 	c.mu.RLock()
-	err := c.admitGlobal(cfg)
+	err := c.admitGlobalLocked(cfg)
 	oldSpecs := scheduleSpecs(c.cfg)
 	c.mu.RUnlock()
 	if err != nil {
@@ -148,10 +151,10 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 	}
 	c.mu.Lock()
 	// Checked again under the write lock: a project may have come up since.
-	err = c.admitGlobal(cfg)
+	err = c.admitGlobalLocked(cfg)
 	var ch reconciled
 	if err == nil {
-		ch, err = c.reconcile("", want, &res)
+		ch, err = c.reconcileLocked("", want, &res)
 	}
 	if err != nil {
 		c.mu.Unlock()
@@ -163,11 +166,8 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 	}
 	restartOnly := !boot && c.cfg.Daemon.MCPHTTP != cfg.Daemon.MCPHTTP
 	c.cfg = cfg
-	c.prompts = ps
-	c.warnings = c.warnings[:0]
-	for _, w := range warns {
-		c.warnings = append(c.warnings, w.String())
-	}
+	commitPrompts()
+	c.warnings = append(c.warnings[:0], promptWarnings...)
 	if restartOnly {
 		c.warnings = append(c.warnings, "daemon.mcp_http: a changed address applies when the daemon restarts")
 	}
@@ -175,7 +175,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 	if !boot {
 		// Units added by a reload start like they would at boot.
 		for _, u := range ch.added {
-			if u.kind == supervise.KindUpstream || c.wantsAutostart(u) {
+			if u.kind == supervise.KindUpstream || c.wantsAutostartLocked(u) {
 				toStart = append(toStart, u)
 			}
 		}
@@ -188,7 +188,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (ReloadResult, error) {
 		c.log.Warn("config warning", "warning", w)
 	}
 	c.finish(ch)
-	c.startAll(toStart, "autostart", false)
+	c.startAll(toStart, api.CauseAutostart, false)
 	if !boot {
 		// At boot the projects are restored next; saving now would
 		// write a state without them.
@@ -208,10 +208,10 @@ func scheduleSpecs(cfg *config.Config) map[string]string {
 	return specs
 }
 
-// admitGlobal refuses a global configuration while the daemon shuts down,
+// admitGlobalLocked refuses a global configuration while the daemon shuts down,
 // or when it would collide with a project that is up (a harness named like
 // the project, or an upstream key the project declares). Caller holds c.mu.
-func (c *Control) admitGlobal(cfg *config.Config) error {
+func (c *Control) admitGlobalLocked(cfg *config.Config) error {
 	if c.closing.Load() {
 		return errcode.Errorf(errcode.DaemonUnavailable, "the daemon is shutting down")
 	}
@@ -237,12 +237,12 @@ type unitSpec struct {
 	up  *config.Upstream
 }
 
-// reconcile makes the units of one scope ("" for the global file, else a
+// reconcileLocked makes the units of one scope ("" for the global file, else a
 // project name) match want: missing ones are created (not started), ones
 // no longer wanted are unregistered and returned for retiring, changed
 // ones get their new config, applied at their next start. Units of other
 // scopes are never touched. Caller holds c.mu for writing.
-func (c *Control) reconcile(scope string, want map[string]unitSpec, res *ReloadResult) (ch reconciled, err error) {
+func (c *Control) reconcileLocked(scope string, want map[string]unitSpec, res *api.ReloadResult) (ch reconciled, err error) {
 	// New units first: if one cannot be built, nothing was unregistered
 	// and the ones built so far are handed back for retiring.
 	for _, name := range sortedKeys(want) {
@@ -250,7 +250,7 @@ func (c *Control) reconcile(scope string, want map[string]unitSpec, res *ReloadR
 		if _, ok := c.units[name]; ok {
 			continue
 		}
-		u, err := c.newUnit(name, spec.cfg)
+		u, err := c.newUnitLocked(name, spec.cfg)
 		if err != nil {
 			for _, a := range ch.added {
 				a.gone.Store(true)
@@ -380,8 +380,8 @@ func (c *Control) startAll(us []*unit, cause runs.Cause, wait bool) {
 	}
 }
 
-// newUnit builds (but does not start) one supervised unit. Caller holds c.mu.
-func (c *Control) newUnit(name string, ucfg supervise.UnitConfig) (*unit, error) {
+// newUnitLocked builds (but does not start) one supervised unit. Caller holds c.mu.
+func (c *Control) newUnitLocked(name string, ucfg supervise.UnitConfig) (*unit, error) {
 	harvest := new(harvestFlag)
 	lg, err := c.opt.OpenLog(name, c.trajectoryHook(name, harvest))
 	if err != nil {
@@ -410,15 +410,15 @@ func (c *Control) newUnit(name string, ucfg supervise.UnitConfig) (*unit, error)
 func (c *Control) onEvent(u *unit, ev supervise.Event) {
 	if u.kind == supervise.KindUpstream && c.opt.Upstreams != nil {
 		switch st := u.sup.Status(); {
-		case ev.Kind == "exit":
+		case ev.Kind == supervise.EventExit:
 			c.opt.Upstreams.Detach(u.name, ev.RunID, st.NextRetry, ev.Message)
-		case ev.Kind == "state" && st.PID == 0 && !st.NextRetry.IsZero():
+		case ev.Kind == supervise.EventState && st.PID == 0 && !st.NextRetry.IsZero():
 			// The retry is scheduled after the exit event: tell the broker
 			// when the next attempt is due, for upstream_unavailable.
 			c.opt.Upstreams.Detach(u.name, st.RunID, st.NextRetry, "down: "+string(st.State))
 		}
 	}
-	if ev.Kind == "state" {
+	if ev.Kind == supervise.EventState {
 		c.noteIntent(u, u.sup.Status().Enabled)
 	}
 	if c.opt.OnEvent != nil {

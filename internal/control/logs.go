@@ -1,10 +1,12 @@
 package control
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logs"
 )
@@ -20,7 +22,7 @@ const (
 // Logs answers `logs` in summary or raw format. It is the one
 // implementation of ADR-0054 decision 5: the CLI and harness_logs both
 // come here.
-func (c *Control) Logs(a LogsArgs) (any, error) {
+func (c *Control) Logs(_ context.Context, a api.LogsArgs) (any, error) {
 	u, err := c.lookup(a.Name)
 	if err != nil {
 		return nil, err
@@ -56,19 +58,26 @@ func (c *Control) Logs(a LogsArgs) (any, error) {
 // summary pages activity entries by id. Without a cursor it returns the
 // newest entries; with one, the entries after it, oldest first, so that a
 // poller that follows next_cursor never skips any.
-func summary(l *logs.Log, a LogsArgs) LogsSummary {
+func summary(l *logs.Log, a api.LogsArgs) api.LogsSummary {
 	lines := a.Lines
 	if lines == 0 {
 		lines = DefaultLines
 	}
 	l.Flush()
-	res := LogsSummary{Format: "summary", Entries: []logs.Entry{}}
+	res := api.LogsSummary{Format: "summary", Entries: []logs.Entry{}}
 	var entries []logs.Entry
 	if a.Cursor == nil {
 		entries = l.Tail(lines)
 	} else {
 		cur := *a.Cursor
 		all, oldest := l.EntriesAfter(cur, maxLines)
+		if newest := newestID(l); len(all) == 0 && cur > newest {
+			// Not a position this log has reached: answering with the
+			// cursor would have the follower skip every entry up to it.
+			res.Note = fmt.Sprintf("cursor %d is past the newest entry (%d); continue from next_cursor", cur, newest)
+			res.NextCursor = newest
+			return res
+		}
 		if oldest > 0 && cur+1 < oldest {
 			res.Note = fmt.Sprintf("cursor %d has aged out; the oldest retained entry is %d, returning the retained tail", cur, oldest)
 			entries = tail(all, lines)
@@ -116,6 +125,14 @@ func summary(l *logs.Log, a LogsArgs) LogsSummary {
 	return res
 }
 
+// newestID is the id of the log's newest entry, 0 when it has none.
+func newestID(l *logs.Log) uint64 {
+	if t := l.Tail(1); len(t) > 0 {
+		return t[0].ID
+	}
+	return 0
+}
+
 func tail(es []logs.Entry, n int) []logs.Entry {
 	if len(es) > n {
 		return es[len(es)-n:]
@@ -135,8 +152,8 @@ func entrySize(e logs.Entry) int {
 // starts at the window; one past the end repeats the whole tail with a
 // note, never an empty answer, because the window may have moved past a
 // poller that skipped output.
-func raw(l *logs.Log, a LogsArgs) LogsRaw {
-	res := LogsRaw{Format: "raw"}
+func raw(l *logs.Log, a api.LogsArgs) api.LogsRaw {
+	res := api.LogsRaw{Format: "raw"}
 	_, start, end := l.Raw(0, 0)
 	var from int64
 	switch {

@@ -4,22 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/runs"
-	"github.com/harness-dev/harness/internal/schedule"
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
-// List answers `list`: every harness, sorted by name.
-func (c *Control) List(project string) []UnitInfo {
+// listProject is every harness of project ("" for all), sorted by name.
+func (c *Control) listProject(project string) []api.UnitInfo {
 	us := c.harnesses()
-	out := make([]UnitInfo, 0, len(us))
+	out := make([]api.UnitInfo, 0, len(us))
 	for _, u := range us {
 		if project == "" || u.project == project {
 			out = append(out, c.info(u, u.sup.Status()))
@@ -28,8 +29,8 @@ func (c *Control) List(project string) []UnitInfo {
 	return out
 }
 
-func (c *Control) info(u *unit, st supervise.Status) UnitInfo {
-	ui := UnitInfo{
+func (c *Control) info(u *unit, st supervise.Status) api.UnitInfo {
+	ui := api.UnitInfo{
 		Name:         u.name,
 		State:        string(st.State),
 		Enabled:      st.Enabled,
@@ -52,13 +53,13 @@ func (c *Control) info(u *unit, st supervise.Status) UnitInfo {
 }
 
 // Describe answers `describe`.
-func (c *Control) Describe(name string) (Description, error) {
-	u, err := c.lookup(name)
+func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description, error) {
+	u, err := c.lookup(a.Name)
 	if err != nil {
-		return Description{}, err
+		return api.Description{}, err
 	}
 	st := u.sup.Status()
-	d := Description{
+	d := api.Description{
 		UnitInfo:      c.info(u, st),
 		ConfigChanged: st.ConfigChanged,
 		LastSignal:    st.LastSignal,
@@ -72,6 +73,12 @@ func (c *Control) Describe(name string) (Description, error) {
 	if up := u.upstream(); up != nil {
 		d.Config = processView(up.Process, string(config.RestartAlways), []string{})
 	}
+	if callerOf(ctx).Kind != api.Operator {
+		// Any read session may describe every harness: it sees which
+		// variables a harness sets, not their values (tokens, URLs with
+		// credentials). The operator's CLI shows them.
+		d.Config.Env = hiddenValues(d.Config.Env)
+	}
 	if st.RunID != 0 && isActive(st.State) {
 		if r, ok := c.opt.Runs.Get(st.RunID); ok {
 			d.CurrentRun = &r
@@ -82,12 +89,28 @@ func (c *Control) Describe(name string) (Description, error) {
 
 // processView shows the spawn configuration; env_file is a path, never
 // anything read from it.
-func processView(p config.Process, restart string, allow []string) UnitConfigView {
-	return UnitConfigView{
+func processView(p config.Process, restart string, allow []string) api.UnitConfigView {
+	return api.UnitConfigView{
 		Cmd: p.Cmd, Args: nonNil(p.Args), Workdir: p.Workdir, EnvFile: p.EnvFile, Env: p.Env,
 		Restart: restart, RestartDelayS: p.RestartDelay.Seconds(), StopGraceS: p.StopGrace.Seconds(),
 		MCPAllow: allow,
 	}
+}
+
+// HiddenValue stands for an env value describe does not show an MCP
+// session.
+const HiddenValue = "(hidden)"
+
+// hiddenValues keeps env's keys with every value replaced.
+func hiddenValues(env map[string]string) map[string]string {
+	if env == nil {
+		return nil
+	}
+	out := make(map[string]string, len(env))
+	for k := range env {
+		out[k] = HiddenValue
+	}
+	return out
 }
 
 func nonNil(xs []string) []string {
@@ -108,7 +131,7 @@ func isActive(s supervise.State) bool {
 
 // selectUnits resolves start/stop/restart arguments to units. Every name is
 // checked before anything acts, so a typo changes nothing.
-func (c *Control) selectUnits(a NamesArgs, skipJobs bool) ([]*unit, error) {
+func (c *Control) selectUnits(a api.NamesArgs, skipJobs bool) ([]*unit, error) {
 	names := append([]string{}, a.Names...)
 	if a.Name != "" {
 		names = append(names, a.Name)
@@ -144,15 +167,15 @@ func (c *Control) selectUnits(a NamesArgs, skipJobs bool) ([]*unit, error) {
 
 // each runs f on every unit concurrently: stopping fifty units takes one
 // grace period, not fifty.
-func (c *Control) each(us []*unit, f func(*unit) (bool, error)) ActionResult {
-	res := ActionResult{Results: make([]ActionItem, len(us))}
+func (c *Control) each(us []*unit, f func(*unit) (bool, error)) api.ActionResult {
+	res := api.ActionResult{Results: make([]api.ActionItem, len(us))}
 	var wg sync.WaitGroup
 	for i, u := range us {
 		wg.Add(1)
 		go func(i int, u *unit) {
 			defer wg.Done()
 			changed, err := f(u)
-			item := ActionItem{Name: u.name, Changed: changed, State: string(u.sup.Status().State)}
+			item := api.ActionItem{Name: u.name, Changed: changed, State: string(u.sup.Status().State)}
 			if err != nil {
 				item.Error = err.Error()
 				c.log.Error("unit action failed", "unit", u.name, "err", err)
@@ -165,24 +188,24 @@ func (c *Control) each(us []*unit, f func(*unit) (bool, error)) ActionResult {
 }
 
 // Start answers `start` (idempotent: an active unit is left alone).
-func (c *Control) Start(ctx context.Context, a NamesArgs) (ActionResult, error) {
+func (c *Control) Start(ctx context.Context, a api.NamesArgs) (api.ActionResult, error) {
 	us, err := c.selectUnits(a, true)
 	if err != nil {
-		return ActionResult{}, err
+		return api.ActionResult{}, err
 	}
 	return c.each(us, func(u *unit) (bool, error) {
 		if isActive(u.sup.Status().State) {
 			return false, nil
 		}
-		return true, u.sup.Start(ctx, runs.Cause("manual"))
+		return true, u.sup.Start(ctx, api.CauseManual)
 	}), nil
 }
 
 // Stop answers `stop` (idempotent) and returns once the units are stopped.
-func (c *Control) Stop(ctx context.Context, a NamesArgs) (ActionResult, error) {
+func (c *Control) Stop(ctx context.Context, a api.NamesArgs) (api.ActionResult, error) {
 	us, err := c.selectUnits(a, false)
 	if err != nil {
-		return ActionResult{}, err
+		return api.ActionResult{}, err
 	}
 	return c.each(us, func(u *unit) (bool, error) {
 		st := u.sup.Status()
@@ -192,18 +215,18 @@ func (c *Control) Stop(ctx context.Context, a NamesArgs) (ActionResult, error) {
 }
 
 // Restart answers `restart`; it also clears a latched failed state.
-func (c *Control) Restart(ctx context.Context, a NamesArgs) (ActionResult, error) {
+func (c *Control) Restart(ctx context.Context, a api.NamesArgs) (api.ActionResult, error) {
 	us, err := c.selectUnits(a, true)
 	if err != nil {
-		return ActionResult{}, err
+		return api.ActionResult{}, err
 	}
 	return c.each(us, func(u *unit) (bool, error) {
-		return true, u.sup.Restart(ctx, runs.Cause("manual"))
+		return true, u.sup.Restart(ctx, api.CauseManual)
 	}), nil
 }
 
 // Runs answers `runs`.
-func (c *Control) Runs(a RunsArgs) ([]runs.Run, error) {
+func (c *Control) Runs(_ context.Context, a api.RunsArgs) ([]runs.Run, error) {
 	if a.Name != "" {
 		if _, err := c.lookup(a.Name); err != nil && len(c.opt.Runs.List(a.Name, 1)) == 0 {
 			return nil, err
@@ -220,14 +243,14 @@ func (c *Control) Runs(a RunsArgs) ([]runs.Run, error) {
 }
 
 // Jobs answers `jobs`.
-func (c *Control) Jobs() []JobInfo {
-	out := []JobInfo{}
+func (c *Control) Jobs(context.Context, api.NoArgs) ([]api.JobInfo, error) {
+	out := []api.JobInfo{}
 	for _, u := range c.harnesses() {
 		h := u.harness()
 		if h == nil || !h.IsJob() {
 			continue
 		}
-		j := JobInfo{Name: u.name, Schedule: h.Schedule, State: string(u.sup.Status().State)}
+		j := api.JobInfo{Name: u.name, Schedule: h.Schedule, State: string(u.sup.Status().State)}
 		if t, ok := c.sched.Next(u.name); ok {
 			j.NextFire = &t
 		}
@@ -237,16 +260,16 @@ func (c *Control) Jobs() []JobInfo {
 		}
 		out = append(out, j)
 	}
-	return out
+	return out, nil
 }
 
 // Triggers answers `triggers`: every armed schedule.
-func (c *Control) Triggers() []schedule.Trigger {
+func (c *Control) Triggers(context.Context, api.NoArgs) ([]api.Trigger, error) {
 	ts := c.sched.Triggers()
 	if ts == nil {
-		ts = []schedule.Trigger{}
+		ts = []api.Trigger{}
 	}
-	return ts
+	return ts, nil
 }
 
 // fire is the scheduler's callback: start the job unless it is active.
@@ -259,7 +282,7 @@ func (c *Control) fire(job string) bool {
 	if isActive(u.sup.Status().State) {
 		return false
 	}
-	if _, err := c.runNow(context.Background(), u, runs.Cause("schedule")); err != nil {
+	if _, err := c.runNow(context.Background(), u, api.CauseSchedule); err != nil {
 		c.log.Error("scheduled start failed", "job", job, "err", err)
 	}
 	return true
@@ -286,28 +309,33 @@ func (c *Control) runNow(ctx context.Context, u *unit, cause runs.Cause) (uint64
 	return after.RunID, nil
 }
 
-// DefaultTriggerTimeout bounds `trigger --wait` when no timeout is given.
-const DefaultTriggerTimeout = 10 * time.Minute
+// Bounds of `trigger --wait`: the default when no timeout is given, and
+// the largest accepted (a larger timeout_s would overflow time.Duration
+// and time out at once).
+const (
+	DefaultTriggerTimeout = 10 * time.Minute
+	MaxTriggerTimeout     = 24 * time.Hour
+)
 
 // Trigger answers `trigger`: start a job now, optionally following the run
 // to its end.
-func (c *Control) Trigger(ctx context.Context, a TriggerArgs) (TriggerResult, error) {
+func (c *Control) Trigger(ctx context.Context, a api.TriggerArgs) (api.TriggerResult, error) {
 	u, err := c.lookup(a.Name)
 	if err != nil {
-		return TriggerResult{}, err
+		return api.TriggerResult{}, err
 	}
 	if h := u.harness(); h == nil || !h.IsJob() {
-		return TriggerResult{}, errcode.Errorf(errcode.NotAJob, "%s is not a job (no schedule, restart %q)", a.Name, restartOf(u))
+		return api.TriggerResult{}, errcode.Errorf(errcode.NotAJob, "%s is not a job (no schedule, restart %q)", a.Name, restartOf(u))
 	}
-	if a.TimeoutS < 0 {
-		return TriggerResult{}, errcode.Errorf(errcode.InvalidArgument, "timeout_s must be >= 0")
+	if a.TimeoutS < 0 || a.TimeoutS > MaxTriggerTimeout.Seconds() || math.IsNaN(a.TimeoutS) {
+		return api.TriggerResult{}, errcode.Errorf(errcode.InvalidArgument, "timeout_s must be between 0 and %g (%s)", MaxTriggerTimeout.Seconds(), MaxTriggerTimeout)
 	}
-	res := TriggerResult{Name: a.Name}
+	res := api.TriggerResult{Name: a.Name}
 	if st := u.sup.Status(); isActive(st.State) {
 		res.Skipped, res.ActiveRun = true, st.RunID
 		return res, nil
 	}
-	run, err := c.runNow(ctx, u, runs.Cause("trigger"))
+	run, err := c.runNow(ctx, u, api.CauseTrigger)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", a.Name, err)
 	}
@@ -363,25 +391,26 @@ func (c *Control) runTail(u *unit, run uint64) []logs.Entry {
 }
 
 // Profiles answers `profiles`.
-func (c *Control) Profiles() []ProfileInfo {
+func (c *Control) Profiles(context.Context, api.NoArgs) ([]api.ProfileInfo, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	out := []ProfileInfo{}
+	out := []api.ProfileInfo{}
 	for _, name := range sortedKeys(c.cfg.Profiles) {
 		p := c.cfg.Profiles[name]
-		out = append(out, ProfileInfo{Name: name, Harnesses: nonNil(p.Harnesses), Autostart: p.Autostart, Active: name == c.profile})
+		out = append(out, api.ProfileInfo{Name: name, Harnesses: nonNil(p.Harnesses), Autostart: p.Autostart, Active: name == c.profile})
 	}
-	return out
+	return out, nil
 }
 
 // UseProfile answers `use_profile`: the profile's members start, every
 // other running harness (jobs aside) stops, and the choice is persisted.
-func (c *Control) UseProfile(ctx context.Context, name string) (ActionResult, error) {
+func (c *Control) UseProfile(ctx context.Context, a api.NameArg) (api.ActionResult, error) {
+	name := a.Name
 	c.mu.RLock()
 	p, ok := c.cfg.Profiles[name]
 	c.mu.RUnlock()
 	if !ok {
-		return ActionResult{}, errcode.Errorf(errcode.InvalidArgument, "no profile named %q", name)
+		return api.ActionResult{}, errcode.Errorf(errcode.InvalidArgument, "no profile named %q", name)
 	}
 	var us []*unit
 	for _, u := range c.harnesses() {
@@ -396,7 +425,7 @@ func (c *Control) UseProfile(ctx context.Context, name string) (ActionResult, er
 			if active {
 				return false, nil
 			}
-			return true, u.sup.Start(ctx, runs.Cause("manual"))
+			return true, u.sup.Start(ctx, api.CauseManual)
 		}
 		if !active {
 			return false, nil
@@ -412,11 +441,11 @@ func (c *Control) UseProfile(ctx context.Context, name string) (ActionResult, er
 
 // Reload answers `reload`: a bad file keeps the last good config and says
 // why (file:line); a good one is applied.
-func (c *Control) Reload(ctx context.Context) (ReloadResult, error) {
+func (c *Control) Reload(context.Context, api.NoArgs) (api.ReloadResult, error) {
 	cfg, err := config.Load(c.opt.ConfigPath)
 	if err != nil {
 		c.log.Error("reload refused; keeping the last good config", "config", c.opt.ConfigPath, "err", err)
-		return ReloadResult{}, err
+		return api.ReloadResult{}, err
 	}
 	res, err := c.apply(cfg, false)
 	if err != nil {
@@ -445,11 +474,11 @@ func (c *Control) Warnings() []string {
 }
 
 // DaemonInfo answers `daemon_info`.
-func (c *Control) DaemonInfo() DaemonInfo {
+func (c *Control) DaemonInfo(ctx context.Context, _ api.NoArgs) (api.DaemonInfo, error) {
 	c.mu.RLock()
 	profile := c.profile
 	c.mu.RUnlock()
-	return DaemonInfo{
+	return api.DaemonInfo{
 		Version:   c.opt.Version,
 		Proto:     c.opt.Proto,
 		PID:       os.Getpid(),
@@ -460,25 +489,30 @@ func (c *Control) DaemonInfo() DaemonInfo {
 		Profile:   profile,
 		MCPURL:    c.opt.MCPURL,
 		Warnings:  c.Warnings(),
-		Upstreams: c.MCPStatus(),
+		Upstreams: c.upstreamStatus(),
 		Ownership: c.opt.Ownership,
-	}
+	}, nil
 }
 
-// MCPStatus answers `mcp_status`: each upstream's supervision state merged
-// with what the broker knows of its session.
-func (c *Control) MCPStatus() []UpstreamStatus {
+// MCPStatus answers `mcp_status`.
+func (c *Control) MCPStatus(context.Context, api.NoArgs) ([]api.UpstreamStatus, error) {
+	return c.upstreamStatus(), nil
+}
+
+// upstreamStatus is each upstream's supervision state merged with what the
+// broker knows of its session.
+func (c *Control) upstreamStatus() []api.UpstreamStatus {
 	known := map[string]BrokerStatus{}
 	if c.opt.Upstreams != nil {
 		for _, s := range c.opt.Upstreams.Status() {
 			known[s.Unit] = s
 		}
 	}
-	out := []UpstreamStatus{}
+	out := []api.UpstreamStatus{}
 	for _, u := range c.upstreamUnits() {
 		st := u.sup.Status()
 		b := known[u.name]
-		us := UpstreamStatus{
+		us := api.UpstreamStatus{
 			Key: u.upstream().Key, Project: u.upstream().Project, State: string(st.State), PID: st.PID,
 			Tools: b.Tools, Restarts: st.RestartCount, LastError: st.LastError, NextRetry: timePtr(st.NextRetry),
 		}

@@ -3,33 +3,14 @@ package control
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
-	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/supervise"
 )
-
-// ProjectArgs name a project by its file (up, and down from inside it) or
-// by its name (down PROJECT).
-type ProjectArgs struct {
-	Path string `json:"path"`
-	Name string `json:"name"`
-}
-
-// ProjectResult is the answer of project_up and project_down.
-type ProjectResult struct {
-	Project string   `json:"project"`
-	Path    string   `json:"path"`
-	Added   []string `json:"added"`
-	Removed []string `json:"removed"`
-	Changed []string `json:"changed"`
-	Started []string `json:"started"`
-}
 
 // projectSpecs is what a project file asks for: units named PROJECT/NAME
 // and PROJECT/mcp.KEY.
@@ -46,11 +27,11 @@ func (c *Control) projectSpecs(p *config.Project) map[string]unitSpec {
 	return want
 }
 
-// checkProject refuses a project that would collide with the global fleet:
+// checkProjectLocked refuses a project that would collide with the global fleet:
 // its name may not be a global harness name and its upstream keys may not
-// be global upstream keys (project upstreams add, never override). Caller
+// be global upstream keys (project upstreams add, never override). api.Caller
 // holds c.mu.
-func (c *Control) checkProject(p *config.Project) error {
+func (c *Control) checkProjectLocked(p *config.Project) error {
 	if c.closing.Load() {
 		return errcode.Errorf(errcode.DaemonUnavailable, "the daemon is shutting down")
 	}
@@ -67,7 +48,7 @@ func (c *Control) checkProject(p *config.Project) error {
 		sort.Strings(clash)
 		return errcode.Errorf(errcode.InvalidArgument, "project %q: %s already declared globally; a project upstream cannot override a global one", p.Name, strings.Join(clash, ", "))
 	}
-	if other, ok := c.projects[p.Name]; ok && !sameFile(other.Path, p.Path) {
+	if other, ok := c.projects[p.Name]; ok && !config.SameFile(other.Path, p.Path) {
 		return errcode.Errorf(errcode.InvalidArgument, "project %q is already up from %s", p.Name, other.Path)
 	}
 	return nil
@@ -76,31 +57,31 @@ func (c *Control) checkProject(p *config.Project) error {
 // ProjectUp answers project_up: register the project's units and start
 // them. Re-running reconciles: new units start, removed ones stop and go,
 // changed ones are flagged config_changed.
-func (c *Control) ProjectUp(ctx context.Context, a ProjectArgs) (ProjectResult, error) {
+func (c *Control) ProjectUp(ctx context.Context, a api.ProjectArgs) (api.ProjectResult, error) {
 	if a.Path == "" {
-		return ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "project_up needs the project file's path")
+		return api.ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "project_up needs the project file's path")
 	}
-	if c.opt.ConfigPath != "" && sameFile(a.Path, c.opt.ConfigPath) {
-		return ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "%s is the daemon's global config, not a project file", a.Path)
+	if c.opt.ConfigPath != "" && config.SameFile(a.Path, c.opt.ConfigPath) {
+		return api.ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "%s is the daemon's global config, not a project file", a.Path)
 	}
 	p, err := config.LoadProject(a.Path)
 	if err != nil {
-		return ProjectResult{}, err
+		return api.ProjectResult{}, err
 	}
 	return c.registerProject(p)
 }
 
-func (c *Control) registerProject(p *config.Project) (ProjectResult, error) {
+func (c *Control) registerProject(p *config.Project) (api.ProjectResult, error) {
 	c.reconcileMu.Lock()
 	defer c.reconcileMu.Unlock()
-	res := ProjectResult{Project: p.Name, Path: p.Path}
-	var rr ReloadResult
+	res := api.ProjectResult{Project: p.Name, Path: p.Path}
+	var rr api.ReloadResult
 	c.mu.Lock()
-	if err := c.checkProject(p); err != nil {
+	if err := c.checkProjectLocked(p); err != nil {
 		c.mu.Unlock()
 		return res, err
 	}
-	ch, err := c.reconcile(p.Name, c.projectSpecs(p), &rr)
+	ch, err := c.reconcileLocked(p.Name, c.projectSpecs(p), &rr)
 	if err != nil {
 		c.mu.Unlock()
 		c.finish(ch)
@@ -116,14 +97,14 @@ func (c *Control) registerProject(p *config.Project) (ProjectResult, error) {
 		if st := u.sup.Status(); isActive(st.State) || st.State == supervise.StateRestarting {
 			continue
 		}
-		if u.kind == supervise.KindUpstream || c.wantsAutostart(u) {
+		if u.kind == supervise.KindUpstream || c.wantsAutostartLocked(u) {
 			toStart = append(toStart, u)
 		}
 	}
 	c.mu.Unlock()
 	c.configureBroker()
 	c.finish(ch)
-	c.startAll(toStart, runs.Cause("manual"), true)
+	c.startAll(toStart, api.CauseManual, true)
 	for _, u := range toStart {
 		res.Started = append(res.Started, u.name)
 	}
@@ -139,7 +120,7 @@ func (c *Control) registerProject(p *config.Project) (ProjectResult, error) {
 
 // ProjectDown answers project_down: stop the project's units and forget
 // the project. The global config file is never touched.
-func (c *Control) ProjectDown(ctx context.Context, a ProjectArgs) (ProjectResult, error) {
+func (c *Control) ProjectDown(ctx context.Context, a api.ProjectArgs) (api.ProjectResult, error) {
 	c.reconcileMu.Lock()
 	locked := true
 	defer func() {
@@ -151,11 +132,11 @@ func (c *Control) ProjectDown(ctx context.Context, a ProjectArgs) (ProjectResult
 	c.mu.Lock()
 	if c.closing.Load() {
 		c.mu.Unlock()
-		return ProjectResult{}, errcode.Errorf(errcode.DaemonUnavailable, "the daemon is shutting down")
+		return api.ProjectResult{}, errcode.Errorf(errcode.DaemonUnavailable, "the daemon is shutting down")
 	}
 	if name == "" && a.Path != "" {
 		for n, p := range c.projects {
-			if sameFile(p.Path, a.Path) {
+			if config.SameFile(p.Path, a.Path) {
 				name = n
 			}
 		}
@@ -166,17 +147,17 @@ func (c *Control) ProjectDown(ctx context.Context, a ProjectArgs) (ProjectResult
 		delete(c.unrestored, name)
 		c.mu.Unlock()
 		c.saveState()
-		return ProjectResult{Project: name, Path: path, Added: []string{}, Removed: []string{}, Changed: []string{}, Started: []string{}}, nil
+		return api.ProjectResult{Project: name, Path: path, Added: []string{}, Removed: []string{}, Changed: []string{}, Started: []string{}}, nil
 	}
 	if !ok {
 		c.mu.Unlock()
 		if name == "" {
-			return ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "no project is up from %s", a.Path)
+			return api.ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "no project is up from %s", a.Path)
 		}
-		return ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "no project named %q is up", name)
+		return api.ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "no project named %q is up", name)
 	}
-	var rr ReloadResult
-	ch, _ := c.reconcile(name, nil, &rr) // removing builds nothing: no error
+	var rr api.ReloadResult
+	ch, _ := c.reconcileLocked(name, nil, &rr) // removing builds nothing: no error
 	delete(c.projects, name)
 	c.mu.Unlock()
 	c.configureBroker()
@@ -191,7 +172,7 @@ func (c *Control) ProjectDown(ctx context.Context, a ProjectArgs) (ProjectResult
 		c.opt.OnReload()
 	}
 	c.log.Info("project down", "project", name)
-	return ProjectResult{Project: name, Path: p.Path, Added: []string{}, Removed: nonNil(rr.Removed), Changed: []string{}, Started: []string{}}, nil
+	return api.ProjectResult{Project: name, Path: p.Path, Added: []string{}, Removed: nonNil(rr.Removed), Changed: []string{}, Started: []string{}}, nil
 }
 
 // restoreProjects re-registers, at daemon start, the projects that were up
@@ -207,11 +188,11 @@ func (c *Control) restoreProjects(paths map[string]string) {
 		}
 		if err == nil {
 			c.mu.Lock()
-			err = c.checkProject(p)
+			err = c.checkProjectLocked(p)
 			var ch reconciled
 			if err == nil {
-				var rr ReloadResult
-				if ch, err = c.reconcile(p.Name, c.projectSpecs(p), &rr); err == nil {
+				var rr api.ReloadResult
+				if ch, err = c.reconcileLocked(p.Name, c.projectSpecs(p), &rr); err == nil {
 					c.projects[p.Name] = p
 				}
 			}
@@ -244,22 +225,13 @@ func (c *Control) HarnessConfig(name string) (*config.Harness, bool) {
 	return nil, false
 }
 
-// sameFile reports whether two paths name the same file.
-func sameFile(a, b string) bool {
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	if errA != nil || errB != nil {
-		return filepath.Clean(a) == filepath.Clean(b)
-	}
-	return os.SameFile(fa, fb)
-}
-
-// listArgs answers `list` with its project filter, by name or by file.
-func (c *Control) listArgs(a ListArgs) ([]UnitInfo, error) {
+// List answers `list`: every harness sorted by name, or only those of a
+// project given by name or by file.
+func (c *Control) List(_ context.Context, a api.ListArgs) ([]api.UnitInfo, error) {
 	if a.ProjectPath != "" {
 		c.mu.RLock()
 		for name, p := range c.projects {
-			if sameFile(p.Path, a.ProjectPath) {
+			if config.SameFile(p.Path, a.ProjectPath) {
 				a.Project = name
 			}
 		}
@@ -268,5 +240,5 @@ func (c *Control) listArgs(a ListArgs) ([]UnitInfo, error) {
 			return nil, errcode.Errorf(errcode.InvalidArgument, "no project is up from %s (run harness up there)", a.ProjectPath)
 		}
 	}
-	return c.List(a.Project), nil
+	return c.listProject(a.Project), nil
 }

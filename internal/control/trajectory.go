@@ -1,53 +1,19 @@
 package control
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
-	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logs"
-	"github.com/harness-dev/harness/internal/runs"
 )
 
 // Trajectories (issue 10): the transcript of a run of a harness that set
 // harvest_trajectory = true, kept by internal/trajectory after the run ends.
 // Capture happens in each unit's log OnEntry hook; these are the two read
 // operations, list_trajectories and get_trajectory.
-
-// TrajectoryArgs are the arguments of `get_trajectory`, in the CLI's words.
-type TrajectoryArgs struct {
-	Name     string  `json:"name"`
-	Run      uint64  `json:"run"`
-	Cursor   *uint64 `json:"cursor"`
-	MaxBytes int     `json:"max_bytes"`
-}
-
-// TrajectoryInfo is one row of `list_trajectories`: a kept transcript joined
-// with its run record (cause, start, end and exit status; empty when the
-// run history no longer holds the run).
-type TrajectoryInfo struct {
-	Run       uint64     `json:"run"`
-	Cause     runs.Cause `json:"cause"`
-	StartedAt *time.Time `json:"started_at"`
-	EndedAt   *time.Time `json:"ended_at"`
-	ExitCode  *int       `json:"exit_code"`
-	Signal    string     `json:"signal,omitempty"`
-	Entries   int        `json:"entries"`
-	Bytes     int64      `json:"bytes"`
-}
-
-// Trajectory is the answer of `get_trajectory`: a page of one run's
-// entries. next_cursor is the id of the last entry returned (the cursor
-// given when there is none); pass it back as cursor for the rest.
-type Trajectory struct {
-	Name       string       `json:"name"`
-	Run        uint64       `json:"run"`
-	Entries    []logs.Entry `json:"entries"`
-	NextCursor uint64       `json:"next_cursor"`
-	Truncated  bool         `json:"truncated"`
-	Note       string       `json:"note,omitempty"`
-}
 
 // harvestFlag is a unit's opt-in, read by its log hook without c.mu: the
 // hook runs under the log's write lock, and c.mu may be held by a reload
@@ -107,15 +73,15 @@ func (c *Control) harvesting(name string) (*unit, error) {
 
 // ListTrajectories answers `list_trajectories`: the kept transcripts of a
 // harness, oldest run first.
-func (c *Control) ListTrajectories(a NameArg) ([]TrajectoryInfo, error) {
+func (c *Control) ListTrajectories(_ context.Context, a api.NameArg) ([]api.TrajectoryInfo, error) {
 	u, err := c.harvesting(a.Name)
 	if err != nil {
 		return nil, err
 	}
 	u.log.Flush()
-	out := []TrajectoryInfo{}
+	out := []api.TrajectoryInfo{}
 	for _, m := range c.opt.Trajectories.List(u.name) {
-		ti := TrajectoryInfo{Run: m.Run, Entries: m.Entries, Bytes: m.Bytes}
+		ti := api.TrajectoryInfo{Run: m.Run, Entries: m.Entries, Bytes: m.Bytes}
 		if r, ok := c.opt.Runs.Get(m.Run); ok && r.Harness == u.name {
 			ti.Cause, ti.StartedAt, ti.EndedAt, ti.ExitCode, ti.Signal = r.Cause, &r.StartedAt, r.EndedAt, r.ExitCode, r.Signal
 		}
@@ -126,16 +92,16 @@ func (c *Control) ListTrajectories(a NameArg) ([]TrajectoryInfo, error) {
 
 // GetTrajectory answers `get_trajectory`: one run's entries after cursor,
 // oldest first, capped like `logs` (max_bytes can only lower the cap).
-func (c *Control) GetTrajectory(a TrajectoryArgs) (Trajectory, error) {
+func (c *Control) GetTrajectory(_ context.Context, a api.TrajectoryArgs) (api.Trajectory, error) {
 	u, err := c.harvesting(a.Name)
 	if err != nil {
-		return Trajectory{}, err
+		return api.Trajectory{}, err
 	}
 	if a.Run == 0 {
-		return Trajectory{}, errcode.Errorf(errcode.InvalidArgument, "run is required (an id from list_trajectories)")
+		return api.Trajectory{}, errcode.Errorf(errcode.InvalidArgument, "run is required (an id from list_trajectories)")
 	}
 	if a.MaxBytes < 0 {
-		return Trajectory{}, errcode.Errorf(errcode.InvalidArgument, "max_bytes must be >= 0")
+		return api.Trajectory{}, errcode.Errorf(errcode.InvalidArgument, "max_bytes must be >= 0")
 	}
 	if a.MaxBytes == 0 || a.MaxBytes > DefaultMaxBytes {
 		a.MaxBytes = DefaultMaxBytes
@@ -147,9 +113,9 @@ func (c *Control) GetTrajectory(a TrajectoryArgs) (Trajectory, error) {
 	u.log.Flush()
 	entries, truncated, err := c.opt.Trajectories.Read(u.name, a.Run, after, a.MaxBytes)
 	if err != nil {
-		return Trajectory{}, err
+		return api.Trajectory{}, err
 	}
-	res := Trajectory{Name: u.name, Run: a.Run, Entries: entries, NextCursor: after, Truncated: truncated}
+	res := api.Trajectory{Name: u.name, Run: a.Run, Entries: entries, NextCursor: after, Truncated: truncated}
 	if len(entries) > 0 {
 		res.NextCursor = entries[len(entries)-1].ID
 	}

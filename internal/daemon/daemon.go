@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/logs"
@@ -39,7 +40,7 @@ type Options struct {
 	// Limits overrides the crash-loop thresholds (tests shrink them).
 	Limits *supervise.Limits
 	// Ready, when set, is called once the socket serves.
-	Ready func(control.Paths)
+	Ready func(api.Paths)
 	// HandleSignals makes the daemon react to SIGHUP/SIGTERM/SIGINT.
 	HandleSignals bool
 	// Cgroup picks how units' process trees are held: "" or CgroupAuto
@@ -158,6 +159,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		limits = *opt.Limits
 	}
 	var mgr *session.Manager
+	promptSet := &promptHolder{}
 	watch := &watcher{log: log}
 	logDir := filepath.Join(paths.StateDir, "logs")
 	// Run transcripts of harnesses with harvest_trajectory (issue 10);
@@ -180,6 +182,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		SocketPath: paths.Socket,
 		MCPURL:     mcpURL,
 		Upstreams:  brokerHooks{brk},
+		Prompts:    promptSet,
 		State:      stateFile{filepath.Join(paths.StateDir, "state.json")},
 		OpenLog: func(name string, onEntry func(logs.Entry)) (*logs.Log, error) {
 			return logs.Open(logDir, name, logs.Options{OnEntry: onEntry})
@@ -198,9 +201,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 				Logger:     log.With("unit", name),
 			}, nil
 		},
-		OnEvent: func(ev supervise.Event) { srv.Publish(protocolEvent(ev)) },
+		OnEvent: func(ev supervise.Event) { srv.Publish(ev) },
 		OnReload: func() {
-			srv.Publish(protocol.Event{Kind: "reload", Time: time.Now()})
+			srv.Publish(api.Event{Kind: api.EventReload, Time: time.Now()})
 			if mgr != nil {
 				mgr.Refresh()
 			}
@@ -217,12 +220,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	}
 	ctlRef.Store(ctl)
 	watch.ctl = ctl
-	mgr = session.NewManager(ctl, authority{tokens: tokens, ctl: ctl}, brk, func() session.Prompts {
-		if p := ctl.Prompts(); p != nil {
-			return p
-		}
-		return nil
-	}, log, opt.Version)
+	mgr = session.NewManager(ctl, authority{tokens: tokens, ctl: ctl}, brk, promptSet.current, log, opt.Version)
 	cancelBrokerWatch := brk.OnChange(mgr.Refresh)
 	srv.Handler = handler{ctl: ctl, mgr: mgr, log: log}
 
@@ -267,7 +265,7 @@ loop:
 			break loop
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				if _, err := ctl.Reload(context.Background()); err != nil {
+				if _, err := ctl.Reload(context.Background(), api.NoArgs{}); err != nil {
 					log.Error("SIGHUP reload refused", "err", err)
 				}
 				continue
@@ -303,7 +301,7 @@ loop:
 	return failure
 }
 
-func resolvePaths(opt Options) (control.Paths, error) {
+func resolvePaths(opt Options) (api.Paths, error) {
 	sock, state, cfgPath := protocol.DefaultPaths()
 	if opt.SocketPath != "" {
 		sock = opt.SocketPath
@@ -315,7 +313,7 @@ func resolvePaths(opt Options) (control.Paths, error) {
 		cfgPath = opt.ConfigPath
 	}
 	if sock == "" || state == "" {
-		return control.Paths{}, errors.New("daemon: cannot determine socket or state dir: set HOME or pass --socket and --state-dir")
+		return api.Paths{}, errors.New("daemon: cannot determine socket or state dir: set HOME or pass --socket and --state-dir")
 	}
 	abs := func(p string) string {
 		if a, err := filepath.Abs(p); err == nil {
@@ -323,18 +321,5 @@ func resolvePaths(opt Options) (control.Paths, error) {
 		}
 		return p
 	}
-	return control.Paths{Config: abs(cfgPath), Socket: abs(sock), StateDir: abs(state)}, nil
-}
-
-func protocolEvent(ev supervise.Event) protocol.Event {
-	return protocol.Event{
-		Kind:     ev.Kind,
-		Unit:     ev.Unit,
-		State:    string(ev.State),
-		RunID:    ev.RunID,
-		ExitCode: ev.ExitCode,
-		Signal:   ev.Signal,
-		Message:  ev.Message,
-		Time:     ev.Time,
-	}
+	return api.Paths{Config: abs(cfgPath), Socket: abs(sock), StateDir: abs(state)}, nil
 }

@@ -11,8 +11,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
-	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
@@ -36,7 +36,7 @@ func startDaemon(t testing.TB, config string) (socket string, stop func() error)
 	go func() {
 		done <- Run(ctx, Options{
 			ConfigPath: cfg, SocketPath: socket, StateDir: filepath.Join(dir, "state"), Version: "test",
-			Ready: func(control.Paths) { close(ready) },
+			Ready: func(api.Paths) { close(ready) },
 		})
 	}()
 	select {
@@ -64,7 +64,7 @@ stop_grace = 1
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list []control.UnitInfo
+	var list []api.UnitInfo
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if err := c.Call(ctx, "list", nil, &list); err != nil {

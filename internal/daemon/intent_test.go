@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
 	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/supervise"
@@ -26,7 +27,7 @@ func daemonAt(t *testing.T, dir string, limits *supervise.Limits) (*client.Clien
 	go func() {
 		done <- Run(ctx, Options{
 			ConfigPath: filepath.Join(dir, "harness.toml"), SocketPath: socket, StateDir: filepath.Join(dir, "state"),
-			Version: "test", Limits: limits, Ready: func(control.Paths) { close(ready) },
+			Version: "test", Limits: limits, Ready: func(api.Paths) { close(ready) },
 		})
 	}()
 	select {
@@ -95,7 +96,7 @@ func TestStopAllIntentSurvivesARestart(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			var list []control.UnitInfo
+			var list []api.UnitInfo
 			if err := c.Call(context.Background(), "list", nil, &list); err != nil {
 				t.Fatal(err)
 			}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
-	"github.com/harness-dev/harness/internal/control"
 )
 
 // fleetOf is a configuration of n harnesses that are not started.
@@ -40,7 +40,7 @@ func BenchmarkList200(b *testing.B) {
 		defer c.Close()
 		b.ReportAllocs()
 		for b.Loop() {
-			var res []control.UnitInfo
+			var res []api.UnitInfo
 			if err := c.Call(ctx, "list", struct{}{}, &res); err != nil || len(res) != 200 {
 				b.Fatal(err, len(res))
 			}
@@ -67,7 +67,7 @@ func BenchmarkList200(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var res []control.UnitInfo
+			var res []api.UnitInfo
 			if err := c.Call(ctx, "list", struct{}{}, &res); err != nil || len(res) != 200 {
 				b.Fatal(err, len(res))
 			}

@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/cgroup"
-	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/proctree"
 )
 
@@ -28,7 +28,7 @@ const delegateHint = "run as root, or as a systemd user service with Delegate=ye
 // ownership is how this daemon holds its units' process trees, decided
 // once at start: a cgroup v2 subtree (tree) or the fallback's tracker.
 type ownership struct {
-	info    control.Ownership
+	info    api.Ownership
 	tree    *cgroup.Tree
 	tracker *proctree.Tracker
 	log     *slog.Logger
@@ -72,7 +72,7 @@ func setupOwnership(ctx context.Context, mode, socket, ledgerPath string, log *s
 		return nil, nil, fmt.Errorf("daemon: %w", err)
 	}
 
-	o := &ownership{log: log, info: control.Ownership{Mode: modeFallback}}
+	o := &ownership{log: log, info: api.Ownership{Mode: modeFallback}}
 	switch {
 	case mode == CgroupOff:
 		o.info.Reason = "cgroups disabled by --cgroup=off"
@@ -88,7 +88,7 @@ func setupOwnership(ctx context.Context, mode, socket, ledgerPath string, log *s
 			return nil, nil, errors.Join(fmt.Errorf("daemon: %w", err), tree.Close())
 		}
 		o.tree = tree
-		o.info = control.Ownership{Mode: modeCgroup, Cgroup: tree.Dir(),
+		o.info = api.Ownership{Mode: modeCgroup, Cgroup: tree.Dir(),
 			Reason: fmt.Sprintf("cgroup v2 at %s; the daemon's cgroup %s is writable", loc.Mount, loc.Path)}
 	}
 	if o.tree == nil {

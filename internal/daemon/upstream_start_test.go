@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
-	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
@@ -48,7 +48,7 @@ restart_delay = 0.05
 			Limits: &supervise.Limits{CrashThreshold: 2, CrashWindow: time.Millisecond, MaxAttempts: 1,
 				MinBackoff: 10 * time.Millisecond, Jitter: -1, StopGrace: time.Second},
 			UpstreamConnectTimeout: 200 * time.Millisecond,
-			Ready:                  func(control.Paths) { close(ready) },
+			Ready:                  func(api.Paths) { close(ready) },
 		})
 	}()
 	select {
@@ -69,10 +69,10 @@ restart_delay = 0.05
 	}
 	defer c.Close()
 
-	var st []control.UpstreamStatus
+	var st []api.UpstreamStatus
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if err := c.Call(ctx, "mcp_status", nil, &st); err != nil {
+		if err := c.Call(ctx, api.OpMCPStatus, nil, &st); err != nil {
 			t.Fatal(err)
 		}
 		if len(st) == 1 && st[0].State == "failed" {
@@ -90,7 +90,7 @@ restart_delay = 0.05
 		ExitCode *int    `json:"exit_code"`
 		Ended    *string `json:"ended_at"`
 	}
-	if err := c.Call(ctx, "runs", map[string]string{"name": "mcp.mute"}, &rs); err != nil {
+	if err := c.Call(ctx, api.OpRuns, map[string]string{"name": "mcp.mute"}, &rs); err != nil {
 		t.Fatal(err)
 	}
 	// Two failed starts degrade it, one degraded attempt is allowed, the

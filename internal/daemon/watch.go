@@ -10,6 +10,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/control"
 )
@@ -130,7 +131,7 @@ func watchConfig(cfg *config.Config, ctl *control.Control, log *slog.Logger) (st
 				log.Error("config watcher", "err", err)
 			case <-fire:
 				fire = nil
-				if _, err := ctl.Reload(context.Background()); err != nil {
+				if _, err := ctl.Reload(context.Background(), api.NoArgs{}); err != nil {
 					log.Error("config changed but the new file was refused", "err", err)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/session"
@@ -24,7 +25,7 @@ type handler struct {
 }
 
 func (h handler) Call(ctx context.Context, op string, args json.RawMessage) (any, error) {
-	return h.ctl.Call(ctx, control.Caller{Kind: control.Operator}, op, args)
+	return h.ctl.Call(ctx, api.Caller{Kind: api.Operator}, op, args)
 }
 
 // AuthenticateMCP refuses an unknown or revoked token before the Welcome,

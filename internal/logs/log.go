@@ -18,12 +18,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/harness-dev/harness/internal/api"
 )
 
 // Entry kinds.
 const (
-	KindOutput = "output" // a line of the unit's output
-	KindEvent  = "event"  // a lifecycle event written by the supervisor
+	KindOutput = api.EntryOutput // a line of the unit's output
+	KindEvent  = api.EntryEvent  // a lifecycle event written by the supervisor
 )
 
 // Defaults for the zero fields of Options.
@@ -72,14 +74,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Entry is one activity entry.
-type Entry struct {
-	ID    uint64    `json:"id"`
-	Time  time.Time `json:"time"`
-	Kind  string    `json:"kind"`
-	RunID uint64    `json:"run_id"`
-	Text  string    `json:"text"`
-}
+// Entry is one activity entry; its wire shape is api.LogEntry.
+type Entry = api.LogEntry
 
 // closedCh is what Changed returns after Close: followers wake and stop.
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
@@ -33,8 +34,8 @@ type conn struct {
 	wmu       sync.Mutex
 	closeOnce sync.Once
 
-	subscribed bool       // read-loop goroutine only
-	events     chan Event // set before the conn joins s.subs
+	subscribed bool           // read-loop goroutine only
+	events     chan api.Event // set before the conn joins s.subs
 	dropped    atomic.Uint64
 
 	workers sync.WaitGroup // request goroutines and the event writer
@@ -175,7 +176,7 @@ func (c *conn) readLoop(ctx context.Context) {
 		case req.Op == "":
 			c.respond(req, nil, errcode.Errorf(errcode.InvalidArgument, "request %d: op is required", req.ID))
 			continue
-		case req.Op == OpSubscribe:
+		case req.Op == api.OpSubscribe:
 			c.startEvents(ctx)
 			c.respond(req, struct{}{}, nil)
 			continue
@@ -254,7 +255,7 @@ func (c *conn) startEvents(ctx context.Context) {
 		return
 	}
 	c.subscribed = true
-	c.events = make(chan Event, orDefault(c.s.EventBuffer, DefaultEventBuffer))
+	c.events = make(chan api.Event, orDefault(c.s.EventBuffer, DefaultEventBuffer))
 	c.s.subscribe(c)
 	c.workers.Add(1)
 	go func() {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/harness-dev/harness/internal/errcode"
 )
@@ -21,10 +20,6 @@ const (
 	ModeControl = "control" // framed requests, responses and events
 	ModeMCP     = "mcp"     // after the welcome, a raw newline-delimited JSON-RPC stream
 )
-
-// OpSubscribe is the one op the server answers itself: it turns on Event
-// frames for the connection.
-const OpSubscribe = "subscribe"
 
 // Hello is the client's first frame.
 type Hello struct {
@@ -115,27 +110,6 @@ func splitResponse(payload []byte) (uint64, []byte, bool) {
 		return 0, nil, false
 	}
 	return id, result[:len(result)-1], true
-}
-
-// Event kinds.
-const (
-	EventState    = "state"
-	EventExit     = "exit"
-	EventFlapping = "flapping"
-	EventReload   = "reload"
-)
-
-// Event is pushed to subscribed connections: a unit changed state, a run
-// exited, a unit is crash-looping, or the config was reloaded.
-type Event struct {
-	Kind     string    `json:"kind"`
-	Unit     string    `json:"unit,omitempty"`
-	State    string    `json:"state,omitempty"`
-	RunID    uint64    `json:"run_id,omitempty"`
-	ExitCode *int      `json:"exit_code,omitempty"`
-	Signal   string    `json:"signal,omitempty"`
-	Message  string    `json:"message,omitempty"`
-	Time     time.Time `json:"time,omitzero"`
 }
 
 // Major returns the major number of a "major.minor" version string.

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/harness-dev/harness/internal/api"
 )
 
 // Handler serves what the protocol itself does not: control operations and
@@ -178,7 +180,7 @@ func (s *Server) isClosed() bool {
 // Publish fans ev out to every subscribed connection. It never blocks: a
 // subscriber whose queue is full loses the event, which is counted
 // (DroppedEvents) and logged.
-func (s *Server) Publish(ev Event) {
+func (s *Server) Publish(ev api.Event) {
 	s.init()
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()

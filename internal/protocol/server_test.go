@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/protocol"
 )
@@ -303,7 +304,7 @@ func TestSubscribeAndSlowSubscriber(t *testing.T) {
 	// A subscriber that never reads: its socket buffer and queue fill up.
 	stuck := dialRaw(t, sock)
 	stuck.hello(protocol.ModeControl)
-	if resp := stuck.call(1, protocol.OpSubscribe); resp.Error != nil {
+	if resp := stuck.call(1, api.OpSubscribe); resp.Error != nil {
 		t.Fatalf("subscribe: %+v", resp.Error)
 	}
 	big := strings.Repeat("m", 8192)
@@ -311,7 +312,7 @@ func TestSubscribeAndSlowSubscriber(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range 2000 { // ~16 MiB: far beyond any socket buffer
-			srv.Publish(protocol.Event{Kind: protocol.EventState, Unit: "u", RunID: uint64(i), Message: big})
+			srv.Publish(api.Event{Kind: api.EventState, Unit: "u", RunID: uint64(i), Message: big})
 		}
 	}()
 	select {
@@ -325,16 +326,16 @@ func TestSubscribeAndSlowSubscriber(t *testing.T) {
 
 	live := dialRaw(t, sock)
 	live.hello(protocol.ModeControl)
-	if resp := live.call(2, protocol.OpSubscribe); resp.Error != nil || string(resp.Result) != "{}" {
+	if resp := live.call(2, api.OpSubscribe); resp.Error != nil || string(resp.Result) != "{}" {
 		t.Fatalf("subscribe answered %+v", resp)
 	}
 	code := 3
-	srv.Publish(protocol.Event{Kind: protocol.EventExit, Unit: "web", RunID: 9, ExitCode: &code, Signal: "SIGTERM"})
+	srv.Publish(api.Event{Kind: api.EventExit, Unit: "web", RunID: 9, ExitCode: &code, Signal: "SIGTERM"})
 	ft, p := live.read()
 	if ft != protocol.FrameEvent {
 		t.Fatalf("got %s %s, want event", ft, p)
 	}
-	var ev protocol.Event
+	var ev api.Event
 	if err := json.Unmarshal(p, &ev); err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +369,7 @@ func TestShutdownEndsEverything(t *testing.T) {
 
 	ctl := dialRaw(t, sock)
 	ctl.hello(protocol.ModeControl)
-	ctl.call(1, protocol.OpSubscribe)
+	ctl.call(1, api.OpSubscribe)
 	ctl.send(protocol.FrameRequest, protocol.Request{ID: 2, Op: "block"})
 	if op := <-h.started; op != "block" {
 		t.Fatalf("started %q", op)
@@ -410,5 +411,5 @@ func TestServeAfterShutdown(t *testing.T) {
 	if err := srv.Serve(ln); !errors.Is(err, protocol.ErrServerClosed) {
 		t.Fatalf("Serve after Shutdown: %v", err)
 	}
-	srv.Publish(protocol.Event{Kind: protocol.EventReload}) // no subscribers: must not panic or block
+	srv.Publish(api.Event{Kind: api.EventReload}) // no subscribers: must not panic or block
 }

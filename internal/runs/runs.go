@@ -18,42 +18,22 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/harness-dev/harness/internal/api"
 )
 
-// Cause says why a run was started.
-type Cause string
-
-// The causes of DESIGN §6.
-const (
-	CauseManual    Cause = "manual"
-	CauseAutostart Cause = "autostart"
-	CauseRestart   Cause = "restart"
-	CauseSchedule  Cause = "schedule"
-	CauseTrigger   Cause = "trigger"
-)
+// Cause says why a run was started (api.Cause* are its values).
+type Cause = api.Cause
 
 // DefaultRetain is the number of runs kept per unit when Open gets <= 0.
 const DefaultRetain = 100
 
-// Run is one spawn of a unit. EndedAt is nil while it runs; an ended run
-// has an ExitCode, or a Signal, or (rarely) neither when the exit status
-// is unknown.
-type Run struct {
-	ID        uint64     `json:"id"`
-	Harness   string     `json:"harness"`
-	Cause     Cause      `json:"cause"`
-	PID       int        `json:"pid"`
-	StartedAt time.Time  `json:"started_at"`
-	EndedAt   *time.Time `json:"ended_at"`
-	ExitCode  *int       `json:"exit_code"`
-	Signal    string     `json:"signal"`
-}
+// Run is one spawn of a unit; its wire shape is api.Run. EndedAt is nil
+// while it runs.
+type Run = api.Run
 
-// Ended reports whether the run has ended.
-func (r Run) Ended() bool { return r.EndedAt != nil }
-
-// clone copies r so that callers never share the pointer fields.
-func (r Run) clone() Run {
+// cloneRun copies r so that callers never share the pointer fields.
+func cloneRun(r Run) Run {
 	if r.EndedAt != nil {
 		t := *r.EndedAt
 		r.EndedAt = &t
@@ -258,7 +238,7 @@ func (s *Store) Begin(unit string, cause Cause) (Run, error) {
 		return Run{}, fmt.Errorf("runs: begin %s: %w", unit, err)
 	}
 	s.trim(unit)
-	return run.clone(), nil
+	return cloneRun(run), nil
 }
 
 // SetPID records the pid of a run once the process exists.
@@ -306,7 +286,7 @@ func (s *Store) end(r *Run, exitCode *int, signal string) {
 	}
 	r.Signal = signal
 	if w, ok := s.waiters[r.ID]; ok {
-		w.run = r.clone()
+		w.run = cloneRun(*r)
 		close(w.done)
 		delete(s.waiters, r.ID)
 	}
@@ -394,7 +374,7 @@ func (s *Store) List(unit string, limit int) []Run {
 	}
 	out := make([]Run, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, s.runs[id].clone())
+		out = append(out, cloneRun(*s.runs[id]))
 	}
 	return out
 }
@@ -407,7 +387,7 @@ func (s *Store) Get(id uint64) (Run, bool) {
 	if !ok {
 		return Run{}, false
 	}
-	return r.clone(), true
+	return cloneRun(*r), true
 }
 
 // Wait returns the run once it has ended, or ctx's error, or ErrClosed
@@ -421,7 +401,7 @@ func (s *Store) Wait(ctx context.Context, id uint64) (Run, error) {
 	}
 	if r.Ended() {
 		s.mu.Unlock()
-		return r.clone(), nil
+		return cloneRun(*r), nil
 	}
 	w, ok := s.waiters[id]
 	if !ok {
@@ -431,7 +411,7 @@ func (s *Store) Wait(ctx context.Context, id uint64) (Run, error) {
 	s.mu.Unlock()
 	select {
 	case <-w.done:
-		return w.run.clone(), nil
+		return cloneRun(w.run), nil
 	case <-ctx.Done():
 		return Run{}, fmt.Errorf("runs: wait for %d: %w", id, ctx.Err())
 	case <-s.closed:

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/harness-dev/harness/internal/api"
 )
 
 func openT(t *testing.T, path string, retain int) *Store {
@@ -63,7 +65,7 @@ func TestPersistAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SetClock(func() time.Time { return clock })
-	a := begin(t, s, "p/a", CauseManual)
+	a := begin(t, s, "p/a", api.CauseManual)
 	if err := s.SetPID(a.ID, 42); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +73,7 @@ func TestPersistAcrossReopen(t *testing.T) {
 	if err := s.End(a.ID, intp(3), ""); err != nil {
 		t.Fatal(err)
 	}
-	b := begin(t, s, "b", CauseSchedule)
+	b := begin(t, s, "b", api.CauseSchedule)
 	if err := s.SetPID(b.ID, 43); err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +98,11 @@ func TestPersistAcrossReopen(t *testing.T) {
 		t.Fatalf("after reopen %v, want %v", runsText(after), runsText(before))
 	}
 	got, ok := s2.Get(a.ID)
-	if !ok || got.PID != 42 || got.Cause != CauseManual || got.Harness != "p/a" ||
+	if !ok || got.PID != 42 || got.Cause != api.CauseManual || got.Harness != "p/a" ||
 		*got.ExitCode != 3 || !got.StartedAt.Equal(clock.Add(-time.Minute)) || !got.EndedAt.Equal(clock) {
 		t.Fatalf("run a after reopen: %s", runText(got))
 	}
-	c := begin(t, s2, "p/a", CauseRestart)
+	c := begin(t, s2, "p/a", api.CauseRestart)
 	if c.ID <= b.ID {
 		t.Fatalf("id after reopen %d, not above %d", c.ID, b.ID)
 	}
@@ -131,7 +133,7 @@ func TestRetentionAndCompaction(t *testing.T) {
 	s := openT(t, path, 3)
 	var last Run
 	for i := range 200 {
-		last = begin(t, s, "a", CauseRestart)
+		last = begin(t, s, "a", api.CauseRestart)
 		if err := s.SetPID(last.ID, 1000+i); err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +141,7 @@ func TestRetentionAndCompaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b := begin(t, s, "b", CauseManual)
+	b := begin(t, s, "b", api.CauseManual)
 	got := s.List("a", 0)
 	if len(got) != 3 || got[2].ID != last.ID || got[0].ID != last.ID-2 {
 		t.Fatalf("retained %v", runsText(got))
@@ -161,9 +163,9 @@ func TestRetentionAndCompaction(t *testing.T) {
 
 func TestRetentionKeepsUnendedRuns(t *testing.T) {
 	s := openT(t, filepath.Join(t.TempDir(), "runs.jsonl"), 2)
-	open := begin(t, s, "a", CauseManual)
+	open := begin(t, s, "a", api.CauseManual)
 	for range 5 {
-		r := begin(t, s, "a", CauseRestart)
+		r := begin(t, s, "a", api.CauseRestart)
 		if err := s.End(r.ID, intp(0), ""); err != nil {
 			t.Fatal(err)
 		}
@@ -180,11 +182,11 @@ func TestReopenAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := begin(t, s, "a", CauseManual)
+	done := begin(t, s, "a", api.CauseManual)
 	if err := s.End(done.ID, intp(0), ""); err != nil {
 		t.Fatal(err)
 	}
-	open := begin(t, s, "a", CauseRestart)
+	open := begin(t, s, "a", api.CauseRestart)
 	// Crash: no Close, and a record torn half-way.
 	if _, err := s.f.WriteString(`{"id":99,"harness":"a","cau`); err != nil {
 		t.Fatal(err)
@@ -211,7 +213,7 @@ func TestReopenAfterCrash(t *testing.T) {
 	if n := s2.CloseDangling("daemon-exit"); n != 0 {
 		t.Fatalf("second CloseDangling = %d", n)
 	}
-	next := begin(t, s2, "a", CauseManual)
+	next := begin(t, s2, "a", api.CauseManual)
 	if next.ID <= open.ID {
 		t.Fatalf("id %d not above %d", next.ID, open.ID)
 	}
@@ -231,7 +233,7 @@ func TestReopenAfterCrash(t *testing.T) {
 
 func TestWaitWakesOnEnd(t *testing.T) {
 	s := openT(t, filepath.Join(t.TempDir(), "runs.jsonl"), 0)
-	r := begin(t, s, "a", CauseTrigger)
+	r := begin(t, s, "a", api.CauseTrigger)
 	type res struct {
 		run Run
 		err error
@@ -270,7 +272,7 @@ func TestWaitHonoursContextAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := begin(t, s, "a", CauseManual)
+	r := begin(t, s, "a", api.CauseManual)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -291,7 +293,7 @@ func TestWaitHonoursContextAndClose(t *testing.T) {
 	if err := <-errc; !errors.Is(err, ErrClosed) {
 		t.Fatalf("Wait after Close: %v", err)
 	}
-	if _, err := s.Begin("a", CauseManual); !errors.Is(err, ErrClosed) {
+	if _, err := s.Begin("a", api.CauseManual); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Begin after Close: %v", err)
 	}
 }
@@ -307,7 +309,7 @@ func TestConcurrentBeginEnd(t *testing.T) {
 			// Begin, after the Wait below has returned.
 			unit := fmt.Sprintf("u%d", w)
 			for i := range 50 {
-				r, err := s.Begin(unit, CauseRestart)
+				r, err := s.Begin(unit, api.CauseRestart)
 				if err != nil {
 					t.Error(err)
 					return
@@ -352,12 +354,12 @@ func TestConcurrentBeginEnd(t *testing.T) {
 
 func TestBeginFailsCleanlyWhenTheFileIsGone(t *testing.T) {
 	s := openT(t, filepath.Join(t.TempDir(), "runs.jsonl"), 0)
-	a := begin(t, s, "a", CauseManual)
+	a := begin(t, s, "a", api.CauseManual)
 	// Simulate an unusable file: persistence fails, memory stays consistent.
 	if err := s.f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Begin("a", CauseManual); err == nil {
+	if _, err := s.Begin("a", api.CauseManual); err == nil {
 		t.Fatal("Begin succeeded without a file")
 	}
 	if got := s.List("a", 0); len(got) != 1 || got[0].ID != a.ID {
@@ -377,12 +379,12 @@ func TestBeginFailsCleanlyWhenTheFileIsGone(t *testing.T) {
 func TestLostHandleIsReopenedOnTheNextWrite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runs.jsonl")
 	s := openT(t, path, 0)
-	a := begin(t, s, "a", CauseManual)
+	a := begin(t, s, "a", api.CauseManual)
 	if err := s.f.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s.f = nil // what a failed reopen in compact leaves
-	b := begin(t, s, "a", CauseRestart)
+	b := begin(t, s, "a", api.CauseRestart)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

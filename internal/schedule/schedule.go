@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/robfig/cron/v3"
 )
@@ -81,17 +82,8 @@ func kindOf(spec string) string {
 type FireFunc func(job string) (fired bool)
 
 // Trigger is the reported state of one armed trigger (the `triggers`
-// operation).
-type Trigger struct {
-	Job      string    `json:"job"`
-	Kind     string    `json:"kind"` // "cron" | "every" | "descriptor"
-	Spec     string    `json:"spec"`
-	NextFire time.Time `json:"next_fire"` // zero when the schedule never fires again
-	// LastFired is when the trigger last started the job (skips excluded).
-	LastFired *time.Time `json:"last_fired"`
-	Fired     int        `json:"fired"`
-	Skipped   int        `json:"skipped"`
-}
+// operation); its wire shape is api.Trigger.
+type Trigger = api.Trigger
 
 // entry is one armed trigger. It is replaced, not mutated, when its spec
 // changes, so a firing in flight can tell whether it still counts.

@@ -5,6 +5,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/runs"
 )
 
@@ -234,7 +235,7 @@ func (a *actor) onTimer(ev timerEv) {
 		a.retry = nil
 		a.nextRetry = time.Time{}
 		a.restartCount++
-		if err := a.spawn(runs.CauseRestart); err != nil {
+		if err := a.spawn(api.CauseRestart); err != nil {
 			a.deps.Logger.Warn("supervise: policy restart failed", "err", err)
 		}
 	case timerTerm, timerKill, timerHealthy:
@@ -416,6 +417,12 @@ func (a *actor) applyPolicy(e Exit, why string) {
 	a.retryGen = a.gen
 	a.nextRetry = a.deps.Now().Add(d.Delay)
 	a.retry = a.arm(d.Delay, a.retryGen, timerRetry)
+	if a.state == d.State {
+		// Degraded stays degraded, but the daemon must still learn that
+		// a retry is due and when (upstream_unavailable says so).
+		a.emit(Event{Kind: EventState, RunID: a.runID})
+		return
+	}
 	a.setState(d.State)
 }
 
@@ -453,7 +460,7 @@ func (a *actor) setState(s State) {
 func (a *actor) emit(ev Event) {
 	a.publish()
 	ev.Unit = a.cfg.Name
-	ev.State = a.state
+	ev.State = string(a.state)
 	ev.Time = a.deps.Now()
 	a.deps.OnEvent(ev)
 }

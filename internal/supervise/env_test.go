@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/proctree"
-	"github.com/harness-dev/harness/internal/runs"
 )
 
 func TestParseEnvFile(t *testing.T) {
@@ -112,7 +112,7 @@ func TestEnvFileMissingAndSecretsNeverLeak(t *testing.T) {
 	var daemonLog syncBuffer
 	e := newEnv(t, cfg, func(d *Deps) { d.Logger = slog.New(slog.NewTextHandler(&daemonLog, nil)) })
 
-	err := e.u.Start(context.Background(), runs.CauseManual)
+	err := e.u.Start(context.Background(), api.CauseManual)
 	if err == nil || !strings.Contains(err.Error(), envFile) {
 		t.Fatalf("missing env_file: %v", err)
 	}
@@ -133,7 +133,7 @@ func TestEnvFileMissingAndSecretsNeverLeak(t *testing.T) {
 	if err := os.WriteFile(envFile, []byte("API_KEY='"+secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.u.Restart(context.Background(), runs.CauseManual); err == nil {
+	if err := e.u.Restart(context.Background(), api.CauseManual); err == nil {
 		t.Fatal("restart with a broken env_file succeeded")
 	}
 	e.log.Flush()

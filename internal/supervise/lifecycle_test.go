@@ -6,19 +6,20 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/proctree"
-	"github.com/harness-dev/harness/internal/runs"
 )
 
 func TestRestartNoSpawnFailureFails(t *testing.T) {
 	cfg := UnitConfig{Name: "ghost", Kind: KindHarness, Cmd: "/nonexistent/harness-bin", Restart: RestartNo}
 	e := newEnv(t, cfg)
-	err := e.u.Start(context.Background(), runs.CauseManual)
+	err := e.u.Start(context.Background(), api.CauseManual)
 	if err == nil || !strings.Contains(err.Error(), "supervise: unit ghost: spawn:") ||
 		!strings.Contains(err.Error(), "/nonexistent/harness-bin") {
 		t.Fatalf("start error = %v", err)
@@ -43,7 +44,7 @@ func TestMissingWorkdirFailsClearly(t *testing.T) {
 	cfg := helperCfg("nodir", "sleep", nil)
 	cfg.Dir = filepath.Join(t.TempDir(), "missing")
 	e := newEnv(t, cfg)
-	err := e.u.Start(context.Background(), runs.CauseManual)
+	err := e.u.Start(context.Background(), api.CauseManual)
 	if err == nil || !strings.Contains(err.Error(), "workdir") || !strings.Contains(err.Error(), cfg.Dir) {
 		t.Fatalf("start error = %v", err)
 	}
@@ -66,7 +67,7 @@ func TestOnFailureCleanExitStops(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	r, ok := e.runs.Get(st.RunID)
-	if !ok || !r.Ended() || r.ExitCode == nil || *r.ExitCode != 0 || r.Cause != runs.CauseManual || r.PID == 0 {
+	if !ok || !r.Ended() || r.ExitCode == nil || *r.ExitCode != 0 || r.Cause != api.CauseManual || r.PID == 0 {
 		t.Fatalf("run %+v", r)
 	}
 	if !e.logHas("exited with code 0") || !e.logHas("stopped") {
@@ -112,7 +113,7 @@ func TestCrashLoopDegradesThenFailsAndRestartClears(t *testing.T) {
 	var flapping int
 	for _, ev := range e.rec.all() {
 		if ev.Kind == EventState {
-			states = append(states, ev.State)
+			states = append(states, State(ev.State))
 		}
 		if ev.Kind == EventFlapping {
 			flapping++
@@ -136,8 +137,8 @@ func TestCrashLoopDegradesThenFailsAndRestartClears(t *testing.T) {
 		t.Fatalf("%d runs, want 5", got)
 	}
 	for _, r := range e.runs.List("crashy", 0) {
-		if r.ID != e.runs.List("crashy", 0)[len(e.runs.List("crashy", 0))-1].ID && r.Cause != runs.CauseRestart &&
-			r.Cause != runs.CauseManual {
+		if r.ID != e.runs.List("crashy", 0)[len(e.runs.List("crashy", 0))-1].ID && r.Cause != api.CauseRestart &&
+			r.Cause != api.CauseManual {
 			t.Fatalf("run cause %q", r.Cause)
 		}
 	}
@@ -146,7 +147,7 @@ func TestCrashLoopDegradesThenFailsAndRestartClears(t *testing.T) {
 	next := helperCfg("crashy", "sleep", nil)
 	next.Restart = RestartAlways
 	e.u.Update(next)
-	if err := e.u.Restart(context.Background(), runs.CauseManual); err != nil {
+	if err := e.u.Restart(context.Background(), api.CauseManual); err != nil {
 		t.Fatal(err)
 	}
 	st = e.u.Status()
@@ -190,14 +191,14 @@ func TestHealthyRunResetsBackoff(t *testing.T) {
 	}
 	e.waitFor("restarting after the kill", func() bool {
 		for _, ev := range afterKill() {
-			if ev.Kind == EventState && (ev.State == StateRestarting || ev.State == StateDegraded) {
+			if ev.Kind == EventState && (State(ev.State) == StateRestarting || State(ev.State) == StateDegraded) {
 				return true
 			}
 		}
 		return false
 	})
 	for _, ev := range afterKill() {
-		if ev.Kind == EventState && ev.State == StateDegraded {
+		if ev.Kind == EventState && State(ev.State) == StateDegraded {
 			t.Fatalf("degraded again after a healthy run: %+v", ev)
 		}
 	}
@@ -354,5 +355,36 @@ func TestPTYSizeAndTerm(t *testing.T) {
 	}
 	if st := e.u.Status(); st.Cols != 100 || st.Rows != 30 {
 		t.Fatalf("size %dx%d", st.Cols, st.Rows)
+	}
+}
+
+// Every scheduled retry is announced: a degraded unit that exits again
+// stays degraded, yet the daemon must learn when it is next tried (the
+// broker answers upstream_unavailable with that time). Each retry is
+// followed by a state event at which Status shows no process and the
+// retry's time.
+func TestEveryRetryIsAnnouncedWhileDegraded(t *testing.T) {
+	cfg := helperCfg("crashy", "exit", map[string]string{"HELPER_CODE": "1"})
+	cfg.Restart = RestartAlways
+	cfg.RestartDelay = time.Millisecond
+	var unit atomic.Pointer[Unit]
+	var announced atomic.Int32
+	e := newEnv(t, cfg, crashLimits, func(d *Deps) {
+		d.Limits.MaxAttempts = 3
+		inner := d.OnEvent
+		d.OnEvent = func(ev Event) {
+			if u := unit.Load(); u != nil && ev.Kind == EventState {
+				if st := u.Status(); st.PID == 0 && !st.NextRetry.IsZero() {
+					announced.Add(1)
+				}
+			}
+			inner(ev)
+		}
+	})
+	unit.Store(e.u)
+	e.start()
+	e.waitFor("failed", func() bool { return e.u.Status().State == StateFailed })
+	if st := e.u.Status(); int(announced.Load()) != st.RestartCount {
+		t.Fatalf("%d retries announced for %d restarts (2 plain, 3 degraded)", announced.Load(), st.RestartCount)
 	}
 }

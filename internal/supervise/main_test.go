@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/proctree"
 	"github.com/harness-dev/harness/internal/runs"
@@ -301,7 +302,7 @@ func (e *env) waitLog(text string) {
 
 func (e *env) start() {
 	e.t.Helper()
-	if err := e.u.Start(context.Background(), runs.CauseManual); err != nil {
+	if err := e.u.Start(context.Background(), api.CauseManual); err != nil {
 		e.t.Fatalf("start: %v", err)
 	}
 }

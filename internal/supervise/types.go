@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/cgroup"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/proctree"
@@ -90,25 +91,17 @@ type Deps struct {
 	AwaitReady bool
 }
 
-// Event kinds.
+// Event kinds: the values of the wire's event kinds.
 const (
-	EventState       = "state"        // State changed
-	EventExit        = "exit"         // a run ended: ExitCode or Signal
-	EventFlapping    = "flapping"     // the unit became degraded
-	EventSpawnFailed = "spawn_failed" // a spawn failed: Message says why
+	EventState       = api.EventState       // State changed
+	EventExit        = api.EventExit        // a run ended: ExitCode or Signal
+	EventFlapping    = api.EventFlapping    // the unit became degraded
+	EventSpawnFailed = api.EventSpawnFailed // a spawn failed: Message says why
 )
 
-// Event is a notification for the daemon's subscribers.
-type Event struct {
-	Kind     string    `json:"kind"`
-	Unit     string    `json:"unit"`
-	State    State     `json:"state"`
-	RunID    uint64    `json:"run_id,omitempty"`
-	ExitCode *int      `json:"exit_code,omitempty"`
-	Signal   string    `json:"signal,omitempty"`
-	Message  string    `json:"message,omitempty"`
-	Time     time.Time `json:"time"`
-}
+// Event is a notification for the daemon's subscribers; it is the wire's
+// event, so the daemon publishes it as it comes.
+type Event = api.Event
 
 // Status is an immutable snapshot of a unit, published after every
 // transition.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harness-dev/harness/internal/runs"
+	"github.com/harness-dev/harness/internal/api"
 )
 
 func TestTokens(t *testing.T) {
@@ -99,7 +99,7 @@ func TestStaleExitEventIgnored(t *testing.T) {
 	cfg.StopGrace = 2 * time.Second
 	e := newEnv(t, cfg)
 	e.start()
-	if err := e.u.Restart(context.Background(), runs.CauseManual); err != nil {
+	if err := e.u.Restart(context.Background(), api.CauseManual); err != nil {
 		t.Fatal(err)
 	}
 	before := e.u.Status()
@@ -213,7 +213,7 @@ func TestCloseEndsActorAndRejectsCalls(t *testing.T) {
 			t.Fatalf("process %d survived close", pid)
 		}
 	}
-	if err := e.u.Start(context.Background(), runs.CauseManual); err == nil {
+	if err := e.u.Start(context.Background(), api.CauseManual); err == nil {
 		t.Fatal("start after close succeeded")
 	}
 }

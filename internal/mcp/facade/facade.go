@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
@@ -23,24 +24,12 @@ import (
 // no upstream can shadow a facade tool.
 const Prefix = "harness"
 
-// Class is the scope class of a tool: what a session must be granted
-// (mcp_allow or --allow-control) to see and call it.
-type Class string
-
-// The two classes of DESIGN §10.
-const (
-	// Read tools report state and change nothing.
-	Read Class = "read"
-	// Write tools change the state of the fleet.
-	Write Class = "write"
-)
-
 // Tool is one facade tool.
 type Tool struct {
 	// Name is the client-visible tool name, "harness_" + Op.
 	Name string
 	// Class decides which sessions may see and call the tool.
-	Class Class
+	Class api.Class
 	// Op is the control operation the tool calls with its arguments unchanged.
 	Op string
 	// Description is shown to the model.
@@ -79,36 +68,36 @@ const (
 	triggerSchema = `{"type":"object","properties":{` +
 		`"name":{"type":"string","minLength":1,"description":"job name"},` +
 		`"wait":{"type":"boolean","description":"follow the run to its end and return exit code, duration and log tail"},` +
-		`"timeout_s":{"type":"integer","minimum":1,"description":"with wait: give up following after this many seconds"}` +
+		`"timeout_s":{"type":"integer","minimum":1,"maximum":86400,"description":"with wait: give up following after this many seconds (at most a day)"}` +
 		`},"required":["name"],"additionalProperties":false}`
 )
 
 var registry = []Tool{
-	{Name: "harness_list", Class: Read, Op: "list", ResultKey: "harnesses", InputSchema: json.RawMessage(noArgs),
+	{Name: "harness_list", Class: api.Read, Op: api.OpList, ResultKey: "harnesses", InputSchema: json.RawMessage(noArgs),
 		Description: "List every harness with its state, enabled flag, pid, restart count, last exit code, description and project."},
-	{Name: "harness_describe", Class: Read, Op: "describe", InputSchema: json.RawMessage(nameOnly),
+	{Name: "harness_describe", Class: api.Read, Op: api.OpDescribe, InputSchema: json.RawMessage(nameOnly),
 		Description: "Describe one harness: the list fields plus its config, whether the config changed since it started, and its current run."},
-	{Name: "harness_logs", Class: Read, Op: "logs", InputSchema: json.RawMessage(logsSchema),
+	{Name: "harness_logs", Class: api.Read, Op: api.OpLogs, InputSchema: json.RawMessage(logsSchema),
 		Description: "Poll a harness's output. summary (default) returns activity entries and next_cursor; pass it back as cursor for newer entries. raw returns output bytes with next_offset; pass it back as offset. Answers are capped and say truncated."},
-	{Name: "harness_runs", Class: Read, Op: "runs", ResultKey: "runs", InputSchema: json.RawMessage(runsSchema),
+	{Name: "harness_runs", Class: api.Read, Op: api.OpRuns, ResultKey: "runs", InputSchema: json.RawMessage(runsSchema),
 		Description: "Run history (one run per spawn): id, harness, cause, pid, start, end, exit code or signal."},
-	{Name: "harness_jobs", Class: Read, Op: "jobs", ResultKey: "jobs", InputSchema: json.RawMessage(noArgs),
+	{Name: "harness_jobs", Class: api.Read, Op: api.OpJobs, ResultKey: "jobs", InputSchema: json.RawMessage(noArgs),
 		Description: "List jobs: harnesses with a schedule or a run-to-completion restart policy."},
-	{Name: "harness_triggers", Class: Read, Op: "triggers", ResultKey: "triggers", InputSchema: json.RawMessage(noArgs),
+	{Name: "harness_triggers", Class: api.Read, Op: api.OpTriggers, ResultKey: "triggers", InputSchema: json.RawMessage(noArgs),
 		Description: "List scheduled triggers with their next firing and skipped firings."},
-	{Name: "harness_daemon_info", Class: Read, Op: "daemon_info", InputSchema: json.RawMessage(noArgs),
+	{Name: "harness_daemon_info", Class: api.Read, Op: api.OpDaemonInfo, InputSchema: json.RawMessage(noArgs),
 		Description: "Daemon version, protocol, pid, uptime, paths, active profile and warnings."},
-	{Name: "harness_list_trajectories", Class: Read, Op: "list_trajectories", ResultKey: "trajectories", InputSchema: json.RawMessage(nameOnly),
+	{Name: "harness_list_trajectories", Class: api.Read, Op: api.OpListTrajectories, ResultKey: "trajectories", InputSchema: json.RawMessage(nameOnly),
 		Description: "List the kept run transcripts of a harness that sets harvest_trajectory = true: run id, cause, start, end, exit code, entries and size."},
-	{Name: "harness_get_trajectory", Class: Read, Op: "get_trajectory", InputSchema: json.RawMessage(getTrajectorySchema),
+	{Name: "harness_get_trajectory", Class: api.Read, Op: api.OpGetTrajectory, InputSchema: json.RawMessage(getTrajectorySchema),
 		Description: "Read the transcript of one run (its activity entries, kept after the run ended) of a harness that sets harvest_trajectory = true. Pass next_cursor back as cursor for later entries; answers are capped and say truncated."},
-	{Name: "harness_start", Class: Write, Op: "start", InputSchema: json.RawMessage(nameOnly),
+	{Name: "harness_start", Class: api.Write, Op: api.OpStart, InputSchema: json.RawMessage(nameOnly),
 		Description: "Start a harness (idempotent: an already running harness is left alone)."},
-	{Name: "harness_stop", Class: Write, Op: "stop", InputSchema: json.RawMessage(nameOnly),
+	{Name: "harness_stop", Class: api.Write, Op: api.OpStop, InputSchema: json.RawMessage(nameOnly),
 		Description: "Stop a harness (idempotent: an already stopped harness is left alone)."},
-	{Name: "harness_restart", Class: Write, Op: "restart", InputSchema: json.RawMessage(nameOnly),
+	{Name: "harness_restart", Class: api.Write, Op: api.OpRestart, InputSchema: json.RawMessage(nameOnly),
 		Description: "Restart a harness, exactly as `harness restart NAME` would."},
-	{Name: "harness_trigger", Class: Write, Op: "trigger", InputSchema: json.RawMessage(triggerSchema),
+	{Name: "harness_trigger", Class: api.Write, Op: api.OpTrigger, InputSchema: json.RawMessage(triggerSchema),
 		Description: "Start a job now. With wait, follow the run to its end (bounded by timeout_s) and return exit code, duration and log tail."},
 }
 

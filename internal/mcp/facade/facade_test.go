@@ -9,17 +9,18 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestRegistryMatchesDesign(t *testing.T) {
-	want := map[string]Class{
-		"harness_list": Read, "harness_describe": Read, "harness_logs": Read, "harness_runs": Read,
-		"harness_jobs": Read, "harness_triggers": Read, "harness_daemon_info": Read,
-		"harness_list_trajectories": Read, "harness_get_trajectory": Read,
-		"harness_start": Write, "harness_stop": Write, "harness_restart": Write, "harness_trigger": Write,
+	want := map[string]api.Class{
+		"harness_list": api.Read, "harness_describe": api.Read, "harness_logs": api.Read, "harness_runs": api.Read,
+		"harness_jobs": api.Read, "harness_triggers": api.Read, "harness_daemon_info": api.Read,
+		"harness_list_trajectories": api.Read, "harness_get_trajectory": api.Read,
+		"harness_start": api.Write, "harness_stop": api.Write, "harness_restart": api.Write, "harness_trigger": api.Write,
 	}
 	tools := Tools()
 	if len(tools) != len(want) {
@@ -36,6 +37,12 @@ func TestRegistryMatchesDesign(t *testing.T) {
 		}
 		if tool.Op != strings.TrimPrefix(tool.Name, Prefix+"_") {
 			t.Errorf("%s: op %q", tool.Name, tool.Op)
+		}
+		// The op table of internal/control answers exactly api.Ops (its own
+		// test holds it to that), so a tool whose op is listed there has a
+		// handler.
+		if !slices.Contains(api.Ops(), tool.Op) {
+			t.Errorf("%s: op %q is not a control operation (api.Ops)", tool.Name, tool.Op)
 		}
 		if !Reserved(tool.Name) {
 			t.Errorf("%s outside the reserved namespace", tool.Name)

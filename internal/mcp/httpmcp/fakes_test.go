@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
-	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/mcp/session"
 )
 
@@ -33,17 +33,17 @@ var (
 // fakeOps records the caller of every control call.
 type fakeOps struct {
 	mu      sync.Mutex
-	callers []control.Caller
+	callers []api.Caller
 }
 
-func (f *fakeOps) Call(_ context.Context, caller control.Caller, op string, _ json.RawMessage) (any, error) {
+func (f *fakeOps) Call(_ context.Context, caller api.Caller, op string, _ json.RawMessage) (any, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.callers = append(f.callers, caller)
 	return map[string]any{"op": op}, nil
 }
 
-func (f *fakeOps) recorded() []control.Caller {
+func (f *fakeOps) recorded() []api.Caller {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.callers)

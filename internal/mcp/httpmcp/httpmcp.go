@@ -34,6 +34,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/mcp/session"
 )
 
@@ -247,7 +248,7 @@ func (h *handler) authenticate(r *http.Request) (caller, error) {
 }
 
 func (h *handler) operatorWrite() bool {
-	return h.opt.OperatorAllow != nil && slices.Contains(h.opt.OperatorAllow(), "write")
+	return h.opt.OperatorAllow != nil && slices.Contains(h.opt.OperatorAllow(), string(api.Write))
 }
 
 // lookup checks that sid was created with the caller's credential and, for

@@ -9,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/harness-dev/harness/internal/control"
 )
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
@@ -74,7 +73,7 @@ func TestHarnessTokenSeesItsScope(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("harness_list: %+v, %v", res, err)
 	}
-	if got := e.ops.recorded(); !slices.Contains(got, control.Caller{Kind: control.Session, Harness: "web"}) {
+	if got := e.ops.recorded(); !slices.Contains(got, api.Caller{Kind: api.Session, Harness: "web"}) {
 		t.Fatalf("callers %+v, want web's session", got)
 	}
 
@@ -116,7 +115,7 @@ func TestOperatorTokenReadsAndWritesOnlyWhenAllowed(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("operator write call: %+v, %v", res, err)
 	}
-	if got := e.ops.recorded(); !slices.Equal(got, []control.Caller{{Kind: control.Session}}) {
+	if got := e.ops.recorded(); !slices.Equal(got, []api.Caller{{Kind: api.Session}}) {
 		t.Fatalf("callers %+v, want one unattributed session", got)
 	}
 

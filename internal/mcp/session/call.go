@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/mcp/facade"
 )
@@ -63,7 +63,7 @@ func (l *live) callFacade(ctx context.Context, t facade.Tool, args json.RawMessa
 	if err := t.Validate(args); err != nil {
 		return l.refuse(t.Name, err)
 	}
-	res, err := l.m.ops.Call(ctx, control.Caller{Kind: control.Session, Harness: l.id.Harness}, t.Op, args)
+	res, err := l.m.ops.Call(ctx, api.Caller{Kind: api.Session, Harness: l.id.Harness}, t.Op, args)
 	if err != nil {
 		err = fmt.Errorf("%s: %w", t.Name, err)
 		l.m.log.Info("tool call failed", "session", l.label(), "tool", t.Name, "code", errcode.Of(err), "error", err)
@@ -78,7 +78,7 @@ func (l *live) callFacade(ctx context.Context, t facade.Tool, args json.RawMessa
 	return out
 }
 
-func (l *live) grantHint(c facade.Class) string {
+func (l *live) grantHint(c api.Class) string {
 	if l.id.Harness != "" {
 		return fmt.Sprintf("harness %s's mcp_allow does not grant %s", l.id.Harness, c)
 	}

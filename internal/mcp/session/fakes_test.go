@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
-	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const waitFor = 10 * time.Second
 
 type opCall struct {
-	caller control.Caller
+	caller api.Caller
 	op     string
 	args   string
 }
@@ -46,7 +46,7 @@ func newFakeOps() *fakeOps {
 	return &fakeOps{results: map[string]any{}, errs: map[string]error{}, block: map[string]chan struct{}{}, started: make(chan string, 16)}
 }
 
-func (f *fakeOps) Call(ctx context.Context, caller control.Caller, op string, args json.RawMessage) (any, error) {
+func (f *fakeOps) Call(ctx context.Context, caller api.Caller, op string, args json.RawMessage) (any, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, opCall{caller, op, string(args)})
 	res, err, block := f.results[op], f.errs[op], f.block[op]

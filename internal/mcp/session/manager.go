@@ -21,14 +21,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/mcp/jsonl"
 )
 
 // Ops runs control operations; *control.Control implements it.
 type Ops interface {
-	Call(ctx context.Context, caller control.Caller, op string, args json.RawMessage) (any, error)
+	Call(ctx context.Context, caller api.Caller, op string, args json.RawMessage) (any, error)
 }
 
 // Authority answers who a session is and what it may do, from the live

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
@@ -51,7 +51,7 @@ func TestDefaultScopeListsReadToolsAndRefusesStop(t *testing.T) {
 	}
 	calls := e.ops.recorded()
 	if len(calls) != 1 || calls[0].op != "list" || calls[0].args != `{}` ||
-		calls[0].caller != (control.Caller{Kind: control.Session, Harness: "web"}) {
+		calls[0].caller != (api.Caller{Kind: api.Session, Harness: "web"}) {
 		t.Fatalf("recorded %+v", calls)
 	}
 }

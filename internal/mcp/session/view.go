@@ -9,19 +9,20 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/mcp/facade"
 )
 
 // defaultAllow is mcp_allow when a harness has none (DESIGN §4).
-var defaultAllow = []string{string(facade.Read)}
+var defaultAllow = []string{string(api.Read)}
 
 // scope is the set of classes the session may use right now. It is computed
 // on every call and every refresh from the live config.
-func (l *live) scope() map[facade.Class]bool {
+func (l *live) scope() map[api.Class]bool {
 	if l.id.Harness == "" {
-		s := map[facade.Class]bool{facade.Read: true}
+		s := map[api.Class]bool{api.Read: true}
 		if l.id.AllowControl {
-			s[facade.Write] = true
+			s[api.Write] = true
 		}
 		return s
 	}
@@ -29,7 +30,7 @@ func (l *live) scope() map[facade.Class]bool {
 	if l.m.auth != nil {
 		if h, ok := l.m.auth.ResolveToken(l.id.Token); l.id.Token != "" && (!ok || h != l.id.Harness) {
 			// The run that owned the token ended: nothing is granted.
-			return map[facade.Class]bool{}
+			return map[api.Class]bool{}
 		}
 		allow = l.m.auth.Allowed(l.id.Harness)
 	}
@@ -39,15 +40,15 @@ func (l *live) scope() map[facade.Class]bool {
 		// nothing.
 		allow = defaultAllow
 	}
-	s := make(map[facade.Class]bool, len(allow))
+	s := make(map[api.Class]bool, len(allow))
 	for _, c := range allow {
-		s[facade.Class(c)] = true
+		s[api.Class(c)] = true
 	}
 	return s
 }
 
 // anyGrant reports whether a scope grants anything at all.
-func anyGrant(s map[facade.Class]bool) bool {
+func anyGrant(s map[api.Class]bool) bool {
 	for _, on := range s {
 		if on {
 			return true
@@ -156,7 +157,7 @@ func facadeTool(t facade.Tool) *mcp.Tool {
 		Name:        t.Name,
 		Description: t.Description,
 		InputSchema: t.InputSchema,
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.Class == facade.Read},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.Class == api.Read},
 	}
 }
 

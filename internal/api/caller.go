@@ -1,4 +1,4 @@
-package control
+package api
 
 // CallerKind says through which door an operation arrives.
 type CallerKind string
@@ -7,7 +7,7 @@ const (
 	// Operator is the CLI over the control socket: the socket's own authority.
 	Operator CallerKind = "operator"
 	// Session is an MCP session (stdio bridge or HTTP). Its scope has already
-	// been checked by internal/mcp/session before Call runs.
+	// been checked by internal/mcp/session before the operation runs.
 	Session CallerKind = "session"
 )
 

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/errcode"
+)
+
+func listCmd(g *globals) *cobra.Command {
+	return unitsVerb(g, "list", "List harnesses and their state", func(*cobra.Command) (api.ListArgs, error) {
+		return api.ListArgs{}, nil
+	})
+}
+
+// unitsVerb is list and ps: the list op with args the verb computes, as
+// a table of units.
+func unitsVerb(g *globals, use, short string, args func(*cobra.Command) (api.ListArgs, error)) *cobra.Command {
+	return listVerb(g, listing[api.UnitInfo]{
+		use: use, short: short, op: api.OpList,
+		request: func(cmd *cobra.Command, _ []string) (any, error) { return args(cmd) },
+		header:  "NAME\tSTATE\tENABLED\tPID\tRESTARTS\tEXIT\tSCHEDULE\tDESCRIPTION",
+		row: func(u api.UnitInfo) []string {
+			return []string{u.Name, u.State, fmt.Sprint(u.Enabled), pidStr(u.PID), fmt.Sprint(u.RestartCount), intPtr(u.LastExitCode), u.Schedule, u.Description}
+		},
+	}, nil)
+}
+
+func describeCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "describe NAME",
+		Short: "Show one harness: state, config, current run",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var d api.Description
+			if err := g.call(cmd.Context(), api.OpDescribe, api.NameArg{Name: g.unitName(cmd, args[0])}, &d); err != nil {
+				return err
+			}
+			if g.json {
+				return emit(cmd.OutOrStdout(), d)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "name:           %s\nstate:          %s\nenabled:        %v\npid:            %s\nrestarts:       %d\nlast exit:      %s\n",
+				d.Name, d.State, d.Enabled, pidStr(d.PID), d.RestartCount, intPtr(d.LastExitCode))
+			if d.Description != "" {
+				fmt.Fprintf(w, "description:    %s\n", d.Description)
+			}
+			if d.Schedule != "" {
+				fmt.Fprintf(w, "schedule:       %s (next %s)\n", d.Schedule, when(d.NextFire))
+			}
+			fmt.Fprintf(w, "command:        %s %s\nrestart:        %s (delay %gs, stop grace %gs)\nmcp_allow:      %s\nconfig_changed: %v\n",
+				d.Config.Cmd, strings.Join(d.Config.Args, " "), d.Config.Restart, d.Config.RestartDelayS, d.Config.StopGraceS, strings.Join(d.Config.MCPAllow, ","), d.ConfigChanged)
+			if d.LastError != "" {
+				fmt.Fprintf(w, "last error:     %s\n", d.LastError)
+			}
+			if d.CurrentRun != nil {
+				fmt.Fprintf(w, "current run:    %d (%s, since %s)\n", d.CurrentRun.ID, d.CurrentRun.Cause, when(&d.CurrentRun.StartedAt))
+			}
+			return nil
+		},
+	}
+	addJSON(cmd, g)
+	return callsOps(cmd, api.OpDescribe)
+}
+
+// actionCmd is start, stop and restart: the op of the same name.
+func actionCmd(g *globals, op, short string) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   op + " NAME... | --all",
+		Short: short,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if all == (len(args) > 0) {
+				return errcode.Errorf(errcode.InvalidArgument, "%s: name one or more harnesses, or pass --all", op)
+			}
+			var res api.ActionResult
+			if !all {
+				args = g.qualify(cmd, args)
+			}
+			if err := g.call(cmd.Context(), op, api.NamesArgs{Names: args, All: all}, &res); err != nil {
+				return err
+			}
+			return printActions(cmd, g, res, true)
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "every harness (start skips jobs)")
+	addJSON(cmd, g)
+	return callsOps(cmd, op)
+}
+
+// printActions renders what start, stop, restart and use-profile did. With
+// unchanged, units left as they were are listed too. Any unit that failed
+// makes the verb exit 1.
+func printActions(cmd *cobra.Command, g *globals, res api.ActionResult, unchanged bool) error {
+	failed := 0
+	for _, r := range res.Results {
+		if r.Error != "" {
+			failed++
+		}
+	}
+	if g.json {
+		if err := emit(cmd.OutOrStdout(), res); err != nil {
+			return err
+		}
+	} else {
+		for _, r := range res.Results {
+			switch {
+			case r.Error != "":
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", r.Name, r.Error)
+			case r.Changed:
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", r.Name, r.State)
+			case unchanged:
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: already %s\n", r.Name, r.State)
+			}
+		}
+	}
+	if failed > 0 {
+		return exitError{1}
+	}
+	return nil
+}

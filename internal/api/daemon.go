@@ -1,0 +1,71 @@
+package api
+
+import "time"
+
+// ProfileInfo is one row of `profiles`.
+type ProfileInfo struct {
+	Name      string   `json:"name"`
+	Harnesses []string `json:"harnesses"`
+	Autostart bool     `json:"autostart"`
+	Active    bool     `json:"active"`
+}
+
+// ReloadResult says what a successful reload changed.
+type ReloadResult struct {
+	Added    []string `json:"added"`
+	Removed  []string `json:"removed"`
+	Changed  []string `json:"changed"`
+	Warnings []string `json:"warnings"`
+}
+
+// ProjectArgs name a project by its file (up, and down from inside it) or
+// by its name (down PROJECT).
+type ProjectArgs struct {
+	Path string `json:"path"`
+	Name string `json:"name"`
+}
+
+// ProjectResult is the answer of project_up and project_down.
+type ProjectResult struct {
+	Project string   `json:"project"`
+	Path    string   `json:"path"`
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
+	Changed []string `json:"changed"`
+	Started []string `json:"started"`
+}
+
+// UpstreamStatus is one row of `mcp_status`.
+type UpstreamStatus struct {
+	Key       string     `json:"key"`
+	Project   string     `json:"project,omitempty"`
+	State     string     `json:"state"`
+	PID       int        `json:"pid"`
+	Tools     int        `json:"tools"`
+	Restarts  int        `json:"restarts"`
+	LastError string     `json:"last_error"`
+	NextRetry *time.Time `json:"next_retry,omitempty"`
+}
+
+// DaemonInfo is the answer of `daemon_info`.
+type DaemonInfo struct {
+	Version   string           `json:"version"`
+	Proto     string           `json:"proto"`
+	PID       int              `json:"pid"`
+	StartedAt time.Time        `json:"started_at"`
+	Uptime    string           `json:"uptime"`
+	UptimeS   float64          `json:"uptime_s"`
+	Paths     Paths            `json:"paths"`
+	Profile   string           `json:"profile"`
+	MCPURL    string           `json:"mcp_url,omitempty"`
+	Warnings  []string         `json:"warnings"`
+	Upstreams []UpstreamStatus `json:"upstreams"`
+	Ownership Ownership        `json:"ownership"`
+}
+
+// Paths are the files the daemon uses.
+type Paths struct {
+	Config   string `json:"config"`
+	Socket   string `json:"socket"`
+	StateDir string `json:"state_dir"`
+}

@@ -1,0 +1,29 @@
+package api
+
+import "time"
+
+// Kinds of Event.
+const (
+	// EventState: a unit changed state.
+	EventState = "state"
+	// EventExit: a run of a unit ended.
+	EventExit = "exit"
+	// EventFlapping: a unit is crash-looping (degraded, or failed).
+	EventFlapping = "flapping"
+	// EventSpawnFailed: a spawn failed; Message says why.
+	EventSpawnFailed = "spawn_failed"
+	// EventReload: the configuration was reloaded (or a project went up or down).
+	EventReload = "reload"
+)
+
+// Event is pushed to connections that subscribed (OpSubscribe).
+type Event struct {
+	Kind     string    `json:"kind"`
+	Unit     string    `json:"unit,omitempty"`
+	State    string    `json:"state,omitempty"`
+	RunID    uint64    `json:"run_id,omitempty"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Signal   string    `json:"signal,omitempty"`
+	Message  string    `json:"message,omitempty"`
+	Time     time.Time `json:"time,omitzero"`
+}

@@ -1,0 +1,114 @@
+package api
+
+import "time"
+
+// Cause says why a run was started.
+type Cause string
+
+// The causes of DESIGN §6.
+const (
+	CauseManual    Cause = "manual"
+	CauseAutostart Cause = "autostart"
+	CauseRestart   Cause = "restart"
+	CauseSchedule  Cause = "schedule"
+	CauseTrigger   Cause = "trigger"
+)
+
+// Run is one spawn of a unit. A run that has ended has EndedAt and either
+// has an ExitCode, or a Signal, or (rarely) neither when the exit status
+// is unknown.
+type Run struct {
+	ID        uint64     `json:"id"`
+	Harness   string     `json:"harness"`
+	Cause     Cause      `json:"cause"`
+	PID       int        `json:"pid"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at"`
+	ExitCode  *int       `json:"exit_code"`
+	Signal    string     `json:"signal"`
+}
+
+// Ended reports whether the run has ended.
+func (r Run) Ended() bool { return r.EndedAt != nil }
+
+// RunsArgs are the arguments of `runs`.
+type RunsArgs struct {
+	Name  string `json:"name"`
+	Limit int    `json:"limit"`
+}
+
+// JobInfo is one row of `jobs`.
+type JobInfo struct {
+	Name     string     `json:"name"`
+	Schedule string     `json:"schedule"`
+	NextFire *time.Time `json:"next_fire"`
+	State    string     `json:"state"`
+	LastRun  *Run       `json:"last_run"`
+}
+
+// Trigger is one row of `triggers`: an armed schedule.
+type Trigger struct {
+	Job      string    `json:"job"`
+	Kind     string    `json:"kind"` // "cron" | "every" | "descriptor"
+	Spec     string    `json:"spec"`
+	NextFire time.Time `json:"next_fire"` // zero when the schedule never fires again
+	// LastFired is when the trigger last started the job (skips excluded).
+	LastFired *time.Time `json:"last_fired"`
+	Fired     int        `json:"fired"`
+	Skipped   int        `json:"skipped"`
+}
+
+// TriggerArgs are the arguments of `trigger`.
+type TriggerArgs struct {
+	Name     string  `json:"name"`
+	Wait     bool    `json:"wait"`
+	TimeoutS float64 `json:"timeout_s"`
+}
+
+// TriggerResult is the answer of `trigger`.
+type TriggerResult struct {
+	Name       string     `json:"name"`
+	RunID      uint64     `json:"run_id,omitempty"`
+	Skipped    bool       `json:"skipped"`
+	ActiveRun  uint64     `json:"active_run,omitempty"`
+	Waited     bool       `json:"waited"`
+	TimedOut   bool       `json:"timed_out,omitempty"`
+	ExitCode   *int       `json:"exit_code"`
+	Signal     string     `json:"signal,omitempty"`
+	DurationMS int64      `json:"duration_ms"`
+	Tail       []LogEntry `json:"tail"`
+}
+
+// TrajectoryArgs are the arguments of `get_trajectory`, in the CLI's words.
+type TrajectoryArgs struct {
+	Name     string  `json:"name"`
+	Run      uint64  `json:"run"`
+	Cursor   *uint64 `json:"cursor"`
+	MaxBytes int     `json:"max_bytes"`
+}
+
+// TrajectoryInfo is one row of `list_trajectories`: a kept transcript joined
+// with its run record (cause, start, end and exit status; empty when the
+// run history no longer holds the run).
+type TrajectoryInfo struct {
+	Run       uint64     `json:"run"`
+	Cause     Cause      `json:"cause"`
+	StartedAt *time.Time `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at"`
+	ExitCode  *int       `json:"exit_code"`
+	Signal    string     `json:"signal,omitempty"`
+	Entries   int        `json:"entries"`
+	Bytes     int64      `json:"bytes"`
+}
+
+// Trajectory is the answer of `get_trajectory`: a page of one run's
+// entries. next_cursor is the id of the last entry returned (the cursor
+// given when there is none); pass it back as cursor for the rest.
+type Trajectory struct {
+	Name       string     `json:"name"`
+	Run        uint64     `json:"run"`
+	Entries    []LogEntry `json:"entries"`
+	NextCursor uint64     `json:"next_cursor"`
+	Truncated  bool       `json:"truncated"`
+	Note       string     `json:"note,omitempty"`
+}

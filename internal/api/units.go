@@ -1,0 +1,78 @@
+package api
+
+import "time"
+
+// ListArgs filter `list`: with a project, only that project's units.
+type ListArgs struct {
+	Project string `json:"project"`
+	// ProjectPath selects the project by its file (what `harness ps` knows).
+	ProjectPath string `json:"project_path"`
+}
+
+// NameArg is the argument of operations that take one harness name.
+type NameArg struct {
+	Name string `json:"name"`
+}
+
+// UnitInfo is one row of `list` (DESIGN §9).
+type UnitInfo struct {
+	Name         string     `json:"name"`
+	State        string     `json:"state"`
+	Enabled      bool       `json:"enabled"`
+	PID          int        `json:"pid"`
+	RestartCount int        `json:"restart_count"`
+	LastExitCode *int       `json:"last_exit_code"`
+	Description  string     `json:"description"`
+	Project      string     `json:"project,omitempty"`
+	Schedule     string     `json:"schedule,omitempty"`
+	NextFire     *time.Time `json:"next_fire,omitempty"`
+}
+
+// Description is the answer of `describe`: the list fields plus the unit's
+// configuration, whether a newer configuration waits for the next start, and
+// the current run.
+type Description struct {
+	UnitInfo
+	Config        UnitConfigView `json:"config"`
+	ConfigChanged bool           `json:"config_changed"`
+	CurrentRun    *Run           `json:"current_run"`
+	LastSignal    string         `json:"last_signal,omitempty"`
+	LastError     string         `json:"last_error,omitempty"`
+	NextRetry     *time.Time     `json:"next_retry,omitempty"`
+}
+
+// UnitConfigView is the configuration of a harness as describe shows it. It
+// carries the env_file path, never anything read from it.
+type UnitConfigView struct {
+	Cmd               string            `json:"cmd"`
+	Args              []string          `json:"args"`
+	Workdir           string            `json:"workdir,omitempty"`
+	EnvFile           string            `json:"env_file,omitempty"`
+	Env               map[string]string `json:"env,omitempty"`
+	Restart           string            `json:"restart"`
+	RestartDelayS     float64           `json:"restart_delay"`
+	StopGraceS        float64           `json:"stop_grace"`
+	MCPAllow          []string          `json:"mcp_allow"`
+	Schedule          string            `json:"schedule,omitempty"`
+	HarvestTrajectory bool              `json:"harvest_trajectory,omitempty"`
+}
+
+// NamesArgs selects units for start, stop and restart.
+type NamesArgs struct {
+	Name  string   `json:"name"`
+	Names []string `json:"names"`
+	All   bool     `json:"all"`
+}
+
+// ActionResult is the answer of start, stop, restart and use_profile.
+type ActionResult struct {
+	Results []ActionItem `json:"results"`
+}
+
+// ActionItem says what happened to one unit.
+type ActionItem struct {
+	Name    string `json:"name"`
+	State   string `json:"state"`
+	Changed bool   `json:"changed"`
+	Error   string `json:"error,omitempty"`
+}

@@ -1,0 +1,155 @@
+package archtest
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/harness-dev/harness/"
+
+// rule forbids packages under from (a directory of the module, "/..."
+// for its whole tree) to import any package under the forbidden prefixes.
+type rule struct {
+	from   string
+	forbid []string
+	why    string
+}
+
+var rules = []rule{
+	{"internal/control", []string{"internal/mcp/", "internal/daemon", "internal/protocol", "internal/client"},
+		"control is the engine's operations; doors (socket, MCP) call it, never the reverse"},
+	{"internal/supervise", []string{"internal/control", "internal/daemon", "internal/mcp/", "internal/protocol"},
+		"a unit's supervisor knows nothing of the fleet or the doors"},
+	{"cmd/...", []string{"internal/control", "internal/supervise"},
+		"the CLI speaks the wire (internal/api), never the engine"},
+	{"internal/mcp/...", []string{"internal/control", "internal/supervise", "internal/daemon"},
+		"MCP sessions reach operations through an interface and the wire types"},
+	{"internal/client", []string{"internal/control", "internal/supervise", "internal/daemon", "internal/mcp/"},
+		"the socket client is the CLI's and the bridge's; it carries bytes and wire types"},
+}
+
+// TestImportRules checks every rule against the non-test files of the
+// module, and that internal/api is a leaf (standard library only).
+func TestImportRules(t *testing.T) {
+	root := moduleRoot(t)
+	imports := packageImports(t, root)
+	if len(imports) < 10 {
+		t.Fatalf("found only %d packages under %s: the walk is broken", len(imports), root)
+	}
+	for _, r := range rules {
+		matched := 0
+		for pkg, imps := range imports {
+			if !under(pkg, r.from) {
+				continue
+			}
+			matched++
+			for _, imp := range imps {
+				for _, f := range r.forbid {
+					if strings.HasPrefix(imp, f) {
+						t.Errorf("%s imports %s: %s", pkg, imp, r.why)
+					}
+				}
+			}
+		}
+		if matched == 0 {
+			t.Errorf("rule for %s matches no package", r.from)
+		}
+	}
+	api, ok := imports["internal/api"]
+	if !ok {
+		t.Fatal("internal/api not found")
+	}
+	for _, imp := range api {
+		t.Errorf("internal/api imports %s: it must stay a leaf (standard library only)", imp)
+	}
+}
+
+func under(pkg, pattern string) bool {
+	if dir, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return pkg == dir || strings.HasPrefix(pkg, dir+"/")
+	}
+	return pkg == pattern
+}
+
+// packageImports maps each package directory (relative to the module
+// root) to the module-internal packages its non-test files import, and
+// records any non-standard import of internal/api as well.
+func packageImports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if _, ok := out[rel]; !ok {
+			out[rel] = nil
+		}
+		for _, spec := range f.Imports {
+			imp, err := strconv.Unquote(spec.Path.Value)
+			if err != nil {
+				return err
+			}
+			var rec string
+			switch {
+			case strings.HasPrefix(imp, module):
+				rec = strings.TrimPrefix(imp, module)
+			case rel == "internal/api" && strings.Contains(strings.Split(imp, "/")[0], "."):
+				rec = imp // a third-party import of the leaf
+			default:
+				continue
+			}
+			if !slices.Contains(out[rel], rec) {
+				out[rel] = append(out[rel], rec)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// moduleRoot is the directory of go.mod above this test.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test")
+		}
+		dir = parent
+	}
+}
