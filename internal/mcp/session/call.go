@@ -90,7 +90,7 @@ func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name 
 	// upstream that is down or starting has no tool list yet, and then the
 	// answer is upstream_unavailable with its next attempt.
 	if nsKnown, _ := l.m.ups.Known(project, name); !nsKnown {
-		return l.refuse(name, errcode.Errorf(errcode.UnknownNamespace, "tool %q: namespace %q", name, key))
+		return l.untyped(name, l.refuse(name, errcode.Errorf(errcode.UnknownNamespace, "tool %q: namespace %q", name, key)))
 	}
 	notify := func(ctx context.Context, p *mcp.ProgressNotificationParams) error {
 		return req.Session.NotifyProgress(ctx, p)
@@ -98,17 +98,17 @@ func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name 
 	permit := func(c api.Class) error { return l.permit(grant, name, key, c) }
 	res, err := l.m.ups.Call(ctx, project, name, args, permit, req.Params.GetProgressToken(), notify)
 	if errcode.Of(err) == errcode.NotPermitted {
-		return l.refuse(name, err)
+		return l.untyped(name, l.refuse(name, err))
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", name, err)
 		l.m.log.Info("upstream call failed", "session", l.label(), "tool", name, "code", errcode.Of(err), "error", err)
-		return errorResult(err)
+		return l.untyped(name, errorResult(err))
 	}
 	if res == nil {
 		err := fmt.Errorf("%s: upstream returned no result: %w", name, errcode.ErrInternal)
 		l.m.log.Error("upstream call returned nothing", "session", l.label(), "tool", name)
-		return errorResult(err)
+		return l.untyped(name, errorResult(err))
 	}
 	if res.Content == nil {
 		res.Content = []mcp.Content{} // the protocol requires an array

@@ -177,3 +177,37 @@ func TestReclassifiedToolReachesTheSessionsItConcerns(t *testing.T) {
 	// changed, which is a change of the tool definition, so it re-lists too.
 	wait(t, wn.tools, "list_changed for the writer, whose jira__create changed its annotations")
 }
+
+// A client checks structuredContent against the output schema of the tool
+// it listed, errors included (the TypeScript SDK does): a refusal of such a
+// tool carries its {code, message} body in the text only. A tool the
+// session was never shown with a schema keeps the structured body.
+func TestRefusalOfATypedToolHasNoStructuredBody(t *testing.T) {
+	e := newEnv(t)
+	obj := json.RawMessage(`{"type":"object"}`)
+	out := json.RawMessage(`{"type":"object","properties":{"content":{"type":"string"}},"required":["content"]}`)
+	e.ups.mu.Lock()
+	e.ups.tools[""] = []*mcp.Tool{
+		{Name: "fs__write_file", InputSchema: obj, OutputSchema: out},
+		{Name: "fs__move_file", InputSchema: obj},
+	}
+	e.ups.mu.Unlock()
+	e.auth.setAllowed("web", "read", "write")
+	cs, _ := e.connect(t, Identity{Harness: "web"})
+	if got := upstreamNames(toolNames(t, cs)); !slices.Equal(got, []string{"fs__move_file", "fs__write_file"}) {
+		t.Fatalf("tools %v", got)
+	}
+
+	e.auth.setAllowed("web", "read") // narrowed; the client still has its listing
+	res := call(t, cs, "fs__write_file", `{}`)
+	var body errcode.Body
+	if err := json.Unmarshal([]byte(text(t, res)), &body); err != nil || !res.IsError || body.Code != errcode.NotPermitted {
+		t.Fatalf("refusal %+v: %q (%v)", res, text(t, res), err)
+	}
+	if res.StructuredContent != nil {
+		t.Fatalf("structuredContent %v on a refusal of a tool with an output schema", res.StructuredContent)
+	}
+	if code := errCode(t, call(t, cs, "fs__move_file", `{}`)); code != errcode.NotPermitted {
+		t.Fatalf("fs__move_file: %s (with its structured body)", code)
+	}
+}

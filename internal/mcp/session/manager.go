@@ -293,7 +293,7 @@ func (m *Manager) closeLogged(c io.Closer, id Identity) {
 
 // build makes the go-sdk server of one session, with no tools yet.
 func (m *Manager) build(id Identity) *live {
-	l := &live{m: m, id: id, tools: map[string]string{}, prompts: map[string]string{}, built: time.Now()}
+	l := &live{m: m, id: id, tools: map[string]string{}, prompts: map[string]string{}, typedTools: map[string]bool{}, built: time.Now()}
 	l.server = mcp.NewServer(&mcp.Implementation{Name: "harness", Version: m.version}, &mcp.ServerOptions{
 		Logger:                    m.log,
 		SupportedProtocolVersions: handshakeVersions(),
@@ -338,6 +338,11 @@ type live struct {
 	viewMu  sync.Mutex
 	tools   map[string]string // registered tool name -> fingerprint
 	prompts map[string]string // registered prompt name -> fingerprint
+
+	// typedTools are the tools ever listed with an output schema; calls
+	// read it, refreshes add to it (see untyped).
+	typedMu    sync.Mutex
+	typedTools map[string]bool
 }
 
 func (l *live) label() string {

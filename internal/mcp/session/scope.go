@@ -3,6 +3,8 @@ package session
 import (
 	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 )
@@ -89,4 +91,28 @@ func (l *live) project() string {
 		return ""
 	}
 	return l.m.auth.Project(l.id.Harness)
+}
+
+// typed records that the session was shown tool with an output schema.
+// The client may keep that listing after the tool leaves the session's
+// view (a narrowing), so the mark is never cleared.
+func (l *live) typed(tool string) {
+	l.typedMu.Lock()
+	defer l.typedMu.Unlock()
+	l.typedTools[tool] = true
+}
+
+// untyped drops the structured body of an error result the session made
+// itself for tool when the session was ever shown tool with an output
+// schema: clients check structuredContent against that schema, also on
+// errors (the TypeScript SDK does), and {code, message} does not match it.
+// The body stays in the text content.
+func (l *live) untyped(tool string, res *mcp.CallToolResult) *mcp.CallToolResult {
+	l.typedMu.Lock()
+	typed := l.typedTools[tool]
+	l.typedMu.Unlock()
+	if typed {
+		res.StructuredContent = nil
+	}
+	return res
 }

@@ -81,6 +81,9 @@ func (l *live) refreshTools() {
 			continue
 		}
 		l.tools[name] = w.fingerprint
+		if w.item.OutputSchema != nil {
+			l.typed(name)
+		}
 	}
 }
 
