@@ -114,6 +114,16 @@ func TestScope_UpstreamToolClassesFollowTheConfig(t *testing.T) {
 	if got := f.classesOf("x")["echo"]; got.Class != "write" || got.Why != "override" {
 		t.Errorf("mcp status after the reload: echo %+v", got)
 	}
+	// The listing shows that a real tool matches both: daemon-info says so,
+	// next to the load-time warning.
+	var info struct {
+		Warnings []string `json:"warnings"`
+	}
+	f.mustJSON(&info, "daemon-info")
+	if !slices.Contains(info.Warnings, `mcp.x: tool echo matches read_tools "echo" and write_tools "echo"; write wins`) ||
+		!slices.ContainsFunc(info.Warnings, func(w string) bool { return strings.HasPrefix(w, "harness.toml:6: mcp.x.write_tools:") }) {
+		t.Errorf("daemon-info warnings %q", info.Warnings)
+	}
 	if now := upstreamPID(); now != pid || pid == 0 {
 		t.Errorf("the upstream was restarted (pid %d -> %d): a classification applies at once", pid, now)
 	}
