@@ -38,6 +38,9 @@ type Config struct {
 	Profiles  map[string]*Profile  // [profile.NAME], by name
 	Upstreams map[string]*Upstream // [mcp.KEY] for KEY != "prompts", by key
 	Prompts   Prompts              // [mcp.prompts]
+	// Warnings are problems that do not stop the file from loading, each
+	// `FILE:LINE: KEY: message` (e.g. read_tools and write_tools overlap).
+	Warnings []string
 }
 
 // Daemon is the [daemon] table.
@@ -48,8 +51,8 @@ type Daemon struct {
 	// Streamable HTTP endpoint; only 127.0.0.0/8, ::1 and localhost pass.
 	MCPHTTP string
 	// MCPHTTPOperatorAllow (mcp_http_operator_allow, default ["read"]) is
-	// what the operator token may call over HTTP: "read" and/or "write".
-	MCPHTTPOperatorAllow []string
+	// what the operator token may call over HTTP, in mcp_allow's grammar.
+	MCPHTTPOperatorAllow api.Grant
 }
 
 // RestartPolicy says whether a unit is restarted after it exits.
@@ -82,8 +85,8 @@ type Harness struct {
 	Description       string
 	Enabled           bool // autostart intent
 	Restart           RestartPolicy
-	MCPAllow          []string // subset of {"read", "write"}
-	Schedule          string   // cron.ParseStandard syntax; "" when none
+	MCPAllow          api.Grant // CLASS or NAMESPACE:CLASS entries (DESIGN §13)
+	Schedule          string    // cron.ParseStandard syntax; "" when none
 	HarvestTrajectory bool
 	Project           string // "" for global harnesses
 }
@@ -106,7 +109,18 @@ type Profile struct {
 type Upstream struct {
 	Key string
 	Process
+	Tools   ToolPolicy
 	Project string // "" for global upstreams
+}
+
+// ToolPolicy is how an upstream's tools are classified for scoping
+// (DESIGN §13): globs over the upstream's own tool names. A tool matched by
+// WriteTools is write, else by ReadTools read, else its readOnlyHint
+// decides; ExcludeTools hides a tool from every session.
+type ToolPolicy struct {
+	ReadTools    []string // read_tools
+	WriteTools   []string // write_tools
+	ExcludeTools []string // exclude_tools
 }
 
 // Process is what [harness.*] and [mcp.*] tables share, with the same
@@ -186,16 +200,18 @@ func Parse(path string, data []byte) (*Config, error) {
 			}
 		}
 	}
+	d.checkGrants(cfg.Upstreams)
 	if err := d.err(); err != nil {
 		return nil, err
 	}
 	cfg.Order = src.harnessOrder(cfg.Harnesses)
+	cfg.Warnings = d.warnings
 	return cfg, nil
 }
 
 func empty() *Config {
 	return &Config{
-		Daemon:    Daemon{MCPHTTPOperatorAllow: []string{string(api.Read)}},
+		Daemon:    Daemon{MCPHTTPOperatorAllow: api.DefaultGrant()},
 		Harnesses: map[string]*Harness{},
 		Order:     []string{},
 		Profiles:  map[string]*Profile{},

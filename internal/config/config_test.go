@@ -61,7 +61,7 @@ func TestParseDesignExample(t *testing.T) {
 	if cfg.Path != "/etc/x/harness.toml" {
 		t.Errorf("Path = %q", cfg.Path)
 	}
-	if !cfg.Daemon.WatchConfig || cfg.Daemon.MCPHTTP != "127.0.0.1:7330" || !slices.Equal(cfg.Daemon.MCPHTTPOperatorAllow, []string{"read"}) {
+	if !cfg.Daemon.WatchConfig || cfg.Daemon.MCPHTTP != "127.0.0.1:7330" || !slices.Equal(cfg.Daemon.MCPHTTPOperatorAllow.Strings(), []string{"read"}) {
 		t.Errorf("Daemon = %+v", cfg.Daemon)
 	}
 	if want := []string{"reviewer", "nightly", "plain"}; !slices.Equal(cfg.Order, want) {
@@ -73,7 +73,7 @@ func TestParseDesignExample(t *testing.T) {
 		r.EnvFile != filepath.Join(home, ".config/harness/reviewer.env") ||
 		r.Env["FOO"] != "bar" || r.Description != "reviews PRs" || !r.Enabled ||
 		r.Restart != RestartAlways || r.RestartDelay != 2*time.Second ||
-		r.StopGrace != DefaultStopGrace || !slices.Equal(r.MCPAllow, []string{"read", "write"}) ||
+		r.StopGrace != DefaultStopGrace || !slices.Equal(r.MCPAllow.Strings(), []string{"read", "write"}) ||
 		r.Project != "" || r.IsJob() {
 		t.Errorf("reviewer = %+v", r)
 	}
@@ -83,7 +83,7 @@ func TestParseDesignExample(t *testing.T) {
 	}
 	p := cfg.Harnesses["plain"]
 	if p.Restart != RestartAlways || p.RestartDelay != time.Second || p.StopGrace != 10*time.Second ||
-		p.Enabled || !slices.Equal(p.MCPAllow, []string{"read"}) || p.IsJob() {
+		p.Enabled || !slices.Equal(p.MCPAllow.Strings(), []string{"read"}) || p.IsJob() {
 		t.Errorf("plain defaults = %+v", p)
 	}
 	if pr := cfg.Profiles["work"]; pr == nil || !pr.Autostart || !slices.Equal(pr.Harnesses, []string{"reviewer"}) || pr.Name != "work" {
@@ -138,7 +138,19 @@ func TestParseValid(t *testing.T) {
 		{"float stop_grace", "[harness.a]\ncmd='x'\nstop_grace=0.25",
 			func(c *Config) bool { return c.Harnesses["a"].StopGrace == 250*time.Millisecond }},
 		{"empty mcp_allow", "[harness.a]\ncmd='x'\nmcp_allow=[]",
-			func(c *Config) bool { return c.Harnesses["a"].MCPAllow != nil && len(c.Harnesses["a"].MCPAllow) == 0 }},
+			func(c *Config) bool { return c.Harnesses["a"].MCPAllow.Empty() }},
+		{"namespaced mcp_allow", "[harness.a]\ncmd='x'\nmcp_allow=['read', 'gitea:write', 'harness:input', 'read']\n[mcp.gitea]\ncmd='g'",
+			func(c *Config) bool {
+				g := c.Harnesses["a"].MCPAllow
+				return slices.Equal(g.Strings(), []string{"read", "gitea:write", "harness:input"}) &&
+					g.Allows("gitea", "write") && !g.Allows("harness", "write") && g.Allows("harness", "input")
+			}},
+		{"upstream tool globs", "[mcp.gh]\ncmd='g'\nread_tools=['list_*', 'get_?']\nwrite_tools=['[a-c]*']\nexclude_tools=['delete_repo']",
+			func(c *Config) bool {
+				p := c.Upstreams["gh"].Tools
+				return slices.Equal(p.ReadTools, []string{"list_*", "get_?"}) && slices.Equal(p.WriteTools, []string{"[a-c]*"}) &&
+					slices.Equal(p.ExcludeTools, []string{"delete_repo"}) && len(c.Warnings) == 0
+			}},
 		{"harvest", "[harness.a]\ncmd='x'\nharvest_trajectory=true",
 			func(c *Config) bool { return c.Harnesses["a"].HarvestTrajectory }},
 		{"dotted keys", "harness.a.cmd = 'x'\nharness.b.cmd = 'y'",
@@ -146,7 +158,14 @@ func TestParseValid(t *testing.T) {
 		{"localhost", "[daemon]\nmcp_http='localhost:0'", func(c *Config) bool { return c.Daemon.MCPHTTP == "localhost:0" }},
 		{"127/8", "[daemon]\nmcp_http='127.1.2.3:80'", func(c *Config) bool { return true }},
 		{"ipv6 loopback", "[daemon]\nmcp_http='[::1]:7330'\nmcp_http_operator_allow=['read','write','write']",
-			func(c *Config) bool { return slices.Equal(c.Daemon.MCPHTTPOperatorAllow, []string{"read", "write"}) }},
+			func(c *Config) bool {
+				return slices.Equal(c.Daemon.MCPHTTPOperatorAllow.Strings(), []string{"read", "write"})
+			}},
+		{"operator allow namespaced", "[daemon]\nmcp_http_operator_allow=['read', 'harness:write', 'fs:write']\n[mcp.fs]\ncmd='x'",
+			func(c *Config) bool {
+				g := c.Daemon.MCPHTTPOperatorAllow
+				return g.Allows("fs", "write") && g.Allows("harness", "write") && !g.Allows("other", "write")
+			}},
 		{"upstream key with digits", "[mcp.a-1]\ncmd='x'", func(c *Config) bool { return c.Upstreams["a-1"] != nil }},
 		{"profile without members", "[profile.p]", func(c *Config) bool { return c.Profiles["p"] != nil }},
 	} {
@@ -230,10 +249,19 @@ func TestParseErrors(t *testing.T) {
 			[]string{`harness.toml:2: daemon.mcp_http: want a loopback host:port such as 127.0.0.1:7330: address x\ny: missing port in address`}},
 		{"bad port http", "[daemon]\nmcp_http = '127.0.0.1:99999'\n",
 			[]string{`harness.toml:2: daemon.mcp_http: invalid port "99999" in "127.0.0.1:99999"`}},
-		{"operator allow", "[daemon]\nmcp_http_operator_allow = ['admin']\n",
-			[]string{`harness.toml:2: daemon.mcp_http_operator_allow: unknown class "admin" (want "read" or "write")`}},
+		{"operator allow", "[daemon]\nmcp_http_operator_allow = ['admin', 'gh:write']\n", []string{
+			`harness.toml:2: daemon.mcp_http_operator_allow: "admin": unknown class "admin" (want "read", "write" or "input")`,
+			`harness.toml:2: daemon.mcp_http_operator_allow: "gh:write": unknown namespace "gh" (want "harness" or the key of an [mcp.KEY] upstream in this file; it declares none)`}},
 		{"mcp_allow", "[harness.a]\ncmd='x'\nmcp_allow = ['read', 'exec']\n",
-			[]string{`harness.toml:3: harness.a.mcp_allow: unknown class "exec" (want "read" or "write")`}},
+			[]string{`harness.toml:3: harness.a.mcp_allow: "exec": unknown class "exec" (want "read", "write" or "input")`}},
+		{"mcp_allow bad grants", "[mcp.github]\ncmd='g'\n[mcp.fs]\ncmd='f'\n\n[harness.a]\ncmd='x'\nmcp_allow = ['github:wrte']\n[harness.b]\ncmd='x'\nmcp_allow = ['read', 'nosuch:read', 'Bad:read']\n", []string{
+			`harness.toml:8: harness.a.mcp_allow: "github:wrte": unknown class "wrte" (want "read", "write" or "input")`,
+			`harness.toml:11: harness.b.mcp_allow: "Bad:read": invalid namespace "Bad" (want "harness" or an upstream key: lowercase letters, digits and "-")`,
+			`harness.toml:11: harness.b.mcp_allow: "nosuch:read": unknown namespace "nosuch" (want "harness" or the key of an [mcp.KEY] upstream in this file: fs, github)`}},
+		{"bad tool globs", "[mcp.gh]\ncmd='g'\nread_tools = ['[a-']\nwrite_tools = ['']\nexclude_tools = 'x'\n", []string{
+			`harness.toml:3: mcp.gh.read_tools: invalid glob "[a-": syntax error in pattern`,
+			`harness.toml:4: mcp.gh.write_tools: empty glob`,
+			`harness.toml:5: mcp.gh.exclude_tools: must be an array of strings, not a string`}},
 		{"durations", "[harness.a]\ncmd='x'\nrestart_delay = -1\nstop_grace = 'soon'\n[mcp.u]\ncmd='x'\nrestart_delay = -0.5\nstop_grace = 1e300\n", []string{
 			"harness.toml:3: harness.a.restart_delay: must be >= 0 seconds, not -1",
 			"harness.toml:4: harness.a.stop_grace: must be a number of seconds, not a string",

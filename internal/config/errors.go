@@ -54,9 +54,10 @@ func (e *Error) Unwrap() []error {
 
 // problems collects validation errors for one file.
 type problems struct {
-	file string
-	pos  positions
-	list []*Error
+	file     string
+	pos      positions
+	list     []*Error
+	warnings []string // rendered like an Error; they do not fail the load
 }
 
 // add records a problem at the line of path (or its nearest parent).
@@ -67,6 +68,12 @@ func (p *problems) add(path []string, format string, args ...any) {
 		Key:  keyName(path),
 		Msg:  fmt.Sprintf(format, args...),
 	})
+}
+
+// warn records a warning at the line of path.
+func (p *problems) warn(path []string, format string, args ...any) {
+	e := &Error{File: p.file, Line: p.pos.line(path), Key: keyName(path), Msg: fmt.Sprintf(format, args...)}
+	p.warnings = append(p.warnings, e.Error())
 }
 
 // err returns every problem joined in line order, or nil.

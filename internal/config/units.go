@@ -26,7 +26,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 	h := &Harness{
 		Name:     name,
 		Process:  Process{RestartDelay: DefaultRestartDelay, StopGrace: DefaultStopGrace},
-		MCPAllow: []string{string(api.Read)},
+		MCPAllow: api.DefaultGrant(),
 		Project:  project,
 	}
 	restartSet := false
@@ -53,7 +53,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 				d.add(kp, globalOnly)
 				continue
 			}
-			h.MCPAllow = d.classes(kp, val)
+			h.MCPAllow = d.grant(kp, val)
 		case "schedule":
 			if project != "" {
 				d.add(kp, globalOnly)
@@ -128,11 +128,15 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 	}
 	for _, k := range sortedKeys(t) {
 		kp, val := child(path, k), t[k]
-		if !d.processKey(k, kp, val, &u.Process) {
+		switch {
+		case d.processKey(k, kp, val, &u.Process):
+		case d.toolKey(k, kp, val, &u.Tools):
+		default:
 			d.unknown(kp, val)
 		}
 	}
 	d.requireCmd(path, t, u.Cmd)
+	d.overlaps(path, u.Tools)
 	return u
 }
 

@@ -36,6 +36,8 @@ type UpstreamHooks interface {
 type UpstreamRef struct {
 	Key     string
 	Project string
+	// Tools classifies the upstream's tools; a change applies at once.
+	Tools config.ToolPolicy
 }
 
 // BrokerStatus is what the broker knows of one upstream.
@@ -44,6 +46,8 @@ type BrokerStatus struct {
 	Tools     int
 	Connected bool
 	LastError string
+	// ToolClasses is each listed tool's class and why (mcp_status).
+	ToolClasses []api.ToolClass
 }
 
 // PromptSource loads the side-loaded prompts of a configuration

@@ -167,7 +167,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (api.ReloadResult, error)
 	restartOnly := !boot && c.cfg.Daemon.MCPHTTP != cfg.Daemon.MCPHTTP
 	c.cfg = cfg
 	commitPrompts()
-	c.warnings = append(c.warnings[:0], promptWarnings...)
+	c.warnings = append(append(c.warnings[:0], cfg.Warnings...), promptWarnings...)
 	if restartOnly {
 		c.warnings = append(c.warnings, "daemon.mcp_http: a changed address applies when the daemon restarts")
 	}
@@ -330,7 +330,7 @@ func (c *Control) configureBroker() {
 	c.mu.RLock()
 	for name, u := range c.units {
 		if up := u.upstream(); up != nil {
-			refs[name] = UpstreamRef{Key: up.Key, Project: up.Project}
+			refs[name] = UpstreamRef{Key: up.Key, Project: up.Project, Tools: up.Tools}
 		}
 	}
 	c.mu.RUnlock()

@@ -233,8 +233,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	go func() { serveErr <- srv.Serve(ln) }()
 	var httpErr chan error
 	if httpEP != nil {
-		allow := func() []string { return ctl.Config().Daemon.MCPHTTPOperatorAllow }
-		if err := httpEP.serve(mgr, paths.StateDir, allow, log); err != nil {
+		if err := httpEP.serve(mgr, paths.StateDir, log); err != nil {
 			log.Error("mcp http endpoint not served", "err", err)
 		}
 		httpErr = httpEP.err

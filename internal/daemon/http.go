@@ -36,8 +36,9 @@ func listenHTTP(cfg *config.Config) (*httpEndpoint, error) {
 	return &httpEndpoint{ln: ln, url: "http://" + ln.Addr().String() + httpmcp.Path, err: make(chan error, 1)}, nil
 }
 
-// serve starts answering; ctl's live config decides the operator's grant.
-func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, allow func() []string, log *slog.Logger) error {
+// serve starts answering; the session layer applies the operator's grant
+// in force (the authority reads it from the live config).
+func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, log *slog.Logger) error {
 	tok, err := httpmcp.LoadOrCreateOperatorToken(stateDir)
 	if err != nil {
 		return fmt.Errorf("mcp_http: operator token: %w", err)
@@ -46,7 +47,6 @@ func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, allow func()
 		Handler: httpmcp.NewHandler(httpmcp.Options{
 			Sessions:      mgr,
 			OperatorToken: tok,
-			OperatorAllow: allow,
 			Addr:          e.ln.Addr().String(),
 			IdleTimeout:   30 * time.Minute,
 			Logger:        log,

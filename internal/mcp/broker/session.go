@@ -149,11 +149,11 @@ func (b *Broker) list(ctx context.Context, log *slog.Logger, u *upstream, c *con
 		b.mu.Unlock()
 		return nil
 	}
-	changed := !sameTools(u.tools, set)
-	u.tools, u.listed, u.warnings = set, true, warnings
+	u.all, u.listWarnings, u.listed = set, warnings, true
+	changed := b.installLocked(u)
 	if u.session == nil {
 		u.session, u.lastErr = cs, ""
-		log.Info("broker: upstream connected", "tools", len(set))
+		log.Info("broker: upstream connected", "tools", len(u.tools))
 	}
 	b.bump()
 	b.mu.Unlock()

@@ -51,9 +51,10 @@ func (f *fakeOps) recorded() []api.Caller {
 
 // fakeAuth is the token registry and live config of session's tests.
 type fakeAuth struct {
-	mu      sync.Mutex
-	tokens  map[string]string
-	allowed map[string][]string
+	mu       sync.Mutex
+	tokens   map[string]string
+	allowed  map[string][]string
+	operator []string
 }
 
 func (a *fakeAuth) ResolveToken(token string) (string, bool) {
@@ -63,10 +64,34 @@ func (a *fakeAuth) ResolveToken(token string) (string, bool) {
 	return h, ok
 }
 
-func (a *fakeAuth) Allowed(h string) []string {
+func (a *fakeAuth) Grant(h string) (api.Grant, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Clone(a.allowed[h])
+	allow, ok := a.allowed[h]
+	if !ok {
+		return api.Grant{}, false
+	}
+	g, err := api.ParseGrant(allow)
+	if err != nil {
+		panic(err) // a typo in a test
+	}
+	return g, true
+}
+
+func (a *fakeAuth) OperatorGrant() api.Grant {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	g, err := api.ParseGrant(a.operator)
+	if err != nil {
+		panic(err) // a typo in a test
+	}
+	return g
+}
+
+func (a *fakeAuth) setOperator(allow ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.operator = allow
 }
 
 func (a *fakeAuth) Project(string) string { return "" }
@@ -106,14 +131,11 @@ type env struct {
 	srv      *httptest.Server
 	addr     string // 127.0.0.1:PORT
 	url      string // http://127.0.0.1:PORT/mcp
-
-	allowMu sync.Mutex
-	allow   []string
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{ops: &fakeOps{}, auth: &fakeAuth{tokens: map[string]string{}, allowed: map[string][]string{}}, allow: []string{"read"}}
+	e := &env{ops: &fakeOps{}, auth: &fakeAuth{tokens: map[string]string{}, allowed: map[string][]string{}, operator: []string{"read"}}}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m := session.NewManager(e.ops, e.auth, nil, nil, logger, "test")
 	t.Cleanup(m.Close)
@@ -128,7 +150,6 @@ func newEnv(t *testing.T) *env {
 	e.h = NewHandler(Options{
 		Sessions:      e.sessions,
 		OperatorToken: operatorToken,
-		OperatorAllow: e.operatorAllow,
 		Addr:          e.addr,
 		Logger:        logger,
 	}).(*handler)
@@ -145,18 +166,6 @@ func (e *env) boundCount() int {
 	e.h.mu.Lock()
 	defer e.h.mu.Unlock()
 	return len(e.h.bound)
-}
-
-func (e *env) operatorAllow() []string {
-	e.allowMu.Lock()
-	defer e.allowMu.Unlock()
-	return slices.Clone(e.allow)
-}
-
-func (e *env) setOperatorAllow(allow ...string) {
-	e.allowMu.Lock()
-	defer e.allowMu.Unlock()
-	e.allow = allow
 }
 
 type testWriter struct{ t *testing.T }

@@ -7,8 +7,9 @@
 // Every request must carry `Authorization: Bearer <token>`. A harness's
 // per-spawn token attributes the session to that harness exactly as over the
 // socket; the operator token (LoadOrCreateOperatorToken) opens an
-// unattributed session granted read, plus write while the operator allow
-// list contains "write". Each MCP session is bound to the token that created
+// unattributed operator session, whose grant the session layer looks up per
+// call ([daemon] mcp_http_operator_allow, live across reloads like a
+// harness's mcp_allow). Each MCP session is bound to the token that created
 // it: the same session id with another token is refused, a revoked token
 // gets 401 and its sessions are ended. Requests whose Host or Origin is not
 // the loopback address served are refused with 403 (DNS rebinding).
@@ -27,14 +28,12 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/mcp/session"
 )
 
@@ -59,11 +58,9 @@ type Options struct {
 	// Sessions authenticates harness tokens and builds session servers.
 	Sessions Sessions
 	// OperatorToken is the operator token; empty disables operator access.
+	// Its sessions get session.Identity{Operator: true}: the session layer
+	// applies the operator grant in force to every call.
 	OperatorToken string
-	// OperatorAllow returns the current [daemon] mcp_http_operator_allow
-	// (e.g. ["read"] or ["read","write"]); it is read for every request, so a
-	// reload takes effect without restarting the listener. Nil means read only.
-	OperatorAllow func() []string
 	// Addr is the host:port actually served (the listener's address, with
 	// port 0 already resolved); Host and Origin headers are checked against it.
 	Addr string
@@ -232,7 +229,7 @@ func (h *handler) authenticate(r *http.Request) (caller, error) {
 	c := caller{token: token, hash: sha256.Sum256([]byte(token))}
 	if h.operator != nil && subtle.ConstantTimeCompare(c.hash[:], h.operator[:]) == 1 {
 		c.operator = true
-		c.id = session.Identity{AllowControl: h.operatorWrite()}
+		c.id = session.Identity{Operator: true}
 		return c, nil
 	}
 	id, err := h.opt.Sessions.Authenticate(token, false)
@@ -247,13 +244,8 @@ func (h *handler) authenticate(r *http.Request) (caller, error) {
 	return c, nil
 }
 
-func (h *handler) operatorWrite() bool {
-	return h.opt.OperatorAllow != nil && slices.Contains(h.opt.OperatorAllow(), string(api.Write))
-}
-
-// lookup checks that sid was created with the caller's credential and, for
-// the operator, under the grant still in force. It returns the binding, or
-// the status to refuse the request with.
+// lookup checks that sid was created with the caller's credential. It
+// returns the binding, or the status to refuse the request with.
 func (h *handler) lookup(sid string, c caller) (*binding, int) {
 	h.mu.Lock()
 	b := h.bound[sid]
@@ -264,14 +256,6 @@ func (h *handler) lookup(sid string, c caller) (*binding, int) {
 	if subtle.ConstantTimeCompare(b.hash[:], c.hash[:]) != 1 {
 		h.log.Warn("refused a session id presented with another token", "harness", b.id.Harness, "operator", b.operator)
 		return nil, http.StatusForbidden
-	}
-	if b.operator && b.id.AllowControl != c.id.AllowControl {
-		// The operator grant is fixed per session like the bridge's
-		// --allow-control; when the config changes it, the session ends and
-		// the client's next initialize gets the current grant.
-		h.log.Info("operator grant changed; ending its HTTP session", "write", c.id.AllowControl)
-		h.end(sid, b)
-		return nil, http.StatusNotFound
 	}
 	return b, 0
 }
@@ -291,14 +275,14 @@ func (h *handler) endIfRevoked(sid string) {
 
 func (h *handler) stillValid(b *binding) bool {
 	if b.operator {
-		return b.id.AllowControl == h.operatorWrite()
+		return true // the operator token lives as long as the daemon
 	}
 	_, err := h.opt.Sessions.Authenticate(b.token, false)
 	return err == nil
 }
 
 // sweep forgets bindings whose session has ended and ends sessions whose
-// token was revoked or whose operator grant changed. It runs before every new
+// token was revoked. It runs before every new
 // session, so sessions of runs that ended are reclaimed as new ones arrive.
 func (h *handler) sweep() {
 	h.mu.Lock()
@@ -350,7 +334,7 @@ func (h *handler) bindNew(hdr http.Header, status int, ns *newSession) {
 	h.mu.Lock()
 	h.bound[sid] = &binding{caller: ns.c, server: ns.server}
 	h.mu.Unlock()
-	h.log.Info("HTTP session started", "harness", ns.c.id.Harness, "operator", ns.c.operator, "write_flag", ns.c.id.AllowControl)
+	h.log.Info("HTTP session started", "harness", ns.c.id.Harness, "operator", ns.c.operator)
 }
 
 // getServer is the go-sdk's server lookup. It is called for every request

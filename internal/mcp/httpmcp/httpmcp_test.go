@@ -99,19 +99,16 @@ func TestOperatorTokenReadsAndWritesOnlyWhenAllowed(t *testing.T) {
 		t.Fatalf("operator (read) tools %v", got)
 	}
 
-	e.setOperatorAllow("read", "write")
-	// The grant is fixed per session: the old session ends, so a client
-	// starts over and gets the current grant.
+	// The grant is the live config's, as for a harness: the open session
+	// carries on and, after the reload's Refresh, lists the new tools.
+	e.auth.setOperator("read", "harness:write")
+	e.sessions.Refresh()
+	if got := toolNames(t, cs); !slices.Equal(got, allTools) {
+		t.Fatalf("operator (read, harness:write) tools %v", got)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	if _, err := cs.ListTools(ctx, nil); err == nil {
-		t.Fatal("an operator session outlived a grant change")
-	}
-	cs2 := e.mustConnect(t, operatorToken)
-	if got := toolNames(t, cs2); !slices.Equal(got, allTools) {
-		t.Fatalf("operator (read,write) tools %v", got)
-	}
-	res, err := cs2.CallTool(ctx, &mcp.CallToolParams{Name: "harness_start", Arguments: map[string]any{"name": "x"}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "harness_start", Arguments: map[string]any{"name": "x"}})
 	if err != nil || res.IsError {
 		t.Fatalf("operator write call: %+v, %v", res, err)
 	}
@@ -119,9 +116,14 @@ func TestOperatorTokenReadsAndWritesOnlyWhenAllowed(t *testing.T) {
 		t.Fatalf("callers %+v, want one unattributed session", got)
 	}
 
-	e.setOperatorAllow("read")
-	cs3 := e.mustConnect(t, operatorToken)
-	if got := toolNames(t, cs3); !slices.Equal(got, readTools) {
+	// Narrowing holds from the very next call, listed or not.
+	e.auth.setOperator("read")
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "harness_start", Arguments: map[string]any{"name": "x"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "not_permitted") {
+		t.Fatalf("operator write after narrowing: %+v, %v", res, err)
+	}
+	cs2 := e.mustConnect(t, operatorToken)
+	if got := toolNames(t, cs2); !slices.Equal(got, readTools) {
 		t.Fatalf("operator back to read: %v", got)
 	}
 }
