@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Issue 21: whole-tree ownership. Every test here runs real hostile
@@ -300,15 +302,32 @@ restart = "no"
 
 	// The last process ends on its own: now the run ends, with the main
 	// process's exit code.
-	if err := syscall.Kill(again, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	killWithArg(t, again, tag)
 	u := f.waitState("d", "stopped")
 	if u.LastExitCode == nil || *u.LastExitCode != 0 {
 		t.Fatalf("after the last process: %+v, want exit code 0 of the main process", u)
 	}
 	if r := f.lastRun("d"); r.Ended == nil || r.ExitCode == nil || *r.ExitCode != 0 {
 		t.Fatalf("run after the last process ended: %+v", r)
+	}
+}
+
+// killWithArg SIGKILLs pid if it is still the process with argument arg:
+// a pidfd pins it while its command line is checked, so a pid reused by
+// another process (other tests run beside this one) is never hit.
+func killWithArg(t *testing.T, pid int, arg string) {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatalf("pidfd of %d: %v", pid, err)
+	}
+	defer unix.Close(fd)
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil || !slices.Contains(strings.Split(string(b), "\x00"), arg) {
+		t.Fatalf("pid %d is no longer the process with %s (%q, %v)", pid, arg, b, err)
+	}
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
+		t.Fatal(err)
 	}
 }
 

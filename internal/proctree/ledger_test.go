@@ -91,7 +91,7 @@ func TestCleanupLeftoversWithoutLedger(t *testing.T) {
 func TestCleanupLeftoversEndsEscapedTrees(t *testing.T) {
 	r := startReaper(t)
 	path := filepath.Join(t.TempDir(), "ledger.json")
-	const inst = "crashed"
+	inst := inst("crashed")
 	l, err := OpenLedger(path)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestCleanupLeftoversEndsEscapedTrees(t *testing.T) {
 	}
 	sp := stranger.cmd.Process.Pid
 	if err := l.Add(LedgerEntry{Unit: "gone", PID: sp, PGID: sp, SID: sp,
-		Marker: NewMarker("older", "gone", 3), Instance: "older"}); err != nil {
+		Marker: NewMarker(inst+"-older", "gone", 3), Instance: inst + "-older"}); err != nil {
 		t.Fatal(err)
 	}
 	// The crash: the ledger and handles are dropped, nothing is killed.

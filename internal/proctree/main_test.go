@@ -26,6 +26,20 @@ const (
 	spawnExitEnv  = "PROCTREE_TEST_SPAWN_EXIT"  // "1": mode "spawn" exits after reporting
 )
 
+// testInst makes the markers of this test binary unique: markers are
+// matched machine-wide, and another copy of these tests may run beside
+// this one (CI runs one, a shared machine may run several).
+var testInst = func() string {
+	id, err := NewInstanceID()
+	if err != nil {
+		panic(err)
+	}
+	return "t" + id
+}()
+
+// inst is an instance id for a test: unique to this binary.
+func inst(name string) string { return testInst + "-" + name }
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))

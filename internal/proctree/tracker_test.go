@@ -69,7 +69,12 @@ func TestTracker_UnseenOrphanInTheSessionBelongsToTheRun(t *testing.T) {
 	// at once, before any pass.
 	main := startHelper(t, r, "session-orphan", SysProcAttr())
 	orphan := main.readPid(t)
-	t.Cleanup(func() { syscall.Kill(orphan, syscall.SIGKILL) })
+	oid, err := IdentOf(orphan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { SignalIdent(oid, syscall.SIGKILL) }) // never a bare pid: it may be reused
+
 	if err := tr.Register("run", main.cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
@@ -100,14 +105,15 @@ func TestCleanupLeftovers_EndsRecordedMembersByIdentity(t *testing.T) {
 	tr := NewTracker(l, nil, time.Hour)
 	main := startHelper(t, r, "spawn", SysProcAttr()) // no marker anywhere
 	escaped := main.readPid(t)
-	entry, err := NewEntry("u", main.cmd.Process.Pid, "inst:u:1", "inst")
+	marker := NewMarker(inst("ledger"), "u", 1)
+	entry, err := NewEntry("u", main.cmd.Process.Pid, marker, inst("ledger"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Add(entry); err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Register("inst:u:1", main.cmd.Process.Pid); err != nil {
+	if err := tr.Register(marker, main.cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
 	tr.Refresh()

@@ -42,6 +42,17 @@ func (r reaperMain) Run() int {
 	return code
 }
 
+// testInstance makes this binary's tree markers unique: markers are
+// matched machine-wide, and another copy of these tests may run beside
+// this one on a shared machine.
+var testInstance = func() string {
+	id, err := proctree.NewInstanceID()
+	if err != nil {
+		panic(err)
+	}
+	return "test" + id
+}()
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))
@@ -233,7 +244,7 @@ func newEnv(t *testing.T, cfg UnitConfig, opts ...func(*Deps)) *env {
 	}
 	e := &env{t: t, dir: dir, log: l, runs: st, rec: newRecorder(), tokens: NewTokens()}
 	deps := Deps{Log: l, Runs: st, Tokens: e.tokens, Reaper: testReaper, Ledger: ledger,
-		Instance: "test", OnEvent: e.rec.add,
+		Instance: testInstance, OnEvent: e.rec.add,
 		Limits: Limits{WaitDelay: time.Second, OutputDrain: 200 * time.Millisecond}}
 	for _, o := range opts {
 		o(&deps)

@@ -52,7 +52,10 @@ func readPidFile(t *testing.T, path string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	// Never kill a bare pid later: by then it may be someone else's.
+	if id, err := proctree.IdentOf(pid); err == nil {
+		t.Cleanup(func() { proctree.SignalIdent(id, syscall.SIGKILL) })
+	}
 	return pid
 }
 
@@ -104,8 +107,12 @@ func TestCgroupMode_RunEndsWithItsLastProcess(t *testing.T) {
 			t.Fatalf("exit reported while the run has a process: %+v", ev)
 		}
 	}
-	if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
+	id, err := proctree.IdentOf(child)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if sent, err := proctree.SignalIdent(id, syscall.SIGKILL); !sent || err != nil {
+		t.Fatalf("kill child %d: %v %v", child, sent, err)
 	}
 	e.waitState(StateStopped)
 	st = e.u.Status()
