@@ -16,9 +16,9 @@
 //
 // The door is bounded (doors.go): refusals close their connection,
 // NewServer sets read, header and idle timeouts, LimitListener caps
-// concurrent connections, and each credential
-// holds at most MaxSessionsPerCredential sessions, the least recently used
-// idle one giving way to a new one (evict.go).
+// concurrent connections, and each credential holds at most
+// MaxSessionsPerCredential sessions, the least recently used idle one giving
+// way to a new one (evict.go).
 package httpmcp
 
 import (
