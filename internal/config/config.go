@@ -12,7 +12,6 @@ package config
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -144,7 +143,7 @@ type Prompts struct {
 // Load reads and parses the config at path. A missing file is not an
 // error: it yields an empty Config whose Path is path.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		cfg := empty()
 		cfg.Path = path
@@ -226,14 +225,17 @@ type source struct {
 	d   *decoder
 }
 
-// decode parses TOML; a syntax error comes back as an *Error with the
-// parser's line.
+// decode parses TOML once the file is within bounds (limits.go); a syntax
+// error comes back as an *Error with the parser's line.
 func decode(path string, data []byte) (*source, error) {
 	file := displayName(path)
+	if err := checkBounds(file, data); err != nil {
+		return nil, err
+	}
 	var raw map[string]any
 	md, err := toml.Decode(string(data), &raw)
 	if err != nil {
-		return nil, syntaxError(file, err)
+		return nil, syntaxError(file, string(data), err)
 	}
 	if raw == nil {
 		raw = map[string]any{}

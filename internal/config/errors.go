@@ -97,12 +97,18 @@ func keyName(path []string) string {
 	return toml.Key(path).String()
 }
 
-// syntaxError turns a TOML decode error into an Error that keeps the
-// parser's line.
-func syntaxError(file string, err error) error {
+// syntaxError turns a TOML decode error in src into an Error that keeps the
+// parser's line, except on a table header: there the parser reports the
+// line after an unclosed `[harness.x` and the key of the previous table, so
+// the header's own line and key are used instead.
+func syntaxError(file, src string, err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return &Error{File: file, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message, err: err}
+		line, key := pe.Position.Line, pe.LastKey
+		if hl, hk, ok := headerAt(tomlInput(src), pe.Position.Start); ok {
+			line, key = hl, keyName(hk)
+		}
+		return &Error{File: file, Line: line, Key: key, Msg: pe.Message, err: err}
 	}
 	return &Error{File: file, Msg: err.Error(), err: err}
 }

@@ -11,8 +11,15 @@
 // call ([daemon] mcp_http_operator_allow, live across reloads like a
 // harness's mcp_allow). Each MCP session is bound to the token that created
 // it: the same session id with another token is refused, a revoked token
-// gets 401 and its sessions are ended. Requests whose Host or Origin is not
-// the loopback address served are refused with 403 (DNS rebinding).
+// gets 401 and its sessions are ended. Requests whose Host or Origin does not
+// name a loopback host are refused with 403 (DNS rebinding); the port is not
+// compared, so SSH tunnels and loopback reverse proxies work.
+//
+// The door is bounded (doors.go): refusals close their connection,
+// NewServer sets read, header and idle timeouts, LimitListener caps
+// concurrent connections, and each credential holds at most
+// MaxSessionsPerCredential sessions, the least recently used idle one giving
+// way to a new one (evict.go).
 package httpmcp
 
 import (
@@ -23,10 +30,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -61,12 +66,13 @@ type Options struct {
 	// Its sessions get session.Identity{Operator: true}: the session layer
 	// applies the operator grant in force to every call.
 	OperatorToken string
-	// Addr is the host:port actually served (the listener's address, with
-	// port 0 already resolved); Host and Origin headers are checked against it.
-	Addr string
 	// IdleTimeout closes sessions that get no request for this long; zero
 	// keeps them until the client deletes them or their token is revoked.
 	IdleTimeout time.Duration
+	// MaxSessionsPerCredential bounds the sessions one token holds; a new
+	// session beyond it ends the least recently used one (idle ones first).
+	// Zero means DefaultMaxSessionsPerCredential.
+	MaxSessionsPerCredential int
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -79,31 +85,24 @@ func NewHandler(opt Options) http.Handler {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "mcp-http")
+	if opt.MaxSessionsPerCredential <= 0 {
+		opt.MaxSessionsPerCredential = DefaultMaxSessionsPerCredential
+	}
 	h := &handler{
-		opt:     opt,
-		log:     log,
-		hosts:   map[string]bool{},
-		origins: map[string]bool{},
-		bound:   map[string]*binding{},
+		opt:   opt,
+		log:   log,
+		bound: map[string]*binding{},
 	}
 	if opt.OperatorToken != "" {
 		sum := sha256.Sum256([]byte(opt.OperatorToken))
 		h.operator = &sum
 	}
-	if _, port, err := net.SplitHostPort(opt.Addr); err != nil || port == "0" {
-		// Nothing will match: every request is refused with 403.
-		log.Error("unusable served address; refusing every request", "addr", opt.Addr, "error", err)
-	} else {
-		host, _, _ := net.SplitHostPort(opt.Addr)
-		for _, hh := range []string{"127.0.0.1", "localhost", "::1", host} {
-			hp := strings.ToLower(net.JoinHostPort(hh, port))
-			h.hosts[hp] = true
-			h.origins["http://"+hp] = true
-		}
-	}
 	h.sdk = mcp.NewStreamableHTTPHandler(h.getServer, &mcp.StreamableHTTPOptions{
 		Logger:         log,
 		SessionTimeout: opt.IdleTimeout,
+		// ServeHTTP has checked Host and Origin already, by the same rule
+		// but case-insensitively (the go-sdk refuses "LOCALHOST").
+		DisableLocalhostProtection: true,
 	})
 	return h
 }
@@ -112,8 +111,6 @@ type handler struct {
 	opt      Options
 	log      *slog.Logger
 	operator *[32]byte // hash of the operator token; nil when there is none
-	hosts    map[string]bool
-	origins  map[string]bool
 	sdk      *mcp.StreamableHTTPHandler
 
 	probeOnce sync.Once
@@ -121,6 +118,7 @@ type handler struct {
 
 	mu    sync.Mutex
 	bound map[string]*binding // MCP session id -> the credential that created it
+	clock uint64              // counts requests to bound sessions, for LRU eviction
 }
 
 // caller is the credential of one request.
@@ -135,6 +133,9 @@ type caller struct {
 type binding struct {
 	caller
 	server *mcp.Server
+	// Guarded by handler.mu.
+	used   uint64 // handler.clock when its latest request started
+	active int    // its requests in flight (an open GET stream counts)
 }
 
 type ctxKey int
@@ -154,17 +155,17 @@ type newSession struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != Path {
-		http.NotFound(w, r)
+		refuse(w, http.StatusNotFound)
 		return
 	}
-	if !h.hosts[strings.ToLower(r.Host)] {
+	if !loopbackHostHeader(r.Host) {
 		h.log.Warn("refused request with a foreign Host", "host", r.Host, "remote", r.RemoteAddr)
-		http.Error(w, "forbidden", http.StatusForbidden)
+		refuse(w, http.StatusForbidden)
 		return
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && !h.origins[strings.ToLower(origin)] {
+	if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
 		h.log.Warn("refused request with a foreign Origin", "origin", origin, "remote", r.RemoteAddr)
-		http.Error(w, "forbidden", http.StatusForbidden)
+		refuse(w, http.StatusForbidden)
 		return
 	}
 	sid := r.Header.Get(sessionIDHeader)
@@ -175,8 +176,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.endIfRevoked(sid)
 		}
 		w.Header().Set("WWW-Authenticate", "Bearer")
-		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		refuse(w, http.StatusUnauthorized)
 		return
+	}
+
+	var body []byte
+	if r.Method == http.MethodPost {
+		if body, err = readBody(w, r); err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				refuse(w, http.StatusRequestEntityTooLarge)
+				return
+			}
+			h.log.Info("refused a request whose body did not arrive", "remote", r.RemoteAddr, "error", err)
+			refuse(w, http.StatusBadRequest)
+			return
+		}
 	}
 
 	if sid != "" {
@@ -185,6 +200,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, strings.ToLower(http.StatusText(status)), status)
 			return
 		}
+		h.begin(b)
+		defer h.done(b)
 		h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), boundKey, b)))
 		if r.Method == http.MethodDelete && findSession(b.server, sid) == nil {
 			h.forget(sid) // the client ended its session
@@ -193,17 +210,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if r.Method == http.MethodPost {
-		isInit, err := peekInitialize(w, r)
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-				return
-			}
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		if isInit {
+		if isInitialize(body) {
 			h.sweep()
 			ns := &newSession{c: c}
 			r = r.WithContext(context.WithValue(r.Context(), newSessionKey, ns))
@@ -302,6 +309,11 @@ func (h *handler) sweep() {
 // end closes session sid and forgets its binding.
 func (h *handler) end(sid string, b *binding) {
 	h.forget(sid)
+	h.closeSession(sid, b)
+}
+
+// closeSession closes session sid of binding b, already forgotten.
+func (h *handler) closeSession(sid string, b *binding) {
 	if ss := findSession(b.server, sid); ss != nil {
 		if err := ss.Close(); err != nil {
 			h.log.Debug("closing HTTP session", "harness", b.id.Harness, "error", err)
@@ -332,9 +344,17 @@ func (h *handler) bindNew(hdr http.Header, status int, ns *newSession) {
 		return
 	}
 	h.mu.Lock()
-	h.bound[sid] = &binding{caller: ns.c, server: ns.server}
+	h.clock++
+	nb := &binding{caller: ns.c, server: ns.server, used: h.clock}
+	h.bound[sid] = nb
+	evicted := h.evictLocked(sid, nb)
 	h.mu.Unlock()
 	h.log.Info("HTTP session started", "harness", ns.c.id.Harness, "operator", ns.c.operator)
+	for vsid, vb := range evicted {
+		h.log.Info("session cap reached; ending the least recently used session of this credential",
+			"harness", vb.id.Harness, "operator", vb.operator, "cap", h.opt.MaxSessionsPerCredential)
+		h.closeSession(vsid, vb)
+	}
 }
 
 // getServer is the go-sdk's server lookup. It is called for every request
@@ -354,22 +374,13 @@ func (h *handler) getServer(r *http.Request) *mcp.Server {
 	return h.probe
 }
 
-// peekInitialize reports whether the POST body holds an initialize request,
-// leaving the body for the go-sdk to read again.
-func peekInitialize(w http.ResponseWriter, r *http.Request) (bool, error) {
-	if r.Body == nil {
-		return false, nil
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
-	if err != nil {
-		return false, fmt.Errorf("httpmcp: read body: %w", err)
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+// isInitialize reports whether a POST body holds an initialize request.
+func isInitialize(body []byte) bool {
 	body = bytes.TrimSpace(body)
 	msgs := []json.RawMessage{body}
 	if len(body) > 0 && body[0] == '[' {
 		if json.Unmarshal(body, &msgs) != nil {
-			return false, nil
+			return false
 		}
 	}
 	for _, m := range msgs {
@@ -377,10 +388,10 @@ func peekInitialize(w http.ResponseWriter, r *http.Request) (bool, error) {
 			Method string `json:"method"`
 		}
 		if json.Unmarshal(m, &req) == nil && req.Method == "initialize" {
-			return true, nil
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // captureWriter calls capture once, just before the response status is sent.
