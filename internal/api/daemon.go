@@ -63,6 +63,7 @@ type DaemonInfo struct {
 	MCPURL    string           `json:"mcp_url,omitempty"`
 	Warnings  []string         `json:"warnings"`
 	Upstreams []UpstreamStatus `json:"upstreams"`
+	Ownership Ownership        `json:"ownership"`
 }
 
 // Paths are the files the daemon uses.

@@ -108,6 +108,9 @@ type Options struct {
 	// Shutdown asks the daemon to exit; it must not block.
 	Shutdown func()
 	Logger   *slog.Logger
+
+	// Ownership is shown by daemon_info.
+	Ownership api.Ownership
 }
 
 // Control owns the fleet and answers every control operation.

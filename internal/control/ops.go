@@ -491,6 +491,7 @@ func (c *Control) DaemonInfo(ctx context.Context, _ api.NoArgs) (api.DaemonInfo,
 		MCPURL:    c.opt.MCPURL,
 		Warnings:  c.Warnings(),
 		Upstreams: c.upstreamStatus(),
+		Ownership: c.opt.Ownership,
 	}, nil
 }
 

@@ -13,18 +13,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harness-dev/harness/internal/logs"
-	"github.com/harness-dev/harness/internal/proctree"
 )
 
-// startPTY starts a harness on a new PTY of the configured size, in its
-// own session with the PTY as controlling terminal, and starts the reader
+// startPTY starts a harness with attrs on a new PTY of the configured
+// size, in its own session with the PTY as controlling terminal, and starts the reader
 // that copies the master into the log. The actor closes the master after
 // the exit. The returned func starts the reader: the actor calls it after
 // logging the spawn, so "spawned" precedes the run's first output line in
 // the activity log (the PTY buffers meanwhile).
-func (a *actor) startPTY(p *proc) (func(), error) {
+func (a *actor) startPTY(p *proc, attrs *syscall.SysProcAttr) (func(), error) {
 	cols, rows := ptySize(p.cfg)
-	attrs := proctree.SysProcAttr()
 	attrs.Setctty = true
 	attrs.Ctty = 0 // the child's stdin is the PTY slave
 	var master *os.File

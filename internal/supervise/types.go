@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/cgroup"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/proctree"
 	"github.com/harness-dev/harness/internal/runs"
@@ -75,6 +76,19 @@ type Deps struct {
 	OnSpawn func(run uint64, stdin io.WriteCloser, stdout io.ReadCloser)
 	// BaseEnv is the first layer of every unit's environment; default os.Environ().
 	BaseEnv []string
+
+	// Cgroups, when set, holds every run in a cgroup leaf of its own
+	// (cgroup mode): a run ends when its last process does, and stopping
+	// it reaches every process in the leaf. Nil is the fallback: process
+	// groups, markers and Tracker.
+	Cgroups *cgroup.Tree
+	// Tracker (fallback mode) attributes adopted orphans to runs; runs
+	// are registered with it and their tracked members ended with them.
+	Tracker *proctree.Tracker
+	// AwaitReady: a run counts as started only once Unit.Started reports
+	// success; an exit before that, or a reported failure, is a failed
+	// start (an upstream that never completes initialize).
+	AwaitReady bool
 }
 
 // Event kinds: the values of the wire's event kinds.

@@ -62,6 +62,7 @@ func New(cfg UnitConfig, deps Deps) *Unit {
 	deps.Logger = deps.Logger.With("unit", cfg.Name)
 	u := &Unit{name: cfg.Name, inbox: make(chan any, 16), done: make(chan struct{})}
 	a := &actor{u: u, cfg: cfg.clone(), deps: deps, state: StateStopped}
+	a.own = newOwner(a)
 	a.publish()
 	go a.loop()
 	return u
@@ -113,6 +114,15 @@ func (u *Unit) Update(cfg UnitConfig) {
 	if err := u.call(context.Background(), updateCmd{cfg: cfg.clone(), reply: make(chan error, 1)}); err != nil {
 		slog.Default().Debug("supervise: update after close", "unit", u.name, "err", err)
 	}
+}
+
+// Started reports whether run became ready, for a unit with
+// Deps.AwaitReady (the broker calls it once an upstream's initialize
+// completed, or failed or timed out). A failure ends the run and counts
+// as a failed start; until success the run is not healthy. Reports for
+// another run than the current one are ignored. It never blocks for long.
+func (u *Unit) Started(run uint64, err error) {
+	u.post(readyEv{run: run, err: err})
 }
 
 // Close stops the unit and ends its actor. Later calls return ErrClosed.

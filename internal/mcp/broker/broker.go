@@ -53,6 +53,11 @@ type Options struct {
 	// ConnectTimeout bounds the initialize handshake plus the first tool
 	// listing. Zero means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// OnStarted, when set, learns how each attached run's start ended:
+	// nil once initialize and the first listing succeeded, else why they
+	// failed or timed out. Runs detached or replaced meanwhile are not
+	// reported. It is called from the run's goroutine and must not block.
+	OnStarted func(unit string, run uint64, err error)
 }
 
 // Upstream is one configured [mcp.KEY] table. A global upstream's unit name
