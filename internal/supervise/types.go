@@ -34,6 +34,9 @@ type UnitConfig struct {
 	RestartDelay time.Duration // 0 restarts at once (the backoff still applies when degraded)
 	StopGrace    time.Duration // 0 takes Limits.StopGrace
 	Cols, Rows   uint16        // PTY size; 0 takes 120x40
+	// IdleAfter is the silence after which a harness counts as idle; 0
+	// takes term.DefaultIdleAfter. It applies at once.
+	IdleAfter time.Duration
 }
 
 // spawnEqual reports whether a and b spawn the same process, i.e. whether a
@@ -82,6 +85,10 @@ const (
 	EventExit        = "exit"         // a run ended: ExitCode or Signal
 	EventFlapping    = "flapping"     // the unit became degraded
 	EventSpawnFailed = "spawn_failed" // a spawn failed: Message says why
+	// EventActivity says a harness turned busy or idle (Activity). It comes
+	// from the unit's terminal, not from the actor: Time is when output
+	// resumed (busy) or stopped (idle).
+	EventActivity = "activity"
 )
 
 // Event is a notification for the daemon's subscribers.
@@ -93,6 +100,7 @@ type Event struct {
 	ExitCode *int      `json:"exit_code,omitempty"`
 	Signal   string    `json:"signal,omitempty"`
 	Message  string    `json:"message,omitempty"`
+	Activity string    `json:"activity,omitempty"` // EventActivity: "busy" or "idle"
 	Time     time.Time `json:"time"`
 }
 
