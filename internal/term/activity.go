@@ -21,8 +21,10 @@ package term
 //   - Erasing the display (ED 2/3, RIS) or leaving the alternate screen
 //     takes the rows that were about to vanish if a sample had seen them;
 //     rows that lived for less than a sample are not worth an entry. Rows
-//     drawn again after such a clear with the text they had before are a
-//     redraw and add nothing.
+//     drawn again after being erased (by a clear, or line by line), with
+//     the text they had when taken, are a redraw and add nothing, also
+//     when a sample caught the frame half drawn: taken rows that vanish
+//     are remembered until output settles.
 //   - Entering the alternate screen takes everything the main screen shows;
 //     leaving it resumes the main screen where it was.
 //   - Idle (Options.IdleAfter without output), Flush (the run ended) and
@@ -51,8 +53,9 @@ type item struct {
 // It belongs to a Term and runs under its lock.
 type activity struct {
 	prev      []item   // the active screen's non-blank rows at the last sample
+	ghosts    []string // taken rows that were erased since the last quiet sample
 	mainPrev  []item   // prev of the main screen while the alternate one is up
-	inAlt     bool     //
+	inAlt     bool
 	open      []string // lines that left the screen since the last sample or clear
 	streaming bool     // open held a screenful: later departures are new for sure
 	dp        []uint16 // scratch for align
@@ -154,12 +157,16 @@ func (a *activity) sample(rows []string, cursor int, kind takeKind, emit func([]
 		texts[i] = it.text
 	}
 	m := a.align(a.prev, texts)
+	matched := make([]bool, len(a.prev))
 	var out []string
 	for i := range tape {
 		it := &tape[i]
 		if p := m[i]; p >= 0 {
+			matched[p] = true
 			it.emitted = a.prev[p].emitted
 			it.seen = a.prev[p].seen + 1
+		} else if it.row >= 0 && a.unghost(it.text) {
+			it.emitted = true // a taken row, erased and drawn again
 		}
 		if it.emitted {
 			continue
@@ -173,6 +180,16 @@ func (a *activity) sample(rows []string, cursor int, kind takeKind, emit func([]
 			pending = true
 		}
 	}
+	if kind == takeStable {
+		for p, it := range a.prev {
+			if !matched[p] && it.emitted {
+				a.ghost(it.text)
+			}
+		}
+	} else {
+		clear(a.ghosts) // output settled: what was not drawn again is gone
+		a.ghosts = a.ghosts[:0]
+	}
 	clear(a.prev)
 	a.prev = append(a.prev[:0], tape[len(a.open):]...)
 	clear(a.open)
@@ -184,6 +201,29 @@ func (a *activity) sample(rows []string, cursor int, kind takeKind, emit func([]
 	return pending
 }
 
+// ghost remembers a taken row that vanished from the screen; the oldest
+// are forgotten beyond maxGhosts.
+func (a *activity) ghost(s string) {
+	if len(a.ghosts) >= maxGhosts {
+		a.ghosts = append(a.ghosts[:0], a.ghosts[1:]...)
+	}
+	a.ghosts = append(a.ghosts, s)
+}
+
+// unghost reports whether s is a remembered row, and forgets it.
+func (a *activity) unghost(s string) bool {
+	for i, g := range a.ghosts {
+		if g == s {
+			a.ghosts = append(a.ghosts[:i], a.ghosts[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// maxGhosts bounds the memory of erased rows.
+const maxGhosts = 256
+
 // enterAlt sets the main screen's state aside; the caller has taken the
 // main screen's rows already.
 func (a *activity) enterAlt() {
@@ -192,7 +232,7 @@ func (a *activity) enterAlt() {
 	}
 	a.inAlt = true
 	a.mainPrev, a.prev = a.prev, nil
-	a.open, a.streaming = a.open[:0], false
+	a.open, a.streaming, a.ghosts = a.open[:0], false, a.ghosts[:0]
 }
 
 // leaveAlt resumes the main screen's state; the caller has taken the
@@ -203,7 +243,7 @@ func (a *activity) leaveAlt() {
 	}
 	a.inAlt = false
 	a.prev, a.mainPrev = a.mainPrev, nil
-	a.open, a.streaming = a.open[:0], false
+	a.open, a.streaming, a.ghosts = a.open[:0], false, a.ghosts[:0]
 }
 
 // resized forgets where rows were: the caller took them all before.

@@ -145,3 +145,14 @@ func (t *Term) takeScreenLocked(scr *vt.Screen, kind takeKind) bool {
 	}
 	return t.act.sample(t.rowTextsLocked(scr), cursor, kind, t.opt.OnLines)
 }
+
+// SetIdleAfter changes the silence after which the unit is idle (0: the
+// default); it applies from the next output on.
+func (t *Term) SetIdleAfter(d time.Duration) {
+	if d <= 0 {
+		d = DefaultIdleAfter
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.opt.IdleAfter = d
+}

@@ -235,6 +235,24 @@ func TestClearAndRedrawAddsNothing(t *testing.T) {
 	})
 }
 
+// TestRedrawCaughtHalfDrawn: a sample that lands between the clear and the
+// rest of the frame must not make the redrawn rows new.
+func TestRedrawCaughtHalfDrawn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, r := newTerm(t, Options{Cols: 40, Rows: 10})
+		for range 8 {
+			feed(tm, "\x1b[H\x1b[2J\x1b[2;3HSign in")
+			time.Sleep(150 * time.Millisecond) // a sample sees only the title
+			feed(tm, "\x1b[4;3H> 1. With ChatGPT")
+			time.Sleep(150 * time.Millisecond)
+			feed(tm, "\x1b[5;3H  2. With a key")
+			time.Sleep(30 * time.Millisecond)
+		}
+		settle()
+		wantLines(t, r.got(), []string{"  Sign in", "  > 1. With ChatGPT", "    2. With a key"})
+	})
+}
+
 func TestEchoLoopOneLinePerLineInOrderPromptly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, r := newTerm(t, Options{Cols: 80, Rows: 24})
