@@ -14,10 +14,14 @@ package term
 //     moved up or down: rows are matched to the previous sample by text
 //     (longest common subsequence), so a repeated frame adds nothing and a
 //     frame that grew adds only its new rows.
-//   - The cursor's row is still being written (a prompt, a progress bar
-//     redrawn after CR): it is taken when the cursor leaves it, when it
-//     scrolls off, or when the unit goes idle, so a CR progress line lands
-//     once with its final text.
+//   - The row of a visible cursor is still being written (a prompt, a
+//     progress bar redrawn after CR): it is taken when the cursor leaves
+//     it, when it scrolls off, or when the unit goes idle, so a CR progress
+//     line lands once with its final text. A hidden cursor marks nothing:
+//     TUIs hide it and park it anywhere (Claude Code parks it on the
+//     selected item of a menu, which must not wait for idle). A progress
+//     bar drawn with the cursor hidden and updated more slowly than two
+//     samples gives a line per update.
 //   - Erasing the display (ED 2/3, RIS) or leaving the alternate screen
 //     takes the rows that were about to vanish if a sample had seen them;
 //     rows that lived for less than a sample are not worth an entry. Rows

@@ -139,8 +139,10 @@ func (t *Term) takeLocked(kind takeKind) bool {
 
 func (t *Term) takeScreenLocked(scr *vt.Screen, kind takeKind) bool {
 	t.dirty = false
+	// Only a visible cursor marks a row still being written: TUIs hide
+	// theirs and park it anywhere, Claude Code on the selected item.
 	cursor := -1
-	if scr == t.activeLocked() {
+	if scr == t.activeLocked() && !t.em.CursorHidden() {
 		cursor = t.em.CursorPosition().Y
 	}
 	return t.act.sample(t.rowTextsLocked(scr), cursor, kind, t.opt.OnLines)

@@ -131,6 +131,17 @@ func TestProgressOnCursorRowLandsAtIdle(t *testing.T) {
 	})
 }
 
+// TestHiddenCursorRowIsNotHeldBack: a menu that parks its hidden cursor
+// on the selected item (Claude Code) has that item taken with the rest.
+func TestHiddenCursorRowIsNotHeldBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm, r := newTerm(t, Options{Cols: 40, Rows: 10})
+		feed(tm, "\x1b[?25lChoose\r\n❯ Dark\r\n  Light\r\n\x1b[2;1H")
+		settle()
+		wantLines(t, r.got(), []string{"Choose", "❯ Dark", "  Light"})
+	})
+}
+
 func TestWideAndCombiningCharacters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, r := newTerm(t, Options{Cols: 20, Rows: 5})
