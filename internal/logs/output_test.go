@@ -25,7 +25,7 @@ func TestWriteRawAndOutput(t *testing.T) {
 	}
 	l.Output("Unable  to", "   ", "\x1b[31mred\x1b[m  ", "0123456789abcdef日本")
 	l.Output("abcdefghij日本") // a cut never splits a character
-	l.Flush() // the raw partial line must not turn into an entry either
+	l.Flush()                // the raw partial line must not turn into an entry either
 	es, _ := l.EntriesAfter(0, 0)
 	want := []string{"Unable  to", "red", "0123456789ab", "cdef日本", "abcdefghij", "日本"}
 	if got := texts(es); strings.Join(got, "|") != strings.Join(want, "|") {

@@ -1,5 +1,7 @@
 package term
 
+import "time"
+
 // Activity lines (DESIGN §12): what the screen showed, as lines, once each.
 //
 // The rule:
@@ -28,7 +30,7 @@ package term
 //     drawn again after being erased (by a clear, or line by line), with
 //     the text they had when taken, are a redraw and add nothing, also
 //     when a sample caught the frame half drawn: taken rows that vanish
-//     are remembered until output settles.
+//     are remembered for ghostTTL (and forgotten when the unit goes idle).
 //   - Entering the alternate screen takes everything the main screen shows;
 //     leaving it resumes the main screen where it was.
 //   - Idle (Options.IdleAfter without output), Flush (the run ended) and
@@ -56,9 +58,9 @@ type item struct {
 // activity turns screen samples and departing lines into activity lines.
 // It belongs to a Term and runs under its lock.
 type activity struct {
-	prev      []item   // the active screen's non-blank rows at the last sample
-	ghosts    []string // taken rows that were erased since the last quiet sample
-	mainPrev  []item   // prev of the main screen while the alternate one is up
+	prev      []item  // the active screen's non-blank rows at the last sample
+	ghosts    []ghost // taken rows that were erased lately
+	mainPrev  []item  // prev of the main screen while the alternate one is up
 	inAlt     bool
 	open      []string // lines that left the screen since the last sample or clear
 	streaming bool     // open held a screenful: later departures are new for sure
@@ -146,7 +148,8 @@ func (a *activity) cleared(rows []string, emit func([]string)) {
 // sample examines the screen: rows are its rows' text, cursor the cursor's
 // row. It reports whether rows are left that a later sample could take
 // (the cursor's row waits for idle and does not count).
-func (a *activity) sample(rows []string, cursor int, kind takeKind, emit func([]string)) (pending bool) {
+func (a *activity) sample(rows []string, cursor int, kind takeKind, now time.Time, emit func([]string)) (pending bool) {
+	a.expireGhosts(now)
 	tape := make([]item, 0, len(a.open)+len(rows))
 	for _, s := range a.open {
 		tape = append(tape, item{text: s, row: -1})
@@ -184,15 +187,15 @@ func (a *activity) sample(rows []string, cursor int, kind takeKind, emit func([]
 			pending = true
 		}
 	}
-	if kind == takeStable {
+	if kind == takeAll {
+		clear(a.ghosts) // idle or flushed: what was not drawn again is gone
+		a.ghosts = a.ghosts[:0]
+	} else {
 		for p, it := range a.prev {
 			if !matched[p] && it.emitted {
-				a.ghost(it.text)
+				a.ghost(it.text, now)
 			}
 		}
-	} else {
-		clear(a.ghosts) // output settled: what was not drawn again is gone
-		a.ghosts = a.ghosts[:0]
 	}
 	clear(a.prev)
 	a.prev = append(a.prev[:0], tape[len(a.open):]...)
@@ -205,19 +208,31 @@ func (a *activity) sample(rows []string, cursor int, kind takeKind, emit func([]
 	return pending
 }
 
-// ghost remembers a taken row that vanished from the screen; the oldest
-// are forgotten beyond maxGhosts.
-func (a *activity) ghost(s string) {
+// ghost is a taken row that vanished from the screen at a time.
+type ghost struct {
+	text string
+	at   time.Time
+}
+
+// Bounds of the memory of erased rows: how long, and how many.
+const (
+	ghostTTL  = 3 * time.Second
+	maxGhosts = 256
+)
+
+// ghost remembers a taken row that vanished; the oldest are forgotten
+// beyond maxGhosts.
+func (a *activity) ghost(s string, now time.Time) {
 	if len(a.ghosts) >= maxGhosts {
 		a.ghosts = append(a.ghosts[:0], a.ghosts[1:]...)
 	}
-	a.ghosts = append(a.ghosts, s)
+	a.ghosts = append(a.ghosts, ghost{s, now})
 }
 
 // unghost reports whether s is a remembered row, and forgets it.
 func (a *activity) unghost(s string) bool {
 	for i, g := range a.ghosts {
-		if g == s {
+		if g.text == s {
 			a.ghosts = append(a.ghosts[:i], a.ghosts[i+1:]...)
 			return true
 		}
@@ -225,8 +240,15 @@ func (a *activity) unghost(s string) bool {
 	return false
 }
 
-// maxGhosts bounds the memory of erased rows.
-const maxGhosts = 256
+func (a *activity) expireGhosts(now time.Time) {
+	i := 0
+	for i < len(a.ghosts) && now.Sub(a.ghosts[i].at) > ghostTTL {
+		i++
+	}
+	if i > 0 {
+		a.ghosts = append(a.ghosts[:0], a.ghosts[i:]...)
+	}
+}
 
 // enterAlt sets the main screen's state aside; the caller has taken the
 // main screen's rows already.

@@ -145,7 +145,7 @@ func (t *Term) takeScreenLocked(scr *vt.Screen, kind takeKind) bool {
 	if scr == t.activeLocked() && !t.em.CursorHidden() {
 		cursor = t.em.CursorPosition().Y
 	}
-	return t.act.sample(t.rowTextsLocked(scr), cursor, kind, t.opt.OnLines)
+	return t.act.sample(t.rowTextsLocked(scr), cursor, kind, t.opt.Now(), t.opt.OnLines)
 }
 
 // SetIdleAfter changes the silence after which the unit is idle (0: the

@@ -21,6 +21,7 @@ import (
 	"time"
 	"unsafe"
 
+	uv "github.com/charmbracelet/ultraviolet"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
 )
@@ -114,6 +115,7 @@ type Term struct {
 	title     string
 	paste     bool // the program asked for bracketed paste
 	closed    bool
+	fed       bool // output arrived since the emulator was built
 	hist      history
 	act       activity
 	rowBuf    []byte // scratch for row text
@@ -153,7 +155,11 @@ func (t *Term) Reset(cols, rows int) {
 	if rows <= 0 {
 		rows = t.opt.Rows
 	}
-	t.resetLocked(cols, rows)
+	if t.fed || cols != t.cols || rows != t.rows {
+		t.resetLocked(cols, rows) // an untouched screen is reused: an emulator costs ~5 MB to build
+	}
+	now := t.opt.Now() // the new run is silent since it started
+	t.since, t.lastOut, t.dirty = now, now, false
 	if t.busy {
 		t.busy = false
 		t.opt.OnActivity(t.activityLocked())
@@ -169,6 +175,14 @@ func (t *Term) resetLocked(cols, rows int) {
 	t.main, t.alt, ok = screens(t.em)
 	if !ok {
 		panic("term: x/vt's Emulator no longer has the scrs [2]Screen field this package reads; see screens()")
+	}
+	if !t.shrinkAltLocked() {
+		panic("term: x/vt's Screen no longer has the buf field this package reads; see bufOf()")
+	}
+	if p := parserOf(t.em); p != nil {
+		p.SetDataSize(maxStringData)
+	} else {
+		panic("term: x/vt's Emulator no longer has the parser field this package reads; see parserOf()")
 	}
 	// Nobody reads the emulator's answers to queries (DA, CPR, colours,
 	// DECRQM...). It writes them to an unbuffered io.Pipe, where a write
@@ -193,7 +207,7 @@ func (t *Term) resetLocked(cols, rows int) {
 		},
 	})
 	t.registerHandlersLocked()
-	t.title, t.paste = "", false
+	t.title, t.paste, t.fed = "", false, false
 	t.act.reset()
 	now := t.opt.Now()
 	t.since, t.lastOut, t.dirty = now, now, false
@@ -221,6 +235,46 @@ func screens(e *vt.Emulator) (main, alt *vt.Screen, ok bool) {
 	main = (*vt.Screen)(unsafe.Pointer(v.Index(0).UnsafeAddr()))
 	alt = (*vt.Screen)(unsafe.Pointer(v.Index(1).UnsafeAddr()))
 	return main, alt, true
+}
+
+// bufOf returns the address of a screen's cell buffer, which x/vt v0.1.0
+// does not export; TestScreensReachable fails if the field moves.
+func bufOf(s *vt.Screen) **uv.RenderBuffer {
+	v := reflect.ValueOf(s).Elem().FieldByName("buf")
+	if !v.IsValid() || v.Type() != reflect.TypeFor[*uv.RenderBuffer]() {
+		return nil
+	}
+	return (**uv.RenderBuffer)(unsafe.Pointer(v.UnsafeAddr()))
+}
+
+// shrinkAltLocked gives the alternate screen a 1x1 buffer while the program
+// does not use it: its cells are half of what an emulator costs (x/vt
+// allocates both screens in full, and shrinking a buffer keeps its
+// arrays). onAltScreenLocked grows it back when the program switches.
+func (t *Term) shrinkAltLocked() bool {
+	b := bufOf(t.alt)
+	if b == nil {
+		return false
+	}
+	*b = uv.NewRenderBuffer(1, 1)
+	t.alt.Resize(1, 1) // the scroll region follows the buffer
+	return true
+}
+
+// maxStringData bounds the body of one OSC/DCS/APC string the parser
+// keeps (a title, a hyperlink, a working directory); a longer one is cut.
+// x/vt allocates 4 MiB for it up front, per emulator, for images and
+// clipboard copies nobody here reads.
+const maxStringData = 8 << 10
+
+// parserOf returns the emulator's escape-sequence parser, which x/vt v0.1.0
+// does not export; TestScreensReachable fails if the field moves.
+func parserOf(e *vt.Emulator) *ansi.Parser {
+	v := reflect.ValueOf(e).Elem().FieldByName("parser")
+	if !v.IsValid() || v.Type() != reflect.TypeFor[*ansi.Parser]() {
+		return nil
+	}
+	return *(**ansi.Parser)(unsafe.Pointer(v.UnsafeAddr()))
 }
 
 // registerHandlersLocked adds observers in front of the emulator's own handlers
@@ -274,10 +328,12 @@ func (t *Term) onAltScreenLocked(on bool) {
 	if on {
 		t.takeScreenLocked(t.main, takeAll)
 		t.act.enterAlt()
+		t.alt.Resize(t.cols, t.rows) // cleared and homed by the emulator already
 		return
 	}
 	t.clearedLocked(t.alt, false)
 	t.act.leaveAlt()
+	t.shrinkAltLocked()
 }
 
 // Feed takes output of the current run. It never blocks on anything but the
@@ -297,6 +353,7 @@ func (t *Term) Feed(p []byte) {
 		t.drainLocked()
 		p = p[n:]
 	}
+	t.fed = true
 	t.outputLocked()
 }
 
@@ -350,8 +407,11 @@ func (t *Term) Resize(cols, rows int) {
 		return
 	}
 	t.takeLocked(takeAll)
-	t.em.Resize(cols, rows)
+	t.em.Resize(cols, rows) // both screens
 	t.cols, t.rows = cols, rows
+	if !t.em.IsAltScreen() {
+		t.shrinkAltLocked()
+	}
 	t.setCaptureLocked()
 	t.act.resized()
 }

@@ -84,6 +84,12 @@ func TestScreensReachable(t *testing.T) {
 	if c := main.CellAt(0, 0); c == nil || c.Content != "h" {
 		t.Fatalf("main screen cell = %+v", c)
 	}
+	if bufOf(alt) == nil || *bufOf(alt) == nil {
+		t.Fatal("x/vt's screen buffer cannot be reached: update bufOf() for this version")
+	}
+	if parserOf(e) == nil {
+		t.Fatal("x/vt's parser cannot be reached: update parserOf() for this version")
+	}
 }
 
 func TestCursorForwardKeepsSpaces(t *testing.T) {
@@ -251,13 +257,15 @@ func TestClearAndRedrawAddsNothing(t *testing.T) {
 func TestRedrawCaughtHalfDrawn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tm, r := newTerm(t, Options{Cols: 40, Rows: 10})
+		feed(tm, "\x1b[?25l")
+		// Timed off the 100ms sample ticks, so that the order is certain.
 		for range 8 {
 			feed(tm, "\x1b[H\x1b[2J\x1b[2;3HSign in")
-			time.Sleep(150 * time.Millisecond) // a sample sees only the title
+			time.Sleep(140 * time.Millisecond) // a sample sees only the title
 			feed(tm, "\x1b[4;3H> 1. With ChatGPT")
-			time.Sleep(150 * time.Millisecond)
+			time.Sleep(140 * time.Millisecond)
 			feed(tm, "\x1b[5;3H  2. With a key")
-			time.Sleep(30 * time.Millisecond)
+			time.Sleep(70 * time.Millisecond)
 		}
 		settle()
 		wantLines(t, r.got(), []string{"  Sign in", "  > 1. With ChatGPT", "    2. With a key"})
