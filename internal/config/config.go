@@ -88,6 +88,11 @@ type Harness struct {
 	Schedule          string    // cron.ParseStandard syntax; "" when none
 	HarvestTrajectory bool
 	Project           string // "" for global harnesses
+	// TermCols x TermRows (term_size = "COLSxROWS", default 120x40) is
+	// the PTY and emulator size; IdleAfter (idle_after, seconds, default
+	// 3) the silence after which the harness counts as idle.
+	TermCols, TermRows int
+	IdleAfter          time.Duration
 }
 
 // IsJob reports whether h is a job (DESIGN §7): it has a schedule or it is

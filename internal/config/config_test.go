@@ -168,6 +168,14 @@ func TestParseValid(t *testing.T) {
 			}},
 		{"upstream key with digits", "[mcp.a-1]\ncmd='x'", func(c *Config) bool { return c.Upstreams["a-1"] != nil }},
 		{"profile without members", "[profile.p]", func(c *Config) bool { return c.Profiles["p"] != nil }},
+		{"terminal defaults", "[harness.a]\ncmd='x'", func(c *Config) bool {
+			h := c.Harnesses["a"]
+			return h.TermCols == 120 && h.TermRows == 40 && h.IdleAfter == 3*time.Second
+		}},
+		{"terminal keys", "[harness.a]\ncmd='x'\nterm_size='80x24'\nidle_after=1.5", func(c *Config) bool {
+			h := c.Harnesses["a"]
+			return h.TermCols == 80 && h.TermRows == 24 && h.IdleAfter == 1500*time.Millisecond
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := Parse("harness.toml", []byte(tt.src))
@@ -267,6 +275,12 @@ func TestParseErrors(t *testing.T) {
 			"harness.toml:4: harness.a.stop_grace: must be a number of seconds, not a string",
 			"harness.toml:7: mcp.u.restart_delay: must be >= 0 seconds, not -0.5",
 			"harness.toml:8: mcp.u.stop_grace: 1e+300 seconds is too long"}},
+		{"terminal keys", "[harness.a]\ncmd='x'\nterm_size='120 x 40'\nidle_after=0\n[harness.b]\ncmd='x'\nterm_size='1x40'\nidle_after='3s'\n[harness.c]\ncmd='x'\nterm_size=12040\n", []string{
+			`harness.toml:3: harness.a.term_size: invalid terminal size "120 x 40" (want "COLSxROWS", e.g. "120x40")`,
+			"harness.toml:4: harness.a.idle_after: must be > 0 seconds, not 0",
+			`harness.toml:7: harness.b.term_size: terminal size "1x40" out of range (want 2..1000 columns and 2..500 rows)`,
+			"harness.toml:8: harness.b.idle_after: must be a number of seconds, not a string",
+			"harness.toml:11: harness.c.term_size: must be a string, not an integer"}},
 		{"nan and huge int", "[harness.a]\ncmd='x'\nrestart_delay = nan\nstop_grace = 9223372037\n", []string{
 			"harness.toml:3: harness.a.restart_delay: must be >= 0 seconds, not NaN",
 			"harness.toml:4: harness.a.stop_grace: 9223372037 seconds is too long"}},

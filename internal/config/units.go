@@ -28,6 +28,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 		Process:  Process{RestartDelay: DefaultRestartDelay, StopGrace: DefaultStopGrace},
 		MCPAllow: api.DefaultGrant(),
 		Project:  project,
+		TermCols: DefaultTermCols, TermRows: DefaultTermRows, IdleAfter: DefaultIdleAfter,
 	}
 	restartSet := false
 	for _, k := range sortedKeys(t) {
@@ -67,6 +68,10 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 			}
 		case "harvest_trajectory":
 			h.HarvestTrajectory = d.boolean(kp, val)
+		case "term_size":
+			h.TermCols, h.TermRows = d.termSize(kp, val)
+		case "idle_after":
+			h.IdleAfter = d.idleAfter(kp, val)
 		default:
 			d.unknown(kp, val)
 		}

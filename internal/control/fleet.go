@@ -76,6 +76,7 @@ func UpstreamUnitName(project, key string) string {
 
 func (c *Control) harnessUnitConfig(name string, h *config.Harness) supervise.UnitConfig {
 	uc := processUnitConfig(name, supervise.KindHarness, h.Process, supervise.Policy(h.Restart))
+	uc.Cols, uc.Rows, uc.IdleAfter = uint16(h.TermCols), uint16(h.TermRows), h.IdleAfter
 	uc.ExtraEnv = []string{"HARNESS_SOCKET=" + c.opt.SocketPath}
 	if c.opt.MCPURL != "" {
 		uc.ExtraEnv = append(uc.ExtraEnv, "HARNESS_MCP_URL="+c.opt.MCPURL)

@@ -96,6 +96,8 @@ func (a *actor) handle(msg any) {
 		a.onStop(nil)
 	case updateCmd:
 		a.onUpdate(m)
+	case resizeCmd:
+		a.onResize(m)
 	case exitEv:
 		a.onExit(m)
 	case timerEv:
@@ -118,6 +120,9 @@ func (a *actor) finishClose() {
 	if a.pendStart != nil {
 		a.pendStart.reply <- fmt.Errorf("supervise: unit %s: %w", a.cfg.Name, ErrClosed)
 		a.pendStart = nil
+	}
+	if a.u.term != nil {
+		a.u.term.Close()
 	}
 	a.closeReply <- nil
 }
@@ -222,7 +227,10 @@ func (a *actor) onUpdate(m updateCmd) {
 	name := a.cfg.Name
 	a.cfg = m.cfg
 	a.cfg.Name = name // a unit never changes its identity
-	a.publish()       // config_changed is part of the snapshot
+	if a.u.term != nil {
+		a.u.term.SetIdleAfter(a.cfg.IdleAfter)
+	}
+	a.publish() // config_changed is part of the snapshot
 	m.reply <- nil
 }
 
@@ -283,6 +291,9 @@ func (a *actor) onExit(ev exitEv) {
 		text = "killed by " + ev.signal
 	case ev.code != nil:
 		text = fmt.Sprintf("exited with code %d", *ev.code)
+	}
+	if a.u.term != nil {
+		a.u.term.Flush() // what the screen still shows belongs before the exit
 	}
 	a.deps.Log.Event(p.run, text)
 	a.emit(Event{Kind: EventExit, RunID: p.run, ExitCode: ev.code, Signal: ev.signal, Message: text})
@@ -474,6 +485,9 @@ func (a *actor) publish() {
 	}
 	if a.cfg.Kind != KindUpstream {
 		s.Cols, s.Rows = ptySize(a.cfg)
+	}
+	if p := a.proc; p != nil && p.cols != 0 {
+		s.Cols, s.Rows = p.cols, p.rows // the size it runs with, resizes included
 	}
 	if a.lastExit != nil {
 		c := *a.lastExit

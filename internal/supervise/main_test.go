@@ -169,6 +169,9 @@ func runHelper(mode string) int {
 		}
 		return 0
 	default:
+		if code, ok := runTermHelper(mode); ok {
+			return code
+		}
 		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 		return 2
 	}

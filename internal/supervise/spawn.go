@@ -45,8 +45,9 @@ type proc struct {
 	abandon      chan struct{}
 	abandonTimer *time.Timer
 
-	stdin  io.Closer // upstream: our end of its stdin
-	master *os.File  // harness: the PTY master
+	stdin      io.Closer // upstream: our end of its stdin
+	master     *os.File  // harness: the PTY master
+	cols, rows uint16    // harness: the PTY size now
 	// ioDone is closed when the output reader (if any) has finished.
 	ioDone chan struct{}
 
@@ -100,6 +101,9 @@ func (a *actor) spawn(cause runs.Cause) error {
 		return a.spawnFailed(a.errSpawn(fmt.Errorf("begin run: %w", err)))
 	}
 	a.runID = run.ID
+	if a.u.term != nil {
+		a.u.term.Flush() // lines of the previous run stay with it
+	}
 	a.deps.Log.SetRun(run.ID)
 
 	a.gen++

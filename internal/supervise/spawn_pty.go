@@ -41,11 +41,14 @@ func (a *actor) startPTY(p *proc, attrs *syscall.SysProcAttr) (func(), error) {
 		master = nb
 	}
 	p.master = master
+	p.cols, p.rows = cols, rows
+	t := a.u.term
+	t.Reset(int(cols), int(rows))
 	logger := a.deps.Logger.With("run", p.run)
 	return func() {
 		go func() {
 			defer close(p.ioDone)
-			copyOutput(master, newLogWriter(a.deps.Log, logger), logger)
+			copyOutput(master, newPTYWriter(a.deps.Log, t, logger), logger)
 		}()
 	}, nil
 }

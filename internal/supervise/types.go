@@ -36,6 +36,9 @@ type UnitConfig struct {
 	RestartDelay time.Duration // 0 restarts at once (the backoff still applies when degraded)
 	StopGrace    time.Duration // 0 takes Limits.StopGrace
 	Cols, Rows   uint16        // PTY size; 0 takes 120x40
+	// IdleAfter is the silence after which a harness counts as idle; 0
+	// takes term.DefaultIdleAfter. It applies at once.
+	IdleAfter time.Duration
 }
 
 // spawnEqual reports whether a and b spawn the same process, i.e. whether a
@@ -97,6 +100,10 @@ const (
 	EventExit        = api.EventExit        // a run ended: ExitCode or Signal
 	EventFlapping    = api.EventFlapping    // the unit became degraded
 	EventSpawnFailed = api.EventSpawnFailed // a spawn failed: Message says why
+	// EventActivity says a harness turned busy or idle (Activity). It comes
+	// from the unit's terminal, not from the actor: Time is when output
+	// resumed (busy) or stopped (idle).
+	EventActivity = api.EventActivity
 )
 
 // Event is a notification for the daemon's subscribers; it is the wire's

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/runs"
+	"github.com/harness-dev/harness/internal/term"
 )
 
 // ErrClosed is returned by the methods of a Unit after Close.
@@ -32,6 +33,7 @@ type Unit struct {
 	inbox  chan any
 	done   chan struct{}
 	status atomic.Pointer[Status]
+	term   *term.Term // harnesses only
 }
 
 // New starts the actor of one unit. The unit begins stopped and not
@@ -61,6 +63,9 @@ func New(cfg UnitConfig, deps Deps) *Unit {
 	}
 	deps.Logger = deps.Logger.With("unit", cfg.Name)
 	u := &Unit{name: cfg.Name, inbox: make(chan any, 16), done: make(chan struct{})}
+	if cfg.Kind != KindUpstream {
+		u.term = newTerm(u, cfg, deps)
+	}
 	a := &actor{u: u, cfg: cfg.clone(), deps: deps, state: StateStopped}
 	a.own = newOwner(a)
 	a.publish()
@@ -161,6 +166,8 @@ func (u *Unit) call(ctx context.Context, c any) error {
 	case closeCmd:
 		reply = c.reply
 	case updateCmd:
+		reply = c.reply
+	case resizeCmd:
 		reply = c.reply
 	}
 	select {
