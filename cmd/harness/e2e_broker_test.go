@@ -386,3 +386,28 @@ func TestBroker_UpstreamListChangedReachesSessions(t *testing.T) {
 	}
 	waitTool(t, f, watcher, "x__fresh")
 }
+
+// [mcp.KEY] call_timeout_s bounds a call: past it the caller gets
+// upstream_unavailable saying so, and the upstream is told to cancel
+// (issue 22).
+func TestBroker_CallTimeoutEndsAHangingCallAndCancelsItUpstream(t *testing.T) {
+	f := newFleet(t, upstreamTable("x", "timeout-inst", "call_timeout_s = 1"))
+	s := f.mcpSession("", false, nil)
+	waitTool(t, f, s, "x__slow")
+	begin := time.Now()
+	res := callTool(t, s, "x__slow", map[string]any{"ms": 60000})
+	took := time.Since(begin)
+	if code := errorCode(t, res); code != "upstream_unavailable" || !strings.Contains(text(t, res), "call_timeout_s") {
+		t.Fatalf("a call past call_timeout_s: code %q, %s", code, text(t, res))
+	}
+	if took < time.Second || took > 10*time.Second {
+		t.Fatalf("the call ended after %s, want about call_timeout_s (1s)", took)
+	}
+	f.waitFor("the upstream to count the cancellation", 10*time.Second, func() bool {
+		return strings.TrimSpace(text(t, callTool(t, s, "x__cancelled", nil))) == "1"
+	})
+	// A call inside the bound is untouched.
+	if res := callTool(t, s, "x__slow", map[string]any{"ms": 10}); res.IsError {
+		t.Fatalf("a quick call: %s", text(t, res))
+	}
+}

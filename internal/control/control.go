@@ -38,6 +38,9 @@ type UpstreamRef struct {
 	Project string
 	// Tools classifies the upstream's tools; a change applies at once.
 	Tools config.ToolPolicy
+	// CallTimeout bounds each proxied call (0: unbounded); a change
+	// applies to the next call.
+	CallTimeout time.Duration
 }
 
 // BrokerStatus is what the broker knows of one upstream.

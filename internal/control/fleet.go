@@ -331,7 +331,7 @@ func (c *Control) configureBroker() {
 	c.mu.RLock()
 	for name, u := range c.units {
 		if up := u.upstream(); up != nil {
-			refs[name] = UpstreamRef{Key: up.Key, Project: up.Project, Tools: up.Tools}
+			refs[name] = UpstreamRef{Key: up.Key, Project: up.Project, Tools: up.Tools, CallTimeout: up.CallTimeout}
 		}
 	}
 	c.mu.RUnlock()
