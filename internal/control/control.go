@@ -298,7 +298,7 @@ func (c *Control) Config() *config.Config {
 func (c *Control) Call(ctx context.Context, caller api.Caller, op string, args json.RawMessage) (any, error) {
 	run, ok := opTable[op]
 	if !ok {
-		return nil, errcode.Errorf(errcode.InvalidArgument, "unknown operation %q", op)
+		return nil, errcode.Errorf(errcode.InvalidArgument, "unknown operation %s", errcode.Quote(op))
 	}
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")

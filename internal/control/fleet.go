@@ -506,7 +506,7 @@ func (c *Control) lookup(name string) (*unit, error) {
 	defer c.mu.RUnlock()
 	u, ok := c.units[name]
 	if !ok {
-		return nil, errcode.Errorf(errcode.UnknownHarness, "no harness named %q", name)
+		return nil, errcode.Errorf(errcode.UnknownHarness, "no harness named %s", errcode.Quote(name))
 	}
 	return u, nil
 }

@@ -93,7 +93,7 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	notify func(context.Context, *mcp.ProgressNotificationParams) error) (*mcp.CallToolResult, error) {
 	key, tool, ok := SplitName(name)
 	if !ok {
-		return nil, fmt.Errorf("broker: tool %q: no KEY__ namespace: %w", name, errcode.ErrUnknownNamespace)
+		return nil, fmt.Errorf("broker: tool %s: no KEY__ namespace: %w", errcode.Quote(name), errcode.ErrUnknownNamespace)
 	}
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || string(args) == "null" {
@@ -111,7 +111,7 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	u := b.visible(project, key)
 	if u == nil {
 		b.mu.Unlock()
-		return nil, fmt.Errorf("broker: tool %s: no upstream %q visible here: %w", name, key, errcode.ErrUnknownNamespace)
+		return nil, fmt.Errorf("broker: tool %s: no upstream %s visible here: %w", errcode.Quote(name), errcode.Quote(key), errcode.ErrUnknownNamespace)
 	}
 	_, listed := u.tools[tool]
 	var class api.Class
@@ -135,7 +135,7 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	case excluded:
 		return nil, fmt.Errorf("broker: upstream %s: tool %q is hidden by [mcp.%s] exclude_tools: %w", key, tool, key, errcode.ErrUnknownTool)
 	case !listed && (everListed || cs != nil):
-		return nil, fmt.Errorf("broker: upstream %s: no tool %q: %w", key, tool, errcode.ErrUnknownTool)
+		return nil, fmt.Errorf("broker: upstream %s: no tool %s: %w", key, errcode.Quote(tool), errcode.ErrUnknownTool)
 	case cs == nil:
 		// Down, or never listed yet: we cannot tell an unknown tool from
 		// one we have not seen, and the outage is the real answer.
