@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -409,5 +410,31 @@ func TestBroker_CallTimeoutEndsAHangingCallAndCancelsItUpstream(t *testing.T) {
 	// A call inside the bound is untouched.
 	if res := callTool(t, s, "x__slow", map[string]any{"ms": 10}); res.IsError {
 		t.Fatalf("a quick call: %s", text(t, res))
+	}
+}
+
+// A session's first tools/list waits for upstreams that are still starting
+// (a project's agent and its upstreams start together; a client that lists
+// once would otherwise never see their tools), within a bound (issue 22).
+func TestBroker_FirstToolsListWaitsForStartingUpstreams(t *testing.T) {
+	f := newFleet(t, fmt.Sprintf("\n[mcp.late]\ncmd = %q\nargs = [\"demo-upstream\", \"--name\", \"late-inst\", \"--start-delay\", \"2s\"]\n", harnessBin))
+	s := f.mcpSession("", false, nil)
+	if names := toolNames(t, s); !slices.Contains(names, "late__echo") {
+		t.Fatalf("first tools/list without the starting upstream's tools: %v", names)
+	}
+}
+
+// An upstream that cannot start at all does not hold the first list for
+// the whole bound: it is down, not starting.
+func TestBroker_FirstToolsListDoesNotWaitForABrokenUpstream(t *testing.T) {
+	f := newFleet(t, "\n[mcp.broken]\ncmd = \"/nonexistent/mcp-server\"\n"+upstreamTable("ok", "first-list-ok", ""))
+	s := f.mcpSession("", false, nil)
+	begin := time.Now()
+	names := toolNames(t, s)
+	if took := time.Since(begin); took > 5*time.Second {
+		t.Fatalf("the first tools/list took %s with a broken upstream", took)
+	}
+	if !slices.Contains(names, "ok__echo") {
+		t.Fatalf("first tools/list: %v", names)
 	}
 }
