@@ -110,8 +110,8 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 // Conn is one connection made by [Transport.Connect]. Read is called from
 // one goroutine at a time (the SDK's reader); Write and Close from any.
 type Conn struct {
-	r     *bufio.Reader
-	rc    io.ReadCloser
+	r      *bufio.Reader
+	rc     io.ReadCloser
 	w      io.WriteCloser
 	limit  int
 	answer bool // Transport.AnswerInvalid
