@@ -132,7 +132,7 @@ func withFD(f *os.File, fn func(fd int)) error {
 // hand-off, and returns the client's stdio ready to serve. Every
 // descriptor received is either in the result or closed. A refusal is an
 // errcode error for the Ended frame.
-func (c *conn) receiveStdio(ctx context.Context) (*HandedStdio, error) {
+func (c *conn) receiveStdio(ctx context.Context) (*handedStdio, error) {
 	uc, ok := c.nc.(*net.UnixConn)
 	if !ok {
 		return nil, errcode.Errorf(errcode.Internal, "stdio hand-off on a %T: want a unix socket", c.nc)
@@ -186,7 +186,7 @@ func (c *conn) receiveStdio(ctx context.Context) (*HandedStdio, error) {
 	if err != nil {
 		return nil, err
 	}
-	keep = true // the HandedStdio owns them now
+	keep = true // the handedStdio owns them now
 	return stdio, nil
 }
 
@@ -212,14 +212,14 @@ func closeFDs(fds []int) {
 	}
 }
 
-// HandedStdio is a client's stdin and stdout as the daemon serves a session
+// handedStdio is a client's stdin and stdout as the daemon serves a session
 // on them. The open file descriptions are shared with the client (and its
 // parent), so their blocking mode is the client's: each stream is read or
 // written through a poller-backed duplicate, with O_NONBLOCK set on the
 // description only if it was not set already, and Close puts back the mode
 // it found, through the received descriptor, once the duplicates are
 // closed (no read or write on them can be in progress then).
-type HandedStdio struct {
+type handedStdio struct {
 	in, out   *os.File // poller-backed duplicates
 	raw       [2]int   // the received descriptors: stdin, stdout
 	setByUs   [2]bool  // O_NONBLOCK was clear: Close clears it again
@@ -228,8 +228,8 @@ type HandedStdio struct {
 }
 
 // newHandedStdio takes ownership of in and out (closing them on failure).
-func newHandedStdio(in, out int) (*HandedStdio, error) {
-	s := &HandedStdio{raw: [2]int{in, out}}
+func newHandedStdio(in, out int) (*handedStdio, error) {
+	s := &handedStdio{raw: [2]int{in, out}}
 	// Every mode is read before any is set: stdin and stdout may be one
 	// description, whose flag the first set would change for the second.
 	for i, fd := range s.raw {
@@ -243,8 +243,10 @@ func newHandedStdio(in, out int) (*HandedStdio, error) {
 	var files [2]*os.File
 	for i, fd := range s.raw {
 		// F_DUPFD_CLOEXEC: a child the daemon forks meanwhile must not
-		// inherit the client's stdio (its EOF would never come).
-		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		// inherit the client's stdio (its EOF would never come). At 3 or
+		// above: os treats a file on 1 or 2 as the process's own stdout,
+		// where EPIPE (the client gone) raises SIGPIPE.
+		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
 		if err == nil {
 			if err = unix.SetNonblock(dup, true); err != nil {
 				_ = unix.Close(dup)
@@ -264,15 +266,15 @@ func newHandedStdio(in, out int) (*HandedStdio, error) {
 }
 
 // Read reads the client's stdin.
-func (s *HandedStdio) Read(p []byte) (int, error) { return s.in.Read(p) }
+func (s *handedStdio) Read(p []byte) (int, error) { return s.in.Read(p) }
 
 // Write writes the client's stdout.
-func (s *HandedStdio) Write(p []byte) (int, error) { return s.out.Write(p) }
+func (s *handedStdio) Write(p []byte) (int, error) { return s.out.Write(p) }
 
 // Close ends any read or write in progress, puts back the blocking mode of
 // both descriptions and releases every descriptor. It is safe to call more
 // than once and from any goroutine; later calls return the first's error.
-func (s *HandedStdio) Close() error {
+func (s *handedStdio) Close() error {
 	s.closeOnce.Do(func() {
 		// Closing a polled file wakes a parked reader or writer and
 		// waits until none is inside a system call on it.
@@ -284,7 +286,7 @@ func (s *HandedStdio) Close() error {
 
 // restoreAndClose clears O_NONBLOCK where it was clear when received, then
 // closes the received descriptors.
-func (s *HandedStdio) restoreAndClose() error {
+func (s *handedStdio) restoreAndClose() error {
 	var errs []error
 	for i, fd := range s.raw {
 		if s.setByUs[i] {
