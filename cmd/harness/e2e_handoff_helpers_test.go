@@ -2,12 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,38 +33,40 @@ type bridgeProc struct {
 	cmd                  *exec.Cmd
 	inR, inW, outR, outW *os.File
 	out                  *bufio.Reader
-	stderr               syncBuffer
+	stderrFile           string
 	exited               chan struct{}
 }
 
 // startBridge runs `harness mcp` on socket with env added.
 func startBridge(t *testing.T, socket string, env ...string) *bridgeProc {
 	t.Helper()
-	b := &bridgeProc{t: t, exited: make(chan struct{})}
-	var err error
-	if b.inR, b.inW, err = os.Pipe(); err != nil {
-		t.Fatal(err)
-	}
-	if b.outR, b.outW, err = os.Pipe(); err != nil {
-		t.Fatal(err)
-	}
-	fdtest.SetBlocking(t, b.inR, b.outW)
+	p := fdtest.StdioPipes(t)
+	b := &bridgeProc{t: t, exited: make(chan struct{}), inR: p.InR, inW: p.InW, outR: p.OutR, outW: p.OutW}
 	b.out = bufio.NewReader(b.outR)
 	b.cmd = exec.Command(harnessBin, "mcp", "--socket", socket)
 	b.cmd.Env = append(os.Environ(), append([]string{"HARNESS_MCP_TOKEN=", "HARNESS_SOCKET="}, env...)...)
-	b.cmd.Stdin, b.cmd.Stdout, b.cmd.Stderr = b.inR, b.outW, &b.stderr
+	b.stderrFile = filepath.Join(t.TempDir(), "stderr")
+	stderr, err := os.Create(b.stderrFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close() // the child has its own
+	b.cmd.Stdin, b.cmd.Stdout, b.cmd.Stderr = b.inR, b.outW, stderr
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = b.cmd.Wait(); close(b.exited) }()
-	t.Cleanup(func() {
+	t.Cleanup(func() { // before StdioPipes closes the pipes
 		_ = b.cmd.Process.Kill()
 		<-b.exited
-		for _, f := range []*os.File{b.inR, b.inW, b.outR, b.outW} {
-			_ = f.Close()
-		}
 	})
 	return b
+}
+
+// stderr is what the bridge wrote to stderr so far.
+func (b *bridgeProc) stderr() string {
+	out, _ := os.ReadFile(b.stderrFile)
+	return string(out)
 }
 
 // send writes lines to the bridge's stdin.
@@ -82,7 +83,7 @@ func (b *bridgeProc) line() string {
 	_ = b.outR.SetReadDeadline(time.Now().Add(20 * time.Second))
 	s, err := b.out.ReadString('\n')
 	if err != nil {
-		b.t.Fatalf("read from harness mcp: %v (stderr %q)", err, b.stderr.String())
+		b.t.Fatalf("read from harness mcp: %v (stderr %q)", err, b.stderr())
 	}
 	return s
 }
@@ -102,7 +103,7 @@ func (b *bridgeProc) exit(within time.Duration) int {
 	select {
 	case <-b.exited:
 	case <-time.After(within):
-		b.t.Fatalf("harness mcp still running after %s (stderr %q)", within, b.stderr.String())
+		b.t.Fatalf("harness mcp still running after %s (stderr %q)", within, b.stderr())
 	}
 	return b.cmd.ProcessState.ExitCode()
 }
@@ -147,22 +148,4 @@ func openFDs(t *testing.T, pid int) int {
 		t.Fatal(err)
 	}
 	return len(ents)
-}
-
-// syncBuffer is a bytes.Buffer safe for a child's writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -46,14 +46,14 @@ func TestMCP_HandoffTakesTheBridgeOutOfTheDataPath(t *testing.T) {
 			b.ping(2)
 			b.inW.Close()
 			if code := b.exit(10 * time.Second); code != 0 {
-				t.Fatalf("exit %d after stdin ended (stderr %q)", code, b.stderr.String())
+				t.Fatalf("exit %d after stdin ended (stderr %q)", code, b.stderr())
 			}
 			if holds(t, daemon, b.inR) || holds(t, daemon, b.outW) {
 				t.Error("the daemon still holds the agent's stdio after the session")
 			}
 			b.blocking()
-			if b.stderr.String() != "" {
-				t.Errorf("stderr %q, want nothing", b.stderr.String())
+			if b.stderr() != "" {
+				t.Errorf("stderr %q, want nothing", b.stderr())
 			}
 		})
 	}
@@ -79,8 +79,7 @@ func TestMCP_TerminalStdinFallsBackToTheBytePipe(t *testing.T) {
 	defer outW.Close()
 	cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
 	cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN=", "HARNESS_MCP_HANDOFF=1")
-	var stderr syncBuffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, outW, &stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, outW, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +90,7 @@ func TestMCP_TerminalStdinFallsBackToTheBytePipe(t *testing.T) {
 	_ = outR.SetReadDeadline(time.Now().Add(20 * time.Second))
 	line, err := bufio.NewReader(outR).ReadString('\n')
 	if err != nil || !strings.Contains(line, `"id":1,"result"`) {
-		t.Fatalf("ping through a terminal: %q, %v (stderr %q)", line, err, stderr.String())
+		t.Fatalf("ping through a terminal: %q, %v", line, err)
 	}
 	if holds(t, f.cmd.Process.Pid, outW) {
 		t.Fatal("stdout was handed over although stdin is a terminal")
@@ -100,7 +99,7 @@ func TestMCP_TerminalStdinFallsBackToTheBytePipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("after SIGTERM: %v (stderr %q)", err, stderr.String())
+		t.Fatalf("after SIGTERM: %v", err)
 	}
 }
 
@@ -123,7 +122,7 @@ func TestMCP_MalformedLineIsAnsweredAndTheSessionGoesOn(t *testing.T) {
 			)
 			b.inW.Close()
 			if code := b.exit(20 * time.Second); code != 0 {
-				t.Fatalf("exit %d (stderr %q)", code, b.stderr.String())
+				t.Fatalf("exit %d (stderr %q)", code, b.stderr())
 			}
 			b.outW.Close()
 			out, err := io.ReadAll(b.out)
@@ -176,7 +175,7 @@ func TestMCP_DaemonLossIsAnErrorWithAMessage(t *testing.T) {
 					f.stop()
 				}
 				code := b.exit(10 * time.Second)
-				msg := b.stderr.String()
+				msg := b.stderr()
 				if code == 0 || !strings.Contains(msg, "daemon") || !strings.Contains(msg, f.socket) {
 					t.Fatalf("exit %d, stderr %q: want non-zero and a message naming the daemon", code, msg)
 				}
@@ -200,8 +199,7 @@ func TestMCP_OneSocketForStdinAndStdout(t *testing.T) {
 			agent, stdio := fdtest.SocketPairFiles(t)
 			cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
 			cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN=", mode.env)
-			var stderr syncBuffer
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio, stdio, &stderr
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio, stdio, os.Stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -220,10 +218,10 @@ func TestMCP_OneSocketForStdinAndStdout(t *testing.T) {
 			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
 			line, err := bufio.NewReader(conn).ReadString('\n')
 			if err != nil || !strings.Contains(line, `"id":1,"result"`) {
-				t.Fatalf("agent got %q, %v (stderr %q)", line, err, stderr.String())
+				t.Fatalf("agent got %q, %v", line, err)
 			}
 			if err := cmd.Wait(); err != nil {
-				t.Fatalf("harness mcp: %v (stderr %q)", err, stderr.String())
+				t.Fatalf("harness mcp: %v", err)
 			}
 			if fdtest.Nonblocking(t, stdio) {
 				t.Fatal("the socket was left nonblocking")

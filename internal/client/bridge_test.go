@@ -25,21 +25,9 @@ type bridgeRig struct {
 
 func newBridgeRig(t *testing.T) *bridgeRig {
 	t.Helper()
-	var r bridgeRig
-	var err error
-	if r.inR, r.inW, err = os.Pipe(); err != nil {
-		t.Fatal(err)
-	}
-	if r.outR, r.outW, err = os.Pipe(); err != nil {
-		t.Fatal(err)
-	}
-	fdtest.SetBlocking(t, r.inR, r.outW)
+	p := fdtest.StdioPipes(t)
+	r := bridgeRig{inR: p.InR, inW: p.InW, outR: p.OutR, outW: p.OutW}
 	r.conn, r.daemon = fdtest.SocketPair(t)
-	t.Cleanup(func() {
-		for _, c := range []io.Closer{r.inR, r.inW, r.outR, r.outW} {
-			_ = c.Close()
-		}
-	})
 	return &r
 }
 

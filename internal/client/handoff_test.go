@@ -42,35 +42,13 @@ func (h *stdioFake) ServeMCPStdio(ctx context.Context, stdio io.ReadWriteCloser,
 	return nil
 }
 
-// pipes are blocking stdio pipes as a parent hands them to `harness mcp`.
-type pipes struct{ inR, inW, outR, outW *os.File }
-
-func newPipes(t *testing.T) *pipes {
-	t.Helper()
-	var p pipes
-	var err error
-	if p.inR, p.inW, err = os.Pipe(); err != nil {
-		t.Fatal(err)
-	}
-	if p.outR, p.outW, err = os.Pipe(); err != nil {
-		t.Fatal(err)
-	}
-	fdtest.SetBlocking(t, p.inR, p.outW)
-	t.Cleanup(func() {
-		for _, f := range []*os.File{p.inR, p.inW, p.outR, p.outW} {
-			_ = f.Close()
-		}
-	})
-	return &p
-}
-
 // roundTrip writes a line to stdin and returns the line that comes out.
-func (p *pipes) roundTrip(t *testing.T, rd *bufio.Reader, line string) string {
+func roundTrip(t *testing.T, p *fdtest.Stdio, rd *bufio.Reader, line string) string {
 	t.Helper()
-	if _, err := io.WriteString(p.inW, line+"\n"); err != nil {
+	if _, err := io.WriteString(p.InW, line+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	_ = p.outR.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = p.OutR.SetReadDeadline(time.Now().Add(10 * time.Second))
 	got, err := rd.ReadString('\n')
 	if err != nil {
 		t.Fatalf("stdout: %v", err)
@@ -78,9 +56,9 @@ func (p *pipes) roundTrip(t *testing.T, rd *bufio.Reader, line string) string {
 	return strings.TrimSuffix(got, "\n")
 }
 
-func serve(ctx context.Context, sock string, opt client.MCPOptions, p *pipes) chan error {
+func serve(ctx context.Context, sock string, opt client.MCPOptions, p *fdtest.Stdio) chan error {
 	done := make(chan error, 1)
-	go func() { done <- client.ServeMCP(ctx, sock, opt, p.inR, p.outW, io.Discard) }()
+	go func() { done <- client.ServeMCP(ctx, sock, opt, p.InR, p.OutW, io.Discard) }()
 	return done
 }
 
@@ -103,20 +81,20 @@ func TestServeMCPHandsStdioToADaemonThatTakesIt(t *testing.T) {
 	h := &stdioFake{fakeHandler: newFake(), handed: make(chan struct{}, 1)}
 	d := startDaemon(t, h)
 	for _, handoff := range []bool{true, false} {
-		p := newPipes(t)
+		p := fdtest.StdioPipes(t)
 		done := serve(testCtx(t), d.sock, client.MCPOptions{Token: "tok", Handoff: handoff}, p)
 		want := "tok/false:hi" // ServeMCP: the byte stream
 		if handoff {
 			want = "stdio:hi"
 		}
-		if got := p.roundTrip(t, bufio.NewReader(p.outR), "hi"); got != want {
+		if got := roundTrip(t, p, bufio.NewReader(p.OutR), "hi"); got != want {
 			t.Fatalf("handoff %t: got %q, want %q", handoff, got, want)
 		}
-		p.inW.Close()
+		p.InW.Close()
 		if err := waitErr(t, done); err != nil {
 			t.Fatalf("handoff %t: ServeMCP = %v", handoff, err)
 		}
-		if fdtest.Nonblocking(t, p.inR) || fdtest.Nonblocking(t, p.outW) {
+		if fdtest.Nonblocking(t, p.InR) || fdtest.Nonblocking(t, p.OutW) {
 			t.Fatalf("handoff %t: stdio left nonblocking", handoff)
 		}
 	}
@@ -133,17 +111,17 @@ func TestServeMCPHandsStdioToADaemonThatTakesIt(t *testing.T) {
 func TestServeMCPCancelEndsAHandedOffSession(t *testing.T) {
 	h := &stdioFake{fakeHandler: newFake(), handed: make(chan struct{}, 1)}
 	d := startDaemon(t, h)
-	p := newPipes(t)
+	p := fdtest.StdioPipes(t)
 	ctx, cancel := context.WithCancel(testCtx(t))
 	done := serve(ctx, d.sock, client.MCPOptions{Handoff: true}, p)
-	if got := p.roundTrip(t, bufio.NewReader(p.outR), "x"); got != "stdio:x" {
+	if got := roundTrip(t, p, bufio.NewReader(p.OutR), "x"); got != "stdio:x" {
 		t.Fatalf("got %q", got)
 	}
 	cancel()
 	if err := waitErr(t, done); err != nil {
 		t.Fatalf("ServeMCP after cancel = %v, want nil", err)
 	}
-	if fdtest.Nonblocking(t, p.inR) || fdtest.Nonblocking(t, p.outW) {
+	if fdtest.Nonblocking(t, p.InR) || fdtest.Nonblocking(t, p.OutW) {
 		t.Fatal("stdio left nonblocking")
 	}
 }
@@ -192,15 +170,15 @@ func oldDaemon(t *testing.T) (string, chan protocol.Hello) {
 // ignores it, and the session runs through the byte pipe.
 func TestServeMCPFallsBackForAnOldDaemon(t *testing.T) {
 	sock, hellos := oldDaemon(t)
-	p := newPipes(t)
+	p := fdtest.StdioPipes(t)
 	done := serve(testCtx(t), sock, client.MCPOptions{Handoff: true}, p)
-	if got := p.roundTrip(t, bufio.NewReader(p.outR), "hi"); got != "old:hi" {
+	if got := roundTrip(t, p, bufio.NewReader(p.OutR), "hi"); got != "old:hi" {
 		t.Fatalf("got %q", got)
 	}
 	if h := <-hellos; !h.Handoff || h.Proto != protocol.Version {
 		t.Fatalf("hello %+v: want the hand-off offered", h)
 	}
-	p.inW.Close()
+	p.InW.Close()
 	if err := waitErr(t, done); err != nil {
 		t.Fatalf("ServeMCP = %v", err)
 	}
@@ -210,7 +188,7 @@ func TestServeMCPFallsBackForAnOldDaemon(t *testing.T) {
 // terminal, or anything not a pipe or socket) is not offered.
 func TestServeMCPOffersOnlyPipesAndSockets(t *testing.T) {
 	sock, hellos := oldDaemon(t)
-	p := newPipes(t)
+	p := fdtest.StdioPipes(t)
 	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
 	if err != nil {
 		t.Fatal(err)
@@ -218,12 +196,12 @@ func TestServeMCPOffersOnlyPipesAndSockets(t *testing.T) {
 	defer out.Close()
 	done := make(chan error, 1)
 	go func() {
-		done <- client.ServeMCP(testCtx(t), sock, client.MCPOptions{Handoff: true}, p.inR, out, io.Discard)
+		done <- client.ServeMCP(testCtx(t), sock, client.MCPOptions{Handoff: true}, p.InR, out, io.Discard)
 	}()
 	if h := <-hellos; h.Handoff {
 		t.Fatal("offered a regular file")
 	}
-	p.inW.Close()
+	p.InW.Close()
 	if err := waitErr(t, done); err != nil {
 		t.Fatalf("ServeMCP = %v", err)
 	}
@@ -268,12 +246,12 @@ func TestServeMCPReportsALostDaemon(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { ln.Close(); <-served })
-	p := newPipes(t)
+	p := fdtest.StdioPipes(t)
 	err = waitErr(t, serve(testCtx(t), sock, client.MCPOptions{Handoff: true}, p))
 	if !errors.Is(err, errcode.ErrDaemonUnavailable) || !strings.Contains(err.Error(), "lost the daemon") {
 		t.Fatalf("ServeMCP = %v, want the daemon reported lost", err)
 	}
-	if fdtest.Nonblocking(t, p.inR) || fdtest.Nonblocking(t, p.outW) {
+	if fdtest.Nonblocking(t, p.InR) || fdtest.Nonblocking(t, p.OutW) {
 		t.Fatal("stdio left nonblocking")
 	}
 }
@@ -283,7 +261,7 @@ func TestServeMCPReportsALostDaemon(t *testing.T) {
 func TestServeMCPReportsTheDaemonsReason(t *testing.T) {
 	h := &stdioFake{fakeHandler: newFake(), handed: make(chan struct{}, 1)}
 	d := startDaemon(t, h)
-	p := newPipes(t)
+	p := fdtest.StdioPipes(t)
 	done := serve(testCtx(t), d.sock, client.MCPOptions{Handoff: true}, p)
 	<-h.handed
 	d.stop(t)
@@ -297,9 +275,9 @@ func TestServeMCPReportsTheDaemonsReason(t *testing.T) {
 // daemon ending the session while stdin is open is an error.
 func TestBridgeReportsADaemonThatClosesFirst(t *testing.T) {
 	d := startDaemon(t, newFake())
-	p := newPipes(t)
+	p := fdtest.StdioPipes(t)
 	done := serve(testCtx(t), d.sock, client.MCPOptions{Handoff: false}, p)
-	if got := p.roundTrip(t, bufio.NewReader(p.outR), "hi"); got != "/false:hi" {
+	if got := roundTrip(t, p, bufio.NewReader(p.OutR), "hi"); got != "/false:hi" {
 		t.Fatalf("got %q", got)
 	}
 	d.stop(t)

@@ -57,31 +57,6 @@ func (h *stdioHandler) ServeMCPStdio(ctx context.Context, stdio io.ReadWriteClos
 	return nil
 }
 
-// clientStdio is what a client hands over: blocking pipes, as a parent
-// gives a child, and the test's ends of them.
-type clientStdio struct {
-	inR, inW, outR, outW *os.File
-}
-
-func newClientStdio(t *testing.T) *clientStdio {
-	t.Helper()
-	var s clientStdio
-	var err error
-	if s.inR, s.inW, err = os.Pipe(); err != nil {
-		t.Fatal(err)
-	}
-	if s.outR, s.outW, err = os.Pipe(); err != nil {
-		t.Fatal(err)
-	}
-	fdtest.SetBlocking(t, s.inR, s.outW)
-	t.Cleanup(func() {
-		for _, f := range []*os.File{s.inR, s.inW, s.outR, s.outW} {
-			_ = f.Close()
-		}
-	})
-	return &s
-}
-
 // handOff makes the handshake with the offer and, when accepted, sends
 // the FrameStdio.
 func (r *raw) handOff(stdin, stdout *os.File) protocol.Welcome {
@@ -128,41 +103,41 @@ func openFDs(t *testing.T) int {
 func TestStdioHandoffServesOnThePassedDescriptors(t *testing.T) {
 	h := newStdioHandler()
 	sock, _ := startServer(t, h, nil)
-	s := newClientStdio(t)
+	s := fdtest.StdioPipes(t)
 	before := openFDs(t)
 	r := dialRaw(t, sock)
-	if w := r.handOff(s.inR, s.outW); !w.Handoff || w.Proto != protocol.Version {
+	if w := r.handOff(s.InR, s.OutW); !w.Handoff || w.Proto != protocol.Version {
 		t.Fatalf("welcome %+v: want the hand-off accepted", w)
 	}
 	<-h.started
-	if _, err := io.WriteString(s.inW, "one\n"); err != nil {
+	if _, err := io.WriteString(s.InW, "one\n"); err != nil {
 		t.Fatal(err)
 	}
-	out := bufio.NewReader(s.outR)
+	out := bufio.NewReader(s.OutR)
 	if line, err := out.ReadString('\n'); err != nil || line != "tok:ONE\n" {
 		t.Fatalf("stdout got %q, %v", line, err)
 	}
-	if !fdtest.Nonblocking(t, s.inR) || !fdtest.Nonblocking(t, s.outW) {
+	if !fdtest.Nonblocking(t, s.InR) || !fdtest.Nonblocking(t, s.OutW) {
 		t.Fatal("the session does not poll the client's stdio")
 	}
-	s.inW.Close()
+	s.InW.Close()
 	if e := r.ended(); e.Error != nil {
 		t.Fatalf("ended with %+v, want a normal end", e.Error)
 	}
 	if got := <-h.served; got != "eof" {
 		t.Fatalf("session ended by %s, want stdin's EOF", got)
 	}
-	if fdtest.Nonblocking(t, s.inR) || fdtest.Nonblocking(t, s.outW) {
+	if fdtest.Nonblocking(t, s.InR) || fdtest.Nonblocking(t, s.OutW) {
 		t.Fatal("the client's stdio was left nonblocking")
 	}
 	r.nc.Close()
 	// The server's copies are gone: with the test's own ends closed too,
 	// the client's stdout reader sees EOF at once.
-	s.outW.Close()
+	s.OutW.Close()
 	if rest, err := io.ReadAll(out); err != nil || len(rest) != 0 {
 		t.Fatalf("after the session: %q, %v", rest, err)
 	}
-	waitFDs(t, before-2) // s.inW and s.outW closed
+	waitFDs(t, before-2) // s.InW and s.OutW closed
 }
 
 // waitFDs waits until this process has want open descriptors: the
@@ -226,9 +201,9 @@ func fdOf(t *testing.T, f *os.File) int {
 func TestStdioHandoffEndsWhenTheClientHalfCloses(t *testing.T) {
 	h := newStdioHandler()
 	sock, _ := startServer(t, h, nil)
-	s := newClientStdio(t)
+	s := fdtest.StdioPipes(t)
 	r := dialRaw(t, sock)
-	r.handOff(s.inR, s.outW)
+	r.handOff(s.InR, s.OutW)
 	<-h.started
 	if err := r.nc.(*net.UnixConn).CloseWrite(); err != nil {
 		t.Fatal(err)
@@ -239,7 +214,7 @@ func TestStdioHandoffEndsWhenTheClientHalfCloses(t *testing.T) {
 	if got := <-h.served; got != "ctx" {
 		t.Fatalf("session ended by %s, want its context", got)
 	}
-	if fdtest.Nonblocking(t, s.inR) || fdtest.Nonblocking(t, s.outW) {
+	if fdtest.Nonblocking(t, s.InR) || fdtest.Nonblocking(t, s.OutW) {
 		t.Fatal("the client's stdio was left nonblocking")
 	}
 }
@@ -256,9 +231,9 @@ func TestStdioHandoffShutdownTellsTheClient(t *testing.T) {
 	srv := &protocol.Server{Handler: h, Logger: slog.New(slog.DiscardHandler)}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	s := newClientStdio(t)
+	s := fdtest.StdioPipes(t)
 	r := dialRaw(t, sock)
-	r.handOff(s.inR, s.outW)
+	r.handOff(s.InR, s.OutW)
 	<-h.started
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -272,7 +247,7 @@ func TestStdioHandoffShutdownTellsTheClient(t *testing.T) {
 	if e.Error == nil || e.Error.Code != errcode.DaemonUnavailable || !strings.Contains(e.Error.Message, "shutting down") {
 		t.Fatalf("ended with %+v, want daemon_unavailable: shutting down", e.Error)
 	}
-	if fdtest.Nonblocking(t, s.inR) || fdtest.Nonblocking(t, s.outW) {
+	if fdtest.Nonblocking(t, s.InR) || fdtest.Nonblocking(t, s.OutW) {
 		t.Fatal("the client's stdio was left nonblocking")
 	}
 }
@@ -283,9 +258,9 @@ func TestStdioHandoffHandlerErrorReachesTheClient(t *testing.T) {
 	h := newStdioHandler()
 	h.refuse = errcode.Errorf(errcode.NotPermitted, "token revoked")
 	sock, _ := startServer(t, h, nil)
-	s := newClientStdio(t)
+	s := fdtest.StdioPipes(t)
 	r := dialRaw(t, sock)
-	r.handOff(s.inR, s.outW)
+	r.handOff(s.InR, s.OutW)
 	if e := r.ended(); e.Error == nil || e.Error.Code != errcode.NotPermitted {
 		t.Fatalf("ended with %+v, want not_permitted", e.Error)
 	}
@@ -302,7 +277,7 @@ func TestStdioHandoffRefusesWhatItCannotServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer file.Close()
-	s := newClientStdio(t)
+	s := fdtest.StdioPipes(t)
 	frame := func(payload string) []byte {
 		b, err := protocol.AppendFrame(nil, protocol.FrameStdio, []byte(payload))
 		if err != nil {
@@ -312,23 +287,23 @@ func TestStdioHandoffRefusesWhatItCannotServe(t *testing.T) {
 	}
 	good := `{"fds":["stdin","stdout"]}`
 	for name, send := range map[string]func(uc *net.UnixConn) error{
-		"regular file": func(uc *net.UnixConn) error { return protocol.SendStdio(uc, file, s.outW) },
+		"regular file": func(uc *net.UnixConn) error { return protocol.SendStdio(uc, file, s.OutW) },
 		"one descriptor": func(uc *net.UnixConn) error {
-			_, _, err := uc.WriteMsgUnix(frame(good), unix.UnixRights(fdOf(t, s.inR)), nil)
+			_, _, err := uc.WriteMsgUnix(frame(good), unix.UnixRights(fdOf(t, s.InR)), nil)
 			return err
 		},
 		"three descriptors": func(uc *net.UnixConn) error {
-			_, _, err := uc.WriteMsgUnix(frame(good), unix.UnixRights(fdOf(t, s.inR), fdOf(t, s.outW), fdOf(t, s.inW)), nil)
+			_, _, err := uc.WriteMsgUnix(frame(good), unix.UnixRights(fdOf(t, s.InR), fdOf(t, s.OutW), fdOf(t, s.InW)), nil)
 			return err
 		},
 		"wrong names": func(uc *net.UnixConn) error {
-			_, _, err := uc.WriteMsgUnix(frame(`{"fds":["stdout","stdin"]}`), unix.UnixRights(fdOf(t, s.inR), fdOf(t, s.outW)), nil)
+			_, _, err := uc.WriteMsgUnix(frame(`{"fds":["stdout","stdin"]}`), unix.UnixRights(fdOf(t, s.InR), fdOf(t, s.OutW)), nil)
 			return err
 		},
 		"no descriptors": func(uc *net.UnixConn) error { _, err := uc.Write(frame(good)); return err },
 		"another frame": func(uc *net.UnixConn) error {
 			b, _ := protocol.AppendFrame(nil, protocol.FrameRequest, []byte(`{}`))
-			_, _, err := uc.WriteMsgUnix(b, unix.UnixRights(fdOf(t, s.inR), fdOf(t, s.outW)), nil)
+			_, _, err := uc.WriteMsgUnix(b, unix.UnixRights(fdOf(t, s.InR), fdOf(t, s.OutW)), nil)
 			return err
 		},
 	} {
@@ -378,9 +353,9 @@ func TestHandoffIsOfferedAndAcceptedOnly(t *testing.T) {
 	})
 	t.Run("handler without stdio serving", func(t *testing.T) {
 		sock, _ := startServer(t, newFake(), nil)
-		s := newClientStdio(t)
+		s := fdtest.StdioPipes(t)
 		r := dialRaw(t, sock)
-		if w := r.handOff(s.inR, s.outW); w.Handoff {
+		if w := r.handOff(s.InR, s.OutW); w.Handoff {
 			t.Fatal("accepted a hand-off its handler cannot serve")
 		}
 		if _, err := io.WriteString(r.nc, "bytes\n"); err != nil {
@@ -396,7 +371,7 @@ func TestHandoffIsOfferedAndAcceptedOnly(t *testing.T) {
 // TestPassable: pipes and sockets can be handed over, a regular file and
 // /dev/null cannot; asking leaves a file's blocking mode alone.
 func TestPassable(t *testing.T) {
-	s := newClientStdio(t)
+	s := fdtest.StdioPipes(t)
 	a, _ := fdtest.SocketPairFiles(t)
 	file, err := os.Create(filepath.Join(t.TempDir(), "f"))
 	if err != nil {
@@ -411,12 +386,12 @@ func TestPassable(t *testing.T) {
 	for name, tc := range map[string]struct {
 		f    *os.File
 		want bool
-	}{"pipe": {s.inR, true}, "socket": {a, true}, "file": {file, false}, "null": {null, false}, "nil": {nil, false}} {
+	}{"pipe": {s.InR, true}, "socket": {a, true}, "file": {file, false}, "null": {null, false}, "nil": {nil, false}} {
 		if got := protocol.Passable(tc.f); got != tc.want {
 			t.Errorf("%s: Passable = %t, want %t", name, got, tc.want)
 		}
 	}
-	if fdtest.Nonblocking(t, s.inR) {
+	if fdtest.Nonblocking(t, s.InR) {
 		t.Error("Passable changed a blocking pipe's mode")
 	}
 	if _, err := os.Stat(os.DevNull); errors.Is(err, os.ErrNotExist) {

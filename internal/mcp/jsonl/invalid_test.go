@@ -1,7 +1,6 @@
 package jsonl
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,21 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
-	"github.com/harness-dev/harness/internal/fdtest"
 )
-
-// newAnsweringPeer is newRawPeer on a transport that answers bad lines,
-// as the daemon's sessions do.
-func newAnsweringPeer(t *testing.T) (*rawPeer, *Conn) {
-	a, b := fdtest.SocketPair(t)
-	c, err := (&Transport{Reader: a, Writer: a, AnswerInvalid: true}).Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(); _ = b.Close() })
-	return &rawPeer{t: t, conn: b, r: bufio.NewReader(b)}, c.(*Conn)
-}
 
 // errorAnswer is the error response the peer got for a bad line.
 type errorAnswer struct {
@@ -69,7 +54,7 @@ func TestAnswerInvalidRepliesAndReadsOn(t *testing.T) {
 		{"empty batch", `[]`, codeInvalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, c := newAnsweringPeer(t)
+			p, c := newPeer(t, true)
 			p.send(tc.line + "\n" + `{"jsonrpc":"2.0","id":9,"method":"ping"}` + "\n")
 			msg, err := c.Read(context.Background())
 			if err != nil {
@@ -88,7 +73,7 @@ func TestAnswerInvalidRepliesAndReadsOn(t *testing.T) {
 // TestAnswerInvalidQuotesNoMoreThanAShortPrefix: the reason in an error
 // answer may quote the peer's input; a huge bad value is not echoed back.
 func TestAnswerInvalidQuotesNoMoreThanAShortPrefix(t *testing.T) {
-	p, c := newAnsweringPeer(t)
+	p, c := newPeer(t, true)
 	huge := strings.Repeat("é", 50_000)
 	p.send(`{"jsonrpc":"` + huge + `","id":1,"method":"x"}` + "\n" + `{"jsonrpc":"2.0","method":"n"}` + "\n")
 	if _, err := c.Read(context.Background()); err != nil {
@@ -104,7 +89,7 @@ func TestAnswerInvalidQuotesNoMoreThanAShortPrefix(t *testing.T) {
 // not leave its good members waiting for answers that will never come,
 // or the peer's EOF would be held back forever.
 func TestAnInvalidBatchOwesNoAnswers(t *testing.T) {
-	p, c := newAnsweringPeer(t)
+	p, c := newPeer(t, true)
 	go func() {
 		_, _ = io.WriteString(p.conn, `[{"jsonrpc":"2.0","id":1,"method":"x"},{"jsonrpc":"1.0","id":2,"method":"y"}]`+"\n")
 		_ = p.conn.(*net.UnixConn).CloseWrite()
@@ -128,7 +113,7 @@ func TestAnInvalidBatchOwesNoAnswers(t *testing.T) {
 // the middle of a value still gets the answers to the calls it sent
 // before, and a parse error for the unfinished value.
 func TestEOFInsideAMessageIsAnsweredAfterTheCallsBefore(t *testing.T) {
-	p, c := newAnsweringPeer(t)
+	p, c := newPeer(t, true)
 	ctx := context.Background()
 	go func() {
 		_, _ = io.WriteString(p.conn, `{"jsonrpc":"2.0","id":1,"method":"slow"}`+"\n"+`{"jsonrpc":"2.0",`)
