@@ -59,6 +59,31 @@ func TestMCP_HandoffTakesTheBridgeOutOfTheDataPath(t *testing.T) {
 	}
 }
 
+// TestMCP_SignalsEndTheSessionCleanly: SIGTERM, SIGINT and SIGHUP to
+// `harness mcp` end the session in either mode: exit 0, the daemon lets
+// go of the agent's stdio, whose blocking mode is as the agent left it.
+func TestMCP_SignalsEndTheSessionCleanly(t *testing.T) {
+	f := newFleet(t, "")
+	for _, mode := range bridgeModes {
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+			t.Run(mode.name+"/"+sig.String(), func(t *testing.T) {
+				b := startBridge(t, f.socket, mode.env)
+				b.ping(1)
+				if err := b.cmd.Process.Signal(sig); err != nil {
+					t.Fatal(err)
+				}
+				if code := b.exit(10 * time.Second); code != 0 {
+					t.Fatalf("exit %d after %s (stderr %q)", code, sig, b.stderr())
+				}
+				if holds(t, f.cmd.Process.Pid, b.inR) || holds(t, f.cmd.Process.Pid, b.outW) {
+					t.Error("the daemon still holds the agent's stdio")
+				}
+				b.blocking()
+			})
+		}
+	}
+}
+
 // TestMCP_TerminalStdinFallsBackToTheBytePipe: a terminal cannot be
 // handed over (the daemon is in no session of it), so `harness mcp` run by
 // hand copies bytes as before, and a signal still ends it cleanly.
