@@ -102,9 +102,9 @@ func SendStdio(conn *net.UnixConn, stdin, stdout *os.File) error {
 	if err != nil {
 		return err
 	}
-	var sendErr error
+	var outErr, sendErr error
 	err = withFD(stdin, func(in int) {
-		sendErr = withFD(stdout, func(out int) {
+		outErr = withFD(stdout, func(out int) {
 			var n, oobn int
 			n, oobn, sendErr = conn.WriteMsgUnix(frame, unix.UnixRights(in, out), nil)
 			if sendErr == nil && (n != len(frame) || oobn == 0) {
@@ -112,7 +112,7 @@ func SendStdio(conn *net.UnixConn, stdin, stdout *os.File) error {
 			}
 		})
 	})
-	if err = errors.Join(err, sendErr); err != nil {
+	if err = errors.Join(err, outErr, sendErr); err != nil {
 		return fmt.Errorf("send %s frame: %w", FrameStdio, err)
 	}
 	return nil

@@ -398,3 +398,20 @@ func TestPassable(t *testing.T) {
 		t.Fatal("no /dev/null")
 	}
 }
+
+// TestSendStdioReportsAFailedSend: a hand-off that cannot be sent (the
+// daemon gone) is an error, not a silent success.
+func TestSendStdioReportsAFailedSend(t *testing.T) {
+	a, b := fdtest.SocketPair(t)
+	b.Close()
+	s := fdtest.StdioPipes(t)
+	var err error
+	for range 10 { // the first write after the peer's close may still be taken
+		if err = protocol.SendStdio(a.(*net.UnixConn), s.InR, s.OutW); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		t.Fatal("SendStdio to a closed peer reported success")
+	}
+}
