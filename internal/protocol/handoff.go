@@ -11,7 +11,6 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -227,7 +226,8 @@ type handedStdio struct {
 	closeErr  error
 }
 
-// newHandedStdio takes ownership of in and out (closing them on failure).
+// newHandedStdio takes ownership of in and out when it succeeds; on
+// failure they are left to the caller, their modes as they were.
 func newHandedStdio(in, out int) (*handedStdio, error) {
 	s := &handedStdio{raw: [2]int{in, out}}
 	// Every mode is read before any is set: stdin and stdout may be one
@@ -235,7 +235,6 @@ func newHandedStdio(in, out int) (*handedStdio, error) {
 	for i, fd := range s.raw {
 		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 		if err != nil {
-			closeFDs(s.raw[:])
 			return nil, fmt.Errorf("stdio hand-off: %s: read mode: %w", StdioNames[i], err)
 		}
 		s.setByUs[i] = flags&unix.O_NONBLOCK == 0
@@ -256,7 +255,9 @@ func newHandedStdio(in, out int) (*handedStdio, error) {
 			for _, f := range files[:i] {
 				_ = f.Close()
 			}
-			s.restoreAndClose()
+			if rerr := s.restore(); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
 			return nil, fmt.Errorf("stdio hand-off: %s: %w", StdioNames[i], err)
 		}
 		files[i] = os.NewFile(uintptr(dup), "client-"+StdioNames[i]) // nonblocking: polled
@@ -279,25 +280,27 @@ func (s *handedStdio) Close() error {
 		// Closing a polled file wakes a parked reader or writer and
 		// waits until none is inside a system call on it.
 		errIn, errOut := s.in.Close(), s.out.Close()
-		s.closeErr = errors.Join(errIn, errOut, s.restoreAndClose())
+		errMode := s.restore()
+		var errClose error
+		for i, fd := range s.raw {
+			if err := unix.Close(fd); err != nil {
+				errClose = errors.Join(errClose, fmt.Errorf("close the client's %s: %w", StdioNames[i], err))
+			}
+		}
+		s.closeErr = errors.Join(errIn, errOut, errMode, errClose)
 	})
 	return s.closeErr
 }
 
-// restoreAndClose clears O_NONBLOCK where it was clear when received, then
-// closes the received descriptors.
-func (s *handedStdio) restoreAndClose() error {
+// restore clears O_NONBLOCK where it was clear when received, through the
+// received descriptors.
+func (s *handedStdio) restore() error {
 	var errs []error
 	for i, fd := range s.raw {
 		if s.setByUs[i] {
 			if err := unix.SetNonblock(fd, false); err != nil {
 				errs = append(errs, fmt.Errorf("restore blocking mode of the client's %s: %w", StdioNames[i], err))
 			}
-		}
-	}
-	for i, fd := range s.raw {
-		if err := unix.Close(fd); err != nil && !errors.Is(err, syscall.EBADF) {
-			errs = append(errs, fmt.Errorf("close the client's %s: %w", StdioNames[i], err))
 		}
 	}
 	return errors.Join(errs...)
