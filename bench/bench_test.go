@@ -77,7 +77,7 @@ func TestQuickRun(t *testing.T) {
 	t.Log("\n" + out.String())
 
 	for _, n := range o.Sessions {
-		for _, p := range []string{"a", "a1", "r", "b", "c"} {
+		for _, p := range pathOrder {
 			c, ok := rep.call(n, p)
 			if !ok {
 				t.Errorf("no row for path %s at %d sessions", p, n)
@@ -98,15 +98,15 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("no metric row containing %q", name)
 		}
 	}
-	if len(rep.Targets) != 6 {
-		t.Errorf("%d target rows, want 6", len(rep.Targets))
+	if len(rep.Targets) != 8 {
+		t.Errorf("%d target rows, want 8", len(rep.Targets))
 	}
 	for _, tg := range rep.Targets {
 		if strings.Contains(tg.Name, "upstream processes") && !tg.Pass {
 			t.Errorf("process count target missed: %s", tg.Measured)
 		}
 	}
-	for _, want := range []string{"### Part 1", "### Other measurements", "### Targets", "| 2 | c |"} {
+	for _, want := range []string{"### Part 1", "### Other measurements", "### Targets", "| 2 | c |", "| 2 | b' |", "| 2 | r' |"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}

@@ -41,7 +41,7 @@ func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) erro
 		return err
 	}
 	defer relay.close()
-	probe, err := d.bridgeSession(ctx)
+	probe, err := d.bridgeSession(ctx, false) // the byte stream is what the 30 s deadline cut
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,8 @@ func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) erro
 // CPU time of every process on the path is sampled around the timed calls.
 func runLevel(ctx context.Context, o options, bin string, d *benchDaemon, relay *benchRelay, n int, rep *report) error {
 	var paths []*benchPath
-	for _, p := range []*benchPath{{name: "a", tool: "echo"}, {name: "a1", tool: "echo"}, {name: "r", tool: "echo"}, {name: "b", tool: "up__echo"}, {name: "c", tool: "up__echo"}} {
+	for _, p := range []*benchPath{{name: "a", tool: "echo"}, {name: "a1", tool: "echo"}, {name: "r", tool: "echo"},
+		{name: "r'", tool: "echo"}, {name: "b", tool: "up__echo"}, {name: "b'", tool: "up__echo"}, {name: "c", tool: "up__echo"}} {
 		if len(o.Paths) == 0 || o.Paths[p.name] {
 			paths = append(paths, p)
 		}
@@ -84,7 +85,7 @@ func runLevel(ctx context.Context, o options, bin string, d *benchDaemon, relay 
 			var wall time.Duration
 			if err == nil {
 				middle := d.pid() // the process in the daemon's place
-				if p.name == "r" {
+				if p.name == "r" || p.name == "r'" {
 					middle = relay.pid()
 				}
 				before := sampleCPU(middle)
@@ -124,10 +125,10 @@ func openSessions(ctx context.Context, bin string, d *benchDaemon, relay *benchR
 			s = sess[0]
 		case path == "a" || path == "a1":
 			s, err = directSession(ctx, bin, fmt.Sprintf("bench-%s-%d-%d", path, n, i))
-		case path == "r":
-			s, err = relay.session(ctx)
-		case path == "b":
-			s, err = d.bridgeSession(ctx)
+		case path == "r" || path == "r'":
+			s, err = relay.session(ctx, path == "r'")
+		case path == "b" || path == "b'":
+			s, err = d.bridgeSession(ctx, path == "b'")
 		default:
 			s, err = d.httpSession(ctx)
 		}
@@ -205,32 +206,46 @@ func measure(ctx context.Context, sess []*mcp.ClientSession, tool string, calls 
 	return out, wall, nil
 }
 
-// callTargets judges the bridge path: at most 150 µs over (a) at p50 with
-// one session, and at the highest level at least 80% of the throughput of
-// the upstream alone. "The upstream alone" is (a1), one upstream process
+// callTargets judges the bridge paths against their targets, each as the
+// p50 overhead over (a) with one session and as throughput at the highest
+// level against the upstream alone: (b), the byte pipe, at most 150 µs and
+// at least 80% (issue 9); (b'), the stdio hand-off, at most 100 µs and at
+// least 85% (issue 24). "The upstream alone" is (a1), one upstream process
 // serving every session, because the daemon too runs one process per
 // upstream; the ratio to (a), one process per session, is shown beside it.
+// The overhead is split by its floor: the relay on the same processes, (r)
+// for (b) and (r') for (b').
 func callTargets(o options, rep *report) {
-	b, okB := rep.call(1, "b")
-	a, okA := rep.call(1, "a")
-	r, okR := rep.call(1, "r")
-	if okA && okB && okR {
-		over := b.Stats.P50 - a.Stats.P50
-		rep.target("(b) p50 overhead over (a), 1 session <= 150 µs", over <= 150*time.Microsecond,
-			"%s (b %s, a %s); of it, two more processes moving bytes (r - a): %s, the daemon's MCP work (b - r): %s",
-			us(over), us(b.Stats.P50), us(a.Stats.P50), us(r.Stats.P50-a.Stats.P50), us(b.Stats.P50-r.Stats.P50))
-	}
 	top := 0
 	for _, n := range o.Sessions {
 		top = max(top, n)
 	}
-	b, okB = rep.call(top, "b")
-	a, okA = rep.call(top, "a")
-	a1, okA1 := rep.call(top, "a1")
-	if top > 1 && okA && okA1 && okB {
-		rep.target(fmt.Sprintf("(b) throughput at %d sessions >= 80%% of the upstream alone (a1)", top),
-			b.Throughput >= 0.8*a1.Throughput, "%.0f/s = %.0f%% of (a1) %.0f/s; %.0f%% of (a) %.0f/s; CPU per call: daemon %s, upstream %s, bridges %s",
-			b.Throughput, 100*b.Throughput/a1.Throughput, a1.Throughput, 100*b.Throughput/a.Throughput, a.Throughput,
-			us(b.CPU.Daemon), us(b.CPU.Upstream), us(b.CPU.Bridge))
+	for _, t := range []struct {
+		path, floor, hops string
+		overhead          time.Duration
+		share             float64
+	}{
+		{"b", "r", "two more processes moving bytes", 150 * time.Microsecond, 0.80},
+		{"b'", "r'", "one more process moving bytes", 100 * time.Microsecond, 0.85},
+	} {
+		b, okB := rep.call(1, t.path)
+		a, okA := rep.call(1, "a")
+		r, okR := rep.call(1, t.floor)
+		if okA && okB && okR {
+			over := b.Stats.P50 - a.Stats.P50
+			rep.target(fmt.Sprintf("(%s) p50 overhead over (a), 1 session <= %s", t.path, us(t.overhead)), over <= t.overhead,
+				"%s (%s %s, a %s); of it, %s (%s - a): %s, the daemon's MCP work (%s - %s): %s",
+				us(over), t.path, us(b.Stats.P50), us(a.Stats.P50), t.hops, t.floor, us(r.Stats.P50-a.Stats.P50),
+				t.path, t.floor, us(b.Stats.P50-r.Stats.P50))
+		}
+		b, okB = rep.call(top, t.path)
+		a, okA = rep.call(top, "a")
+		a1, okA1 := rep.call(top, "a1")
+		if top > 1 && okA && okA1 && okB {
+			rep.target(fmt.Sprintf("(%s) throughput at %d sessions >= %.0f%% of the upstream alone (a1)", t.path, top, 100*t.share),
+				b.Throughput >= t.share*a1.Throughput, "%.0f/s = %.0f%% of (a1) %.0f/s; %.0f%% of (a) %.0f/s; CPU per call: client %s, bridges %s, daemon %s, upstream %s",
+				b.Throughput, 100*b.Throughput/a1.Throughput, a1.Throughput, 100*b.Throughput/a.Throughput, a.Throughput,
+				us(b.CPU.Client), us(b.CPU.Bridge), us(b.CPU.Daemon), us(b.CPU.Upstream))
+		}
 	}
 }

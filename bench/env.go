@@ -149,10 +149,12 @@ func (d *benchDaemon) cli(ctx context.Context, args ...string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// bridgeSession opens an MCP session through `harness mcp`.
-func (d *benchDaemon) bridgeSession(ctx context.Context) (*mcp.ClientSession, error) {
+// bridgeSession opens an MCP session through `harness mcp`: with handoff
+// its stdio is handed to the daemon (path b'), else it copies bytes (b).
+func (d *benchDaemon) bridgeSession(ctx context.Context, handoff bool) (*mcp.ClientSession, error) {
 	cl := mcp.NewClient(&mcp.Implementation{Name: "bench-bridge", Version: "1"}, nil)
 	cmd := exec.Command(d.bin, "--socket", d.socket, "mcp")
+	cmd.Env = append(os.Environ(), handoffEnv(handoff))
 	f, err := os.Create(filepath.Join(d.dir, fmt.Sprintf("bridge-%d.log", d.bridges.Add(1))))
 	if err != nil {
 		return nil, err
@@ -160,6 +162,15 @@ func (d *benchDaemon) bridgeSession(ctx context.Context) (*mcp.ClientSession, er
 	cmd.Stderr = f // the child keeps its own descriptor
 	defer f.Close()
 	return cl.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+}
+
+// handoffEnv is the environment entry that turns the stdio hand-off of
+// `harness mcp` on or off.
+func handoffEnv(on bool) string {
+	if on {
+		return client.HandoffEnv + "=1"
+	}
+	return client.HandoffEnv + "=0"
 }
 
 // httpSession opens an MCP session on the daemon's Streamable HTTP endpoint

@@ -70,7 +70,7 @@ func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) erro
 	// Parts 2 and 3: list through the CLI, in process, and through MCP,
 	// interleaved in rounds.
 	o.progress("part 3: list latencies")
-	bridge, err := d.bridgeSession(ctx)
+	bridge, err := d.bridgeSession(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func touchUpstreams(ctx context.Context, d *benchDaemon, o options) (func(), err
 	}
 	for i := range o.FleetSess {
 		wg.Go(func() {
-			s, err := d.bridgeSession(ctx)
+			s, err := d.bridgeSession(ctx, true)
 			if err != nil {
 				errs[i] = err
 				return

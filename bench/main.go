@@ -1,6 +1,7 @@
-// Command bench measures the harness daemon against the targets of issue 9:
-// the tools/call round trip of a tiny upstream reached directly, through the
-// `harness mcp` bridge and through the Streamable HTTP endpoint (part 1), a
+// Command bench measures the harness daemon against the targets of issues 9
+// and 24: the tools/call round trip of a tiny upstream reached directly,
+// through `harness mcp` (as a byte pipe, and with its stdio handed to the
+// daemon) and through the Streamable HTTP endpoint (part 1), a
 // daemon carrying a large fleet (part 2), and `harness_list` over MCP next to
 // `harness list --json` and an in-process control call (part 3).
 //
@@ -35,7 +36,7 @@ import (
 type options struct {
 	Parts      map[string]bool // "calls", "fleet"
 	Sessions   []int           // concurrency levels of part 1
-	Paths      map[string]bool // paths of part 1 (a, a1, r, b, c)
+	Paths      map[string]bool // paths of part 1 (a, a1, r, r', b, b', c)
 	Calls      int             // timed calls per session per round
 	Rounds     int             // interleaved rounds per level
 	Warmup     int             // untimed calls per session before the rounds
@@ -95,7 +96,7 @@ func main() {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
 	parts := fs.String("parts", "calls,fleet", "parts to run: calls (part 1), fleet (parts 2 and 3)")
-	paths := fs.String("paths", "a,a1,r,b,c", "paths of part 1 (the targets need a, a1, r and b)")
+	paths := fs.String("paths", strings.Join(pathOrder, ","), "paths of part 1 (the targets need a, a1, r, r', b and b')")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
 	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "interleaved measurement rounds (part 1)")

@@ -25,7 +25,9 @@ import (
 // control socket -> upstream) but the middle one only copies bytes, with no
 // JSON-RPC or MCP work, and runs one upstream per session (it cannot
 // multiplex without parsing). (b) - (r) is what the daemon's MCP handling
-// adds; (r) - (a) is what two more processes on the path cost.
+// adds; (r) - (a) is what two more processes on the path cost. Path (r')
+// is the same relay taking the client's stdio by hand-off, the floor under
+// (b'): one more process on the path than (a).
 
 // benchRelay is a relay process serving one socket.
 type benchRelay struct {
@@ -74,10 +76,13 @@ func (r *benchRelay) pid() int { return r.cmd.Process.Pid }
 
 func (r *benchRelay) close() { stopChild(r.cmd, r.exited, 10*time.Second) }
 
-// session opens an MCP session through `harness mcp` on the relay socket.
-func (r *benchRelay) session(ctx context.Context) (*mcp.ClientSession, error) {
+// session opens an MCP session through `harness mcp` on the relay socket:
+// with handoff the relay copies between the client's own stdio and the
+// upstream (r'), else between the socket and the upstream (r).
+func (r *benchRelay) session(ctx context.Context, handoff bool) (*mcp.ClientSession, error) {
 	cl := mcp.NewClient(&mcp.Implementation{Name: "bench-relay", Version: "1"}, nil)
 	cmd := exec.Command(r.bin, "--socket", r.socket, "mcp")
+	cmd.Env = append(os.Environ(), handoffEnv(handoff))
 	return cl.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 }
 
@@ -114,6 +119,21 @@ func (relayHandler) Call(context.Context, string, json.RawMessage) (any, error) 
 }
 
 func (h relayHandler) ServeMCP(ctx context.Context, conn net.Conn, _ protocol.Hello) {
+	h.relay(ctx, conn)
+}
+
+// ServeMCPStdio relays the stdio a client handed over (path r'); ending
+// ctx (the client asked to stop) ends the copy from its stdin.
+func (h relayHandler) ServeMCPStdio(ctx context.Context, stdio io.ReadWriteCloser, _ protocol.Hello) error {
+	stop := context.AfterFunc(ctx, func() { _ = stdio.Close() })
+	defer stop()
+	h.relay(ctx, stdio)
+	return nil
+}
+
+// relay copies between rw and a fresh upstream until rw's input ends and
+// the upstream has answered what it was sent.
+func (h relayHandler) relay(ctx context.Context, rw io.ReadWriter) {
 	cmd := exec.CommandContext(ctx, h.bin, "demo-upstream", "--name", fmt.Sprintf("bench-relay-up-%d", os.Getpid()))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
@@ -129,8 +149,8 @@ func (h relayHandler) ServeMCP(ctx context.Context, conn net.Conn, _ protocol.He
 		return
 	}
 	copied := make(chan struct{})
-	go func() { defer close(copied); _, _ = io.Copy(conn, stdout) }()
-	_, _ = io.Copy(stdin, conn)
+	go func() { defer close(copied); _, _ = io.Copy(rw, stdout) }()
+	_, _ = io.Copy(stdin, rw)
 	_ = stdin.Close()
 	<-copied // os/exec: read all of stdout before Wait, which closes it
 	_ = cmd.Wait()

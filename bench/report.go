@@ -31,7 +31,7 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 // callRow is one path at one concurrency level of part 1.
 type callRow struct {
 	Sessions   int
-	Path       string // a, a1, r, b, c
+	Path       string // a, a1, r, r', b, b', c
 	Stats      stats
 	Throughput float64 // calls per second over all sessions
 	CPU        cpuUse  // CPU time per call, by process role
@@ -62,9 +62,14 @@ var pathNames = map[string]string{
 	"a":  "direct stdio, one upstream process per session",
 	"a1": "direct stdio, one upstream process shared by all sessions",
 	"r":  "harness mcp -> byte relay (no JSON work) -> upstream, one upstream per session: the floor under (b)",
-	"b":  "harness mcp -> daemon -> upstream",
+	"r'": "byte relay on the client's own stdio (handed over by harness mcp) -> upstream, one upstream per session: the floor under (b')",
+	"b":  "harness mcp -> daemon -> upstream (byte pipe, HARNESS_MCP_HANDOFF=0)",
+	"b'": "daemon on the client's own stdio (handed over by harness mcp) -> upstream",
 	"c":  "HTTP endpoint -> daemon -> upstream",
 }
+
+// pathOrder is the order paths are listed in.
+var pathOrder = []string{"a", "a1", "r", "r'", "b", "b'", "c"}
 
 // call returns the part 1 row of path at n sessions.
 func (r *report) call(n int, path string) (callRow, bool) {
@@ -89,7 +94,7 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\nload average before: %s, after: %s\n", r.Load, r.LoadAfter)
 	if len(r.Calls) > 0 {
 		fmt.Fprintf(w, "\n### Part 1: tools/call `echo` round trip\n\n")
-		for _, p := range []string{"a", "a1", "r", "b", "c"} {
+		for _, p := range pathOrder {
 			fmt.Fprintf(w, "- (%s) %s\n", p, pathNames[p])
 		}
 		fmt.Fprintf(w, "\n| sessions | path | calls | p50 | p99 | calls/s | p50 vs (a) | p50 - (a) | calls/s vs (a) | calls/s vs (a1) |\n")

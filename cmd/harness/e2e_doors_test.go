@@ -53,15 +53,6 @@ func (f *fleet) runWithin(d time.Duration, args ...string) (string, time.Duratio
 	return string(out), took
 }
 
-func openFDs(t *testing.T, pid int) int {
-	t.Helper()
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // TestScenario_CLIAnswersWhile1000IdleHTTPConnectionsAreOpen: a fault
 // campaign found that unauthenticated keep-alive connections were never
 // closed; 110 of them after a 401 exhausted the daemon's descriptors and

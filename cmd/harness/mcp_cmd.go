@@ -20,14 +20,23 @@ func mcpCmd(g *globals) *cobra.Command {
 	var allowControl bool
 	cmd := &cobra.Command{
 		Use:   "mcp",
-		Short: "Stdio MCP server for an agent: a pipe to a session served by the daemon",
-		Long: `harness mcp is what an agent launches as its MCP server. It pipes stdio to an
-MCP session the daemon serves over the control socket. Inside a harness it
-presents HARNESS_MCP_TOKEN, so the session acts with that harness's mcp_allow.
-Without a token it is read-only unless --allow-control is given.`,
+		Short: "Stdio MCP server for an agent: a session served by the daemon",
+		Long: `harness mcp is what an agent launches as its MCP server: an MCP session the
+daemon serves. Inside a harness it presents HARNESS_MCP_TOKEN, so the session
+acts with that harness's mcp_allow. Without a token it is read-only unless
+--allow-control is given.
+
+After the handshake it hands its stdin and stdout to the daemon, which serves
+the session on them directly, and waits for the session to end; when they are
+not pipes or sockets (a terminal), or the daemon is older, it copies bytes
+between stdio and the socket instead. HARNESS_MCP_HANDOFF=0 always copies.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return bridge(cmd, g.socketPath(), os.Getenv("HARNESS_MCP_TOKEN"), allowControl)
+			return serveMCP(cmd, g.socketPath(), client.MCPOptions{
+				Token:        os.Getenv("HARNESS_MCP_TOKEN"),
+				AllowControl: allowControl,
+				Handoff:      client.HandoffEnabled(os.Getenv(client.HandoffEnv)),
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&allowControl, "allow-control", false, "unattributed sessions may also start, stop, restart and trigger")
@@ -35,17 +44,12 @@ Without a token it is read-only unless --allow-control is given.`,
 	return cmd
 }
 
-// bridge connects stdio to an MCP session of the daemon until one side
-// ends or the agent signals it to stop.
-func bridge(cmd *cobra.Command, socket, token string, allowControl bool) error {
+// serveMCP runs stdio's MCP session until it ends or the agent signals
+// `harness mcp` to stop.
+func serveMCP(cmd *cobra.Command, socket string, opt client.MCPOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	conn, err := client.DialMCP(ctx, socket, token, allowControl)
-	if err != nil {
-		return fmt.Errorf("mcp: %w", err)
-	}
-	defer conn.Close()
-	if err := client.Bridge(ctx, conn, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+	if err := client.ServeMCP(ctx, socket, opt, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	return nil

@@ -8,16 +8,25 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harness-dev/harness/internal/errcode"
 )
+
+// ErrSessionCut is returned by Bridge when the daemon closed the stream
+// before in ended: the daemon stopped or crashed (or refused the session
+// after the handshake), and the client lost its server.
+var ErrSessionCut = fmt.Errorf("the daemon closed the session before stdin ended (it stopped or crashed): %w", errcode.ErrDaemonUnavailable)
 
 // Bridge copies bytes both ways between an MCP stream from DialMCP and a
 // local reader/writer pair (the stdio of `harness mcp`). It returns when
 // the daemon closes the stream, when in ends and the daemon has answered
 // what it was sent (the stream is half-closed so it can), or when ctx ends
-// (nil: being told to stop is not a failure). An error reading in is
+// (nil: being told to stop is not a failure). The daemon closing first,
+// while in is still open, is ErrSessionCut. An error reading in is
 // reported to errw and ends only that direction.
 //
 // Bridge sits on every MCP message of a bridged session, twice, so it is
@@ -47,12 +56,14 @@ func Bridge(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, err
 		fromDaemon <- err
 	}()
 	toDaemon := make(chan struct{})
+	var inEnded atomic.Bool // set before the daemon can see our EOF
 	go func() {
 		defer close(toDaemon)
 		_, err := io.Copy(conn, in)
 		if err != nil && !errors.Is(err, os.ErrClosed) { // ErrClosed: Bridge is returning
 			fmt.Fprintln(errw, "harness mcp: stdin:", err)
 		}
+		inEnded.Store(true)
 		// Half-close so the daemon sees EOF but can still flush answers.
 		if uc, ok := conn.(*net.UnixConn); ok {
 			_ = uc.CloseWrite()
@@ -61,6 +72,7 @@ func Bridge(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, err
 		}
 	}()
 	err := <-fromDaemon
+	cut := !inEnded.Load() // before closing stdin ends its copy below
 	pout.close()
 	if pin != nil {
 		// Closing the poller-backed stdin ends a read parked on it, so the
@@ -70,8 +82,13 @@ func Bridge(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, err
 		pin.close()
 		<-toDaemon
 	}
-	if err != nil && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case err != nil && !errors.Is(err, net.ErrClosed):
 		return fmt.Errorf("connection to daemon: %w", err)
+	case cut:
+		return ErrSessionCut
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -24,21 +25,9 @@ type bridgeRig struct {
 
 func newBridgeRig(t *testing.T) *bridgeRig {
 	t.Helper()
-	var r bridgeRig
-	var err error
-	if r.inR, r.inW, err = os.Pipe(); err != nil {
-		t.Fatal(err)
-	}
-	if r.outR, r.outW, err = os.Pipe(); err != nil {
-		t.Fatal(err)
-	}
-	fdtest.SetBlocking(t, r.inR, r.outW)
+	p := fdtest.StdioPipes(t)
+	r := bridgeRig{inR: p.InR, inW: p.InW, outR: p.OutR, outW: p.OutW}
 	r.conn, r.daemon = fdtest.SocketPair(t)
-	t.Cleanup(func() {
-		for _, c := range []io.Closer{r.inR, r.inW, r.outR, r.outW} {
-			_ = c.Close()
-		}
-	})
 	return &r
 }
 
@@ -139,11 +128,12 @@ func TestPollableLeavesFilesAndPreSetModesAlone(t *testing.T) {
 	}
 }
 
-// TestBridgeEndsQuietlyWhenTheDaemonClosesFirst: the daemon ends the
-// stream while stdin is still open (shutdown, revoked token). Bridge
-// returns without a spurious stdin error, its stdin reader is done (goleak
-// checks in TestMain), and stdin is blocking again.
-func TestBridgeEndsQuietlyWhenTheDaemonClosesFirst(t *testing.T) {
+// TestBridgeEndsWhenTheDaemonClosesFirst: the daemon ends the stream
+// while stdin is still open (shutdown, crash, revoked token). Bridge
+// returns ErrSessionCut (the client lost its server: issue 22) without a
+// spurious stdin error, its stdin reader is done (goleak checks in
+// TestMain), and stdin is blocking again.
+func TestBridgeEndsWhenTheDaemonClosesFirst(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "2")
 	r := newBridgeRig(t)
 	var errw bytes.Buffer
@@ -159,8 +149,8 @@ func TestBridgeEndsQuietlyWhenTheDaemonClosesFirst(t *testing.T) {
 	r.daemon.Close()
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Fatalf("Bridge = %v", err)
+		if !errors.Is(err, ErrSessionCut) {
+			t.Fatalf("Bridge = %v, want ErrSessionCut", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Bridge did not return after the daemon closed")

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/session"
 	"github.com/harness-dev/harness/internal/protocol"
@@ -45,6 +48,26 @@ func (h handler) ServeMCP(ctx context.Context, conn net.Conn, hello protocol.Hel
 	if err := h.mgr.Serve(ctx, conn, id); err != nil && ctx.Err() == nil {
 		h.log.Debug("mcp session ended", "harness", id.Harness, "err", err)
 	}
+}
+
+// ServeMCPStdio serves a session on the stdio `harness mcp` handed over
+// (protocol 1.1): the same session as ServeMCP, read from the client's
+// stdin and written to its stdout directly.
+func (h handler) ServeMCPStdio(ctx context.Context, stdio io.ReadWriteCloser, hello protocol.Hello) error {
+	id, err := h.mgr.Authenticate(hello.Token, hello.AllowControl)
+	if err != nil {
+		h.log.Info("mcp session refused", "err", err)
+		return err
+	}
+	err = h.mgr.Serve(ctx, stdio, id)
+	switch {
+	case errors.Is(err, session.ErrClosed):
+		return fmt.Errorf("the daemon is shutting down: %w", errcode.ErrDaemonUnavailable)
+	case err != nil && ctx.Err() == nil:
+		h.log.Debug("mcp session ended", "harness", id.Harness, "err", err)
+		return err
+	}
+	return nil
 }
 
 // authority answers the session layer's questions from the live token

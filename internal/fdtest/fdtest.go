@@ -77,3 +77,31 @@ func SetBlocking(t testing.TB, files ...*os.File) {
 		}
 	}
 }
+
+// Stdio is a child's stdin and stdout pipes as a parent hands them over:
+// the child's ends (InR, OutW) blocking, the parent's ends (InW, OutR)
+// as os.Pipe makes them.
+type Stdio struct {
+	InR, InW, OutR, OutW *os.File
+}
+
+// StdioPipes returns a child's stdio pipes, all four ends closed when the
+// test ends.
+func StdioPipes(t testing.TB) *Stdio {
+	t.Helper()
+	var s Stdio
+	var err error
+	if s.InR, s.InW, err = os.Pipe(); err != nil {
+		t.Fatal(err)
+	}
+	if s.OutR, s.OutW, err = os.Pipe(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, f := range []*os.File{s.InR, s.InW, s.OutR, s.OutW} {
+			_ = f.Close()
+		}
+	})
+	SetBlocking(t, s.InR, s.OutW)
+	return &s
+}

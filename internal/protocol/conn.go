@@ -34,6 +34,11 @@ type conn struct {
 	wmu       sync.Mutex
 	closeOnce sync.Once
 
+	// handoff is set by the handshake when the client's stdio will be
+	// served directly (handoff.go); Shutdown then lets the session end
+	// and say so (FrameEnded) instead of cutting the socket.
+	handoff atomic.Bool
+
 	subscribed bool           // read-loop goroutine only
 	events     chan api.Event // set before the conn joins s.subs
 	dropped    atomic.Uint64
@@ -73,6 +78,10 @@ func (c *conn) serve() {
 	ctx := WithHello(c.ctx, hello)
 
 	if hello.Mode == ModeMCP {
+		if srv, ok := c.s.Handler.(MCPStdioServer); ok && c.handoff.Load() {
+			c.serveStdio(ctx, srv)
+			return
+		}
 		c.serveMCP(ctx)
 		return
 	}
@@ -124,7 +133,10 @@ func (c *conn) handshake() (Hello, bool) {
 		c.s.logger().Debug("protocol: clear handshake deadline", "conn", c.id, "err", err)
 		return h, false
 	}
-	w, err := json.Marshal(Welcome{Proto: Version, Version: c.s.Version, PID: pid})
+	_, canServeStdio := c.s.Handler.(MCPStdioServer)
+	handoff := h.Mode == ModeMCP && h.Handoff && canServeStdio
+	c.handoff.Store(handoff)
+	w, err := json.Marshal(Welcome{Proto: Version, Version: c.s.Version, PID: pid, Handoff: handoff})
 	if err != nil {
 		c.s.logger().Error("protocol: encode welcome", "err", err)
 		return h, false

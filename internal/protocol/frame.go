@@ -1,7 +1,8 @@
 // Package protocol is the control socket's wire format and its server:
 // length-prefixed frames, the hello/welcome handshake, JSON control requests
 // with ids (several in flight per connection), an event subscription, and
-// the hand-off of a connection to the MCP session layer as a raw byte stream.
+// the hand-off of a connection to the MCP session layer as a raw byte stream,
+// or of the client's own stdin and stdout (handoff.go).
 //
 // A frame is `uint32 big-endian length | uint8 type | payload`, where the
 // length counts the type byte and the payload.
@@ -29,6 +30,8 @@ const (
 	FrameResponse FrameType = 4 // daemon -> client: Response
 	FrameEvent    FrameType = 5 // daemon -> subscribed client: Event
 	FrameError    FrameType = 6 // daemon -> client, connection-level failure: errcode.Body
+	FrameStdio    FrameType = 7 // client -> daemon, MCP hand-off (1.1): StdioFrame, stdin and stdout in SCM_RIGHTS
+	FrameEnded    FrameType = 8 // daemon -> client, the handed-off session is over: Ended
 )
 
 var frameNames = map[FrameType]string{
@@ -38,6 +41,8 @@ var frameNames = map[FrameType]string{
 	FrameResponse: "response",
 	FrameEvent:    "event",
 	FrameError:    "error",
+	FrameStdio:    "stdio",
+	FrameEnded:    "ended",
 }
 
 // String returns the frame type's name, or "frame(N)" for an unknown type.

@@ -13,7 +13,10 @@ import (
 
 // Version is the protocol version this build speaks, "major.minor". Peers
 // must agree on the major; a minor bump only adds optional fields or ops.
-const Version = "1.0"
+//
+// 1.1 added the stdio hand-off (Hello.Handoff, Welcome.Handoff, FrameStdio,
+// FrameEnded); a 1.0 peer never sees any of it.
+const Version = "1.1"
 
 // Connection modes carried in Hello.Mode.
 const (
@@ -28,6 +31,9 @@ type Hello struct {
 	Client       string `json:"client,omitempty"`
 	Token        string `json:"token,omitempty"`
 	AllowControl bool   `json:"allow_control,omitempty"`
+	// Handoff offers, in MCP mode, to pass the client's stdin and stdout
+	// to the daemon instead of copying bytes (protocol 1.1, handoff.go).
+	Handoff bool `json:"handoff,omitempty"`
 }
 
 // Welcome is the daemon's answer to an accepted Hello.
@@ -35,6 +41,10 @@ type Welcome struct {
 	Proto   string `json:"proto"`
 	Version string `json:"version"`
 	PID     int    `json:"pid"`
+	// Handoff accepts the Hello's offer: the client's next frame is
+	// FrameStdio. Absent (a 1.0 daemon, or no offer), the connection is a
+	// byte stream after the Welcome.
+	Handoff bool `json:"handoff,omitempty"`
 }
 
 // Request is a control call. Args is always a JSON object by the time a

@@ -219,8 +219,10 @@ func (s *Server) forget(c *conn) {
 }
 
 // Shutdown stops accepting, cancels every handler's context, closes every
-// connection (MCP streams included) and waits for the server's goroutines,
-// or until ctx is done, whose error it then returns.
+// connection (MCP streams included; a session on handed-off stdio first
+// ends and tells its client why) and waits for the server's goroutines,
+// or until ctx is done, whose error it then returns after closing every
+// connection left.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.mu.Lock()
@@ -238,7 +240,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 
 	for _, c := range conns {
-		c.close()
+		// A handed-off session ends with the context cancelled below; its
+		// conn then tells the client why and closes (serveStdio).
+		if !c.handoff.Load() {
+			c.close()
+		}
 	}
 	s.cancel()
 
@@ -250,6 +256,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		for _, c := range conns {
+			c.close()
+		}
 		errs = append(errs, fmt.Errorf("protocol: shutdown: waiting for connections: %w", ctx.Err()))
 	}
 	return errors.Join(errs...)

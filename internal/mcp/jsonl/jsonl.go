@@ -56,6 +56,12 @@ type Transport struct {
 	// MaxMessage bounds one inbound message in bytes; 0 selects
 	// DefaultMaxMessage.
 	MaxMessage int
+	// AnswerInvalid makes Read answer a line that is not a JSON-RPC
+	// message with an error response (id null: parse error for bad JSON,
+	// invalid request otherwise) and read on, as a server does; the
+	// session and the answers it owes survive a client's bad line.
+	// Without it, Read returns ErrInvalidMessage, which ends the connection.
+	AnswerInvalid bool
 
 	mu   sync.Mutex
 	conn *Conn // made by Connect
@@ -90,6 +96,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		rc:      t.Reader,
 		w:       t.Writer,
 		limit:   limit,
+		answer:  t.AnswerInvalid,
 		closed:  make(chan struct{}),
 		pending: map[any]bool{},
 	}
@@ -103,10 +110,11 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 // Conn is one connection made by [Transport.Connect]. Read is called from
 // one goroutine at a time (the SDK's reader); Write and Close from any.
 type Conn struct {
-	r     *bufio.Reader
-	rc    io.ReadCloser
-	w     io.WriteCloser
-	limit int
+	r      *bufio.Reader
+	rc     io.ReadCloser
+	w      io.WriteCloser
+	limit  int
+	answer bool // Transport.AnswerInvalid
 
 	line  []byte            // reused buffer of the message being read
 	queue []jsonrpc.Message // rest of an inbound batch, read side only
@@ -173,7 +181,15 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			default:
 			}
 			if errors.Is(err, io.EOF) && scan != nil {
-				return nil, fmt.Errorf("jsonl: stream ended inside a message: %w", io.ErrUnexpectedEOF)
+				err = fmt.Errorf("jsonl: %w: %w", errUnfinished, io.ErrUnexpectedEOF)
+				if !c.answer {
+					return nil, err
+				}
+				// Answer the unfinished message, then end as at any EOF.
+				if werr := c.answerInvalid(err); werr != nil {
+					return nil, werr
+				}
+				err = io.EOF
 			}
 			if errors.Is(err, io.EOF) {
 				c.awaitAnswers()
@@ -191,7 +207,14 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.expectAnswer(msg)
 		}
 		if !incomplete(err) {
-			return msg, err
+			if err == nil || !c.answer || !errors.Is(err, ErrInvalidMessage) {
+				return msg, err
+			}
+			if werr := c.answerInvalid(err); werr != nil {
+				return nil, werr
+			}
+			c.line, scan = c.line[:0], nil
+			continue
 		}
 		// A value spread over lines (a pretty-printing peer): from here on
 		// only the new bytes are scanned, and the whole value is parsed
@@ -321,7 +344,6 @@ func (c *Conn) readBatch(data []byte) (jsonrpc.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.expectAnswer(msg)
 		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 			if ids[req.ID.Raw()] {
 				return nil, fmt.Errorf("%w: batch repeats request id %v", ErrInvalidMessage, req.ID.Raw())
@@ -346,6 +368,10 @@ func (c *Conn) readBatch(data []byte) (jsonrpc.Message, error) {
 			c.batches[id] = b
 		}
 		c.batchMu.Unlock()
+	}
+	// Only a batch read whole owes answers: one refused above owes none.
+	for _, msg := range msgs {
+		c.expectAnswer(msg)
 	}
 	c.queue = msgs[1:]
 	return msgs[0], nil

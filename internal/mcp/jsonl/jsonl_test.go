@@ -74,9 +74,12 @@ type rawPeer struct {
 	r    *bufio.Reader
 }
 
-func newRawPeer(t *testing.T) (*rawPeer, *Conn) {
+func newRawPeer(t *testing.T) (*rawPeer, *Conn) { return newPeer(t, false) }
+
+// newPeer is newRawPeer on a transport with AnswerInvalid set as given.
+func newPeer(t *testing.T, answerInvalid bool) (*rawPeer, *Conn) {
 	a, b := fdtest.SocketPair(t)
-	c, err := (&Transport{Reader: a, Writer: a}).Connect(context.Background())
+	c, err := (&Transport{Reader: a, Writer: a, AnswerInvalid: answerInvalid}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,7 +151,9 @@ func (m *Manager) Serve(ctx context.Context, rwc io.ReadWriteCloser, id Identity
 	defer m.serves.Done()
 	defer m.unregister(l)
 
-	tr := &jsonl.Transport{Reader: rwc, Writer: rwc}
+	// A client's bad line is answered (parse error, id null), not the end
+	// of its session and of the answers it is owed.
+	tr := &jsonl.Transport{Reader: rwc, Writer: rwc, AnswerInvalid: true}
 	ss, err := l.server.Connect(ctx, tr, nil)
 	if err != nil {
 		m.closeLogged(tr, id)
@@ -163,7 +165,15 @@ func (m *Manager) Serve(ctx context.Context, rwc io.ReadWriteCloser, id Identity
 	var reason error
 	select {
 	case err := <-done:
-		if err != nil {
+		// Close or ctx may have ended the session's last call, and with
+		// it a half-closed peer's session, before this select ran: the
+		// reason is then theirs, not the peer's.
+		switch {
+		case m.ctx.Err() != nil:
+			return ErrClosed
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
 			return fmt.Errorf("session %s: connection: %w", l.label(), err)
 		}
 		return nil
