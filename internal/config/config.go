@@ -52,7 +52,18 @@ type Daemon struct {
 	// MCPHTTPOperatorAllow (mcp_http_operator_allow, default ["read"]) is
 	// what the operator token may call over HTTP, in mcp_allow's grammar.
 	MCPHTTPOperatorAllow api.Grant
+	// MCPMaxMessage (mcp_max_message_bytes, default DefaultMCPMaxMessage)
+	// bounds one MCP message from a client, over the socket or HTTP; a
+	// larger one is answered with an error and not read into memory.
+	MCPMaxMessage int
 }
+
+// Bounds of [daemon] mcp_max_message_bytes.
+const (
+	DefaultMCPMaxMessage = 4 << 20
+	MinMCPMaxMessage     = 64 << 10
+	MaxMCPMaxMessage     = 64 << 20
+)
 
 // RestartPolicy says whether a unit is restarted after it exits.
 type RestartPolicy string
@@ -218,7 +229,7 @@ func Parse(path string, data []byte) (*Config, error) {
 
 func empty() *Config {
 	return &Config{
-		Daemon:    Daemon{MCPHTTPOperatorAllow: api.DefaultGrant()},
+		Daemon:    Daemon{MCPHTTPOperatorAllow: api.DefaultGrant(), MCPMaxMessage: DefaultMCPMaxMessage},
 		Harnesses: map[string]*Harness{},
 		Order:     []string{},
 		Profiles:  map[string]*Profile{},

@@ -135,6 +135,8 @@ func TestParseValid(t *testing.T) {
 			func(c *Config) bool { return c.Harnesses["a"].Restart == RestartUnlessStopped }},
 		{"zero durations", "[harness.a]\ncmd='x'\nrestart_delay=0\nstop_grace=0.0",
 			func(c *Config) bool { return c.Harnesses["a"].RestartDelay == 0 && c.Harnesses["a"].StopGrace == 0 }},
+		{"default message bound", "", func(c *Config) bool { return c.Daemon.MCPMaxMessage == DefaultMCPMaxMessage }},
+		{"message bound", "[daemon]\nmcp_max_message_bytes = 1048576", func(c *Config) bool { return c.Daemon.MCPMaxMessage == 1<<20 }},
 		{"call_timeout_s", "[mcp.u]\ncmd='x'\ncall_timeout_s=2.5",
 			func(c *Config) bool { return c.Upstreams["u"].CallTimeout == 2500*time.Millisecond }},
 		{"float stop_grace", "[harness.a]\ncmd='x'\nstop_grace=0.25",
@@ -277,6 +279,10 @@ func TestParseErrors(t *testing.T) {
 			"harness.toml:4: harness.a.stop_grace: must be a number of seconds, not a string",
 			"harness.toml:7: mcp.u.restart_delay: must be >= 0 seconds, not -0.5",
 			"harness.toml:8: mcp.u.stop_grace: 1e+300 seconds is too long"}},
+		{"message bound", "[daemon]\nmcp_max_message_bytes = 1024\n", []string{
+			"harness.toml:2: daemon.mcp_max_message_bytes: 1024 bytes is out of range (want 65536..67108864)"}},
+		{"message bound type", "[daemon]\nmcp_max_message_bytes = '4M'\n", []string{
+			"harness.toml:2: daemon.mcp_max_message_bytes: must be a number of bytes, not a string"}},
 		{"call timeout", "[mcp.u]\ncmd='x'\ncall_timeout_s = -2\n[mcp.v]\ncmd='x'\ncall_timeout_s = 'long'\n[harness.a]\ncmd='x'\ncall_timeout_s = 3\n", []string{
 			"harness.toml:3: mcp.u.call_timeout_s: must be >= 0 seconds, not -2",
 			"harness.toml:6: mcp.v.call_timeout_s: must be a number of seconds, not a string",

@@ -235,6 +235,16 @@ func (d *decoder) daemon(v any, out *Daemon) {
 			}
 		case "mcp_http_operator_allow":
 			out.MCPHTTPOperatorAllow = d.grant(kp, val)
+		case "mcp_max_message_bytes":
+			n, ok := val.(int64)
+			switch {
+			case !ok:
+				d.add(kp, "must be a number of bytes, not %s", tomlType(val))
+			case n < MinMCPMaxMessage || n > MaxMCPMaxMessage:
+				d.add(kp, "%d bytes is out of range (want %d..%d)", n, MinMCPMaxMessage, MaxMCPMaxMessage)
+			default:
+				out.MCPMaxMessage = int(n)
+			}
 		default:
 			d.unknown(kp, val)
 		}

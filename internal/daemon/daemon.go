@@ -205,6 +205,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		OnReload: func() {
 			srv.Publish(api.Event{Kind: api.EventReload, Time: time.Now()})
 			if mgr != nil {
+				mgr.SetMaxMessage(ctlRef.Load().Config().Daemon.MCPMaxMessage)
 				mgr.Refresh()
 			}
 			// watch_config or the prompt directories may have changed.
@@ -221,6 +222,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	ctlRef.Store(ctl)
 	watch.ctl = ctl
 	mgr = session.NewManager(ctl, authority{tokens: tokens, ctl: ctl}, brk, promptSet.current, log, opt.Version)
+	mgr.SetMaxMessage(ctl.Config().Daemon.MCPMaxMessage)
 	cancelBrokerWatch := brk.OnChange(mgr.Refresh)
 	srv.Handler = handler{ctl: ctl, mgr: mgr, log: log}
 
@@ -233,7 +235,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	go func() { serveErr <- srv.Serve(ln) }()
 	var httpErr chan error
 	if httpEP != nil {
-		if err := httpEP.serve(mgr, paths.StateDir, log); err != nil {
+		if err := httpEP.serve(mgr, paths.StateDir, func() int { return ctl.Config().Daemon.MCPMaxMessage }, log); err != nil {
 			log.Error("mcp http endpoint not served", "err", err)
 		}
 		httpErr = httpEP.err

@@ -38,7 +38,7 @@ func listenHTTP(cfg *config.Config) (*httpEndpoint, error) {
 
 // serve starts answering; the session layer applies the operator's grant
 // in force (the authority reads it from the live config).
-func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, log *slog.Logger) error {
+func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage func() int, log *slog.Logger) error {
 	tok, err := httpmcp.LoadOrCreateOperatorToken(stateDir)
 	if err != nil {
 		return fmt.Errorf("mcp_http: operator token: %w", err)
@@ -47,6 +47,7 @@ func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, log *slog.Lo
 		Sessions:      mgr,
 		OperatorToken: tok,
 		IdleTimeout:   30 * time.Minute,
+		MaxMessage:    maxMessage,
 		Logger:        log,
 	}), log)
 	maxConns := httpmcp.DefaultMaxConns()

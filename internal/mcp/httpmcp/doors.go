@@ -127,16 +127,26 @@ func refuse(w http.ResponseWriter, status int) {
 	http.Error(w, strings.ToLower(http.StatusText(status)), status)
 }
 
-// readBody reads a POST body, at most mcp.DefaultMaxRequestBodyBytes, and
-// leaves a copy for the go-sdk to read again.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// readBody reads a POST body, at most limit bytes, and leaves a copy for
+// the go-sdk to read again.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		return nil, fmt.Errorf("httpmcp: read body: %w", err)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return body, nil
+}
+
+// maxMessage is the POST body limit in force.
+func (h *handler) maxMessage() int64 {
+	if h.opt.MaxMessage != nil {
+		if n := h.opt.MaxMessage(); n > 0 {
+			return int64(n)
+		}
+	}
+	return mcp.DefaultMaxRequestBodyBytes
 }

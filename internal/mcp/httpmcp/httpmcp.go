@@ -73,6 +73,9 @@ type Options struct {
 	// session beyond it ends the least recently used one (idle ones first).
 	// Zero means DefaultMaxSessionsPerCredential.
 	MaxSessionsPerCredential int
+	// MaxMessage, when set, returns the largest POST body read ([daemon]
+	// mcp_max_message_bytes, live); nil or <= 0 takes the go-sdk's default.
+	MaxMessage func() int
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -182,10 +185,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	var body []byte
 	if r.Method == http.MethodPost {
-		if body, err = readBody(w, r); err != nil {
+		if body, err = readBody(w, r, h.maxMessage()); err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				refuse(w, http.StatusRequestEntityTooLarge)
+				w.Header().Set("Connection", "close")
+				http.Error(w, fmt.Sprintf("request entity too large: this endpoint reads messages of at most %d bytes ([daemon] mcp_max_message_bytes)", tooBig.Limit), http.StatusRequestEntityTooLarge)
 				return
 			}
 			h.log.Info("refused a request whose body did not arrive", "remote", r.RemoteAddr, "error", err)

@@ -58,9 +58,11 @@ type Transport struct {
 	MaxMessage int
 	// AnswerInvalid makes Read answer a line that is not a JSON-RPC
 	// message with an error response (id null: parse error for bad JSON,
-	// invalid request otherwise) and read on, as a server does; the
-	// session and the answers it owes survive a client's bad line.
-	// Without it, Read returns ErrInvalidMessage, which ends the connection.
+	// invalid request otherwise) and a message over MaxMessage with an
+	// invalid request error (for its id, when one is seen), and read on,
+	// as a server does; the session and the answers it owes survive a
+	// client's bad line. Without it, Read returns ErrInvalidMessage or
+	// ErrMessageTooLarge, which end the connection.
 	AnswerInvalid bool
 
 	mu   sync.Mutex
@@ -116,8 +118,12 @@ type Conn struct {
 	limit  int
 	answer bool // Transport.AnswerInvalid
 
-	line  []byte            // reused buffer of the message being read
-	queue []jsonrpc.Message // rest of an inbound batch, read side only
+	line []byte // reused buffer of the message being read
+	// over is the read that took a message past the limit, and the error
+	// that came with it (readLine to skipOversized).
+	over    []byte
+	overErr error
+	queue   []jsonrpc.Message // rest of an inbound batch, read side only
 
 	writeMu sync.Mutex // one message at a time on the wire
 
@@ -174,6 +180,19 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		start := len(c.line)
 		err := c.readLine()
+		if errors.Is(err, ErrMessageTooLarge) && c.answer {
+			// Skipped, not kept: the session and the answers it owes
+			// survive a message over the limit.
+			size, id, serr := c.skipOversized()
+			if werr := c.answerOversized(size, id); werr != nil {
+				return nil, werr
+			}
+			c.line, scan = c.line[:0], nil
+			if serr == nil {
+				continue
+			}
+			err = serr
+		}
 		if err != nil {
 			select {
 			case <-c.closed:
@@ -268,6 +287,8 @@ func (c *Conn) readLine() error {
 	for {
 		chunk, err := c.r.ReadSlice('\n')
 		if len(c.line)+len(chunk) > c.limit {
+			// Kept for skipOversized (valid until the next read).
+			c.over, c.overErr = chunk, err
 			return fmt.Errorf("%w (%d bytes)", ErrMessageTooLarge, c.limit)
 		}
 		c.line = append(c.line, chunk...)

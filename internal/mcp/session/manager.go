@@ -103,6 +103,10 @@ type Manager struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// maxMessage bounds one inbound message of a new session (0: the
+	// transport's default); SetMaxMessage changes it.
+	maxMessage atomic.Int64
+
 	mu     sync.Mutex
 	closed bool
 	live   map[*live]struct{}
@@ -123,6 +127,12 @@ func NewManager(ops Ops, auth Authority, ups Upstreams, prompts func() Prompts, 
 		live: make(map[*live]struct{}),
 	}
 }
+
+// SetMaxMessage bounds one inbound message of the sessions Serve starts
+// from now on ([daemon] mcp_max_message_bytes): a larger one is answered
+// with an error and skipped, never read into memory. 0 restores the
+// transport's default.
+func (m *Manager) SetMaxMessage(n int) { m.maxMessage.Store(int64(n)) }
 
 // Authenticate turns what the bridge presented into an Identity. An empty
 // token is an unattributed session; an unknown or revoked token is refused
@@ -153,7 +163,7 @@ func (m *Manager) Serve(ctx context.Context, rwc io.ReadWriteCloser, id Identity
 
 	// A client's bad line is answered (parse error, id null), not the end
 	// of its session and of the answers it is owed.
-	tr := &jsonl.Transport{Reader: rwc, Writer: rwc, AnswerInvalid: true}
+	tr := &jsonl.Transport{Reader: rwc, Writer: rwc, AnswerInvalid: true, MaxMessage: int(m.maxMessage.Load())}
 	ss, err := l.server.Connect(ctx, tr, nil)
 	if err != nil {
 		m.closeLogged(tr, id)
