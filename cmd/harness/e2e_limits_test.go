@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -83,5 +84,79 @@ func TestMCP_OversizedMessagesAreRefusedWithoutBeingRead(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body[:n]), "mcp_max_message_bytes") {
 		t.Errorf("HTTP POST of 2 MB: %d %s", resp.StatusCode, body[:n])
+	}
+}
+
+// A session whose client went away (its bridge killed, or its pipes
+// closed) while a call hangs upstream is ended and the call cancelled
+// upstream within about a second, in both bridge modes (issue 22: such
+// sessions lived forever and their calls were never cancelled).
+func TestMCP_ClientGoneCancelsItsCallsUpstream(t *testing.T) {
+	for _, mode := range bridgeModes {
+		for _, how := range []string{"bridge killed", "pipes closed"} {
+			t.Run(mode.name+"/"+how, func(t *testing.T) {
+				f := newFleet(t, upstreamTable("x", "gone-"+mode.name+"-"+strings.ReplaceAll(how, " ", "-"), ""))
+				probe := f.mcpSession("", false, nil)
+				waitTool(t, f, probe, "x__slow")
+				b := startBridge(t, f.socket, mode.env)
+				b.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
+					`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+				b.line()
+				b.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x__slow","arguments":{"ms":600000},"_meta":{"progressToken":"p1"}}}`)
+				// The upstream's progress notification says the call is in flight.
+				if got := b.line(); !strings.Contains(got, "notifications/progress") {
+					t.Fatalf("want the call's progress first, got %q", got)
+				}
+				switch how {
+				case "bridge killed":
+					if err := b.cmd.Process.Kill(); err != nil {
+						t.Fatal(err)
+					}
+				case "pipes closed":
+					b.inW.Close()
+					b.outR.Close()
+				}
+				begin := time.Now()
+				f.waitFor("the upstream to count the cancellation", 10*time.Second, func() bool {
+					return strings.TrimSpace(text(t, callTool(t, probe, "x__cancelled", nil))) == "1"
+				})
+				if took := time.Since(begin); took > 3*time.Second {
+					t.Errorf("the call was cancelled %s after its client left, want about a second", took.Round(time.Millisecond))
+				}
+			})
+		}
+	}
+}
+
+// Per MCP, no response is due after a client cancelled its request: the
+// session sends none (it answered internal before, issue 22), cancels the
+// call upstream, and goes on; in both bridge modes.
+func TestMCP_CancelledCallGetsNoAnswer(t *testing.T) {
+	for _, mode := range bridgeModes {
+		t.Run(mode.name, func(t *testing.T) {
+			f := newFleet(t, upstreamTable("x", "cancel-answer-"+mode.name, ""))
+			probe := f.mcpSession("", false, nil)
+			waitTool(t, f, probe, "x__slow")
+			b := startBridge(t, f.socket, mode.env)
+			b.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			b.line()
+			b.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x__slow","arguments":{"ms":600000},"_meta":{"progressToken":"p1"}}}`)
+			if got := b.line(); !strings.Contains(got, "notifications/progress") {
+				t.Fatalf("want the call's progress first, got %q", got)
+			}
+			b.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"changed my mind"}}`)
+			f.waitFor("the upstream to count the cancellation", 10*time.Second, func() bool {
+				return strings.TrimSpace(text(t, callTool(t, probe, "x__cancelled", nil))) == "1"
+			})
+			b.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+			if got := b.line(); !strings.Contains(got, `"id":2,"result"`) {
+				t.Fatalf("after the cancellation the session sent %q, want only the ping's answer", got)
+			}
+			b.inW.Close()
+			if code := b.exit(10 * time.Second); code != 0 {
+				t.Fatalf("harness mcp exit %d after stdin closed (stderr %q)", code, b.stderr())
+			}
+		})
 	}
 }

@@ -10,10 +10,12 @@ import (
 	"runtime"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/hangup"
 )
 
 // ErrSessionCut is returned by Bridge when the daemon closed the stream
@@ -71,6 +73,28 @@ func Bridge(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, err
 			_ = conn.Close()
 		}
 	}()
+	// A client that closed its stdout too is gone: say so to the daemon by
+	// closing the stream, so it cancels the calls it still runs for us
+	// rather than hold them for answers nobody will read.
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	if gone := hangup.Check(out); gone != nil {
+		go func() {
+			t := time.NewTicker(hangupPoll)
+			defer t.Stop()
+			for {
+				select {
+				case <-watchDone:
+					return
+				case <-t.C:
+					if gone() {
+						_ = conn.Close()
+						return
+					}
+				}
+			}
+		}()
+	}
 	err := <-fromDaemon
 	cut := !inEnded.Load() // before closing stdin ends its copy below
 	pout.close()
@@ -92,6 +116,9 @@ func Bridge(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, err
 	}
 	return nil
 }
+
+// hangupPoll is how often the bridge checks that its client still reads.
+const hangupPoll = 200 * time.Millisecond
 
 // polled is a poller-backed duplicate of a pipe or socket: O_NONBLOCK is
 // set on the open file description, which the original shares.

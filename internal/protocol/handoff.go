@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -271,6 +272,10 @@ func (s *handedStdio) Read(p []byte) (int, error) { return s.in.Read(p) }
 
 // Write writes the client's stdout.
 func (s *handedStdio) Write(p []byte) (int, error) { return s.out.Write(p) }
+
+// SyscallConn is the writing side's (the client's stdout): the session
+// asks it whether the client still reads its answers.
+func (s *handedStdio) SyscallConn() (syscall.RawConn, error) { return s.out.SyscallConn() }
 
 // Close ends any read or write in progress, puts back the blocking mode of
 // both descriptions and releases every descriptor. It is safe to call more

@@ -137,7 +137,8 @@ type Conn struct {
 	pendingMu sync.Mutex
 	pendingCV *sync.Cond // signalled when pending empties or the conn can no longer answer
 	pending   map[any]bool
-	stopWait  bool // closed, or a write failed: answers cannot reach the peer
+	cancelled map[any]bool // pending calls the peer cancelled: their answers are dropped
+	stopWait  bool         // closed, or a write failed: answers cannot reach the peer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -224,6 +225,7 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			msg, err = c.readBatch(data)
 		} else if msg, err = decode(data); err == nil {
 			c.expectAnswer(msg)
+			c.noteCancelled(msg)
 		}
 		if !incomplete(err) {
 			if err == nil || !c.answer || !errors.Is(err, ErrInvalidMessage) {
@@ -259,6 +261,7 @@ func (c *Conn) expectAnswer(msg jsonrpc.Message) {
 func (c *Conn) answered(id any, failed bool) {
 	c.pendingMu.Lock()
 	delete(c.pending, id)
+	delete(c.cancelled, id)
 	c.stopWait = c.stopWait || failed
 	if len(c.pending) == 0 || c.stopWait {
 		c.pendingCV.Broadcast()
@@ -267,8 +270,10 @@ func (c *Conn) answered(id any, failed bool) {
 }
 
 // awaitAnswers blocks until every call read so far has been answered, the
-// connection is closed, or a write has failed.
+// connection is closed, a write has failed, or the peer is gone
+// altogether (watchHangup).
 func (c *Conn) awaitAnswers() {
+	defer c.watchHangup()()
 	c.pendingMu.Lock()
 	for len(c.pending) > 0 && !c.stopWait {
 		c.pendingCV.Wait()
@@ -414,6 +419,10 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			c.answered(resp.ID.Raw(), false)
 		}
 		return fmt.Errorf("jsonl: encoding message: %w", err)
+	}
+	if isResp && !c.inBatch(resp) && c.dropCancelled(resp) {
+		c.answered(resp.ID.Raw(), false)
+		return nil
 	}
 	if isResp {
 		var complete bool

@@ -89,3 +89,35 @@ func TestOversizedMessageEndsAClientConnection(t *testing.T) {
 		t.Fatalf("Read = %v, want ErrMessageTooLarge", err)
 	}
 }
+
+// TestCancelledRequestGetsNoAnswer: per MCP no response is due after the
+// client cancelled a request; the handler's late answer is dropped, the
+// others go out, and the call no longer holds the peer's EOF back.
+func TestCancelledRequestGetsNoAnswer(t *testing.T) {
+	p, c := newPeer(t, true)
+	ctx := context.Background()
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}` + "\n")
+	for range 3 {
+		if _, err := c.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []float64{1, 2} {
+		id, _ := jsonrpc.MakeID(n)
+		resp := &jsonrpc.Response{ID: id, Result: json.RawMessage(`{}`)}
+		if err := c.Write(ctx, resp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.line(); !strings.Contains(got, `"id":2`) {
+		t.Fatalf("peer got %q first, want only the answer to 2", got)
+	}
+	c.pendingMu.Lock()
+	left := len(c.pending) + len(c.cancelled)
+	c.pendingMu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d calls still owed after the cancelled one was dropped", left)
+	}
+}
