@@ -194,8 +194,7 @@ func TestMCP_DaemonLossIsAnErrorWithAMessage(t *testing.T) {
 				b := startBridge(t, f.socket, mode.env)
 				b.ping(1)
 				if how == "killed" {
-					_ = f.cmd.Process.Kill()
-					<-f.exited
+					f.kill()
 				} else {
 					f.stop()
 				}
