@@ -45,6 +45,8 @@ type UpstreamStatus struct {
 	Restarts  int        `json:"restarts"`
 	LastError string     `json:"last_error"`
 	NextRetry *time.Time `json:"next_retry,omitempty"`
+	// Calls are the calls of this upstream's tools since the daemon started.
+	Calls UpstreamCallStats `json:"calls"`
 }
 
 // DaemonInfo is the answer of `daemon_info`.
@@ -60,6 +62,7 @@ type DaemonInfo struct {
 	MCPURL    string           `json:"mcp_url,omitempty"`
 	Warnings  []string         `json:"warnings"`
 	Upstreams []UpstreamStatus `json:"upstreams"`
+	CallLog   *CallLogInfo     `json:"call_log,omitempty"`
 }
 
 // Paths are the files the daemon uses.
