@@ -72,6 +72,9 @@ type Identity struct {
 	// Token is what attributed the session. It is resolved again on every
 	// call: a token dies with its run, and so does what it granted.
 	Token string
+	// Operator marks a session opened with the operator token (HTTP); it
+	// names the caller in the call log and grants nothing by itself.
+	Operator bool
 }
 
 // ErrClosed is returned by Serve when the Manager is closed.
@@ -85,6 +88,7 @@ type Manager struct {
 	prompts func() Prompts
 	log     *slog.Logger
 	version string
+	rec     CallRecorder // the call log; nil records nothing (record.go)
 
 	// ctx ends with Close; every tool call is bound to it so Close cannot
 	// wait forever on an in-flight handler.
@@ -296,7 +300,7 @@ func (m *Manager) build(id Identity) *live {
 		},
 		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { l.connected.Store(true) },
 	})
-	l.server.AddReceivingMiddleware(l.callMiddleware)
+	l.server.AddReceivingMiddleware(l.recordMiddleware, l.callMiddleware)
 	return l
 }
 
@@ -324,6 +328,7 @@ type live struct {
 	owned     bool        // run by Serve, which unregisters it
 	connected atomic.Bool // initialized at least once (for pruning NewServer sessions)
 	built     time.Time   // when NewServer made it (for pruning ones never initialized)
+	rec       callerInfo  // who calls, for the call log (record.go)
 
 	// viewMu serialises refreshes of this one session; calls never take it.
 	viewMu  sync.Mutex
