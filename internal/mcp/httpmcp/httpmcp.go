@@ -72,6 +72,9 @@ type Options struct {
 	IdleTimeout time.Duration
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger
+	// Metrics, when set, is served at MetricsPath to the operator token
+	// only (metrics.go).
+	Metrics http.Handler
 }
 
 // NewHandler returns the HTTP handler of the MCP endpoint. It serves Path
@@ -156,7 +159,7 @@ type newSession struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != Path {
+	if r.URL.Path != Path && r.URL.Path != MetricsPath {
 		http.NotFound(w, r)
 		return
 	}
@@ -168,6 +171,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if origin := r.Header.Get("Origin"); origin != "" && !h.origins[strings.ToLower(origin)] {
 		h.log.Warn("refused request with a foreign Origin", "origin", origin, "remote", r.RemoteAddr)
 		http.Error(w, "forbidden", http.StatusForbidden)
+		return
+	}
+	if r.URL.Path == MetricsPath {
+		h.serveMetrics(w, r)
 		return
 	}
 	sid := r.Header.Get(sessionIDHeader)
@@ -232,7 +239,7 @@ func (h *handler) authenticate(r *http.Request) (caller, error) {
 	c := caller{token: token, hash: sha256.Sum256([]byte(token))}
 	if h.operator != nil && subtle.ConstantTimeCompare(c.hash[:], h.operator[:]) == 1 {
 		c.operator = true
-		c.id = session.Identity{AllowControl: h.operatorWrite()}
+		c.id = session.Identity{AllowControl: h.operatorWrite(), Operator: true}
 		return c, nil
 	}
 	id, err := h.opt.Sessions.Authenticate(token, false)
