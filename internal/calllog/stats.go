@@ -53,7 +53,15 @@ type counter struct {
 
 func (s *stats) add(r *api.CallRecord) {
 	k := Key{Kind: r.Kind, Project: r.Project, Tool: r.Tool}
-	if r.Outcome == string(errcode.UnknownTool) || r.Outcome == string(errcode.UnknownNamespace) {
+	switch r.Outcome {
+	case string(errcode.UnknownTool):
+		// A known namespace keeps it: its upstream's row counts the miss.
+		if key, _, ok := strings.Cut(r.Tool, "__"); ok {
+			k.Tool = key + "__" + UnknownTool
+		} else {
+			k.Tool = UnknownTool
+		}
+	case string(errcode.UnknownNamespace):
 		k.Tool = UnknownTool
 	}
 	d := time.Duration(r.DurationMS * float64(time.Millisecond))
@@ -85,12 +93,12 @@ func (s *stats) add(r *api.CallRecord) {
 }
 
 // merged sums the counters whose key matches, by (kind, tool).
-func (s *stats) merged(match func(Key) bool) map[Key]*counter {
+func (s *stats) merged(match func(kind, project, tool string) bool) map[Key]*counter {
 	out := map[Key]*counter{}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, c := range s.by {
-		if match != nil && !match(k) {
+		if match != nil && !match(k.Kind, k.Project, k.Tool) {
 			continue
 		}
 		mk := Key{Kind: k.Kind, Tool: k.Tool}
@@ -133,9 +141,10 @@ func nonNilMap(m map[string]uint64) map[string]uint64 {
 	return m
 }
 
-// Stats returns the stats of the calls whose key matches (nil matches
-// all): their total and each tool's, ordered by kind and tool.
-func (l *Log) Stats(match func(Key) bool) (api.CallStats, []api.ToolCallStats) {
+// Stats returns the stats of the calls whose kind, caller's project and
+// tool match (nil matches all): their total and each tool's, ordered by
+// kind and tool.
+func (l *Log) Stats(match func(kind, project, tool string) bool) (api.CallStats, []api.ToolCallStats) {
 	byTool := l.stats.merged(match)
 	var total counter
 	tools := make([]api.ToolCallStats, 0, len(byTool))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,7 +73,7 @@ func TestStatsCountCallsErrorsAndLatency(t *testing.T) {
 	l.Record(rec("", "no_such_tool_1", string(errcode.UnknownTool), 1))
 	l.Record(rec("", "nope__x", string(errcode.UnknownNamespace), 1))
 
-	total, tools := l.Stats(func(k Key) bool { return k.Project == "" && Namespace(k.Kind, k.Tool) == "git" })
+	total, tools := l.Stats(func(kind, project, tool string) bool { return project == "" && Namespace(kind, tool) == "git" })
 	if total.Calls != 10 || total.Errors["upstream_unavailable"] != 2 || len(total.Errors) != 1 {
 		t.Errorf("global git: %+v", total)
 	}
@@ -82,7 +83,7 @@ func TestStatsCountCallsErrorsAndLatency(t *testing.T) {
 	if len(tools) != 1 || tools[0].Tool != "git__push" || tools[0].Calls != 10 {
 		t.Errorf("global git tools: %+v", tools)
 	}
-	total, _ = l.Stats(func(k Key) bool { return k.Project == "p" })
+	total, _ = l.Stats(func(_, project, _ string) bool { return project == "p" })
 	if total.Calls != 1 || total.Errors["not_permitted"] != 1 {
 		t.Errorf("project p: %+v", total)
 	}
@@ -181,4 +182,34 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+func TestUnknownToolsCountUnderTheirNamespace(t *testing.T) {
+	l := openLog(t, t.TempDir(), Options{})
+	for _, tool := range []string{"git__nope1", "git__nope2"} {
+		l.Record(rec("", tool, string(errcode.UnknownTool), 1))
+	}
+	l.Record(rec("", "bogus__x", string(errcode.UnknownNamespace), 1))
+	l.Record(rec("", "harness_bogus", string(errcode.UnknownTool), 1))
+	_, tools := l.Stats(nil)
+	got := map[string]uint64{}
+	for _, ts := range tools {
+		got[ts.Tool] = ts.Calls
+	}
+	if len(got) != 2 || got["git__"+UnknownTool] != 2 || got[UnknownTool] != 2 {
+		t.Fatalf("stats by tool %v", got)
+	}
+	// The log itself keeps the names as called.
+	waitWritten(t, l, 4)
+	if names := joinTools(query(t, l, api.CallsArgs{}).Calls); names != "git__nope1 git__nope2 bogus__x harness_bogus" {
+		t.Fatalf("recorded tools %q", names)
+	}
+}
+
+func joinTools(rs []api.CallRecord) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Tool)
+	}
+	return strings.Join(out, " ")
 }

@@ -50,6 +50,9 @@ type Daemon struct {
 	// MCPHTTPOperatorAllow (mcp_http_operator_allow, default ["read"]) is
 	// what the operator token may call over HTTP: "read" and/or "write".
 	MCPHTTPOperatorAllow []string
+	// CallLogArgs (call_log_args, default false) keeps the argument values
+	// of MCP calls in the call log, each string cut at a bound.
+	CallLogArgs bool
 }
 
 // RestartPolicy says whether a unit is restarted after it exits.

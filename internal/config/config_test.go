@@ -147,6 +147,8 @@ func TestParseValid(t *testing.T) {
 		{"127/8", "[daemon]\nmcp_http='127.1.2.3:80'", func(c *Config) bool { return true }},
 		{"ipv6 loopback", "[daemon]\nmcp_http='[::1]:7330'\nmcp_http_operator_allow=['read','write','write']",
 			func(c *Config) bool { return slices.Equal(c.Daemon.MCPHTTPOperatorAllow, []string{"read", "write"}) }},
+		{"call_log_args", "[daemon]\ncall_log_args = true", func(c *Config) bool { return c.Daemon.CallLogArgs }},
+		{"call_log_args off by default", "[daemon]\nwatch_config = true", func(c *Config) bool { return !c.Daemon.CallLogArgs }},
 		{"upstream key with digits", "[mcp.a-1]\ncmd='x'", func(c *Config) bool { return c.Upstreams["a-1"] != nil }},
 		{"profile without members", "[profile.p]", func(c *Config) bool { return c.Profiles["p"] != nil }},
 	} {
@@ -232,6 +234,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{`harness.toml:2: daemon.mcp_http: invalid port "99999" in "127.0.0.1:99999"`}},
 		{"operator allow", "[daemon]\nmcp_http_operator_allow = ['admin']\n",
 			[]string{`harness.toml:2: daemon.mcp_http_operator_allow: unknown class "admin" (want "read" or "write")`}},
+		{"call_log_args", "[daemon]\ncall_log_args = 'yes'\n",
+			[]string{"harness.toml:2: daemon.call_log_args: must be true or false, not a string"}},
 		{"mcp_allow", "[harness.a]\ncmd='x'\nmcp_allow = ['read', 'exec']\n",
 			[]string{`harness.toml:3: harness.a.mcp_allow: unknown class "exec" (want "read" or "write")`}},
 		{"durations", "[harness.a]\ncmd='x'\nrestart_delay = -1\nstop_grace = 'soon'\n[mcp.u]\ncmd='x'\nrestart_delay = -0.5\nstop_grace = 1e300\n", []string{

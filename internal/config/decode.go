@@ -253,6 +253,8 @@ func (d *decoder) daemon(v any, out *Daemon) {
 			}
 		case "mcp_http_operator_allow":
 			out.MCPHTTPOperatorAllow = d.classes(kp, val)
+		case "call_log_args":
+			out.CallLogArgs = d.boolean(kp, val)
 		default:
 			d.unknown(kp, val)
 		}

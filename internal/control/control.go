@@ -104,6 +104,8 @@ type Options struct {
 	// Shutdown asks the daemon to exit; it must not block.
 	Shutdown func()
 	Logger   *slog.Logger
+	// Calls is the MCP call log (calls.go); nil keeps none.
+	Calls CallLog
 }
 
 // Control owns the fleet and answers every control operation.
@@ -330,6 +332,7 @@ var opTable = map[string]opFunc{
 	api.OpProjectDown:      op((*Control).ProjectDown),
 	api.OpListTrajectories: op((*Control).ListTrajectories),
 	api.OpGetTrajectory:    op((*Control).GetTrajectory),
+	api.OpCalls:            op((*Control).Calls),
 }
 
 // op adapts a typed operation to the table. Arguments are decoded

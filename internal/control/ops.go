@@ -462,6 +462,7 @@ func (c *Control) DaemonInfo(ctx context.Context, _ api.NoArgs) (api.DaemonInfo,
 		MCPURL:    c.opt.MCPURL,
 		Warnings:  c.Warnings(),
 		Upstreams: c.upstreamStatus(),
+		CallLog:   c.callLogInfo(),
 	}, nil
 }
 
@@ -492,5 +493,6 @@ func (c *Control) upstreamStatus() []api.UpstreamStatus {
 		}
 		out = append(out, us)
 	}
+	c.addCallStats(out)
 	return out
 }
