@@ -110,6 +110,11 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if n := runStore.CloseDangling("daemon-exit"); n > 0 {
 		log.Info("closed runs left open by a previous daemon", "count", n)
 	}
+	calls, err := openCallLog(paths.StateDir, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeCallLog(calls, log) // after the sessions, which record into it
 
 	httpEP, err := listenHTTP(cfg)
 	if err != nil {
@@ -140,6 +145,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		limits = *opt.Limits
 	}
 	var mgr *session.Manager
+	var ctlNow *control.Control // for OnReload, which New may not call back
 	promptSet := &promptHolder{}
 	watch := &watcher{log: log}
 	logDir := filepath.Join(paths.StateDir, "logs")
@@ -169,6 +175,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 			return logs.Open(logDir, name, logs.Options{OnEntry: onEntry})
 		},
 		Trajectories: trajStore,
+		Calls:        calls,
 		NewDeps: func(name string, kind supervise.Kind) (supervise.Deps, error) {
 			return supervise.Deps{
 				Tokens:   tokens,
@@ -185,6 +192,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 			if mgr != nil {
 				mgr.Refresh()
 			}
+			if ctlNow != nil {
+				calls.SetKeepArgs(ctlNow.Config().Daemon.CallLogArgs)
+			}
 			// watch_config or the prompt directories may have changed.
 			// Not inline: the watcher itself may be the one reloading.
 			go watch.reset()
@@ -196,7 +206,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	watch.ctl = ctl
+	ctlNow = ctl
 	mgr = session.NewManager(ctl, authority{tokens: tokens, ctl: ctl}, brk, promptSet.current, log, opt.Version)
+	mgr.SetCallRecorder(calls)
 	cancelBrokerWatch := brk.OnChange(mgr.Refresh)
 	srv.Handler = handler{ctl: ctl, mgr: mgr, log: log}
 
@@ -210,7 +222,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	var httpErr chan error
 	if httpEP != nil {
 		allow := func() []string { return ctl.Config().Daemon.MCPHTTPOperatorAllow }
-		if err := httpEP.serve(mgr, paths.StateDir, allow, log); err != nil {
+		if err := httpEP.serve(mgr, paths.StateDir, allow, metricsHandler(calls, log), log); err != nil {
 			log.Error("mcp http endpoint not served", "err", err)
 		}
 		httpErr = httpEP.err

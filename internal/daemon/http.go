@@ -37,7 +37,8 @@ func listenHTTP(cfg *config.Config) (*httpEndpoint, error) {
 }
 
 // serve starts answering; ctl's live config decides the operator's grant.
-func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, allow func() []string, log *slog.Logger) error {
+// metrics is served at /metrics to the operator.
+func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, allow func() []string, metrics http.Handler, log *slog.Logger) error {
 	tok, err := httpmcp.LoadOrCreateOperatorToken(stateDir)
 	if err != nil {
 		return fmt.Errorf("mcp_http: operator token: %w", err)
@@ -50,6 +51,7 @@ func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, allow func()
 			Addr:          e.ln.Addr().String(),
 			IdleTimeout:   30 * time.Minute,
 			Logger:        log,
+			Metrics:       metrics,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
