@@ -18,6 +18,7 @@
 package calllog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -89,8 +90,9 @@ type Log struct {
 	stats stats
 
 	queue    chan api.CallRecord
-	done     chan struct{} // closed by Close
-	exited   chan struct{} // closed when the writer has returned
+	syncReq  chan chan struct{} // Sync asks the writer to write now
+	done     chan struct{}      // closed by Close
+	exited   chan struct{}      // closed when the writer has returned
 	closed   atomic.Bool
 	keepArgs atomic.Bool
 	dropped  atomic.Uint64
@@ -127,6 +129,7 @@ func open(dir string, opt Options, wrap func(io.Writer) io.Writer) (*Log, error)
 		dir: dir, opt: opt, log: opt.Logger.With("component", "calllog"),
 		stats:   newStats(),
 		queue:   make(chan api.CallRecord, opt.Queue),
+		syncReq: make(chan chan struct{}),
 		done:    make(chan struct{}),
 		exited:  make(chan struct{}),
 		changed: make(chan struct{}),
@@ -225,26 +228,63 @@ func (l *Log) run() {
 	batch := make([]api.CallRecord, 0, batchMax)
 	gather := time.NewTimer(gatherFor)
 	gather.Stop()
+	var synced []chan struct{}
 	for {
-		batch = batch[:0]
+		batch, synced = batch[:0], synced[:0]
 		select {
 		case r := <-l.queue:
 			batch = append(batch, r)
+		case s := <-l.syncReq:
+			synced = append(synced, s)
 		case <-l.done:
 			l.drain(batch)
 			return
 		}
-		if batch = l.take(batch); len(batch) < batchMax {
+		if batch = l.take(batch); len(batch) < batchMax && len(synced) == 0 {
 			// While the writer sleeps, Record's sends wake nobody.
 			gather.Reset(gatherFor)
 			select {
 			case <-gather.C:
+			case s := <-l.syncReq:
+				synced = append(synced, s)
+				gather.Stop()
 			case <-l.done:
 				gather.Stop()
 			}
 			batch = l.take(batch)
 		}
-		l.publish(l.w.write(batch, l.onLost))
+		if len(batch) > 0 {
+			l.publish(l.w.write(batch, l.onLost))
+		}
+		for _, s := range synced {
+			close(s)
+		}
+	}
+}
+
+// syncWait bounds how long a query waits for the writer (a slow disk).
+const syncWait = time.Second
+
+// Sync has the writer write what is queued now, without waiting out its
+// gathering, and waits until it has (at most syncWait, or until ctx
+// ends): a query then sees every call answered before it began.
+func (l *Log) Sync(ctx context.Context) {
+	done := make(chan struct{})
+	t := time.NewTimer(syncWait)
+	defer t.Stop()
+	select {
+	case l.syncReq <- done:
+	case <-l.exited:
+		return
+	case <-ctx.Done():
+		return
+	case <-t.C:
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 

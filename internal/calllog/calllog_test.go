@@ -447,3 +447,16 @@ func TestCutArgs(t *testing.T) {
 		t.Errorf("oversized arguments kept: %d bytes", len(got))
 	}
 }
+
+func TestQuerySeesEveryCallRecordedBeforeIt(t *testing.T) {
+	l := openLog(t, t.TempDir(), Options{})
+	for i := range 50 {
+		l.Record(rec("a", fmt.Sprintf("t%d", i), api.OutcomeOK, 1))
+		// No wait for the writer: the query must not miss a call that a
+		// client already has its answer to.
+		got := query(t, l, api.CallsArgs{Limit: 1})
+		if len(got.Calls) != 1 || got.Calls[0].Tool != fmt.Sprintf("t%d", i) {
+			t.Fatalf("after call %d the newest record is %+v", i, got.Calls)
+		}
+	}
+}

@@ -24,12 +24,14 @@ const (
 
 // Query answers `calls`: the newest Limit matching records, or with a
 // Cursor the oldest Limit matching records after it, waiting up to WaitS
-// for one when there is none yet. Records come oldest first.
+// for one when there is none yet. Records come oldest first; every call
+// recorded before Query began is in the answer (see Sync).
 func (l *Log) Query(ctx context.Context, a api.CallsArgs) (api.CallsResult, error) {
 	f, limit, wait, err := parseArgs(a)
 	if err != nil {
 		return api.CallsResult{}, err
 	}
+	l.Sync(ctx)
 	if a.Cursor == nil {
 		return l.newest(f, limit)
 	}
