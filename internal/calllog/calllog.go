@@ -39,7 +39,13 @@ const (
 	DefaultKeepFiles    = 3       // rotated files kept beside the current one
 	DefaultQueue        = 4096    // records waiting for the writer
 	DefaultRing         = 4096    // recent records answered from memory
+	DefaultRingBytes    = 4 << 20 // and at most about this many bytes of them
 )
+
+// maxQueuedArgs bounds the argument bytes waiting for the writer: past it a
+// record is queued with a note instead of its arguments, so a slow disk
+// never pins clients' requests in memory.
+const maxQueuedArgs = 16 << 20
 
 // Log keys.
 const (
@@ -57,6 +63,7 @@ type Options struct {
 	KeepFiles    int // rotated files kept; negative keeps none
 	Queue        int
 	Ring         int
+	RingBytes    int
 	Logger       *slog.Logger
 }
 
@@ -75,6 +82,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Ring <= 0 {
 		o.Ring = DefaultRing
+	}
+	if o.RingBytes <= 0 {
+		o.RingBytes = DefaultRingBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -97,6 +107,7 @@ type Log struct {
 	keepArgs atomic.Bool
 	dropped  atomic.Uint64
 	written  atomic.Uint64
+	argBytes atomic.Int64 // argument bytes in the queue
 
 	// Owned by the writer goroutine.
 	w        writer
@@ -139,7 +150,7 @@ func open(dir string, opt Options, wrap func(io.Writer) io.Writer) (*Log, error)
 		return nil, fmt.Errorf("calllog: open: %w", err)
 	}
 	l.lastID = last
-	l.ring = newRing(opt.Ring, last)
+	l.ring = newRing(opt.Ring, opt.RingBytes, last)
 	l.w = writer{dir: dir, maxBytes: opt.MaxFileBytes, keep: opt.KeepFiles, wrap: wrap, nextID: last}
 	if err := l.w.open(); err != nil {
 		return nil, fmt.Errorf("calllog: open: %w", err)
@@ -180,13 +191,20 @@ func (l *Log) Record(r api.CallRecord) {
 	if !l.keepArgs.Load() {
 		r.Args = nil
 	}
+	if n := int64(len(r.Args)); n > 0 && l.argBytes.Add(n) > maxQueuedArgs {
+		// A note instead, counted like arguments so that taken balances.
+		r.Args = note(fmt.Sprintf("arguments of %d bytes not kept: the writer is behind", n))
+		l.argBytes.Add(int64(len(r.Args)) - n)
+	}
 	if l.closed.Load() {
+		l.taken(r)
 		l.dropped.Add(1)
 		return
 	}
 	select {
 	case l.queue <- r:
 	default:
+		l.taken(r)
 		if l.dropped.Add(1) == 1 {
 			l.log.Warn("call log writer is behind; dropping records (counted in dropped)", keyDir, l.dir)
 		}
@@ -233,7 +251,7 @@ func (l *Log) run() {
 		batch, synced = batch[:0], synced[:0]
 		select {
 		case r := <-l.queue:
-			batch = append(batch, r)
+			batch = append(batch, l.taken(r))
 		case s := <-l.syncReq:
 			synced = append(synced, s)
 		case <-l.done:
@@ -293,7 +311,7 @@ func (l *Log) take(batch []api.CallRecord) []api.CallRecord {
 	for len(batch) < batchMax {
 		select {
 		case r := <-l.queue:
-			batch = append(batch, r)
+			batch = append(batch, l.taken(r))
 		default:
 			return batch
 		}
@@ -301,12 +319,20 @@ func (l *Log) take(batch []api.CallRecord) []api.CallRecord {
 	return batch
 }
 
+// taken notes that r has left the queue (or never entered it).
+func (l *Log) taken(r api.CallRecord) api.CallRecord {
+	if n := int64(len(r.Args)); n > 0 {
+		l.argBytes.Add(-n)
+	}
+	return r
+}
+
 // drain writes everything still queued at Close, then closes the file.
 func (l *Log) drain(batch []api.CallRecord) {
 	for {
 		select {
 		case r := <-l.queue:
-			batch = append(batch, r)
+			batch = append(batch, l.taken(r))
 			if len(batch) < batchMax {
 				continue
 			}

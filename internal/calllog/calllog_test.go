@@ -460,3 +460,52 @@ func TestQuerySeesEveryCallRecordedBeforeIt(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryStaysBoundedWhileTheWriterIsBehind(t *testing.T) {
+	g := &gate{open: make(chan struct{}), in: make(chan struct{})}
+	l, err := open(t.TempDir(), Options{Queue: 64, RingBytes: 8 << 10}, func(w io.Writer) io.Writer { g.w = w; return g })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.SetKeepArgs(true)
+	l.Record(rec("a", "first", api.OutcomeOK, 1))
+	<-g.in
+	big := json.RawMessage(`{"content":"` + strings.Repeat("x", 1<<20) + `"}`)
+	for range 100 {
+		r := rec("a", "write_file", api.OutcomeOK, 1)
+		r.Args = big
+		l.Record(r)
+	}
+	if queued := l.argBytes.Load(); queued > maxQueuedArgs {
+		t.Fatalf("%d argument bytes queued, over %d", queued, maxQueuedArgs)
+	}
+	close(g.open)
+	waitWritten(t, l, 65)
+	if queued := l.argBytes.Load(); queued != 0 {
+		t.Errorf("%d argument bytes still counted after the queue drained", queued)
+	}
+	got := query(t, l, api.CallsArgs{Tool: "write_file", Limit: MaxLimit}).Calls
+	var cut, noted int
+	for _, r := range got {
+		switch {
+		case strings.Contains(string(r.Args), "cut, 1048576 bytes"):
+			cut++
+		case strings.Contains(string(r.Args), "the writer is behind"):
+			noted++
+		}
+	}
+	if cut == 0 || noted == 0 || cut+noted != len(got) {
+		t.Errorf("%d records: %d with cut arguments, %d with a note", len(got), cut, noted)
+	}
+	l.mu.Lock()
+	n, bytes := l.ring.len(), l.ring.bytes
+	l.mu.Unlock()
+	if bytes > 8<<10 || n == 0 || n >= 65 {
+		t.Errorf("ring holds %d records, %d bytes: not bounded by bytes", n, bytes)
+	}
+	// Past the ring, queries read the files: nothing is missing.
+	if all := query(t, l, api.CallsArgs{Limit: MaxLimit}); len(all.Calls) != 65 {
+		t.Errorf("%d records, want 65", len(all.Calls))
+	}
+}

@@ -270,18 +270,26 @@ func reverse(rs []api.CallRecord) {
 	}
 }
 
-// ring holds the newest records in id order. Every record with an id above
-// base is in it; base is the newest id on disk at Open, then the id of the
-// last record pushed out.
+// ring holds the newest records in id order, at most len(buf) of them and
+// about maxBytes. Every record with an id above base is in it; base is the
+// newest id on disk at Open, then the id of the last record pushed out.
 type ring struct {
-	buf   []api.CallRecord
-	start int // index of the oldest record
-	n     int
-	base  uint64
+	buf      []api.CallRecord
+	start    int // index of the oldest record
+	n        int
+	base     uint64
+	bytes    int
+	maxBytes int
 }
 
-func newRing(capacity int, base uint64) ring {
-	return ring{buf: make([]api.CallRecord, capacity), base: base}
+func newRing(capacity, maxBytes int, base uint64) ring {
+	return ring{buf: make([]api.CallRecord, capacity), maxBytes: maxBytes, base: base}
+}
+
+// recordSize estimates what a record holds in memory: its strings and
+// arguments (the rest is the same for every record).
+func recordSize(r *api.CallRecord) int {
+	return 256 + len(r.Session) + len(r.Harness) + len(r.Project) + len(r.Tool) + len(r.Args)
 }
 
 func (r *ring) len() int { return r.n }
@@ -291,15 +299,23 @@ func (r *ring) at(i int) *api.CallRecord { return &r.buf[(r.start+i)%len(r.buf)]
 
 func (r *ring) push(rs []api.CallRecord) {
 	for _, rec := range rs {
-		if r.n < len(r.buf) {
-			r.buf[(r.start+r.n)%len(r.buf)] = rec
-			r.n++
-			continue
+		size := recordSize(&rec)
+		for r.n > 0 && (r.n == len(r.buf) || r.bytes+size > r.maxBytes) {
+			r.pop()
 		}
-		r.base = r.buf[r.start].ID
-		r.buf[r.start] = rec
-		r.start = (r.start + 1) % len(r.buf)
+		r.buf[(r.start+r.n)%len(r.buf)] = rec
+		r.n++
+		r.bytes += size
 	}
+}
+
+// pop forgets the oldest record.
+func (r *ring) pop() {
+	old := &r.buf[r.start]
+	r.base, r.bytes = old.ID, r.bytes-recordSize(old)
+	*old = api.CallRecord{} // let its strings go
+	r.start = (r.start + 1) % len(r.buf)
+	r.n--
 }
 
 // search returns the index of the first record with an id above id.
