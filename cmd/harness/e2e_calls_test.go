@@ -385,3 +385,49 @@ func keysOf[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+func TestCalls_ProjectNamesAndTheirUpstreams(t *testing.T) {
+	tok := t.TempDir()
+	f := newFleet(t, upstreamTable("shared", "calls-shared-"+filepath.Base(tok), ""))
+	a := projectDir(t, "a", "alpha", tok, "agent")
+	b := projectDir(t, "b", "beta", tok, "agent")
+	f.mustRunIn(a, "up")
+	f.mustRunIn(b, "up")
+	sa := f.mcpSession(token(t, filepath.Join(tok, "a-agent.token")), false, nil)
+	sb := f.mcpSession(token(t, filepath.Join(tok, "b-agent.token")), false, nil)
+	waitTool(t, f, sa, "alpha__echo")
+	waitTool(t, f, sa, "shared__echo")
+	callTool(t, sa, "alpha__echo", map[string]any{"text": "a"})
+	callTool(t, sa, "shared__echo", map[string]any{"text": "a"})
+	callTool(t, sb, "harness_list", nil)
+
+	// Inside project a, `agent` is a/agent.
+	var got callsAnswer
+	out := f.mustRunIn(filepath.Join(a, "sub"), "calls", "--harness", "agent", "--json")
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if len(got.Calls) != 2 || got.Calls[0].Harness != "a/agent" || got.Calls[0].Tool != "alpha__echo" || got.Calls[1].Tool != "shared__echo" {
+		t.Fatalf("calls --harness agent in project a: %+v", got.Calls)
+	}
+	if all := f.calls("--harness", "b/agent"); len(all.Calls) != 1 || all.Calls[0].Tool != "harness_list" {
+		t.Errorf("calls --harness b/agent: %+v", all.Calls)
+	}
+
+	// Each upstream row counts the calls that reached it.
+	var st []struct {
+		Key     string `json:"key"`
+		Project string `json:"project"`
+		Calls   struct {
+			Calls uint64 `json:"calls"`
+		} `json:"calls"`
+	}
+	f.mustJSON(&st, "mcp", "status")
+	rows := map[string]uint64{}
+	for _, r := range st {
+		rows[r.Project+"/"+r.Key] = r.Calls.Calls
+	}
+	if rows["a/alpha"] != 1 || rows["/shared"] != 1 || rows["b/beta"] != 0 || len(rows) != 3 {
+		t.Errorf("mcp status calls by row: %v", rows)
+	}
+}
