@@ -185,7 +185,8 @@ func (benchOps) Call(context.Context, api.Caller, string, json.RawMessage) (any,
 type benchAuth struct{}
 
 func (benchAuth) ResolveToken(string) (string, bool) { return "", false }
-func (benchAuth) Allowed(string) []string            { return nil }
+func (benchAuth) Grant(string) (api.Grant, bool)     { return api.Grant{}, false }
+func (benchAuth) OperatorGrant() api.Grant           { return api.DefaultGrant() }
 func (benchAuth) Project(string) string              { return "" }
 
 // selfCPU is this process's user + system time so far.

@@ -14,7 +14,7 @@ import (
 )
 
 func daemonCmd(g *globals) *cobra.Command {
-	var logFile string
+	var logFile, cgroupMode string
 	var debug bool
 	cmd := &cobra.Command{
 		Use:   "daemon",
@@ -43,11 +43,15 @@ func daemonCmd(g *globals) *cobra.Command {
 				Version:       version,
 				Logger:        logger,
 				HandleSignals: true,
+				Cgroup:        cgroupMode,
+				OwnProcess:    true,
 			})
 		},
 	}
 	cmd.Flags().StringVar(&logFile, "log-file", "", "write the daemon's log here instead of stderr")
 	cmd.Flags().BoolVar(&debug, "debug", false, "log at debug level")
+	cmd.Flags().StringVar(&cgroupMode, "cgroup", daemon.CgroupAuto,
+		"auto: hold each run in a cgroup v2 of its own when the daemon can create one; off: never (process groups and ancestry tracking)")
 	return cmd
 }
 

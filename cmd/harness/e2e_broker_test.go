@@ -363,18 +363,19 @@ func TestBroker_OverlongToolNamesAreReportedNamingTheTool(t *testing.T) {
 }
 
 // An upstream's tools/list_changed is re-listed by the broker and pushed to
-// the sessions that see that upstream.
+// the sessions that see that upstream. (add_tool and the tools it adds
+// carry no readOnlyHint, so they are write: the sessions hold write.)
 func TestBroker_UpstreamListChangedReachesSessions(t *testing.T) {
 	f := newFleet(t, upstreamTable("x", "listchanged-inst", ""))
 	changed := make(chan struct{}, 8)
-	watcher := f.mcpSession("", false, &mcp.ClientOptions{
+	watcher := f.mcpSession("", true, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	})
 	waitTool(t, f, watcher, "x__add_tool")
 	for len(changed) > 0 {
 		<-changed // the upstream's first listing
 	}
-	caller := f.mcpSession("", false, nil)
+	caller := f.mcpSession("", true, nil)
 	if res := callTool(t, caller, "x__add_tool", map[string]any{"name": "fresh"}); res.IsError {
 		t.Fatalf("add_tool: %+v", res)
 	}

@@ -150,6 +150,9 @@ func TestScenario_WhoCalledWhatWhenAndHowItWent(t *testing.T) {
 	if res := callTool(t, anon, "up__fail", map[string]any{"message": "nope"}); !res.IsError {
 		t.Fatal("fail did not fail")
 	}
+	if code := errorCode(t, callTool(t, anon, "up__add_tool", map[string]any{"name": "x"})); code != "not_permitted" {
+		t.Fatalf("an unattributed session called an upstream write tool: %q", code)
+	}
 	if _, err := anon.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "review", Arguments: map[string]string{"topic": "the call log"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -162,9 +165,10 @@ func TestScenario_WhoCalledWhatWhenAndHowItWent(t *testing.T) {
 		{"harness", "boss", "harness_list", "read", "ok", "socket"},
 		{"harness", "boss", "harness_start", "write", "ok", "socket"},
 		{"harness", "reader", "harness_stop", "write", "not_permitted", "socket"},
-		{"unattributed", "", "up__echo", "", "ok", "socket"},
-		{"unattributed", "", "up__env", "", "ok", "socket"},
-		{"unattributed", "", "up__fail", "", "tool_error", "socket"},
+		{"unattributed", "", "up__echo", "read", "ok", "socket"},
+		{"unattributed", "", "up__env", "read", "ok", "socket"},
+		{"unattributed", "", "up__fail", "read", "tool_error", "socket"},
+		{"unattributed", "", "up__add_tool", "write", "not_permitted", "socket"},
 		{"unattributed", "", "review", "", "ok", "socket"},
 		{"operator", "", "harness_list", "read", "ok", "http"},
 	}
@@ -199,7 +203,7 @@ func TestScenario_WhoCalledWhatWhenAndHowItWent(t *testing.T) {
 	if r := all.Calls[2]; r.RunID != readerRun {
 		t.Errorf("reader's run %d, want %d", r.RunID, readerRun)
 	}
-	if r := all.Calls[6]; r.Kind != "prompt" || r.RequestBytes != len("topic")+len("the call log") || r.ResponseBytes == 0 {
+	if r := all.Calls[7]; r.Kind != "prompt" || r.RequestBytes != len("topic")+len("the call log") || r.ResponseBytes == 0 {
 		t.Errorf("prompt record %+v", r)
 	}
 	if r := all.Calls[3]; r.RequestBytes != len(`{"text":"`+argSecret+`"}`) || r.ResponseBytes != len(argSecret) {
@@ -211,7 +215,7 @@ func TestScenario_WhoCalledWhatWhenAndHowItWent(t *testing.T) {
 	if len(onlyBoss.Calls) != 2 || onlyBoss.Calls[0].Tool != "harness_list" || onlyBoss.Calls[1].Tool != "harness_start" {
 		t.Errorf("--harness boss: %+v", onlyBoss.Calls)
 	}
-	if got := f.calls("--tool", "up__*"); len(got.Calls) != 3 {
+	if got := f.calls("--tool", "up__*"); len(got.Calls) != 4 {
 		t.Errorf("--tool up__*: %+v", got.Calls)
 	}
 	if got := f.calls("--tool", "harness_*", "--limit", "2"); len(got.Calls) != 2 || got.Calls[0].Tool != "harness_stop" || got.Calls[1].Caller != "operator" {
@@ -246,7 +250,7 @@ func TestScenario_WhoCalledWhatWhenAndHowItWent(t *testing.T) {
 		} `json:"calls"`
 	}
 	f.mustJSON(&st, "mcp", "status")
-	if len(st) != 1 || st[0].Calls.Calls != 3 || st[0].Calls.Errors["tool_error"] != 1 || len(st[0].Calls.Tools) != 3 ||
+	if len(st) != 1 || st[0].Calls.Calls != 4 || st[0].Calls.Errors["tool_error"] != 1 || st[0].Calls.Errors["not_permitted"] != 1 || len(st[0].Calls.Tools) != 4 ||
 		st[0].Calls.P50MS <= 0 || st[0].Calls.P99MS < st[0].Calls.P50MS {
 		t.Errorf("mcp status calls: %+v", st)
 	}

@@ -364,3 +364,41 @@ func TestMCP_PipedRequestsAreAllAnswered(t *testing.T) {
 		t.Fatalf("answers = %v, want initialize and three tool results", answers)
 	}
 }
+
+// Inline env values (tokens, URLs with credentials) are the operator's:
+// describe over the CLI shows them, an MCP session sees the keys only.
+func TestMCP_DescribeShowsEnvKeysNotValues(t *testing.T) {
+	f := newFleet(t, `
+[harness.agent]
+cmd = "sleep"
+args = ["100000"]
+env = { API_URL = "https://user:hunter2@example.test", PLAIN = "visible-to-operator" }
+`)
+	s := f.mcpSession("", false, nil)
+	res := callTool(t, s, "harness_describe", map[string]any{"name": "agent"})
+	if res.IsError {
+		t.Fatalf("harness_describe: %+v", res)
+	}
+	var viaMCP struct {
+		Config struct {
+			Env map[string]string `json:"env"`
+		} `json:"config"`
+	}
+	resultJSON(t, res, &viaMCP)
+	b, _ := json.Marshal(res)
+	if text := string(b); strings.Contains(text, "hunter2") || strings.Contains(text, "visible-to-operator") {
+		t.Fatalf("an MCP session saw env values: %s", b)
+	}
+	if len(viaMCP.Config.Env) != 2 || viaMCP.Config.Env["API_URL"] != "(hidden)" || viaMCP.Config.Env["PLAIN"] != "(hidden)" {
+		t.Fatalf("MCP env = %v, want both keys with hidden values", viaMCP.Config.Env)
+	}
+	var viaCLI struct {
+		Config struct {
+			Env map[string]string `json:"env"`
+		} `json:"config"`
+	}
+	f.mustJSON(&viaCLI, "describe", "agent")
+	if viaCLI.Config.Env["PLAIN"] != "visible-to-operator" {
+		t.Fatalf("the operator's describe lost the env values: %v", viaCLI.Config.Env)
+	}
+}

@@ -47,6 +47,9 @@ type UpstreamStatus struct {
 	NextRetry *time.Time `json:"next_retry,omitempty"`
 	// Calls are the calls of this upstream's tools since the daemon started.
 	Calls UpstreamCallStats `json:"calls"`
+	// ToolClasses is each listed tool's class and why, excluded ones
+	// included, sorted by tool name.
+	ToolClasses []ToolClass `json:"tool_classes"`
 }
 
 // DaemonInfo is the answer of `daemon_info`.
@@ -63,6 +66,7 @@ type DaemonInfo struct {
 	Warnings  []string         `json:"warnings"`
 	Upstreams []UpstreamStatus `json:"upstreams"`
 	CallLog   *CallLogInfo     `json:"call_log,omitempty"`
+	Ownership Ownership        `json:"ownership"`
 }
 
 // Paths are the files the daemon uses.

@@ -36,6 +36,8 @@ type UpstreamHooks interface {
 type UpstreamRef struct {
 	Key     string
 	Project string
+	// Tools classifies the upstream's tools; a change applies at once.
+	Tools config.ToolPolicy
 }
 
 // BrokerStatus is what the broker knows of one upstream.
@@ -44,6 +46,8 @@ type BrokerStatus struct {
 	Tools     int
 	Connected bool
 	LastError string
+	// ToolClasses is each listed tool's class and why (mcp_status).
+	ToolClasses []api.ToolClass
 }
 
 // PromptSource loads the side-loaded prompts of a configuration
@@ -104,6 +108,9 @@ type Options struct {
 	// Shutdown asks the daemon to exit; it must not block.
 	Shutdown func()
 	Logger   *slog.Logger
+
+	// Ownership is shown by daemon_info.
+	Ownership api.Ownership
 	// Calls is the MCP call log (calls.go); nil keeps none.
 	Calls CallLog
 }
@@ -295,12 +302,27 @@ func (c *Control) Call(ctx context.Context, caller api.Caller, op string, args j
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	res, err := run(c, ctx, args)
+	res, err := run(c, withCaller(ctx, caller), args)
 	if err != nil {
 		c.log.Debug("operation failed", "op", op, "caller", caller.Kind, "harness", caller.Harness, "err", err)
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return res, nil
+}
+
+type callerKey struct{}
+
+// withCaller carries who asks to the operation, for the few answers that
+// depend on it (describe hides env values from MCP sessions).
+func withCaller(ctx context.Context, caller api.Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller)
+}
+
+// callerOf is the caller of the operation ctx belongs to; the zero Caller
+// (no kind) when called directly, not through Call.
+func callerOf(ctx context.Context) api.Caller {
+	c, _ := ctx.Value(callerKey{}).(api.Caller)
+	return c
 }
 
 // opFunc is one entry of the op table: it decodes its arguments and runs

@@ -2,15 +2,19 @@ package control
 
 import (
 	"errors"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/supervise"
 )
 
 // TestOpTableAnswersExactlyTheWireOps holds the op table to api.Ops: an op
@@ -219,5 +223,92 @@ func TestProject_UpDownAndCollisions(t *testing.T) {
 	f.close() // the state file is written behind; Close writes it last
 	if st := f.saved(); len(st.Projects) != 0 {
 		t.Errorf("projects after down = %v", st.Projects)
+	}
+}
+
+// TestTrigger_TimeoutIsBounded: a timeout_s too large for time.Duration
+// used to overflow and report timed_out at once while the job ran on.
+func TestTrigger_TimeoutIsBounded(t *testing.T) {
+	f := newFixture(t, "[harness.job]\ncmd = \"sh\"\nargs = [\"-c\", \"exit 0\"]\nschedule = \"@every 1h\"\n")
+	for _, timeout := range []float64{1e10, MaxTriggerTimeout.Seconds() + 1, -1} {
+		err := f.call(api.OpTrigger, api.TriggerArgs{Name: "job", Wait: true, TimeoutS: timeout}, nil)
+		if !errors.Is(err, errcode.ErrInvalidArgument) || !strings.Contains(err.Error(), "timeout_s") {
+			t.Errorf("timeout_s %g: %v", timeout, err)
+		}
+	}
+	var runs []api.Run
+	f.mustCall(api.OpRuns, api.RunsArgs{Name: "job"}, &runs)
+	if len(runs) != 0 {
+		t.Fatalf("a refused trigger started runs: %+v", runs)
+	}
+	var res api.TriggerResult
+	f.mustCall(api.OpTrigger, api.TriggerArgs{Name: "job", Wait: true, TimeoutS: MaxTriggerTimeout.Seconds()}, &res)
+	if res.TimedOut || res.ExitCode == nil || *res.ExitCode != 0 {
+		t.Errorf("trigger at the largest timeout: %+v", res)
+	}
+}
+
+// fakeBroker records what control tells the broker about upstreams.
+type fakeBroker struct {
+	mu      sync.Mutex
+	detachs []detach
+}
+
+type detach struct {
+	unit      string
+	run       uint64
+	nextRetry time.Time
+}
+
+func (b *fakeBroker) Configure(map[string]UpstreamRef) {}
+func (b *fakeBroker) Attach(_ string, _ uint64, stdin io.WriteCloser, stdout io.ReadCloser) {
+	stdin.Close()
+	go io.Copy(io.Discard, stdout)
+}
+func (b *fakeBroker) Detach(unit string, run uint64, next time.Time, _ string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.detachs = append(b.detachs, detach{unit, run, next})
+}
+func (b *fakeBroker) Status() []BrokerStatus { return nil }
+func (b *fakeBroker) Warnings() []string     { return nil }
+
+func (b *fakeBroker) last() (detach, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.detachs) == 0 {
+		return detach{}, false
+	}
+	return b.detachs[len(b.detachs)-1], true
+}
+
+// A degraded upstream that exits again stays degraded; the broker must
+// still learn when it is next tried, or upstream_unavailable says "next
+// attempt not scheduled" while one is due (issue 22).
+func TestUpstream_DegradedRetryReachesTheBroker(t *testing.T) {
+	brk := &fakeBroker{}
+	f := newFixture(t, "[mcp.flaky]\ncmd = \"sh\"\nargs = [\"-c\", \"exit 1\"]\nrestart_delay = 0\n", func(f *fixture) {
+		f.upstreams = brk
+		f.limits = supervise.Limits{CrashThreshold: 2, CrashWindow: time.Minute, MinBackoff: 300 * time.Millisecond,
+			MaxDelay: 300 * time.Millisecond, MaxAttempts: 100, HealthyAfter: time.Minute}
+	})
+	deadline := time.After(15 * time.Second)
+	for {
+		var st []api.UpstreamStatus
+		f.mustCall(api.OpMCPStatus, struct{}{}, &st)
+		// Several exits inside degraded: the last thing the broker heard
+		// of the latest run carries its retry.
+		if len(st) == 1 && st[0].State == "degraded" && st[0].Restarts >= 4 && st[0].NextRetry != nil {
+			if d, ok := brk.last(); ok && !d.nextRetry.IsZero() {
+				return
+			}
+		}
+		select {
+		case <-f.changed:
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			d, _ := brk.last()
+			t.Fatalf("status %+v; last detach %+v: the broker never learned of the retry", st, d)
+		}
 	}
 }

@@ -32,6 +32,10 @@ type fixture struct {
 	c       *Control
 	runs    *runs.Store
 	changed chan struct{} // a unit event happened (capacity 1)
+	// limits and upstreams, when set before open, go to every unit and
+	// to Options.Upstreams.
+	limits    supervise.Limits
+	upstreams UpstreamHooks
 }
 
 // sleeper is a harness table whose process runs until stopped.
@@ -40,9 +44,12 @@ func sleeper(name, extra string) string {
 }
 
 // newFixture writes toml as the global config and boots a Control on it.
-func newFixture(t *testing.T, toml string) *fixture {
+func newFixture(t *testing.T, toml string, opts ...func(*fixture)) *fixture {
 	t.Helper()
 	f := &fixture{t: t, dir: t.TempDir(), changed: make(chan struct{}, 1)}
+	for _, o := range opts {
+		o(f)
+	}
 	f.cfgPath = filepath.Join(f.dir, "harness.toml")
 	f.write(toml)
 	f.open()
@@ -78,9 +85,10 @@ func (f *fixture) open() {
 			return logs.Open(logDir, name, logs.Options{OnEntry: onEntry})
 		},
 		NewDeps: func(string, supervise.Kind) (supervise.Deps, error) {
-			return supervise.Deps{Logger: quiet}, nil
+			return supervise.Deps{Logger: quiet, Limits: f.limits}, nil
 		},
-		Logger: quiet,
+		Upstreams: f.upstreams,
+		Logger:    quiet,
 		OnEvent: func(supervise.Event) {
 			select {
 			case f.changed <- struct{}{}:

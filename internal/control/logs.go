@@ -71,6 +71,13 @@ func summary(l *logs.Log, a api.LogsArgs) api.LogsSummary {
 	} else {
 		cur := *a.Cursor
 		all, oldest := l.EntriesAfter(cur, maxLines)
+		if newest := newestID(l); len(all) == 0 && cur > newest {
+			// Not a position this log has reached: answering with the
+			// cursor would have the follower skip every entry up to it.
+			res.Note = fmt.Sprintf("cursor %d is past the newest entry (%d); continue from next_cursor", cur, newest)
+			res.NextCursor = newest
+			return res
+		}
 		if oldest > 0 && cur+1 < oldest {
 			res.Note = fmt.Sprintf("cursor %d has aged out; the oldest retained entry is %d, returning the retained tail", cur, oldest)
 			entries = tail(all, lines)
@@ -116,6 +123,14 @@ func summary(l *logs.Log, a api.LogsArgs) api.LogsSummary {
 		res.NextCursor = 0
 	}
 	return res
+}
+
+// newestID is the id of the log's newest entry, 0 when it has none.
+func newestID(l *logs.Log) uint64 {
+	if t := l.Tail(1); len(t) > 0 {
+		return t[0].ID
+	}
+	return 0
 }
 
 func tail(es []logs.Entry, n int) []logs.Entry {

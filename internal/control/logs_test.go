@@ -59,6 +59,18 @@ func TestSummary_CursorPagingAndAgedOut(t *testing.T) {
 	if !cappedCur.Truncated || cappedCur.Entries[0].ID != mid+1 {
 		t.Fatalf("capped cursor page: %+v", cappedCur)
 	}
+	// A cursor past the newest entry is no position of this log: the
+	// answer says so and hands back the newest id, so a follower goes on
+	// from there instead of skipping everything up to its bad cursor.
+	ahead := summary(l, api.LogsArgs{Cursor: ptr(rest.NextCursor + 500), MaxBytes: DefaultMaxBytes})
+	if len(ahead.Entries) != 0 || ahead.NextCursor != rest.NextCursor || !strings.Contains(ahead.Note, "past the newest") || strings.Contains(ahead.Note, "aged out") {
+		t.Fatalf("cursor past the newest: %+v", ahead)
+	}
+	fmt.Fprintf(l, "line-121\n")
+	after := summary(l, api.LogsArgs{Cursor: ptr(ahead.NextCursor), MaxBytes: DefaultMaxBytes})
+	if len(after.Entries) != 1 || after.Entries[0].Text != "line-121" {
+		t.Fatalf("following on from the corrected cursor: %+v", after)
+	}
 }
 
 func TestRaw_OffsetsBeforeWindowPastEndAndPaging(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -52,7 +53,7 @@ func (c *Control) info(u *unit, st supervise.Status) api.UnitInfo {
 }
 
 // Describe answers `describe`.
-func (c *Control) Describe(_ context.Context, a api.NameArg) (api.Description, error) {
+func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description, error) {
 	u, err := c.lookup(a.Name)
 	if err != nil {
 		return api.Description{}, err
@@ -66,11 +67,18 @@ func (c *Control) Describe(_ context.Context, a api.NameArg) (api.Description, e
 		NextRetry:     timePtr(st.NextRetry),
 	}
 	if h := u.harness(); h != nil {
-		d.Config = processView(h.Process, string(h.Restart), nonNil(h.MCPAllow))
+		d.Config = processView(h.Process, string(h.Restart), h.MCPAllow.Strings())
 		d.Config.Schedule, d.Config.HarvestTrajectory = h.Schedule, h.HarvestTrajectory
+		d.Grant = c.grantView(h)
 	}
 	if up := u.upstream(); up != nil {
 		d.Config = processView(up.Process, string(config.RestartAlways), []string{})
+	}
+	if callerOf(ctx).Kind != api.Operator {
+		// Any read session may describe every harness: it sees which
+		// variables a harness sets, not their values (tokens, URLs with
+		// credentials). The operator's CLI shows them.
+		d.Config.Env = hiddenValues(d.Config.Env)
 	}
 	if st.RunID != 0 && isActive(st.State) {
 		if r, ok := c.opt.Runs.Get(st.RunID); ok {
@@ -88,6 +96,22 @@ func processView(p config.Process, restart string, allow []string) api.UnitConfi
 		Restart: restart, RestartDelayS: p.RestartDelay.Seconds(), StopGraceS: p.StopGrace.Seconds(),
 		MCPAllow: allow,
 	}
+}
+
+// HiddenValue stands for an env value describe does not show an MCP
+// session.
+const HiddenValue = "(hidden)"
+
+// hiddenValues keeps env's keys with every value replaced.
+func hiddenValues(env map[string]string) map[string]string {
+	if env == nil {
+		return nil
+	}
+	out := make(map[string]string, len(env))
+	for k := range env {
+		out[k] = HiddenValue
+	}
+	return out
 }
 
 func nonNil(xs []string) []string {
@@ -286,8 +310,13 @@ func (c *Control) runNow(ctx context.Context, u *unit, cause runs.Cause) (uint64
 	return after.RunID, nil
 }
 
-// DefaultTriggerTimeout bounds `trigger --wait` when no timeout is given.
-const DefaultTriggerTimeout = 10 * time.Minute
+// Bounds of `trigger --wait`: the default when no timeout is given, and
+// the largest accepted (a larger timeout_s would overflow time.Duration
+// and time out at once).
+const (
+	DefaultTriggerTimeout = 10 * time.Minute
+	MaxTriggerTimeout     = 24 * time.Hour
+)
 
 // Trigger answers `trigger`: start a job now, optionally following the run
 // to its end.
@@ -299,8 +328,8 @@ func (c *Control) Trigger(ctx context.Context, a api.TriggerArgs) (api.TriggerRe
 	if h := u.harness(); h == nil || !h.IsJob() {
 		return api.TriggerResult{}, errcode.Errorf(errcode.NotAJob, "%s is not a job (no schedule, restart %q)", a.Name, restartOf(u))
 	}
-	if a.TimeoutS < 0 {
-		return api.TriggerResult{}, errcode.Errorf(errcode.InvalidArgument, "timeout_s must be >= 0")
+	if a.TimeoutS < 0 || a.TimeoutS > MaxTriggerTimeout.Seconds() || math.IsNaN(a.TimeoutS) {
+		return api.TriggerResult{}, errcode.Errorf(errcode.InvalidArgument, "timeout_s must be between 0 and %g (%s)", MaxTriggerTimeout.Seconds(), MaxTriggerTimeout)
 	}
 	res := api.TriggerResult{Name: a.Name}
 	if st := u.sup.Status(); isActive(st.State) {
@@ -462,6 +491,7 @@ func (c *Control) DaemonInfo(ctx context.Context, _ api.NoArgs) (api.DaemonInfo,
 		MCPURL:    c.opt.MCPURL,
 		Warnings:  c.Warnings(),
 		Upstreams: c.upstreamStatus(),
+		Ownership: c.opt.Ownership,
 		CallLog:   c.callLogInfo(),
 	}, nil
 }
@@ -487,6 +517,10 @@ func (c *Control) upstreamStatus() []api.UpstreamStatus {
 		us := api.UpstreamStatus{
 			Key: u.upstream().Key, Project: u.upstream().Project, State: string(st.State), PID: st.PID,
 			Tools: b.Tools, Restarts: st.RestartCount, LastError: st.LastError, NextRetry: timePtr(st.NextRetry),
+			ToolClasses: b.ToolClasses,
+		}
+		if us.ToolClasses == nil {
+			us.ToolClasses = []api.ToolClass{}
 		}
 		if us.LastError == "" {
 			us.LastError = b.LastError

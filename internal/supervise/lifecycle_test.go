@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -281,7 +282,7 @@ func TestStopEndsSetsidGrandchild(t *testing.T) {
 	for _, c := range strings.TrimSpace(string(b)) {
 		gpid = gpid*10 + int(c-'0')
 	}
-	marker := proctree.NewMarker("test", "forker", e.u.Status().RunID)
+	marker := proctree.NewMarker(testInstance, "forker", e.u.Status().RunID)
 	found := proctree.Find(marker)
 	if len(found) != 2 || !contains(found, gpid) || !contains(found, e.u.Status().PID) {
 		t.Fatalf("marker %s finds %v, want main %d and grandchild %d", marker, found, e.u.Status().PID, gpid)
@@ -354,5 +355,36 @@ func TestPTYSizeAndTerm(t *testing.T) {
 	}
 	if st := e.u.Status(); st.Cols != 100 || st.Rows != 30 {
 		t.Fatalf("size %dx%d", st.Cols, st.Rows)
+	}
+}
+
+// Every scheduled retry is announced: a degraded unit that exits again
+// stays degraded, yet the daemon must learn when it is next tried (the
+// broker answers upstream_unavailable with that time). Each retry is
+// followed by a state event at which Status shows no process and the
+// retry's time.
+func TestEveryRetryIsAnnouncedWhileDegraded(t *testing.T) {
+	cfg := helperCfg("crashy", "exit", map[string]string{"HELPER_CODE": "1"})
+	cfg.Restart = RestartAlways
+	cfg.RestartDelay = time.Millisecond
+	var unit atomic.Pointer[Unit]
+	var announced atomic.Int32
+	e := newEnv(t, cfg, crashLimits, func(d *Deps) {
+		d.Limits.MaxAttempts = 3
+		inner := d.OnEvent
+		d.OnEvent = func(ev Event) {
+			if u := unit.Load(); u != nil && ev.Kind == EventState {
+				if st := u.Status(); st.PID == 0 && !st.NextRetry.IsZero() {
+					announced.Add(1)
+				}
+			}
+			inner(ev)
+		}
+	})
+	unit.Store(e.u)
+	e.start()
+	e.waitFor("failed", func() bool { return e.u.Status().State == StateFailed })
+	if st := e.u.Status(); int(announced.Load()) != st.RestartCount {
+		t.Fatalf("%d retries announced for %d restarts (2 plain, 3 degraded)", announced.Load(), st.RestartCount)
 	}
 }

@@ -68,7 +68,7 @@ const (
 	triggerSchema = `{"type":"object","properties":{` +
 		`"name":{"type":"string","minLength":1,"description":"job name"},` +
 		`"wait":{"type":"boolean","description":"follow the run to its end and return exit code, duration and log tail"},` +
-		`"timeout_s":{"type":"integer","minimum":1,"description":"with wait: give up following after this many seconds"}` +
+		`"timeout_s":{"type":"integer","minimum":1,"maximum":86400,"description":"with wait: give up following after this many seconds (at most a day)"}` +
 		`},"required":["name"],"additionalProperties":false}`
 )
 

@@ -12,24 +12,24 @@ const MetricsPath = "/metrics"
 // is the operator's view, not one harness's.
 func (h *handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	if h.opt.Metrics == nil {
-		http.NotFound(w, r)
+		refuse(w, http.StatusNotFound)
 		return
 	}
 	c, err := h.authenticate(r)
 	if err != nil {
 		h.log.Info("refused unauthenticated metrics request", "remote", r.RemoteAddr, "error", err)
 		w.Header().Set("WWW-Authenticate", "Bearer")
-		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		refuse(w, http.StatusUnauthorized)
 		return
 	}
 	if !c.operator {
 		h.log.Warn("refused metrics to a harness token", "harness", c.id.Harness)
-		http.Error(w, "forbidden", http.StatusForbidden)
+		refuse(w, http.StatusForbidden)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		refuse(w, http.StatusMethodNotAllowed)
 		return
 	}
 	h.opt.Metrics.ServeHTTP(w, r)

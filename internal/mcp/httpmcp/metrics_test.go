@@ -24,7 +24,7 @@ func metricsEnv(t *testing.T) (addr string, auth *fakeAuth) {
 	}
 	addr = ln.Addr().String()
 	h := NewHandler(Options{
-		Sessions: m, OperatorToken: operatorToken, Addr: addr, Logger: logger,
+		Sessions: m, OperatorToken: operatorToken, Logger: logger,
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			io.WriteString(w, "harness_up 1\n")
 		}),

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,9 +50,26 @@ func (l *live) recordMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		start := time.Now()
-		res, err := next(ctx, method, req)
-		l.record(rec, start, time.Since(start), req, res, err)
+		note := &callNote{}
+		res, err := next(context.WithValue(ctx, callNoteKey{}, note), method, req)
+		l.record(rec, start, time.Since(start), req, res, err, note)
 		return res, err
+	}
+}
+
+// callNote carries what the call's handler decided back to the recorder.
+// The handler runs on the middleware's goroutine.
+type callNote struct {
+	class api.Class // the class permission was checked against
+}
+
+type callNoteKey struct{}
+
+// noteClass records the class a call's permission was checked against
+// (an upstream tool's class is known only once the broker resolves it).
+func noteClass(ctx context.Context, c api.Class) {
+	if n, ok := ctx.Value(callNoteKey{}).(*callNote); ok {
+		n.class = c
 	}
 }
 
@@ -90,7 +108,7 @@ func (l *live) callerInfo() *callerInfo {
 	return ci
 }
 
-func (l *live) record(rec CallRecorder, start time.Time, d time.Duration, req mcp.Request, res mcp.Result, err error) {
+func (l *live) record(rec CallRecorder, start time.Time, d time.Duration, req mcp.Request, res mcp.Result, err error, note *callNote) {
 	ci := l.callerInfo()
 	r := api.CallRecord{
 		Time: start, Session: ci.session, Transport: ci.transport,
@@ -104,7 +122,7 @@ func (l *live) record(rec CallRecorder, start time.Time, d time.Duration, req mc
 	case *mcp.CallToolRequest:
 		ss = q.Session
 		if p := q.Params; p != nil {
-			r.Kind, r.Tool, r.Class = api.CallTool, p.Name, toolClass(p.Name)
+			r.Kind, r.Tool, r.Class = api.CallTool, p.Name, toolClass(p.Name, note)
 			r.RequestBytes = len(p.Arguments)
 			if rec.KeepArgs() {
 				r.Args = p.Arguments
@@ -130,13 +148,14 @@ func (l *live) record(rec CallRecorder, start time.Time, d time.Duration, req mc
 	rec.Record(r)
 }
 
-// toolClass is the class the session checks a tool against. Upstream tools
-// have none in the session layer yet (issue 18 gives them read or write).
-func toolClass(name string) api.Class {
+// toolClass is the class the session checked a tool against: the
+// facade's own, or the upstream tool's as the broker resolved it ("" when
+// the call was refused before that, e.g. an unknown namespace).
+func toolClass(name string, note *callNote) api.Class {
 	if t, ok := facade.Lookup(name); ok {
 		return t.Class
 	}
-	return ""
+	return note.class
 }
 
 // outcome is "ok", the error code of a refusal or failure, or tool_error
@@ -153,9 +172,31 @@ func outcome(res mcp.Result, err error) string {
 		if b, ok := tr.StructuredContent.(errcode.Body); ok && b.Code != "" {
 			return string(b.Code)
 		}
+		if c, ok := codeInText(tr); ok {
+			return string(c)
+		}
 		return api.OutcomeToolError
 	}
 	return api.OutcomeOK
+}
+
+// codeInText reads the code of an error result the session made when its
+// structured body was dropped (a tool with an output schema): the text is
+// then the {code, message} body. An upstream's own error text never is
+// one: the broker prefixes it with "upstream KEY: ".
+func codeInText(tr *mcp.CallToolResult) (errcode.Code, bool) {
+	if len(tr.Content) != 1 {
+		return "", false
+	}
+	tc, ok := tr.Content[0].(*mcp.TextContent)
+	if !ok || !strings.HasPrefix(tc.Text, `{"code":`) {
+		return "", false
+	}
+	var b errcode.Body
+	if json.Unmarshal([]byte(tc.Text), &b) != nil || b.Message == "" || errcode.SentinelFor(b.Code).Code() != b.Code {
+		return "", false
+	}
+	return b.Code, true
 }
 
 // resultBytes is the size of a result's content: text as is, binary data

@@ -64,7 +64,12 @@ func recordingEnv(t *testing.T) (*env, *fakeRecorder) {
 	t.Cleanup(e.m.Close)
 	rec := &fakeRecorder{}
 	e.m.SetCallRecorder(rec)
-	e.ups.tools["p1"] = []*mcp.Tool{{Name: "git__status", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	obj := json.RawMessage(`{"type":"object"}`)
+	e.ups.tools["p1"] = []*mcp.Tool{
+		{Name: "git__status", InputSchema: obj, Annotations: roHint},
+		{Name: "git__push", InputSchema: obj},
+		{Name: "git__log", InputSchema: obj, Annotations: roHint, OutputSchema: json.RawMessage(`{"type":"object","properties":{"lines":{"type":"array"}}}`)},
+	}
 	e.prompts.set(&mcp.Prompt{Name: "review", Arguments: []*mcp.PromptArgument{{Name: "target"}}})
 	return e, rec
 }
@@ -76,6 +81,7 @@ func TestRecord_EveryCallAndPromptWithItsCallerAndOutcome(t *testing.T) {
 	call(t, cs, "harness_stop", `{"name":"p1/web"}`) // read only: refused
 	call(t, cs, "no_such_tool", `{}`)
 	call(t, cs, "git__status", `{"path":"."}`)
+	call(t, cs, "git__push", `{}`) // a write tool: refused by the broker's class
 	call(t, cs, "git__nope", `{}`)
 	if _, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "review", Arguments: map[string]string{"target": "main"}}); err != nil {
 		t.Fatal(err)
@@ -86,6 +92,14 @@ func TestRecord_EveryCallAndPromptWithItsCallerAndOutcome(t *testing.T) {
 	if _, err := cs.ListTools(context.Background(), nil); err != nil { // not a call: not recorded
 		t.Fatal(err)
 	}
+	// A tool listed with an output schema gets its errors without the
+	// structured body; the code still reaches the log.
+	e.ups.mu.Lock()
+	e.ups.err = errcode.Errorf(errcode.UpstreamUnavailable, "broker: upstream git: down")
+	e.ups.mu.Unlock()
+	if res := call(t, cs, "git__log", `{}`); !res.IsError || res.StructuredContent != nil {
+		t.Fatalf("typed tool's error: %+v", res)
+	}
 
 	recs := rec.take()
 	type row struct{ kind, tool, class, outcome string }
@@ -93,10 +107,12 @@ func TestRecord_EveryCallAndPromptWithItsCallerAndOutcome(t *testing.T) {
 		{"tool", "harness_list", "read", "ok"},
 		{"tool", "harness_stop", "write", "not_permitted"},
 		{"tool", "no_such_tool", "", "unknown_tool"},
-		{"tool", "git__status", "", "ok"},
+		{"tool", "git__status", "read", "ok"},
+		{"tool", "git__push", "write", "not_permitted"},
 		{"tool", "git__nope", "", "unknown_tool"},
 		{"prompt", "review", "", "ok"},
 		{"prompt", "missing", "", "invalid_argument"},
+		{"tool", "git__log", "read", "upstream_unavailable"},
 	}
 	if len(recs) != len(want) {
 		t.Fatalf("%d records, want %d: %+v", len(recs), len(want), recs)
@@ -120,8 +136,8 @@ func TestRecord_EveryCallAndPromptWithItsCallerAndOutcome(t *testing.T) {
 	if recs[3].RequestBytes != len(`{"path":"."}`) || recs[3].ResponseBytes != len(`upstream says {"path":"."}`) {
 		t.Errorf("upstream call bytes: request %d response %d", recs[3].RequestBytes, recs[3].ResponseBytes)
 	}
-	if recs[5].RequestBytes != len("target")+len("main") || recs[5].ResponseBytes != len("review main") {
-		t.Errorf("prompt bytes: request %d response %d", recs[5].RequestBytes, recs[5].ResponseBytes)
+	if recs[6].RequestBytes != len("target")+len("main") || recs[6].ResponseBytes != len("review main") {
+		t.Errorf("prompt bytes: request %d response %d", recs[6].RequestBytes, recs[6].ResponseBytes)
 	}
 }
 
