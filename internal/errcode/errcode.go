@@ -25,6 +25,7 @@ const (
 	NotAJob             Code = "not_a_job"
 	DaemonUnavailable   Code = "daemon_unavailable"
 	VersionMismatch     Code = "version_mismatch"
+	NotRunning          Code = "not_running"
 	Internal            Code = "internal"
 )
 
@@ -49,6 +50,7 @@ var (
 	ErrNotAJob             = &Sentinel{NotAJob}
 	ErrDaemonUnavailable   = &Sentinel{DaemonUnavailable}
 	ErrVersionMismatch     = &Sentinel{VersionMismatch}
+	ErrNotRunning          = &Sentinel{NotRunning}
 	ErrInternal            = &Sentinel{Internal}
 )
 
@@ -58,7 +60,7 @@ func init() {
 	for _, s := range []*Sentinel{
 		ErrUnknownHarness, ErrNotPermitted, ErrUnknownTool, ErrUnknownNamespace,
 		ErrUpstreamUnavailable, ErrInvalidArgument, ErrConfigInvalid, ErrNotAJob,
-		ErrDaemonUnavailable, ErrVersionMismatch, ErrInternal,
+		ErrDaemonUnavailable, ErrVersionMismatch, ErrNotRunning, ErrInternal,
 	} {
 		byCode[s.code] = s
 	}

@@ -282,6 +282,12 @@ func (a *actor) onExit(ev exitEv) {
 	a.reapTree(p)
 
 	a.lastExit, a.lastSignal = ev.code, ev.signal
+	if a.u.term != nil {
+		// What the screen still shows belongs to the run: land it before
+		// the run ends, since whoever waits on the run (trigger --wait)
+		// reads its tail right away.
+		a.u.term.Flush()
+	}
 	if err := a.deps.Runs.End(p.run, ev.code, ev.signal); err != nil {
 		a.deps.Logger.Error("supervise: end run", "run", p.run, "err", err)
 	}
@@ -291,9 +297,6 @@ func (a *actor) onExit(ev exitEv) {
 		text = "killed by " + ev.signal
 	case ev.code != nil:
 		text = fmt.Sprintf("exited with code %d", *ev.code)
-	}
-	if a.u.term != nil {
-		a.u.term.Flush() // what the screen still shows belongs before the exit
 	}
 	a.deps.Log.Event(p.run, text)
 	a.emit(Event{Kind: EventExit, RunID: p.run, ExitCode: ev.code, Signal: ev.signal, Message: text})
