@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -59,15 +60,18 @@ func daemonCmd(g *globals) *cobra.Command {
 // tests and benchmarks) run as an upstream. Hidden: not for operators.
 func demoUpstreamCmd() *cobra.Command {
 	var name string
+	var delay time.Duration
 	cmd := &cobra.Command{
 		Use:    "demo-upstream",
 		Short:  "A tiny stdio MCP server for demos and tests",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			time.Sleep(delay) // a slow-starting upstream, for tests
 			return demoupstream.Serve(context.Background(), os.Stdin, os.Stdout, name)
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "demo", "name shown in search results")
+	cmd.Flags().DurationVar(&delay, "start-delay", 0, "wait this long before answering anything")
 	return cmd
 }

@@ -116,8 +116,11 @@ type Profile struct {
 type Upstream struct {
 	Key string
 	Process
-	Tools   ToolPolicy
-	Project string // "" for global upstreams
+	Tools ToolPolicy
+	// CallTimeout (call_timeout_s) bounds each tools/call proxied to the
+	// upstream; 0 leaves calls unbounded (the caller may still cancel).
+	CallTimeout time.Duration
+	Project     string // "" for global upstreams
 }
 
 // ToolPolicy is how an upstream's tools are classified for scoping

@@ -135,6 +135,8 @@ func TestParseValid(t *testing.T) {
 			func(c *Config) bool { return c.Harnesses["a"].Restart == RestartUnlessStopped }},
 		{"zero durations", "[harness.a]\ncmd='x'\nrestart_delay=0\nstop_grace=0.0",
 			func(c *Config) bool { return c.Harnesses["a"].RestartDelay == 0 && c.Harnesses["a"].StopGrace == 0 }},
+		{"call_timeout_s", "[mcp.u]\ncmd='x'\ncall_timeout_s=2.5",
+			func(c *Config) bool { return c.Upstreams["u"].CallTimeout == 2500*time.Millisecond }},
 		{"float stop_grace", "[harness.a]\ncmd='x'\nstop_grace=0.25",
 			func(c *Config) bool { return c.Harnesses["a"].StopGrace == 250*time.Millisecond }},
 		{"empty mcp_allow", "[harness.a]\ncmd='x'\nmcp_allow=[]",
@@ -279,6 +281,10 @@ func TestParseErrors(t *testing.T) {
 			"harness.toml:4: harness.a.stop_grace: must be a number of seconds, not a string",
 			"harness.toml:7: mcp.u.restart_delay: must be >= 0 seconds, not -0.5",
 			"harness.toml:8: mcp.u.stop_grace: 1e+300 seconds is too long"}},
+		{"call timeout", "[mcp.u]\ncmd='x'\ncall_timeout_s = -2\n[mcp.v]\ncmd='x'\ncall_timeout_s = 'long'\n[harness.a]\ncmd='x'\ncall_timeout_s = 3\n", []string{
+			"harness.toml:3: mcp.u.call_timeout_s: must be >= 0 seconds, not -2",
+			"harness.toml:6: mcp.v.call_timeout_s: must be a number of seconds, not a string",
+			"harness.toml:9: harness.a.call_timeout_s: unknown key"}},
 		{"terminal keys", "[harness.a]\ncmd='x'\nterm_size='120 x 40'\nidle_after=0\n[harness.b]\ncmd='x'\nterm_size='1x40'\nidle_after='3s'\n[harness.c]\ncmd='x'\nterm_size=12040\n", []string{
 			`harness.toml:3: harness.a.term_size: invalid terminal size "120 x 40" (want "COLSxROWS", e.g. "120x40")`,
 			"harness.toml:4: harness.a.idle_after: must be > 0 seconds, not 0",

@@ -136,6 +136,8 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 		switch {
 		case d.processKey(k, kp, val, &u.Process):
 		case d.toolKey(k, kp, val, &u.Tools):
+		case k == "call_timeout_s":
+			u.CallTimeout = d.seconds(kp, val, 0)
 		default:
 			d.unknown(kp, val)
 		}

@@ -38,6 +38,9 @@ type UpstreamRef struct {
 	Project string
 	// Tools classifies the upstream's tools; a change applies at once.
 	Tools config.ToolPolicy
+	// CallTimeout bounds each proxied call (0: unbounded); a change
+	// applies to the next call.
+	CallTimeout time.Duration
 }
 
 // BrokerStatus is what the broker knows of one upstream.
@@ -297,7 +300,7 @@ func (c *Control) Config() *config.Config {
 func (c *Control) Call(ctx context.Context, caller api.Caller, op string, args json.RawMessage) (any, error) {
 	run, ok := opTable[op]
 	if !ok {
-		return nil, errcode.Errorf(errcode.InvalidArgument, "unknown operation %q", op)
+		return nil, errcode.Errorf(errcode.InvalidArgument, "unknown operation %s", errcode.Quote(op))
 	}
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")

@@ -331,7 +331,7 @@ func (c *Control) configureBroker() {
 	c.mu.RLock()
 	for name, u := range c.units {
 		if up := u.upstream(); up != nil {
-			refs[name] = UpstreamRef{Key: up.Key, Project: up.Project, Tools: up.Tools}
+			refs[name] = UpstreamRef{Key: up.Key, Project: up.Project, Tools: up.Tools, CallTimeout: up.CallTimeout}
 		}
 	}
 	c.mu.RUnlock()
@@ -506,7 +506,7 @@ func (c *Control) lookup(name string) (*unit, error) {
 	defer c.mu.RUnlock()
 	u, ok := c.units[name]
 	if !ok {
-		return nil, errcode.Errorf(errcode.UnknownHarness, "no harness named %q", name)
+		return nil, errcode.Errorf(errcode.UnknownHarness, "no harness named %s", errcode.Quote(name))
 	}
 	return u, nil
 }

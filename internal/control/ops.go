@@ -411,7 +411,7 @@ func (c *Control) UseProfile(ctx context.Context, a api.NameArg) (api.ActionResu
 	p, ok := c.cfg.Profiles[name]
 	c.mu.RUnlock()
 	if !ok {
-		return api.ActionResult{}, errcode.Errorf(errcode.InvalidArgument, "no profile named %q", name)
+		return api.ActionResult{}, errcode.Errorf(errcode.InvalidArgument, "no profile named %s", errcode.Quote(name))
 	}
 	var us []*unit
 	for _, u := range c.harnesses() {

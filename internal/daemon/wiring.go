@@ -81,7 +81,7 @@ type brokerHooks struct{ b *broker.Broker }
 func (h brokerHooks) Configure(units map[string]control.UpstreamRef) {
 	m := make(map[string]broker.Upstream, len(units))
 	for name, r := range units {
-		m[name] = broker.Upstream{Key: r.Key, Project: r.Project, Tools: broker.Policy{
+		m[name] = broker.Upstream{Key: r.Key, Project: r.Project, CallTimeout: r.CallTimeout, Tools: broker.Policy{
 			ReadTools: r.Tools.ReadTools, WriteTools: r.Tools.WriteTools, ExcludeTools: r.Tools.ExcludeTools,
 		}}
 	}

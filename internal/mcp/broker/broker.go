@@ -68,6 +68,9 @@ type Upstream struct {
 	// Tools classifies its tools; a change re-classifies the listed tools
 	// at once, without a restart.
 	Tools Policy
+	// CallTimeout bounds each call to it ([mcp.KEY] call_timeout_s); 0
+	// takes Options.CallTimeout. A change applies to the next call.
+	CallTimeout time.Duration
 }
 
 // Status is what the broker knows of one upstream.
@@ -112,6 +115,7 @@ type upstream struct {
 	unit, key, project string
 	sem                chan struct{} // in-flight bound; survives restarts
 	policy             Policy
+	callTimeout        time.Duration
 
 	run     uint64
 	conn    *conn              // the attached run, nil when none
@@ -197,6 +201,7 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 	changed := false
 	for unit, u := range b.ups {
 		if want, ok := ups[unit]; ok && want.Key == u.key && want.Project == u.project {
+			u.callTimeout = want.CallTimeout
 			if !want.Tools.equal(u.policy) {
 				u.policy = want.Tools
 				if b.installLocked(u) {
@@ -220,7 +225,7 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 		}
 		b.ups[unit] = &upstream{
 			unit: unit, key: want.Key, project: want.Project, policy: want.Tools,
-			sem: make(chan struct{}, b.opts.MaxInFlight),
+			callTimeout: want.CallTimeout, sem: make(chan struct{}, b.opts.MaxInFlight),
 		}
 	}
 	b.bump()

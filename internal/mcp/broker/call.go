@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,7 +93,7 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	notify func(context.Context, *mcp.ProgressNotificationParams) error) (*mcp.CallToolResult, error) {
 	key, tool, ok := SplitName(name)
 	if !ok {
-		return nil, fmt.Errorf("broker: tool %q: no KEY__ namespace: %w", name, errcode.ErrUnknownNamespace)
+		return nil, fmt.Errorf("broker: tool %s: no KEY__ namespace: %w", errcode.Quote(name), errcode.ErrUnknownNamespace)
 	}
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || string(args) == "null" {
@@ -110,7 +111,7 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	u := b.visible(project, key)
 	if u == nil {
 		b.mu.Unlock()
-		return nil, fmt.Errorf("broker: tool %s: no upstream %q visible here: %w", name, key, errcode.ErrUnknownNamespace)
+		return nil, fmt.Errorf("broker: tool %s: no upstream %s visible here: %w", errcode.Quote(name), errcode.Quote(key), errcode.ErrUnknownNamespace)
 	}
 	_, listed := u.tools[tool]
 	var class api.Class
@@ -119,6 +120,7 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	}
 	excluded := u.classes[tool].Why == api.WhyExcluded
 	cs, sem := u.session, u.sem
+	timeout := cmp.Or(u.callTimeout, b.opts.CallTimeout)
 	unavailable := unavailableErr(u)
 	everListed := u.listed
 	b.mu.Unlock()
@@ -133,7 +135,7 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	case excluded:
 		return nil, fmt.Errorf("broker: upstream %s: tool %q is hidden by [mcp.%s] exclude_tools: %w", key, tool, key, errcode.ErrUnknownTool)
 	case !listed && (everListed || cs != nil):
-		return nil, fmt.Errorf("broker: upstream %s: no tool %q: %w", key, tool, errcode.ErrUnknownTool)
+		return nil, fmt.Errorf("broker: upstream %s: no tool %s: %w", key, errcode.Quote(tool), errcode.ErrUnknownTool)
 	case cs == nil:
 		// Down, or never listed yet: we cannot tell an unknown tool from
 		// one we have not seen, and the outage is the real answer.
@@ -146,9 +148,9 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	case <-ctx.Done():
 		return nil, fmt.Errorf("broker: upstream %s: tools/call %s: waiting for a free slot: %w", key, tool, ctx.Err())
 	}
-	if b.opts.CallTimeout > 0 {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.opts.CallTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, &callTimeoutError{key: key, after: timeout})
 		defer cancel()
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
@@ -180,6 +182,20 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	return res, nil
 }
 
+// callTimeoutError ends a call that outlived its upstream's call timeout:
+// the upstream is up but did not answer in time, which a caller can
+// retry like an outage.
+type callTimeoutError struct {
+	key   string
+	after time.Duration
+}
+
+func (e *callTimeoutError) Error() string {
+	return fmt.Sprintf("no answer within %s (call_timeout_s of [mcp.%s]); the call was cancelled upstream", e.after, e.key)
+}
+
+func (e *callTimeoutError) Unwrap() error { return errcode.ErrUpstreamUnavailable }
+
 // callErr classifies a failed upstream call.
 func (b *Broker) callErr(ctx context.Context, key, tool string, err error) error {
 	var rpc *jsonrpc.Error
@@ -187,6 +203,9 @@ func (b *Broker) callErr(ctx context.Context, key, tool string, err error) error
 	case errors.As(err, &rpc):
 		b.log.Info("broker: upstream returned an error", "upstream", key, "tool", tool, "code", rpc.Code, "message", rpc.Message)
 		return &RPCError{Key: key, Tool: tool, Err: rpc}
+	case errors.As(context.Cause(ctx), new(*callTimeoutError)):
+		b.log.Warn("broker: upstream call timed out; cancelled upstream", "upstream", key, "tool", tool, "error", context.Cause(ctx))
+		return fmt.Errorf("broker: upstream %s: tools/call %s: %w", key, tool, context.Cause(ctx))
 	case ctx.Err() != nil:
 		b.log.Info("broker: upstream call ended by its context", "upstream", key, "tool", tool, "error", ctx.Err())
 		return fmt.Errorf("broker: upstream %s: tools/call %s: %w", key, tool, ctx.Err())

@@ -45,11 +45,11 @@ func (l *live) callTool(ctx context.Context, req *mcp.CallToolRequest) *mcp.Call
 		return l.callFacade(ctx, t, args)
 	}
 	if facade.Reserved(name) || !strings.Contains(name, "__") {
-		return l.refuse(name, errcode.Errorf(errcode.UnknownTool, "tool %q", name))
+		return l.refuse(name, errcode.Errorf(errcode.UnknownTool, "tool %s", errcode.Quote(name)))
 	}
 	if l.m.ups == nil {
 		key, _, _ := strings.Cut(name, "__")
-		return l.refuse(name, errcode.Errorf(errcode.UnknownNamespace, "tool %q: namespace %q (no upstreams)", name, key))
+		return l.refuse(name, errcode.Errorf(errcode.UnknownNamespace, "tool %s: namespace %s (no upstreams)", errcode.Quote(name), errcode.Quote(key)))
 	}
 	return l.callUpstream(ctx, req, name, args)
 }
@@ -90,7 +90,7 @@ func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name 
 	// upstream that is down or starting has no tool list yet, and then the
 	// answer is upstream_unavailable with its next attempt.
 	if nsKnown, _ := l.m.ups.Known(project, name); !nsKnown {
-		return l.untyped(name, l.refuse(name, errcode.Errorf(errcode.UnknownNamespace, "tool %q: namespace %q", name, key)))
+		return l.untyped(name, l.refuse(name, errcode.Errorf(errcode.UnknownNamespace, "tool %s: namespace %s", errcode.Quote(name), errcode.Quote(key))))
 	}
 	notify := func(ctx context.Context, p *mcp.ProgressNotificationParams) error {
 		return req.Session.NotifyProgress(ctx, p)
@@ -102,12 +102,12 @@ func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name 
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", name, err)
-		l.m.log.Info("upstream call failed", "session", l.label(), "tool", name, "code", errcode.Of(err), "error", err)
+		l.m.log.Info("upstream call failed", "session", l.label(), "tool", errcode.Clip(name, 128), "code", errcode.Of(err), "error", err)
 		return l.untyped(name, errorResult(err))
 	}
 	if res == nil {
 		err := fmt.Errorf("%s: upstream returned no result: %w", name, errcode.ErrInternal)
-		l.m.log.Error("upstream call returned nothing", "session", l.label(), "tool", name)
+		l.m.log.Error("upstream call returned nothing", "session", l.label(), "tool", errcode.Clip(name, 128))
 		return l.untyped(name, errorResult(err))
 	}
 	if res.Content == nil {
@@ -118,7 +118,7 @@ func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name 
 
 // refuse logs a call that was answered without running anything.
 func (l *live) refuse(tool string, err error) *mcp.CallToolResult {
-	l.m.log.Info("tool call refused", "session", l.label(), "tool", tool, "code", errcode.Of(err), "error", err)
+	l.m.log.Info("tool call refused", "session", l.label(), "tool", errcode.Clip(tool, 128), "code", errcode.Of(err), "error", err)
 	return errorResult(err)
 }
 

@@ -187,6 +187,8 @@ func (u *fakeUps) class(project, name string) api.Class {
 	return ""
 }
 
+func (u *fakeUps) WaitStarting(context.Context, string) {}
+
 func (u *fakeUps) Known(project, name string) (bool, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()

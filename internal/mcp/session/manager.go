@@ -60,6 +60,9 @@ type Upstreams interface {
 		notify func(context.Context, *mcp.ProgressNotificationParams) error) (*mcp.CallToolResult, error)
 	// Known tells an unknown namespace from an unknown tool in a known one.
 	Known(project, name string) (namespaceKnown, toolKnown bool)
+	// WaitStarting returns once no upstream visible to project is still
+	// starting, or when ctx ends.
+	WaitStarting(ctx context.Context, project string)
 }
 
 // Prompts is the current prompt set. It may be nil (no prompts configured).
@@ -306,7 +309,7 @@ func (m *Manager) build(id Identity) *live {
 		},
 		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { l.connected.Store(true) },
 	})
-	l.server.AddReceivingMiddleware(l.recordMiddleware, l.callMiddleware)
+	l.server.AddReceivingMiddleware(l.recordMiddleware, l.callMiddleware, l.firstListMiddleware)
 	return l
 }
 
@@ -335,6 +338,10 @@ type live struct {
 	connected atomic.Bool // initialized at least once (for pruning NewServer sessions)
 	built     time.Time   // when NewServer made it (for pruning ones never initialized)
 	rec       callerInfo  // who calls, for the call log (record.go)
+
+	// listedOnce is set by the session's first tools/list, which waits for
+	// starting upstreams (firstListMiddleware).
+	listedOnce atomic.Bool
 
 	// viewMu serialises refreshes of this one session; calls never take it.
 	viewMu  sync.Mutex

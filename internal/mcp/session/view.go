@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/facade"
 )
@@ -168,7 +169,7 @@ func (m *Manager) currentPrompts() Prompts {
 func (l *live) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	ps := l.m.currentPrompts()
 	if ps == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %s", errcode.Quote(req.Params.Name))}
 	}
 	res, err := ps.Get(req.Params.Name, req.Params.Arguments)
 	if err != nil {
