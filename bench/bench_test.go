@@ -66,6 +66,7 @@ func TestQuickRun(t *testing.T) {
 	o.Harnesses, o.Upstreams = 10, 2
 	o.ListRuns, o.InprocRuns, o.MCPRuns, o.FleetSess = 5, 10, 5, 3
 	o.StopGrace = 1
+	o.LogCalls = 200
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rep, err := run(ctx, o)
@@ -89,7 +90,8 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"RSS, idle", "RSS, all running", "start --all", "list --json", "in process",
-		"via `harness mcp`", "via HTTP", "upstream processes", "stop --all"} {
+		"via `harness mcp`", "via HTTP", "upstream processes", "stop --all",
+		"call log off", "call log on", "call log on, call_log_args"} {
 		found := false
 		for _, m := range rep.Metrics {
 			found = found || strings.Contains(m.Name, name)
@@ -98,8 +100,17 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("no metric row containing %q", name)
 		}
 	}
-	if len(rep.Targets) != 8 {
-		t.Errorf("%d target rows, want 8", len(rep.Targets))
+	part4 := 0
+	for _, m := range rep.Metrics {
+		if m.Part == "4" {
+			part4++
+		}
+	}
+	if part4 != 3 {
+		t.Errorf("%d part 4 rows, want 3 (call log off, on, on with call_log_args)", part4)
+	}
+	if len(rep.Targets) != 9 {
+		t.Errorf("%d target rows, want 9", len(rep.Targets))
 	}
 	for _, tg := range rep.Targets {
 		if strings.Contains(tg.Name, "upstream processes") && !tg.Pass {

@@ -1,9 +1,10 @@
-// Command bench measures the harness daemon against the targets of issues 9
-// and 24: the tools/call round trip of a tiny upstream reached directly,
+// Command bench measures the harness daemon against the targets of issues 9,
+// 20 and 24: the tools/call round trip of a tiny upstream reached directly,
 // through `harness mcp` (as a byte pipe, and with its stdio handed to the
-// daemon) and through the Streamable HTTP endpoint (part 1), a
-// daemon carrying a large fleet (part 2), and `harness_list` over MCP next to
-// `harness list --json` and an in-process control call (part 3).
+// daemon) and through the Streamable HTTP endpoint (part 1), a daemon
+// carrying a large fleet (part 2), `harness_list` over MCP next to `harness
+// list --json` and an in-process control call (part 3), and the per-call
+// cost of the MCP call log, on against off in the same run (part 4).
 //
 // It builds the harness binary into a temporary directory, starts real
 // daemons on temporary state directories and prints markdown tables, marking
@@ -34,7 +35,7 @@ import (
 
 // options are the sizes and switches of one benchmark run.
 type options struct {
-	Parts      map[string]bool // "calls", "fleet"
+	Parts      map[string]bool // "calls", "fleet", "calllog"
 	Sessions   []int           // concurrency levels of part 1
 	Paths      map[string]bool // paths of part 1 (a, a1, r, r', b, b', c)
 	Calls      int             // timed calls per session per round
@@ -52,21 +53,23 @@ type options struct {
 	Verbose    io.Writer       // progress lines; nil for none
 	Keep       bool            // keep the temporary directory when the run fails
 	DaemonEnv  []string        // extra KEY=VALUE for the daemons (and what they spawn)
+	LogCalls   int             // timed calls per variant per round of part 4
 }
 
 // defaults returns the full-size options, or the -quick ones.
 func defaults(quick bool) options {
 	o := options{
-		Parts:    map[string]bool{"calls": true, "fleet": true},
+		Parts:    map[string]bool{"calls": true, "fleet": true, "calllog": true},
 		Sessions: []int{1, 8, 32}, Calls: 400, Rounds: 3, Warmup: 50,
 		Harnesses: 200, Upstreams: 10, ListRuns: 100, InprocRuns: 1000, MCPRuns: 300,
-		FleetSess: 20, StopGrace: 2,
+		FleetSess: 20, StopGrace: 2, LogCalls: 5000,
 	}
 	if quick {
 		o.Sessions = []int{1, 8}
 		o.Calls, o.Rounds, o.Warmup = 100, 1, 10
 		o.Harnesses, o.Upstreams = 40, 3
 		o.ListRuns, o.InprocRuns, o.MCPRuns, o.FleetSess = 10, 100, 30, 4
+		o.LogCalls = 1000
 	}
 	return o
 }
@@ -95,7 +98,7 @@ func main() {
 	o := defaults(quick)
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
-	parts := fs.String("parts", "calls,fleet", "parts to run: calls (part 1), fleet (parts 2 and 3)")
+	parts := fs.String("parts", "calls,fleet,calllog", "parts to run: calls (part 1), fleet (parts 2 and 3), calllog (part 4)")
 	paths := fs.String("paths", strings.Join(pathOrder, ","), "paths of part 1 (the targets need a, a1, r, r', b and b')")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
@@ -108,6 +111,7 @@ func main() {
 	fs.IntVar(&o.MCPRuns, "mcp-runs", o.MCPRuns, "harness_list calls over MCP")
 	fs.IntVar(&o.FleetSess, "fleet-sessions", o.FleetSess, "MCP sessions calling every upstream before the process count")
 	fs.IntVar(&o.StopGrace, "stop-grace", o.StopGrace, "stop_grace of the fleet harnesses, seconds")
+	fs.IntVar(&o.LogCalls, "log-calls", o.LogCalls, "timed calls per variant per round (part 4)")
 	fs.StringVar(&o.Bin, "bin", "", "use this harness binary instead of building one")
 	fs.StringVar(&o.ProfileDir, "cpuprofile", "", "run the daemons in-process and write their CPU profiles to this directory")
 	fs.BoolVar(&o.Keep, "keep", true, "keep the temporary directory (logs) when the run fails")
@@ -178,6 +182,11 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if o.Parts["fleet"] {
 		if err := runFleet(ctx, o, bin, tmp, rep); err != nil {
 			return rep, fmt.Errorf("parts 2 and 3: %w", err)
+		}
+	}
+	if o.Parts["calllog"] {
+		if err := runCallLog(ctx, o, tmp, rep); err != nil {
+			return rep, fmt.Errorf("part 4: %w", err)
 		}
 	}
 	rep.LoadAfter = loadAvg()

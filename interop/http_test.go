@@ -81,6 +81,24 @@ func TestTS_StreamableHTTP(t *testing.T) {
 	if len(got.Messages) != 1 || !strings.Contains(got.Messages[0].Content.Text, "Review the HTTP path carefully.") {
 		t.Fatalf("prompt over HTTP: %s", steps[5].Result)
 	}
+
+	// The call log has the TypeScript client's three calls, as the operator's.
+	var log struct {
+		Calls []struct {
+			Session, Transport, Caller, Kind, Tool, Outcome string
+		} `json:"calls"`
+	}
+	f.mustJSON(&log, "calls")
+	var rows []string
+	for _, r := range log.Calls {
+		rows = append(rows, strings.Join([]string{r.Transport, r.Caller, r.Kind, r.Tool, r.Outcome}, " "))
+		if r.Session == "" || r.Session != log.Calls[0].Session {
+			t.Errorf("session ids %+v", log.Calls)
+		}
+	}
+	if want := []string{"http operator tool harness_list ok", "http operator tool harness_stop not_permitted", "http operator prompt review ok"}; !slices.Equal(rows, want) {
+		t.Errorf("calls: %q, want %q", rows, want)
+	}
 }
 
 // TestTS_HarnessLaunchesTheBridgeAndIsAttributed runs, as a harness's own

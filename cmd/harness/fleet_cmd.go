@@ -85,6 +85,9 @@ func daemonInfoCmd(g *globals) *cobra.Command {
 			for _, u := range res.Upstreams {
 				fmt.Fprintf(w, "upstream:  %s %s (%d tools)\n", u.Key, u.State, u.Tools)
 			}
+			if c := res.CallLog; c != nil {
+				fmt.Fprintf(w, "call log:  %s (%d written, %d dropped, arguments %s)\n", c.Path, c.Written, c.Dropped, map[bool]string{true: "kept", false: "not kept"}[c.Args])
+			}
 			for _, warn := range res.Warnings {
 				fmt.Fprintf(w, "warning:   %s\n", warn)
 			}

@@ -103,6 +103,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		daemonInfoCmd(g),
 		shutdownCmd(g),
 		mcpCmd(g),
+		callsCmd(g),
 		upCmd(g),
 		downCmd(g),
 		psCmd(g),

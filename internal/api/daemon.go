@@ -45,6 +45,8 @@ type UpstreamStatus struct {
 	Restarts  int        `json:"restarts"`
 	LastError string     `json:"last_error"`
 	NextRetry *time.Time `json:"next_retry,omitempty"`
+	// Calls are the calls of this upstream's tools since the daemon started.
+	Calls UpstreamCallStats `json:"calls"`
 	// ToolClasses is each listed tool's class and why, excluded ones
 	// included, sorted by tool name.
 	ToolClasses []ToolClass `json:"tool_classes"`
@@ -63,6 +65,7 @@ type DaemonInfo struct {
 	MCPURL    string           `json:"mcp_url,omitempty"`
 	Warnings  []string         `json:"warnings"`
 	Upstreams []UpstreamStatus `json:"upstreams"`
+	CallLog   *CallLogInfo     `json:"call_log,omitempty"`
 	Ownership Ownership        `json:"ownership"`
 }
 

@@ -25,6 +25,7 @@ const (
 	OpProjectDown      = "project_down"
 	OpListTrajectories = "list_trajectories"
 	OpGetTrajectory    = "get_trajectory"
+	OpCalls            = "calls"
 )
 
 // OpSubscribe is answered by the socket server itself, not by control: it
@@ -37,7 +38,7 @@ func Ops() []string {
 		OpList, OpDescribe, OpLogs, OpStart, OpStop, OpRestart, OpRuns, OpJobs,
 		OpTriggers, OpTrigger, OpProfiles, OpUseProfile, OpReload, OpDaemonInfo,
 		OpShutdown, OpMCPStatus, OpProjectUp, OpProjectDown, OpListTrajectories,
-		OpGetTrajectory,
+		OpGetTrajectory, OpCalls,
 	}
 }
 

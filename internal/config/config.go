@@ -56,6 +56,9 @@ type Daemon struct {
 	// bounds one MCP message from a client, over the socket or HTTP; a
 	// larger one is answered with an error and not read into memory.
 	MCPMaxMessage int
+	// CallLogArgs (call_log_args, default false) keeps the argument values
+	// of MCP calls in the call log, each string cut at a bound.
+	CallLogArgs bool
 }
 
 // Bounds of [daemon] mcp_max_message_bytes.

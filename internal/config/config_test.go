@@ -170,6 +170,8 @@ func TestParseValid(t *testing.T) {
 				g := c.Daemon.MCPHTTPOperatorAllow
 				return g.Allows("fs", "write") && g.Allows("harness", "write") && !g.Allows("other", "write")
 			}},
+		{"call_log_args", "[daemon]\ncall_log_args = true", func(c *Config) bool { return c.Daemon.CallLogArgs }},
+		{"call_log_args off by default", "[daemon]\nwatch_config = true", func(c *Config) bool { return !c.Daemon.CallLogArgs }},
 		{"upstream key with digits", "[mcp.a-1]\ncmd='x'", func(c *Config) bool { return c.Upstreams["a-1"] != nil }},
 		{"profile without members", "[profile.p]", func(c *Config) bool { return c.Profiles["p"] != nil }},
 		{"terminal defaults", "[harness.a]\ncmd='x'", func(c *Config) bool {
@@ -264,6 +266,8 @@ func TestParseErrors(t *testing.T) {
 		{"operator allow", "[daemon]\nmcp_http_operator_allow = ['admin', 'gh:write']\n", []string{
 			`harness.toml:2: daemon.mcp_http_operator_allow: "admin": unknown class "admin" (want "read", "write" or "input")`,
 			`harness.toml:2: daemon.mcp_http_operator_allow: "gh:write": unknown namespace "gh" (want "harness" or the key of an [mcp.KEY] upstream in this file; it declares none)`}},
+		{"call_log_args", "[daemon]\ncall_log_args = 'yes'\n",
+			[]string{"harness.toml:2: daemon.call_log_args: must be true or false, not a string"}},
 		{"mcp_allow", "[harness.a]\ncmd='x'\nmcp_allow = ['read', 'exec']\n",
 			[]string{`harness.toml:3: harness.a.mcp_allow: "exec": unknown class "exec" (want "read", "write" or "input")`}},
 		{"mcp_allow bad grants", "[mcp.github]\ncmd='g'\n[mcp.fs]\ncmd='f'\n\n[harness.a]\ncmd='x'\nmcp_allow = ['github:wrte']\n[harness.b]\ncmd='x'\nmcp_allow = ['read', 'nosuch:read', 'Bad:read']\n", []string{

@@ -245,6 +245,8 @@ func (d *decoder) daemon(v any, out *Daemon) {
 			default:
 				out.MCPMaxMessage = int(n)
 			}
+		case "call_log_args":
+			out.CallLogArgs = d.boolean(kp, val)
 		default:
 			d.unknown(kp, val)
 		}

@@ -114,6 +114,8 @@ type Options struct {
 
 	// Ownership is shown by daemon_info.
 	Ownership api.Ownership
+	// Calls is the MCP call log (calls.go); nil keeps none.
+	Calls CallLog
 }
 
 // Control owns the fleet and answers every control operation.
@@ -355,6 +357,7 @@ var opTable = map[string]opFunc{
 	api.OpProjectDown:      op((*Control).ProjectDown),
 	api.OpListTrajectories: op((*Control).ListTrajectories),
 	api.OpGetTrajectory:    op((*Control).GetTrajectory),
+	api.OpCalls:            op((*Control).Calls),
 }
 
 // op adapts a typed operation to the table. Arguments are decoded

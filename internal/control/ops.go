@@ -492,6 +492,7 @@ func (c *Control) DaemonInfo(ctx context.Context, _ api.NoArgs) (api.DaemonInfo,
 		Warnings:  c.Warnings(),
 		Upstreams: c.upstreamStatus(),
 		Ownership: c.opt.Ownership,
+		CallLog:   c.callLogInfo(),
 	}, nil
 }
 
@@ -526,5 +527,6 @@ func (c *Control) upstreamStatus() []api.UpstreamStatus {
 		}
 		out = append(out, us)
 	}
+	c.addCallStats(out)
 	return out
 }

@@ -120,6 +120,11 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if n := runStore.CloseDangling("daemon-exit"); n > 0 {
 		log.Info("closed runs left open by a previous daemon", "count", n)
 	}
+	calls, err := openCallLog(paths.StateDir, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeCallLog(calls, log) // after the sessions, which record into it
 
 	httpEP, err := listenHTTP(cfg)
 	if err != nil {
@@ -188,6 +193,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 			return logs.Open(logDir, name, logs.Options{OnEntry: onEntry})
 		},
 		Trajectories: trajStore,
+		Calls:        calls,
 		NewDeps: func(name string, kind supervise.Kind) (supervise.Deps, error) {
 			return supervise.Deps{
 				Tokens:     tokens,
@@ -208,6 +214,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 				mgr.SetMaxMessage(ctlRef.Load().Config().Daemon.MCPMaxMessage)
 				mgr.Refresh()
 			}
+			if c := ctlRef.Load(); c != nil {
+				calls.SetKeepArgs(c.Config().Daemon.CallLogArgs)
+			}
 			// watch_config or the prompt directories may have changed.
 			// Not inline: the watcher itself may be the one reloading.
 			go watch.reset()
@@ -223,6 +232,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	watch.ctl = ctl
 	mgr = session.NewManager(ctl, authority{tokens: tokens, ctl: ctl}, brk, promptSet.current, log, opt.Version)
 	mgr.SetMaxMessage(ctl.Config().Daemon.MCPMaxMessage)
+	mgr.SetCallRecorder(calls)
 	cancelBrokerWatch := brk.OnChange(mgr.Refresh)
 	srv.Handler = handler{ctl: ctl, mgr: mgr, log: log}
 
@@ -235,7 +245,8 @@ func Run(ctx context.Context, opt Options) (err error) {
 	go func() { serveErr <- srv.Serve(ln) }()
 	var httpErr chan error
 	if httpEP != nil {
-		if err := httpEP.serve(mgr, paths.StateDir, func() int { return ctl.Config().Daemon.MCPMaxMessage }, log); err != nil {
+		maxMessage := func() int { return ctl.Config().Daemon.MCPMaxMessage }
+		if err := httpEP.serve(mgr, paths.StateDir, maxMessage, metricsHandler(calls, log), log); err != nil {
 			log.Error("mcp http endpoint not served", "err", err)
 		}
 		httpErr = httpEP.err

@@ -37,8 +37,9 @@ func listenHTTP(cfg *config.Config) (*httpEndpoint, error) {
 }
 
 // serve starts answering; the session layer applies the operator's grant
-// in force (the authority reads it from the live config).
-func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage func() int, log *slog.Logger) error {
+// in force (the authority reads it from the live config). metrics is
+// served at /metrics to the operator.
+func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage func() int, metrics http.Handler, log *slog.Logger) error {
 	tok, err := httpmcp.LoadOrCreateOperatorToken(stateDir)
 	if err != nil {
 		return fmt.Errorf("mcp_http: operator token: %w", err)
@@ -49,6 +50,7 @@ func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage f
 		IdleTimeout:   30 * time.Minute,
 		MaxMessage:    maxMessage,
 		Logger:        log,
+		Metrics:       metrics,
 	}), log)
 	maxConns := httpmcp.DefaultMaxConns()
 	ln := httpmcp.LimitListener(e.ln, maxConns)

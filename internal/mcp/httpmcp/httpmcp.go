@@ -78,6 +78,9 @@ type Options struct {
 	MaxMessage func() int
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger
+	// Metrics, when set, is served at MetricsPath to the operator token
+	// only (metrics.go).
+	Metrics http.Handler
 }
 
 // NewHandler returns the HTTP handler of the MCP endpoint. It serves Path
@@ -157,7 +160,7 @@ type newSession struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != Path {
+	if r.URL.Path != Path && r.URL.Path != MetricsPath {
 		refuse(w, http.StatusNotFound)
 		return
 	}
@@ -169,6 +172,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
 		h.log.Warn("refused request with a foreign Origin", "origin", origin, "remote", r.RemoteAddr)
 		refuse(w, http.StatusForbidden)
+		return
+	}
+	if r.URL.Path == MetricsPath {
+		h.serveMetrics(w, r)
 		return
 	}
 	sid := r.Header.Get(sessionIDHeader)

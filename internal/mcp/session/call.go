@@ -95,7 +95,7 @@ func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name 
 	notify := func(ctx context.Context, p *mcp.ProgressNotificationParams) error {
 		return req.Session.NotifyProgress(ctx, p)
 	}
-	permit := func(c api.Class) error { return l.permit(grant, name, key, c) }
+	permit := func(c api.Class) error { noteClass(ctx, c); return l.permit(grant, name, key, c) }
 	res, err := l.m.ups.Call(ctx, project, name, args, permit, req.Params.GetProgressToken(), notify)
 	if errcode.Of(err) == errcode.NotPermitted {
 		return l.untyped(name, l.refuse(name, err))

@@ -97,6 +97,7 @@ type Manager struct {
 	prompts func() Prompts
 	log     *slog.Logger
 	version string
+	rec     CallRecorder // the call log; nil records nothing (record.go)
 
 	// ctx ends with Close; every tool call is bound to it so Close cannot
 	// wait forever on an in-flight handler.
@@ -328,7 +329,7 @@ func (m *Manager) build(id Identity) *live {
 		},
 		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { l.connected.Store(true) },
 	})
-	l.server.AddReceivingMiddleware(l.callMiddleware, l.firstListMiddleware)
+	l.server.AddReceivingMiddleware(l.recordMiddleware, l.callMiddleware, l.firstListMiddleware)
 	return l
 }
 
@@ -356,6 +357,7 @@ type live struct {
 	owned     bool        // run by Serve, which unregisters it
 	connected atomic.Bool // initialized at least once (for pruning NewServer sessions)
 	built     time.Time   // when NewServer made it (for pruning ones never initialized)
+	rec       callerInfo  // who calls, for the call log (record.go)
 
 	// listedOnce is set by the session's first tools/list, which waits for
 	// starting upstreams (firstListMiddleware).

@@ -1,0 +1,54 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/harness-dev/harness/internal/calllog"
+	"github.com/harness-dev/harness/internal/config"
+)
+
+// callLogDir is where the call log lives under the state dir.
+const callLogDir = "calls"
+
+// openCallLog opens the MCP call log (issue 20) with the config's
+// call_log_args in force.
+func openCallLog(stateDir string, cfg *config.Config, log *slog.Logger) (*calllog.Log, error) {
+	l, err := calllog.Open(filepath.Join(stateDir, callLogDir), calllog.Options{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	l.SetKeepArgs(cfg.Daemon.CallLogArgs)
+	return l, nil
+}
+
+func closeCallLog(l *calllog.Log, log *slog.Logger) {
+	if err := l.Close(); err != nil {
+		log.Error("call log close", "err", err)
+	}
+}
+
+// RunOf names the run a live token was minted for, so the call log can
+// say which run of a harness made a call (session.RunResolver).
+func (a authority) RunOf(token string) (uint64, bool) {
+	_, run, ok := a.tokens.Lookup(token)
+	return run, ok
+}
+
+// metricsHandler serves the call stats, with the Go runtime's and the
+// process's metrics, in the Prometheus text format (GET /metrics on the
+// HTTP endpoint, operator token only).
+func metricsHandler(calls *calllog.Log, log *slog.Logger) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(calls, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
