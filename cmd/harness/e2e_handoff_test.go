@@ -291,7 +291,7 @@ func TestMCP_SessionsLeaveNoDescriptorsInTheDaemon(t *testing.T) {
 	if err := leakCheckSession(f.socket, 0); err != nil { // the daemon's first session may open lazily
 		t.Fatal(err)
 	}
-	before := openFDs(t, daemon)
+	before := streamFDs(t, daemon)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
@@ -313,7 +313,7 @@ func TestMCP_SessionsLeaveNoDescriptorsInTheDaemon(t *testing.T) {
 	// The last sessions' teardown in the daemon may trail the bridges
 	// killed with SIGKILL by a moment.
 	deadline := time.Now().Add(15 * time.Second)
-	for openFDs(t, daemon) != before {
+	for streamFDs(t, daemon) != before {
 		if time.Now().After(deadline) {
 			links := []string{}
 			ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", daemon))
@@ -321,8 +321,8 @@ func TestMCP_SessionsLeaveNoDescriptorsInTheDaemon(t *testing.T) {
 				l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", daemon, e.Name()))
 				links = append(links, e.Name()+"->"+l)
 			}
-			t.Fatalf("daemon has %d descriptors after %d sessions, %d before:\n%s",
-				openFDs(t, daemon), sessionsForLeakCheck, before, strings.Join(links, "\n"))
+			t.Fatalf("daemon has %d sockets and pipes after %d sessions, %d before:\n%s",
+				streamFDs(t, daemon), sessionsForLeakCheck, before, strings.Join(links, "\n"))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
