@@ -121,7 +121,7 @@ type Upstream struct {
 	// ${VAR} in a value is expanded from EnvFile and Env at every connect,
 	// never from the daemon's environment. Values are secrets.
 	Headers map[string]string
-	Tools ToolPolicy
+	Tools   ToolPolicy
 	// CallTimeout (call_timeout_s) bounds each tools/call proxied to the
 	// upstream; 0 leaves calls unbounded (the caller may still cancel).
 	CallTimeout time.Duration
