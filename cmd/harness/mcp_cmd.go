@@ -53,14 +53,15 @@ func bridge(cmd *cobra.Command, socket, token string, allowControl bool) error {
 
 func mcpStatusCmd(g *globals) *cobra.Command {
 	return listVerb(g, listing[api.UpstreamStatus]{
-		use: "status", short: "Show upstream MCP servers: state, pid, tools, restarts, last error", op: api.OpMCPStatus,
-		header: "KEY\tSTATE\tPID\tTOOLS\tRESTARTS\tLAST ERROR",
+		use: "status", short: "Show upstream MCP servers: state, pid or url, tools, restarts, next attempt, last error", op: api.OpMCPStatus,
+		header: "KEY\tSTATE\tPID\tTOOLS\tRESTARTS\tNEXT ATTEMPT\tURL\tLAST ERROR",
 		row: func(u api.UpstreamStatus) []string {
 			key := u.Key
 			if u.Project != "" {
 				key = u.Project + "/" + u.Key
 			}
-			return []string{key, u.State, pidStr(u.PID), fmt.Sprint(u.Tools), fmt.Sprint(u.Restarts), orDash(u.LastError)}
+			return []string{key, u.State, pidStr(u.PID), fmt.Sprint(u.Tools), fmt.Sprint(u.Restarts),
+				when(u.NextRetry), orDash(u.URL), orDash(u.LastError)}
 		},
 	}, nil)
 }

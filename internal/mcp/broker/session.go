@@ -111,7 +111,8 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 			return err
 		case why := <-c.probe:
 			if err := b.ping(ctx, cs); err != nil && ctx.Err() == nil {
-				err = c.explain(fmt.Errorf("broker: upstream %s: %v, and a ping failed too: %w", u.key, why, err))
+				log.Debug("broker: the call that asked for the ping", "error", c.explain(why))
+				err = c.explain(fmt.Errorf("broker: upstream %s: a call failed and a ping too: %w", u.key, err))
 				b.failed(log, u, c, err)
 				return err
 			}
