@@ -179,6 +179,9 @@ func TestScenario_RemoteUpstreamThroughHarnessMCP(t *testing.T) {
 	if res, err := s.CallTool(context.Background(), params); err != nil || res.IsError || text(t, res) != "done" {
 		t.Fatalf("remote__progress: %v %+v", err, res)
 	}
+	// The daemon sends them before the result; this client handles them
+	// on a queue of its own, so the last may land just after CallTool.
+	f.waitFor("3 progress notifications", 5*time.Second, func() bool { return len(s.progressFor("p-remote")) >= 3 })
 	if got := s.progressFor("p-remote"); !slices.Equal(got, []float64{1, 2, 3}) {
 		t.Fatalf("progress through harness mcp: %v, want 1 2 3", got)
 	}
@@ -281,6 +284,20 @@ func TestScenario_RemoteUpstreamServerRestart(t *testing.T) {
 	row = f.remoteRow("remote")
 	if row.State != "running" || row.Restarts < 1 || row.LastError != "" {
 		t.Fatalf("after the server came back: %+v", row)
+	}
+
+	// Stop and start work on a connection as on a process.
+	f.mustRun("stop", "mcp.remote")
+	if row = f.remoteRow("remote"); row.State != "stopped" || row.NextRetry != nil {
+		t.Fatalf("after stop: %+v", row)
+	}
+	if code := errorCode(t, callTool(t, s, "remote__echo", map[string]any{"text": "x"})); code != "upstream_unavailable" {
+		t.Fatalf("a call to a stopped upstream: %q", code)
+	}
+	f.mustRun("start", "mcp.remote")
+	f.waitFor("the upstream to run again", 20*time.Second, func() bool { return f.remoteRow("remote").State == "running" })
+	if got := text(t, callTool(t, s, "remote__echo", map[string]any{"text": "started"})); got != "started" {
+		t.Fatalf("after start: %q", got)
 	}
 }
 
