@@ -136,7 +136,10 @@ type Status struct {
 	RunID        uint64    // current run, else the last one
 	StartedAt    time.Time // start of the current run
 	NextRetry    time.Time // when a pending policy restart fires
-	LastError    string    // last spawn failure; cleared by a successful spawn
+	// LastError is the last spawn failure, cleared by a successful spawn;
+	// for a connection also why the last one ended, cleared once one is
+	// ready.
+	LastError string
 	// ConfigChanged is set while the running process was spawned from a
 	// config that differs from the current one.
 	ConfigChanged bool
