@@ -204,6 +204,19 @@ func TestScenario_RemoteUpstreamThroughHarnessMCP(t *testing.T) {
 		t.Fatalf("cancellations seen by the server: %q", got)
 	}
 
+	// Classes and grants as for any upstream: add_tool has no readOnlyHint,
+	// so it is write: hidden from this read-only session, refused if
+	// called, listed for a session that may write.
+	if slices.Contains(toolNames(t, s.ClientSession), "remote__add_tool") {
+		t.Fatal("a read-only session lists the write tool remote__add_tool")
+	}
+	if code := errorCode(t, callTool(t, s.ClientSession, "remote__add_tool", map[string]any{"name": "x"})); code != "not_permitted" {
+		t.Fatalf("a write tool called from a read-only session: %q", code)
+	}
+	if w := f.mcpSession("", true, nil); !slices.Contains(toolNames(t, w), "remote__add_tool") {
+		t.Fatal("a session that may write does not list remote__add_tool")
+	}
+
 	row := f.remoteRow("remote")
 	if row.URL != srv.URL() || row.State != "running" || row.PID != 0 || row.Tools < 9 || row.LastError != "" {
 		t.Fatalf("mcp status: %+v", row)
