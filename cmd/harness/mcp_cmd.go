@@ -57,15 +57,15 @@ func serveMCP(cmd *cobra.Command, socket string, opt client.MCPOptions) error {
 
 func mcpStatusCmd(g *globals) *cobra.Command {
 	return listVerb(g, listing[api.UpstreamStatus]{
-		use: "status", short: "Show upstream MCP servers: state, pid, tools, restarts, last error", op: api.OpMCPStatus,
-		header: "KEY\tSTATE\tPID\tTOOLS\tRESTARTS\tCALLS\tERRORS\tP50\tP99\tLAST ERROR",
+		use: "status", short: "Show upstream MCP servers: state, pid or url, tools, restarts, calls, next attempt, last error", op: api.OpMCPStatus,
+		header: "KEY\tSTATE\tPID\tTOOLS\tRESTARTS\tCALLS\tERRORS\tP50\tP99\tNEXT ATTEMPT\tURL\tLAST ERROR",
 		row: func(u api.UpstreamStatus) []string {
 			key := u.Key
 			if u.Project != "" {
 				key = u.Project + "/" + u.Key
 			}
 			return append([]string{key, u.State, pidStr(u.PID), fmt.Sprint(u.Tools), fmt.Sprint(u.Restarts)},
-				append(callColumns(u.Calls.CallStats), orDash(u.LastError))...)
+				append(callColumns(u.Calls.CallStats), when(u.NextRetry), orDash(u.URL), orDash(u.LastError))...)
 		},
 	}, nil)
 }

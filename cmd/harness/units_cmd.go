@@ -53,8 +53,14 @@ func describeCmd(g *globals) *cobra.Command {
 			if d.Schedule != "" {
 				fmt.Fprintf(w, "schedule:       %s (next %s)\n", d.Schedule, when(d.NextFire))
 			}
-			fmt.Fprintf(w, "command:        %s %s\nrestart:        %s (delay %gs, stop grace %gs)\nmcp_allow:      %s\nconfig_changed: %v\n",
-				d.Config.Cmd, strings.Join(d.Config.Args, " "), d.Config.Restart, d.Config.RestartDelayS, d.Config.StopGraceS, strings.Join(d.Config.MCPAllow, ","), d.ConfigChanged)
+			if d.Config.URL != "" {
+				// A remote upstream: header names only, values are secrets.
+				fmt.Fprintf(w, "url:            %s\nheaders:        %s\n", d.Config.URL, orDash(strings.Join(d.Config.Headers, ", ")))
+			} else {
+				fmt.Fprintf(w, "command:        %s %s\n", d.Config.Cmd, strings.Join(d.Config.Args, " "))
+			}
+			fmt.Fprintf(w, "restart:        %s (delay %gs, stop grace %gs)\nmcp_allow:      %s\nconfig_changed: %v\n",
+				d.Config.Restart, d.Config.RestartDelayS, d.Config.StopGraceS, strings.Join(d.Config.MCPAllow, ","), d.ConfigChanged)
 			if len(d.Grant) > 0 {
 				fmt.Fprintf(w, "grant:          %s\n", grantText(d.Grant))
 			}

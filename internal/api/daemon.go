@@ -37,8 +37,11 @@ type ProjectResult struct {
 
 // UpstreamStatus is one row of `mcp_status`.
 type UpstreamStatus struct {
-	Key       string     `json:"key"`
-	Project   string     `json:"project,omitempty"`
+	Key     string `json:"key"`
+	Project string `json:"project,omitempty"`
+	// URL is a remote upstream's endpoint as it may be shown: without
+	// userinfo, query values hidden. Absent for a process upstream.
+	URL       string     `json:"url,omitempty"`
 	State     string     `json:"state"`
 	PID       int        `json:"pid"`
 	Tools     int        `json:"tools"`

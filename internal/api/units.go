@@ -59,6 +59,11 @@ type UnitConfigView struct {
 	MCPAllow          []string          `json:"mcp_allow"`
 	Schedule          string            `json:"schedule,omitempty"`
 	HarvestTrajectory bool              `json:"harvest_trajectory,omitempty"`
+	// URL and Headers are a remote upstream's endpoint as it may be shown
+	// (no userinfo, query values hidden) and the names of its headers,
+	// never their values.
+	URL     string   `json:"url,omitempty"`
+	Headers []string `json:"headers,omitempty"`
 }
 
 // NamesArgs selects units for start, stop and restart.

@@ -122,12 +122,20 @@ type Profile struct {
 	Autostart bool     // start the members at daemon start
 }
 
-// Upstream is one [mcp.KEY] table: a stdio MCP server, with the harness
-// defaults for RestartDelay (1s) and StopGrace (10s) and "~" expanded.
+// Upstream is one [mcp.KEY] table: a stdio MCP server (cmd) or a remote
+// one over Streamable HTTP (url), with the harness defaults for
+// RestartDelay (1s) and StopGrace (10s) and "~" expanded.
 type Upstream struct {
 	Key string
 	Process
-	Tools ToolPolicy
+	// URL (url) makes the upstream remote: exactly one of Cmd and URL is
+	// set. An http or https URL, checked at load (remote.go).
+	URL string
+	// Headers (headers, remote only) go with every request to URL; a
+	// ${VAR} in a value is expanded from EnvFile and Env at every connect,
+	// never from the daemon's environment. Values are secrets.
+	Headers map[string]string
+	Tools   ToolPolicy
 	// CallTimeout (call_timeout_s) bounds each tools/call proxied to the
 	// upstream; 0 leaves calls unbounded (the caller may still cancel).
 	CallTimeout time.Duration

@@ -203,7 +203,7 @@ func TestParseErrors(t *testing.T) {
 		want      []string
 	}{
 		{"missing upstream cmd", "[mcp.ok]\ncmd = 'x'\n\n[mcp.broken]\nargs = []\n",
-			[]string{"harness.toml:4: mcp.broken: cmd is required"}},
+			[]string{"harness.toml:4: mcp.broken: cmd or url is required"}},
 		{"empty harness cmd", "[harness.a]\ndescription = 'd'\ncmd = ' '\n",
 			[]string{"harness.toml:3: harness.a: cmd is required (it is empty)"}},
 		{"missing harness cmd", "\n[harness.a]\n",

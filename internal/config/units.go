@@ -138,11 +138,12 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 		case d.toolKey(k, kp, val, &u.Tools):
 		case k == "call_timeout_s":
 			u.CallTimeout = d.seconds(kp, val, 0)
+		case d.remoteKey(k, kp, val, u):
 		default:
 			d.unknown(kp, val)
 		}
 	}
-	d.requireCmd(path, t, u.Cmd)
+	d.upstreamTarget(path, t, u)
 	d.overlaps(path, u.Tools)
 	return u
 }

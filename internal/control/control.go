@@ -23,10 +23,13 @@ import (
 )
 
 // UpstreamHooks is what control needs from the MCP broker: it is told the
-// configured upstreams and is handed each upstream process's pipes.
+// configured upstreams and is handed each upstream process's pipes, or
+// each remote upstream's connection.
 type UpstreamHooks interface {
 	Configure(units map[string]UpstreamRef)
 	Attach(unit string, run uint64, stdin io.WriteCloser, stdout io.ReadCloser)
+	// Connect serves a run of a remote upstream (remote.go).
+	Connect(ctx context.Context, unit string, r supervise.Remote)
 	Detach(unit string, run uint64, nextRetry time.Time, reason string)
 	Status() []BrokerStatus
 	Warnings() []string

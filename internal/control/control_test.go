@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"errors"
 	"io"
 	"maps"
@@ -264,6 +265,9 @@ func (b *fakeBroker) Configure(map[string]UpstreamRef) {}
 func (b *fakeBroker) Attach(_ string, _ uint64, stdin io.WriteCloser, stdout io.ReadCloser) {
 	stdin.Close()
 	go io.Copy(io.Discard, stdout)
+}
+func (b *fakeBroker) Connect(_ context.Context, _ string, r supervise.Remote) {
+	r.Ended(errors.New("fakeBroker serves no remote upstreams"))
 }
 func (b *fakeBroker) Detach(unit string, run uint64, next time.Time, _ string) {
 	b.mu.Lock()

@@ -87,7 +87,9 @@ func (c *Control) harnessUnitConfig(name string, h *config.Harness) supervise.Un
 // upstreamUnitConfig supervises an upstream like a harness that always
 // restarts: its tools must come back.
 func upstreamUnitConfig(name string, u *config.Upstream) supervise.UnitConfig {
-	return processUnitConfig(name, supervise.KindUpstream, u.Process, supervise.Policy(config.RestartAlways))
+	uc := processUnitConfig(name, supervise.KindUpstream, u.Process, supervise.Policy(config.RestartAlways))
+	uc.URL, uc.Headers = u.URL, u.Headers
+	return uc
 }
 
 func processUnitConfig(name string, kind supervise.Kind, p config.Process, restart supervise.Policy) supervise.UnitConfig {
@@ -402,6 +404,7 @@ func (c *Control) newUnitLocked(name string, ucfg supervise.UnitConfig) (*unit, 
 		deps.OnSpawn = func(run uint64, stdin io.WriteCloser, stdout io.ReadCloser) {
 			hooks.Attach(name, run, stdin, stdout)
 		}
+		deps.OnConnect = func(ctx context.Context, r supervise.Remote) { hooks.Connect(ctx, name, r) }
 	}
 	u.sup = supervise.New(ucfg, deps)
 	return u, nil

@@ -73,6 +73,7 @@ func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description,
 	}
 	if up := u.upstream(); up != nil {
 		d.Config = processView(up.Process, string(config.RestartAlways), []string{})
+		remoteView(up, &d.Config)
 	}
 	if callerOf(ctx).Kind != api.Operator {
 		// Any read session may describe every harness: it sees which
@@ -515,7 +516,7 @@ func (c *Control) upstreamStatus() []api.UpstreamStatus {
 		st := u.sup.Status()
 		b := known[u.name]
 		us := api.UpstreamStatus{
-			Key: u.upstream().Key, Project: u.upstream().Project, State: string(st.State), PID: st.PID,
+			Key: u.upstream().Key, Project: u.upstream().Project, URL: shownURL(u.upstream()), State: string(st.State), PID: st.PID,
 			Tools: b.Tools, Restarts: st.RestartCount, LastError: st.LastError, NextRetry: timePtr(st.NextRetry),
 			ToolClasses: b.ToolClasses,
 		}

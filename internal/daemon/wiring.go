@@ -115,6 +115,10 @@ func (h brokerHooks) Attach(unit string, run uint64, stdin io.WriteCloser, stdou
 	h.b.Attach(unit, run, stdin, stdout)
 }
 
+func (h brokerHooks) Connect(ctx context.Context, unit string, r supervise.Remote) {
+	h.b.ConnectRemote(ctx, unit, r.Run, r.URL, r.Header, r.Secrets, r.Ended)
+}
+
 func (h brokerHooks) Detach(unit string, run uint64, next time.Time, reason string) {
 	h.b.Detach(unit, run, next, reason)
 }

@@ -17,6 +17,9 @@ type (
 		code   *int
 		signal string
 		err    error // from Wait, beyond the exit status (e.g. WaitDelay)
+		// conn: a connection run ended, connErr says why (nil: stopped).
+		conn    bool
+		connErr error
 	}
 	timerEv struct {
 		gen  uint64
@@ -211,7 +214,7 @@ func (a *actor) beginStop() {
 		p.killTimer = a.arm(grace, p.gen, timerKill)
 		return
 	}
-	a.own.signal(p, syscall.SIGTERM)
+	p.own.signal(p, syscall.SIGTERM)
 	p.killTimer = a.arm(grace, p.gen, timerKill)
 }
 
@@ -253,10 +256,14 @@ func (a *actor) onTimer(ev timerEv) {
 		}
 		switch ev.kind {
 		case timerTerm:
-			a.own.signal(p, syscall.SIGTERM)
+			p.own.signal(p, syscall.SIGTERM)
 		case timerKill:
-			a.deps.Log.Event(p.run, "stop grace over: sending SIGKILL")
-			a.own.signal(p, syscall.SIGKILL)
+			if p.conn {
+				a.deps.Log.Event(p.run, "stop grace over: abandoning the connection")
+			} else {
+				a.deps.Log.Event(p.run, "stop grace over: sending SIGKILL")
+			}
+			p.own.signal(p, syscall.SIGKILL)
 		case timerHealthy:
 			a.hist = History{}
 			if a.state == StateDegraded {
@@ -293,6 +300,11 @@ func (a *actor) onExit(ev exitEv) {
 	}
 	text := "exited"
 	switch {
+	case ev.conn:
+		text = connText(ev.connErr)
+		if ev.connErr != nil && !p.startFailed {
+			a.lastErr = ev.connErr.Error()
+		}
 	case ev.signal != "":
 		text = "killed by " + ev.signal
 	case ev.code != nil:
@@ -323,7 +335,7 @@ func (a *actor) reapTree(p *proc) {
 	}
 	a.reaping[p.gen] = p
 	go func() {
-		if killed := a.own.reap(p); killed > 0 {
+		if killed := p.own.reap(p); killed > 0 {
 			a.deps.Log.Event(p.run, fmt.Sprintf("killed %d leftover processes", killed))
 		}
 		a.u.post(reapedEv{gen: p.gen})
@@ -357,6 +369,13 @@ func (a *actor) onReady(ev readyEv) {
 	if ev.err == nil {
 		p.readyAt = a.deps.Now()
 		p.healthyTimer = a.arm(a.deps.Limits.HealthyAfter, p.gen, timerHealthy)
+		if p.conn {
+			// A connection is starting until it is ready (a process is
+			// running from its spawn); its last error stands until then.
+			a.lastErr = ""
+			a.deps.Log.Event(p.run, "connected")
+			a.setState(a.upState())
+		}
 		return
 	}
 	p.startFailed = true
@@ -369,7 +388,7 @@ func (a *actor) onReady(ev readyEv) {
 			a.deps.Logger.Debug("supervise: close stdin", "run", p.run, "err", err)
 		}
 	}
-	a.own.signal(p, syscall.SIGTERM)
+	p.own.signal(p, syscall.SIGTERM)
 	p.killTimer = a.arm(a.stopGrace(), p.gen, timerKill)
 }
 
@@ -382,7 +401,7 @@ func (a *actor) onReaped(ev reapedEv) {
 		return
 	}
 	delete(a.reaping, ev.gen)
-	if a.deps.Ledger != nil {
+	if a.deps.Ledger != nil && !p.conn {
 		if err := a.deps.Ledger.Remove(p.marker); err != nil {
 			a.deps.Logger.Error("supervise: ledger remove", "run", p.run, "err", err)
 		}

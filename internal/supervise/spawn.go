@@ -19,10 +19,13 @@ import (
 	"github.com/harness-dev/harness/internal/runs"
 )
 
-// proc is one live run: a spawned main process and what belongs to it.
+// proc is one live run: a spawned main process and what belongs to it,
+// or (conn) a connection of a remote upstream (spawn_conn.go).
 type proc struct {
 	gen       uint64
 	cfg       UnitConfig // the config it was spawned from
+	own       owner      // ends the run: the actor's owner, or connOwner
+	conn      bool       // a connection, not a process: no pid, no tree
 	cmd       *exec.Cmd
 	pid       int
 	run       uint64
@@ -90,6 +93,9 @@ func (p *proc) closeIO(logger *slog.Logger) {
 // spawn starts a new run with cause. Every failure goes through the
 // policy (a failed attempt) and is returned.
 func (a *actor) spawn(cause runs.Cause) error {
+	if a.cfg.URL != "" {
+		return a.spawnConn(cause)
+	}
 	cfg := a.cfg.clone()
 	a.setState(StateStarting)
 	cmd, fileEnv, err := prepare(cfg)
@@ -107,7 +113,7 @@ func (a *actor) spawn(cause runs.Cause) error {
 	a.deps.Log.SetRun(run.ID)
 
 	a.gen++
-	p := &proc{gen: a.gen, cfg: cfg, cmd: cmd, run: run.ID, ioDone: make(chan struct{}), abandon: make(chan struct{})}
+	p := &proc{gen: a.gen, cfg: cfg, own: a.own, cmd: cmd, run: run.ID, ioDone: make(chan struct{}), abandon: make(chan struct{})}
 	p.marker = proctree.NewMarker(a.deps.Instance, cfg.Name, run.ID)
 	env := spawnEnv{cfg: cfg, base: a.deps.BaseEnv, marker: p.marker, fileEnv: fileEnv}
 	if cfg.Kind != KindUpstream {

@@ -6,7 +6,7 @@ type Kind string
 // The two unit kinds.
 const (
 	KindHarness  Kind = "harness"  // a terminal program in a PTY
-	KindUpstream Kind = "upstream" // a stdio MCP server on pipes
+	KindUpstream Kind = "upstream" // an MCP server on pipes, or over HTTP when UnitConfig.URL is set
 )
 
 // State is what a unit is doing right now (DESIGN §5); Enabled is intent.

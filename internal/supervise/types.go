@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"maps"
@@ -39,6 +40,12 @@ type UnitConfig struct {
 	// IdleAfter is the silence after which a harness counts as idle; 0
 	// takes term.DefaultIdleAfter. It applies at once.
 	IdleAfter time.Duration
+	// URL makes an upstream remote: each run is a connection to it,
+	// served through Deps.OnConnect, instead of a process (spawn_conn.go).
+	// Headers are its header templates, expanded at every connect from
+	// EnvFile and Env only.
+	URL     string
+	Headers map[string]string
 }
 
 // spawnEqual reports whether a and b spawn the same process, i.e. whether a
@@ -46,7 +53,7 @@ type UnitConfig struct {
 func spawnEqual(a, b UnitConfig) bool {
 	return a.Kind == b.Kind && a.Cmd == b.Cmd && slices.Equal(a.Args, b.Args) && a.Dir == b.Dir &&
 		a.EnvFile == b.EnvFile && maps.Equal(a.Env, b.Env) && slices.Equal(a.ExtraEnv, b.ExtraEnv) &&
-		a.Cols == b.Cols && a.Rows == b.Rows
+		a.Cols == b.Cols && a.Rows == b.Rows && a.URL == b.URL && maps.Equal(a.Headers, b.Headers)
 }
 
 // clone returns a deep copy, so the actor never shares slices or maps with
@@ -55,6 +62,7 @@ func (c UnitConfig) clone() UnitConfig {
 	c.Args = slices.Clone(c.Args)
 	c.Env = maps.Clone(c.Env)
 	c.ExtraEnv = slices.Clone(c.ExtraEnv)
+	c.Headers = maps.Clone(c.Headers)
 	return c
 }
 
@@ -77,6 +85,10 @@ type Deps struct {
 	// callee owns stdout and may close stdin. It is called from the actor
 	// and must not block. Without it stdout is copied into the Log.
 	OnSpawn func(run uint64, stdin io.WriteCloser, stdout io.ReadCloser)
+	// OnConnect (remote upstreams, UnitConfig.URL) hands a new run's
+	// connection to whoever serves it (the broker). It is called from the
+	// actor and must not block; ctx ends when the supervisor ends the run.
+	OnConnect func(ctx context.Context, r Remote)
 	// BaseEnv is the first layer of every unit's environment; default os.Environ().
 	BaseEnv []string
 
@@ -124,7 +136,10 @@ type Status struct {
 	RunID        uint64    // current run, else the last one
 	StartedAt    time.Time // start of the current run
 	NextRetry    time.Time // when a pending policy restart fires
-	LastError    string    // last spawn failure; cleared by a successful spawn
+	// LastError is the last spawn failure, cleared by a successful spawn;
+	// for a connection also why the last one ended, cleared once one is
+	// ready.
+	LastError string
 	// ConfigChanged is set while the running process was spawned from a
 	// config that differs from the current one.
 	ConfigChanged bool

@@ -1,7 +1,8 @@
-// Package supervise runs one unit (a harness in a PTY or an upstream MCP
-// server on pipes) per actor goroutine: the lifecycle of DESIGN §5, the
-// restart policy as pure functions (policy.go), the two spawners, the
-// layered environment and the per-spawn MCP tokens.
+// Package supervise runs one unit (a harness in a PTY, an upstream MCP
+// server on pipes, or a remote one whose runs are connections) per actor
+// goroutine: the lifecycle of DESIGN §5, the restart policy as pure
+// functions (policy.go), the spawners (spawn_pty.go, spawn_stdio.go,
+// spawn_conn.go), the layered environment and the per-spawn MCP tokens.
 //
 // All state of a unit is owned by its actor. Methods send a command and
 // wait for its reply; process exits and timers come back to the actor as

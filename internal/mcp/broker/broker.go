@@ -4,7 +4,9 @@
 //
 // The supervisor owns the processes; the broker only sees their pipes. On
 // every spawn the supervisor calls Attach with the child's stdin/stdout, on
-// every exit Detach with when the next attempt is due. The broker never
+// every exit Detach with when the next attempt is due. A remote upstream
+// (Streamable HTTP) is the same with ConnectRemote in place of Attach: the
+// supervisor owns the connection's life, the broker serves it (remote.go). The broker never
 // blocks its caller: the handshake and listings run on a goroutine per
 // attached run, and all shared state sits behind one mutex.
 package broker
@@ -40,6 +42,7 @@ const ProtocolVersion = "2025-11-25"
 const (
 	DefaultMaxInFlight    = 32
 	DefaultConnectTimeout = 30 * time.Second
+	DefaultKeepAlive      = 30 * time.Second
 )
 
 // Options tunes a Broker.
@@ -53,6 +56,10 @@ type Options struct {
 	// ConnectTimeout bounds the initialize handshake plus the first tool
 	// listing. Zero means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// KeepAlive is the ping interval of remote upstream sessions, so a
+	// server that went away is noticed while nobody calls it. Zero means
+	// DefaultKeepAlive.
+	KeepAlive time.Duration
 	// OnStarted, when set, learns how each attached run's start ended:
 	// nil once initialize and the first listing succeeded, else why they
 	// failed or timed out. Runs detached or replaced meanwhile are not
@@ -141,6 +148,12 @@ type conn struct {
 	cancel context.CancelFunc
 	relist chan struct{} // buffered 1: tools/list_changed coalesces
 	failed bool          // the session ended or never came up; guarded by Broker.mu
+	// remote is set for a connection to a remote upstream (remote.go);
+	// drop (buffered 1) ends its session, probe (buffered 1) asks for a
+	// ping that ends it if it fails. Both are nil, never ready, for stdio.
+	remote *remoteConn
+	drop   chan error
+	probe  chan error
 }
 
 // New returns a broker with no upstreams; call Configure next.
@@ -153,6 +166,9 @@ func New(logger *slog.Logger, opts Options) *Broker {
 	}
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	var rnd [12]byte

@@ -119,7 +119,7 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 		class = u.classes[tool].Class
 	}
 	excluded := u.classes[tool].Why == api.WhyExcluded
-	cs, sem := u.session, u.sem
+	cs, sem, c := u.session, u.sem, u.conn
 	timeout := cmp.Or(u.callTimeout, b.opts.CallTimeout)
 	unavailable := unavailableErr(u)
 	everListed := u.listed
@@ -161,6 +161,11 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 		params.SetProgressToken(tok)
 		route = r
 	}
+	var status *callStatus
+	if c != nil && c.remote != nil {
+		status = &callStatus{}
+		ctx = context.WithValue(ctx, callStatusKey{}, status)
+	}
 	// The go-sdk sends notifications/cancelled upstream when ctx ends
 	// while the call is in flight.
 	res, err := cs.CallTool(ctx, params)
@@ -171,6 +176,11 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 		b.drain(ctx, route, tool)
 	}
 	if err != nil {
+		if status != nil {
+			if rerr, ok := b.remoteCallErr(ctx, c, status, key, tool, err); ok {
+				return nil, rerr
+			}
+		}
 		return nil, b.callErr(ctx, key, tool, err)
 	}
 	if res == nil {

@@ -98,7 +98,11 @@ func (c *countingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // token params carries. It finds the route exactly as onProgress does
 // (string token, any upstream), so the two counts stay comparable; a
 // notification whose token cannot be parsed here reaches no route there.
-func (c *countingConn) count(params json.RawMessage) {
+func (c *countingConn) count(params json.RawMessage) { c.b.countProgress(params) }
+
+// countProgress adds one to the read count of the call in flight whose
+// upstream token params carries.
+func (b *Broker) countProgress(params []byte) {
 	var p struct {
 		ProgressToken any `json:"progressToken"`
 	}
@@ -109,9 +113,9 @@ func (c *countingConn) count(params json.RawMessage) {
 	if !ok {
 		return
 	}
-	c.b.mu.Lock()
-	r := c.b.progress[tok]
-	c.b.mu.Unlock()
+	b.mu.Lock()
+	r := b.progress[tok]
+	b.mu.Unlock()
 	if r != nil {
 		r.read.Add(1)
 	}

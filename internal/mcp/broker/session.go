@@ -13,16 +13,29 @@ import (
 	"github.com/harness-dev/harness/internal/mcp/jsonl"
 )
 
-// serve owns one attached run: it connects, lists the tools, marks the
-// upstream connected and then re-lists on tools/list_changed until the run
-// is detached, replaced, removed, the broker closes, or the upstream closes
-// the connection. A failed handshake or first listing closes the pipes, so
-// a well-behaved upstream sees EOF and exits and the supervisor restarts it.
+// serve owns one attached run of a process upstream: the session runs
+// over its pipes. A failed handshake closes the pipes, so a well-behaved
+// upstream sees EOF and exits and the supervisor restarts it.
 func (b *Broker) serve(ctx context.Context, u *upstream, c *conn, stdin io.WriteCloser, stdout io.ReadCloser) {
 	defer b.wg.Done()
 	defer c.cancel()
 	log := b.log.With("upstream", u.key, "unit", u.unit, "run", c.run)
-	client := mcp.NewClient(&mcp.Implementation{Name: "harness-broker", Version: "1"}, &mcp.ClientOptions{
+	// Progress notifications are counted as the client reads them (see
+	// drain); on HTTP the event streams count them instead (remote.go).
+	t := &countingTransport{Transport: &jsonl.Transport{Reader: stdout, Writer: stdin}, b: b}
+	b.session(ctx, log, u, c, t, nil, func() { closePipes(log, u.unit, stdin, stdout) })
+}
+
+// session connects to an upstream over t, lists its tools, reports the
+// start, marks the upstream connected and then re-lists on
+// tools/list_changed until ctx ends (nil: the run was detached, replaced
+// or removed, or the broker closed) or the session ends, whose reason it
+// returns: the upstream closed the connection, or (remote) the session
+// was dropped. connectFailed, if set, runs when the handshake fails.
+// Every error it records or reports has been through c.explain.
+func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *conn, t mcp.Transport,
+	tune func(*mcp.ClientOptions), connectFailed func()) error {
+	opts := &mcp.ClientOptions{
 		Logger: log,
 		// No roots, sampling or elicitation: the broker answers for nobody.
 		Capabilities: &mcp.ClientCapabilities{},
@@ -35,54 +48,78 @@ func (b *Broker) serve(ctx context.Context, u *upstream, c *conn, stdin io.Write
 		ProgressNotificationHandler: b.onProgress,
 		// A proxy must hand input-required results back, not loop on them.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-	})
+	}
+	if tune != nil {
+		tune(opts)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "harness-broker", Version: "1"}, opts)
 
 	cctx, cancelConnect := context.WithTimeout(ctx, b.opts.ConnectTimeout)
 	defer cancelConnect()
-	t := &countingTransport{Transport: &jsonl.Transport{Reader: stdout, Writer: stdin}, b: b}
-	cs, err := client.Connect(cctx, t,
-		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
-		closePipes(log, u.unit, stdin, stdout)
-		err = fmt.Errorf("broker: upstream %s: initialize: %w", u.key, err)
+		if connectFailed != nil {
+			connectFailed()
+		}
+		err = c.explain(fmt.Errorf("broker: upstream %s: initialize: %w", u.key, err))
 		b.failed(log, u, c, err)
 		b.started(u, c, err)
-		return
+		return err
 	}
-	// waitDone closes when the connection ends, whoever ends it.
+	// waitDone closes when the connection ends, whoever ends it; waitErr
+	// is why, once it is closed.
 	waitDone := make(chan struct{})
+	var waitErr error
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
 		defer close(waitDone)
-		if err := cs.Wait(); err != nil {
-			log.Debug("broker: upstream connection ended", "error", err)
+		if waitErr = cs.Wait(); waitErr != nil {
+			log.Debug("broker: upstream connection ended", "error", c.explain(waitErr))
 		}
 	}()
 	defer func() {
 		if err := cs.Close(); err != nil {
-			log.Debug("broker: closing upstream session", "error", err)
+			log.Debug("broker: closing upstream session", "error", c.explain(err))
 		}
 		<-waitDone
 	}()
 
 	if err := b.list(cctx, log, u, c, cs); err != nil {
+		err = c.explain(err)
 		b.failed(log, u, c, err)
 		b.started(u, c, err)
-		return
+		return err
 	}
 	cancelConnect()
 	b.started(u, c, nil)
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-waitDone:
-			b.failed(log, u, c, fmt.Errorf("broker: upstream %s: connection closed", u.key))
-			return
+			err := fmt.Errorf("broker: upstream %s: connection closed", u.key)
+			if waitErr != nil && c.remote != nil {
+				err = fmt.Errorf("broker: upstream %s: connection closed: %w", u.key, waitErr)
+			}
+			err = c.explain(err)
+			b.failed(log, u, c, err)
+			return err
+		case err := <-c.drop:
+			err = c.explain(err)
+			b.failed(log, u, c, err)
+			return err
+		case why := <-c.probe:
+			if err := b.ping(ctx, cs); err != nil && ctx.Err() == nil {
+				log.Debug("broker: the call that asked for the ping", "error", c.explain(why))
+				err = c.explain(fmt.Errorf("broker: upstream %s: a call failed and a ping too: %w", u.key, err))
+				b.failed(log, u, c, err)
+				return err
+			}
 		case <-c.relist:
 			if err := b.list(ctx, log, u, c, cs); err != nil && ctx.Err() == nil {
 				// The session still works for calls; the old list stays.
+				err = c.explain(err)
 				b.mu.Lock()
 				if u.conn == c {
 					u.lastErr = err.Error()

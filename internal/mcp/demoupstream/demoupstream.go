@@ -2,6 +2,8 @@
 // is the upstream behind `harness demo` (through the hidden
 // `harness demo-upstream` subcommand), the broker's tests and the benchmarks:
 // each tool exercises one thing a broker has to forward faithfully.
+// HTTPServer serves it over Streamable HTTP for the tests of remote
+// upstreams, with the faults they need (a bearer token, 401, restarts).
 package demoupstream
 
 import (
@@ -22,14 +24,20 @@ import (
 // it is the server's implementation name and appears in search results, so
 // two instances are distinguishable.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, name string) error {
-	d := &demo{name: name, server: mcp.NewServer(&mcp.Implementation{Name: name, Version: "0.1.0"}, nil)}
-	d.cancelledCh = make(chan struct{})
-	d.register()
 	t := &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}
-	if err := d.server.Run(ctx, t); err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+	if err := NewServer(name).Run(ctx, t); err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
 		return fmt.Errorf("demoupstream %s: %w", name, err)
 	}
 	return nil
+}
+
+// NewServer returns the demo server called name, for any transport (Serve
+// runs it on stdio, HTTPServer over Streamable HTTP).
+func NewServer(name string) *mcp.Server {
+	d := &demo{name: name, server: mcp.NewServer(&mcp.Implementation{Name: name, Version: "0.1.0"}, nil)}
+	d.cancelledCh = make(chan struct{})
+	d.register()
+	return d.server
 }
 
 type nopWriteCloser struct{ io.Writer }

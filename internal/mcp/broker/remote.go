@@ -1,0 +1,335 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/internal/endpoint"
+	"github.com/harness-dev/harness/internal/errcode"
+)
+
+// Remote upstreams (DESIGN §14): the same session, tools, calls and
+// progress as a process upstream, over the go-sdk's Streamable HTTP client
+// transport. The supervisor owns the connection's life (ConnectRemote
+// starts one run, its context ends it, ended reports its end); the broker
+// adds the headers to every request, notices a session that is gone, and
+// keeps every secret out of what it records, logs and answers.
+
+// remoteSSERetries is how often the transport tries to resume an SSE
+// stream before it fails the connection. Small: reconnecting is the
+// supervisor's job, with restart_delay and the process backoff, and a
+// dead server must show as down within seconds, not after the SDK's 5
+// retries with growing delays.
+const remoteSSERetries = 2
+
+// codeRejected is the go-sdk's "rejected by transport" (its internal
+// jsonrpc2.ErrRejected): the request never got an answer from the server,
+// which for HTTP means it was not reached.
+const codeRejected = -32005
+
+// probeTimeout bounds the ping that decides whether a failed call means
+// the session is gone.
+const probeTimeout = 5 * time.Second
+
+// ConnectRemote serves one run of a remote upstream: a session with the
+// server at url, with header on every request. It returns at once; ended
+// is called once, after the session is closed, with why it ended (nil
+// when ctx ended it or the run was detached or replaced). secrets are the
+// values to keep out of every message (header values and the variables in
+// them). Like Attach it replaces the unit's current run.
+func (b *Broker) ConnectRemote(ctx context.Context, unit string, run uint64, url string, header http.Header, secrets []string, ended func(error)) {
+	b.mu.Lock()
+	u := b.ups[unit]
+	if b.closed || u == nil || run < u.run {
+		b.mu.Unlock()
+		b.log.Warn("broker: connect ignored", "unit", unit, "run", run, "reason", "closed, unknown unit or stale run")
+		ended(fmt.Errorf("broker: upstream unit %s: not served here (closed, unknown or stale run): %w", unit, errcode.ErrUpstreamUnavailable))
+		return
+	}
+	if u.conn != nil {
+		u.conn.cancel()
+	}
+	sctx, cancel := context.WithCancel(b.ctx)
+	stopLink := context.AfterFunc(ctx, cancel)
+	rc := newRemoteConn(u.key, url, header, secrets, b.countProgress)
+	c := &conn{run: run, cancel: cancel, relist: make(chan struct{}, 1), remote: rc,
+		drop: make(chan error, 1), probe: make(chan error, 1)}
+	u.run, u.conn, u.session, u.nextRetry = run, c, nil, time.Time{}
+	b.bump()
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		defer stopLink()
+		defer cancel()
+		log := slog.New(scrubHandler{h: b.log.Handler(), scrub: rc.scrub}).
+			With("upstream", u.key, "unit", u.unit, "run", run, "url", rc.shown)
+		t := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: rc.client, MaxRetries: remoteSSERetries}
+		err := b.session(sctx, log, u, c, t, func(o *mcp.ClientOptions) { o.KeepAlive = b.opts.KeepAlive }, nil)
+		rc.transport.CloseIdleConnections()
+		ended(err)
+	}()
+}
+
+// remoteConn is what the broker keeps of one connection to a remote
+// upstream: its HTTP client, the last error status it saw and how to
+// scrub its secrets.
+type remoteConn struct {
+	key       string
+	shown     string // the URL as it may be shown (endpoint.Redact)
+	scrub     func(string) string
+	transport *http.Transport // this connection's own: no idle socket outlives it
+	client    *http.Client
+
+	mu   sync.Mutex
+	last int // the last HTTP error status an answer carried, 0 after a success
+}
+
+func newRemoteConn(key, url string, header http.Header, secrets []string, count func([]byte)) *remoteConn {
+	rc := &remoteConn{key: key, shown: endpoint.Redact(url), scrub: endpoint.Scrub(secrets)}
+	rc.transport = http.DefaultTransport.(*http.Transport).Clone()
+	// No client timeout: the SSE streams are long-lived. initialize is
+	// bounded by the connect timeout and each call by its context.
+	rc.client = &http.Client{Transport: &headerTransport{base: rc.transport, header: header, rc: rc, count: count}}
+	return rc
+}
+
+// note records the status of an answer from the server.
+func (rc *remoteConn) note(code int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if code >= 400 {
+		rc.last = code
+	} else {
+		rc.last = 0
+	}
+}
+
+func (rc *remoteConn) lastStatus() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.last
+}
+
+// statusText reads "HTTP 401 Unauthorized from https://host/mcp".
+func (rc *remoteConn) statusText(code int) string {
+	return fmt.Sprintf("HTTP %d %s from %s", code, http.StatusText(code), rc.shown)
+}
+
+// authText is what a refused credential reads as.
+func (rc *remoteConn) authText(code int) string {
+	return fmt.Sprintf("%s: check the headers of [mcp.%s] and the env_file or env values they use", rc.statusText(code), rc.key)
+}
+
+// explain turns an error of this connection into what the broker may
+// record, log and answer: a refused credential (401, 403) is said as
+// such, and every secret is scrubbed. The result still matches what err
+// matched with errors.Is and errors.As.
+func (c *conn) explain(err error) error {
+	if err == nil || c.remote == nil {
+		return err
+	}
+	rc := c.remote
+	msg := err.Error()
+	if code := rc.lastStatus(); code == http.StatusUnauthorized || code == http.StatusForbidden {
+		// The go-sdk's text ("sending \"initialize\": Unauthorized") adds
+		// nothing to this.
+		msg = fmt.Sprintf("broker: upstream %s: %s", rc.key, rc.authText(code))
+	}
+	return &scrubbedError{msg: rc.scrub(msg), err: err}
+}
+
+// scrubbedError carries a scrubbed message for an error whose own message
+// may hold a secret.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// headerTransport sets the configured headers on every request of one
+// connection and notes the status of every answer: per connection for
+// explain, per call (callStatus in the request's context) for Call.
+type headerTransport struct {
+	base   http.RoundTripper
+	header http.Header
+	rc     *remoteConn
+	// count sees the params of every progress notification an event
+	// stream carries, as the client reads it (progress_sse.go).
+	count func(params []byte)
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, vs := range t.header {
+		req.Header[k] = vs
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	t.rc.note(resp.StatusCode)
+	if t.count != nil && resp.Body != nil && isEventStream(resp.Header.Get("Content-Type")) {
+		resp.Body = &sseCounter{ReadCloser: resp.Body, count: t.count}
+	}
+	if s, ok := req.Context().Value(callStatusKey{}).(*callStatus); ok && resp.StatusCode >= 400 {
+		s.set(resp.StatusCode)
+	}
+	return resp, nil
+}
+
+// callStatus is the first HTTP error status the requests of one call got.
+type callStatus struct {
+	mu   sync.Mutex
+	code int
+}
+
+type callStatusKey struct{}
+
+func (s *callStatus) set(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.code == 0 {
+		s.code = code
+	}
+}
+
+func (s *callStatus) get() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.code
+}
+
+// transientStatus: the server is up but asks to come back later; the
+// session stays (as the go-sdk keeps it).
+func transientStatus(code int) bool {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// remoteCallErr classifies a failed call to a remote upstream, before
+// callErr sees it: an HTTP error status on the call's own requests is an
+// outage, not the upstream's answer (a refused credential or a session the
+// server no longer knows ends the session, which the supervisor then
+// reconnects; a transient status keeps it); a call that never reached the
+// server asks for a ping, and a failed ping ends the session. ok is false
+// when callErr should classify err itself (an answer, a timeout, the
+// caller's cancellation). Every message is scrubbed.
+func (b *Broker) remoteCallErr(ctx context.Context, c *conn, st *callStatus, key, tool string, err error) (error, bool) {
+	rc := c.remote
+	var rpc *jsonrpc.Error
+	code := st.get()
+	switch {
+	case code != 0:
+		what := rc.statusText(code)
+		if code == http.StatusUnauthorized || code == http.StatusForbidden {
+			what = rc.authText(code)
+		}
+		out := fmt.Errorf("broker: upstream %s: tools/call %s: %s: %w", key, tool, what, errcode.ErrUpstreamUnavailable)
+		if !transientStatus(code) {
+			drop(c, out)
+		}
+		b.log.Warn("broker: remote upstream refused a call", "upstream", key, "tool", tool, "status", code, "error", rc.scrub(err.Error()))
+		return &scrubbedError{msg: rc.scrub(out.Error()), err: out}, true
+	case errors.As(err, &rpc) && rpc.Code != codeRejected:
+		// The server's own answer: its message stays, scrubbed all the same.
+		scrubbed := *rpc
+		scrubbed.Message = rc.scrub(rpc.Message)
+		return &RPCError{Key: key, Tool: tool, Err: &scrubbed}, true
+	case ctx.Err() != nil:
+		return nil, false
+	}
+	select {
+	case c.probe <- err:
+	default: // a probe is already pending; it answers for this call too
+	}
+	out := fmt.Errorf("broker: upstream %s: tools/call %s: %s: %w", key, tool, rc.scrub(err.Error()), errcode.ErrUpstreamUnavailable)
+	b.log.Warn("broker: remote upstream call failed; checking the session", "upstream", key, "tool", tool, "error", out)
+	return out, true
+}
+
+// drop asks c's session to end with why (the first reason wins).
+func drop(c *conn, why error) {
+	select {
+	case c.drop <- why:
+	default:
+	}
+}
+
+// ping checks a session that may be gone.
+func (b *Broker) ping(ctx context.Context, cs *mcp.ClientSession) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	return cs.Ping(ctx, nil)
+}
+
+// scrubHandler is a slog.Handler that scrubs a remote connection's
+// secrets from every message and attribute, whoever logs them (the
+// broker, or the go-sdk client through ClientOptions.Logger).
+type scrubHandler struct {
+	h     slog.Handler
+	scrub func(string) string
+}
+
+// Enabled implements slog.Handler.
+func (s scrubHandler) Enabled(ctx context.Context, l slog.Level) bool { return s.h.Enabled(ctx, l) }
+
+// Handle implements slog.Handler.
+func (s scrubHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, s.scrub(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(s.attr(a))
+		return true
+	})
+	return s.h.Handle(ctx, out)
+}
+
+// WithAttrs implements slog.Handler.
+func (s scrubHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	clean := make([]slog.Attr, len(as))
+	for i, a := range as {
+		clean[i] = s.attr(a)
+	}
+	return scrubHandler{h: s.h.WithAttrs(clean), scrub: s.scrub}
+}
+
+// WithGroup implements slog.Handler.
+func (s scrubHandler) WithGroup(name string) slog.Handler {
+	return scrubHandler{h: s.h.WithGroup(name), scrub: s.scrub}
+}
+
+func (s scrubHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, s.scrub(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		clean := make([]any, len(g))
+		for i, ga := range g {
+			clean[i] = s.attr(ga)
+		}
+		return slog.Group(a.Key, clean...)
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			return slog.String(a.Key, s.scrub(err.Error()))
+		}
+		return slog.String(a.Key, s.scrub(fmt.Sprint(v.Any())))
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
