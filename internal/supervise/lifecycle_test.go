@@ -257,8 +257,13 @@ func TestStopFiftyUnitsConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 	took := time.Since(begin)
-	if took < grace || took >= 3*grace {
-		t.Fatalf("stopping %d units took %s, want about one grace (%s)", n, took, grace)
+	// Stopped one after another they would take n graces (50 s); together,
+	// one grace plus the reaping. The bound leaves room for a loaded CI
+	// machine (the whole suite runs packages side by side on 2 cores),
+	// where the leftover scans of 50 units slow down, and still fails
+	// anything serial by a wide margin.
+	if took < grace || took >= 10*grace {
+		t.Fatalf("stopping %d units took %s, want about one grace (%s), far from %d", n, took, grace, n)
 	}
 	for _, e := range envs {
 		if st := e.u.Status(); st.State != StateStopped || st.LastSignal != "SIGKILL" {
