@@ -34,8 +34,20 @@ var rules = []rule{
 		"the socket client is the CLI's and the bridge's; it carries bytes and wire types"},
 }
 
+// onlyRules allow packages under from to import, of the module, only the
+// listed packages.
+var onlyRules = []struct {
+	from  string
+	allow []string
+	why   string
+}{
+	{"internal/tui/...", []string{"internal/api", "internal/client", "internal/errcode"},
+		"the dashboard is a client of the socket: it speaks the wire, like the CLI"},
+}
+
 // TestImportRules checks every rule against the non-test files of the
-// module, and that internal/api is a leaf (standard library only).
+// module, the packages that may import only a few, and that internal/api
+// is a leaf (standard library only).
 func TestImportRules(t *testing.T) {
 	root := moduleRoot(t)
 	imports := packageImports(t, root)
@@ -54,6 +66,23 @@ func TestImportRules(t *testing.T) {
 					if strings.HasPrefix(imp, f) {
 						t.Errorf("%s imports %s: %s", pkg, imp, r.why)
 					}
+				}
+			}
+		}
+		if matched == 0 {
+			t.Errorf("rule for %s matches no package", r.from)
+		}
+	}
+	for _, r := range onlyRules {
+		matched := 0
+		for pkg, imps := range imports {
+			if !under(pkg, r.from) {
+				continue
+			}
+			matched++
+			for _, imp := range imps {
+				if !slices.Contains(r.allow, imp) && !under(imp, r.from) {
+					t.Errorf("%s imports %s: %s (allowed: %v)", pkg, imp, r.why, r.allow)
 				}
 			}
 		}
