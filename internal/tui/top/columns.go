@@ -164,6 +164,12 @@ func layoutColumns(cols []column, width, nameW int) []placed {
 	if over := total() - width; over > 0 {
 		ps[0].width = max(ps[0].width-over, 1) // the name and the state alone overflow
 	}
+	for len(ps) > 1 && total() > width {
+		ps = ps[:len(ps)-1]
+	}
+	if len(ps) == 1 {
+		ps[0].width = min(ps[0].width, max(width, 0))
+	}
 	// Room left: the description takes it when shown, else the name.
 	if extra := width - total(); extra > 0 && len(ps) > 0 {
 		target := 0
@@ -180,7 +186,7 @@ func header(ps []placed) string {
 	cells := make([]string, len(ps))
 	for i, p := range ps {
 		t := p.title
-		if ansi.StringWidth(t) > p.width && p.short != "" {
+		if textWidth(t) > p.width && p.short != "" {
 			t = p.short
 		}
 		cells[i] = pad(t, p.width, p.right)
@@ -194,10 +200,10 @@ func pad(s string, w int, right bool) string {
 		return ""
 	}
 	s = clean(s)
-	n := ansi.StringWidth(s)
+	n := textWidth(s)
 	if n > w {
 		s = ansi.Truncate(s, w, "…")
-		n = ansi.StringWidth(s)
+		n = textWidth(s)
 	}
 	fill := strings.Repeat(" ", w-n)
 	if right {
@@ -219,6 +225,18 @@ func clean(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// textWidth is the cells s takes on screen. Most of what the dashboard
+// draws is plain ASCII, whose width is its length; only other text pays
+// for grapheme segmentation.
+func textWidth(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return ansi.StringWidth(s)
+		}
+	}
+	return len(s)
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }

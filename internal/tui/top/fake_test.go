@@ -185,7 +185,7 @@ type wantEvent struct{}
 // they are issued, the event wait is a marker, and timers are kept on a
 // fake clock that moves only when the test advances it.
 type driver struct {
-	t       *testing.T
+	t       testing.TB
 	m       *Model
 	f       *fakeDaemon
 	queue   []tea.Msg
@@ -197,7 +197,7 @@ type driver struct {
 	quit    bool
 }
 
-func newDriver(t *testing.T, f *fakeDaemon, width, height int, tweak func(*Options)) *driver {
+func newDriver(t testing.TB, f *fakeDaemon, width, height int, tweak func(*Options)) *driver {
 	d := &driver{t: t, f: f, now: time.Date(2026, 1, 2, 10, 0, 0, 0, time.Local)}
 	o := Options{
 		Backend: f, Socket: "/run/test.sock",

@@ -464,7 +464,7 @@ func TestEveryFrameFitsTheTerminal(t *testing.T) {
 		u.Description = "a description\twith a tab and 漢字 that goes on and on past any terminal's width"
 		f.log(u.Name, "output with \x1b[31mcolour\x1b[0m and 漢字 and a very long line "+strings.Repeat("x", 300))
 	}
-	for _, size := range [][2]int{{80, 24}, {120, 40}, {40, 10}, {200, 60}, {20, 5}} {
+	for _, size := range [][2]int{{80, 24}, {120, 40}, {40, 10}, {200, 60}, {20, 5}, {12, 3}, {1, 1}} {
 		d := newDriver(t, f, size[0], size[1], nil)
 		d.advance(selectDelay)
 		for _, view := range []string{"table", "l", "h", "esc"} {

@@ -37,7 +37,7 @@ func Run(ctx context.Context, socket string, o Options) error {
 	}
 	o.Backend, o.Events, o.Socket = c, events, socket
 	m := New(o)
-	_, err = tea.NewProgram(m, tea.WithContext(ctx)).Run()
+	_, err = tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(m.o.FPS)).Run()
 	if m.Err() != nil {
 		return m.Err()
 	}

@@ -61,11 +61,6 @@ func (m *Model) Render() string {
 		// A terminal too short for the layout: keep the top and the help.
 		lines = append(lines[:m.height-1], lines[len(lines)-1])
 	}
-	for i, l := range lines {
-		if ansi.StringWidth(l) > m.width { // never wrap, whatever the layout missed
-			lines[i] = ansi.Truncate(l, m.width, "")
-		}
-	}
 	return strings.Join(lines, "\n")
 }
 
@@ -103,7 +98,7 @@ func (m *Model) nameWidth() int {
 	w := 0
 	for _, r := range m.rows {
 		if r.selectable() {
-			w = max(w, ansi.StringWidth(r.label()))
+			w = max(w, textWidth(r.label()))
 		}
 	}
 	return w
@@ -164,16 +159,25 @@ func (m *Model) renderRow(ps []placed, r row, selected bool, now time.Time) stri
 // heading first.
 func (m *Model) renderPreview(lines []string, h int) []string {
 	p := &m.preview
-	head := "── preview"
+	head := "preview"
 	if m.sel != "" {
 		head += " of " + m.sel
 		if st := m.stateOf(m.sel); st != "" {
 			head += " (" + st + ")"
 		}
 	}
-	head += " "
-	lines = append(lines, m.fit(head+strings.Repeat("─", max(m.width-ansi.StringWidth(head), 0)), styleFaint))
+	lines = append(lines, styleFaint.Styled(rule(head, m.width)))
 	return append(lines, m.paneBody(p, h-1, 0)...)
+}
+
+// rule is a heading drawn into a line of width w: "── head ───…".
+func rule(head string, w int) string {
+	const lead = 3 // "── "
+	if w < lead+1 {
+		return strings.Repeat("─", max(w, 0))
+	}
+	head = pad(head, min(textWidth(clean(head)), w-lead-1), false)
+	return "── " + head + " " + strings.Repeat("─", w-lead-1-textWidth(head))
 }
 
 // paneBody is the last h lines of a text pane, scroll lines up from its
