@@ -13,9 +13,14 @@ import (
 	"time"
 )
 
-// TestMain lets the test binary serve as the bench's relay process, as
-// the bench program does (path (r) re-executes os.Executable()).
+// TestMain lets the test binary serve as the bench's relay process and
+// part 4's ticker, as the bench program does (it re-executes
+// os.Executable()).
 func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "-serve-ticker" {
+		serveTicker(os.Args[2])
+		os.Exit(0)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "-serve-relay" {
 		if err := serveRelay(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench relay:", err)
@@ -53,9 +58,10 @@ func TestSampleCPUCountsDescendantsByRole(t *testing.T) {
 }
 
 // TestQuickRun runs the bench in quick mode with tiny sizes: every part
-// must produce all of its rows, and the process-count target (one process
-// per upstream, however many sessions use it) must hold. Timing targets
-// are not asserted: CI machines are too noisy for them.
+// (part 4 runs `harness top` in tmux) must produce all of its rows, and
+// the process-count target (one process per upstream, however many
+// sessions use it) must hold. Timing targets are not asserted: CI
+// machines are too noisy for them.
 func TestQuickRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the harness binary and starts daemons")
@@ -66,6 +72,7 @@ func TestQuickRun(t *testing.T) {
 	o.Harnesses, o.Upstreams = 10, 2
 	o.ListRuns, o.InprocRuns, o.MCPRuns, o.FleetSess = 5, 10, 5, 3
 	o.StopGrace = 1
+	o.TopIdle, o.TopSamples = time.Second, 2
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rep, err := run(ctx, o)
@@ -89,7 +96,8 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"RSS, idle", "RSS, all running", "start --all", "list --json", "in process",
-		"via `harness mcp`", "via HTTP", "upstream processes", "stop --all"} {
+		"via `harness mcp`", "via HTTP", "upstream processes", "stop --all",
+		"state change to the row on screen", "stopped harness selected", "running harness selected", "every second", "ticker"} {
 		found := false
 		for _, m := range rep.Metrics {
 			found = found || strings.Contains(m.Name, name)
@@ -98,8 +106,8 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("no metric row containing %q", name)
 		}
 	}
-	if len(rep.Targets) != 6 {
-		t.Errorf("%d target rows, want 6", len(rep.Targets))
+	if len(rep.Targets) != 8 {
+		t.Errorf("%d target rows, want 8", len(rep.Targets))
 	}
 	for _, tg := range rep.Targets {
 		if strings.Contains(tg.Name, "upstream processes") && !tg.Pass {

@@ -1,8 +1,10 @@
 // Command bench measures the harness daemon against the targets of issue 9:
 // the tools/call round trip of a tiny upstream reached directly, through the
 // `harness mcp` bridge and through the Streamable HTTP endpoint (part 1), a
-// daemon carrying a large fleet (part 2), and `harness_list` over MCP next to
-// `harness list --json` and an in-process control call (part 3).
+// daemon carrying a large fleet (part 2), `harness_list` over MCP next to
+// `harness list --json` and an in-process control call (part 3), and
+// `harness top` on that fleet in tmux (part 4: state change to screen, idle
+// CPU next to a client that re-lists every second).
 //
 // It builds the harness binary into a temporary directory, starts real
 // daemons on temporary state directories and prints markdown tables, marking
@@ -33,7 +35,7 @@ import (
 
 // options are the sizes and switches of one benchmark run.
 type options struct {
-	Parts      map[string]bool // "calls", "fleet"
+	Parts      map[string]bool // "calls", "fleet", "top"
 	Sessions   []int           // concurrency levels of part 1
 	Paths      map[string]bool // paths of part 1 (a, a1, r, b, c)
 	Calls      int             // timed calls per session per round
@@ -46,6 +48,8 @@ type options struct {
 	MCPRuns    int             // harness_list calls over MCP
 	FleetSess  int             // MCP sessions that touch every upstream in part 2
 	StopGrace  int             // stop_grace of the fleet, seconds
+	TopIdle    time.Duration   // idle window of each part 4 CPU measurement
+	TopSamples int             // state changes timed to the screen in part 4
 	Bin        string          // prebuilt harness binary; empty builds one
 	ProfileDir string          // where daemon CPU profiles go; empty: none
 	Verbose    io.Writer       // progress lines; nil for none
@@ -56,16 +60,17 @@ type options struct {
 // defaults returns the full-size options, or the -quick ones.
 func defaults(quick bool) options {
 	o := options{
-		Parts:    map[string]bool{"calls": true, "fleet": true},
+		Parts:    map[string]bool{"calls": true, "fleet": true, "top": true},
 		Sessions: []int{1, 8, 32}, Calls: 400, Rounds: 3, Warmup: 50,
 		Harnesses: 200, Upstreams: 10, ListRuns: 100, InprocRuns: 1000, MCPRuns: 300,
-		FleetSess: 20, StopGrace: 2,
+		FleetSess: 20, StopGrace: 2, TopIdle: 10 * time.Second, TopSamples: 20,
 	}
 	if quick {
 		o.Sessions = []int{1, 8}
 		o.Calls, o.Rounds, o.Warmup = 100, 1, 10
 		o.Harnesses, o.Upstreams = 40, 3
 		o.ListRuns, o.InprocRuns, o.MCPRuns, o.FleetSess = 10, 100, 30, 4
+		o.TopIdle, o.TopSamples = 2*time.Second, 4
 	}
 	return o
 }
@@ -76,6 +81,10 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench relay:", err)
 			os.Exit(1)
 		}
+		return
+	}
+	if len(os.Args) > 2 && os.Args[1] == "-serve-ticker" {
+		serveTicker(os.Args[2])
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "-serve-daemon" {
@@ -94,7 +103,7 @@ func main() {
 	o := defaults(quick)
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
-	parts := fs.String("parts", "calls,fleet", "parts to run: calls (part 1), fleet (parts 2 and 3)")
+	parts := fs.String("parts", "calls,fleet,top", "parts to run: calls (part 1), fleet (parts 2 and 3), top (part 4)")
 	paths := fs.String("paths", "a,a1,r,b,c", "paths of part 1 (the targets need a, a1, r and b)")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
@@ -107,6 +116,8 @@ func main() {
 	fs.IntVar(&o.MCPRuns, "mcp-runs", o.MCPRuns, "harness_list calls over MCP")
 	fs.IntVar(&o.FleetSess, "fleet-sessions", o.FleetSess, "MCP sessions calling every upstream before the process count")
 	fs.IntVar(&o.StopGrace, "stop-grace", o.StopGrace, "stop_grace of the fleet harnesses, seconds")
+	fs.DurationVar(&o.TopIdle, "top-idle", o.TopIdle, "idle window of each `harness top` CPU measurement (part 4)")
+	fs.IntVar(&o.TopSamples, "top-samples", o.TopSamples, "state changes timed to the `harness top` screen (part 4)")
 	fs.StringVar(&o.Bin, "bin", "", "use this harness binary instead of building one")
 	fs.StringVar(&o.ProfileDir, "cpuprofile", "", "run the daemons in-process and write their CPU profiles to this directory")
 	fs.BoolVar(&o.Keep, "keep", true, "keep the temporary directory (logs) when the run fails")
@@ -177,6 +188,11 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if o.Parts["fleet"] {
 		if err := runFleet(ctx, o, bin, tmp, rep); err != nil {
 			return rep, fmt.Errorf("parts 2 and 3: %w", err)
+		}
+	}
+	if o.Parts["top"] {
+		if err := runTop(ctx, o, bin, tmp, rep); err != nil {
+			return rep, fmt.Errorf("part 4: %w", err)
 		}
 	}
 	rep.LoadAfter = loadAvg()
