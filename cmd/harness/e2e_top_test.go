@@ -312,3 +312,19 @@ func TestTop_TwoHundredHarnessesIn80x24(t *testing.T) {
 	p.keys("q")
 	p.waitText("top-exit=0", 5*time.Second)
 }
+
+// TestTop_RefusesWithoutTerminalOrDaemon: without a terminal, or without
+// a daemon, top says why and exits 1 before touching the terminal.
+func TestTop_RefusesWithoutTerminalOrDaemon(t *testing.T) {
+	f := newFleet(t, topFleet)
+	out, errOut, code := f.run("top") // stdin and stdout are not terminals here
+	if code != 1 || !strings.Contains(errOut, "harness top needs a terminal") || out != "" {
+		t.Errorf("top without a terminal: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	p := newTmux(t, 100, 30)
+	p.typeLine(fmt.Sprintf("%s --socket %s top; echo top-exit=$?", harnessBin, filepath.Join(t.TempDir(), "none.sock")))
+	s := p.waitText("top-exit=1", 10*time.Second)
+	if !strings.Contains(s, "daemon not running at") || p.altScreen() {
+		t.Errorf("top without a daemon:\n%s", s)
+	}
+}

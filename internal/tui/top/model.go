@@ -33,6 +33,12 @@ const (
 	// manyDirty is the number of changed units past which one `list` is
 	// cheaper than a `describe` each.
 	manyDirty = 16
+	// flushGap and listGap space the fetches of a fleet that never stops
+	// changing (hundreds of agents turning busy and idle): at most ten
+	// rounds a second, four when each is a whole list. A lone change
+	// still shows after the debounce.
+	flushGap = 100 * time.Millisecond
+	listGap  = 250 * time.Millisecond
 	// maxPaneLines bounds what a pane keeps of a unit's output.
 	maxPaneLines = 1000
 	// maxRuns is how many runs the runs view asks for.
@@ -113,6 +119,8 @@ type Model struct {
 	dirtyAll   bool
 	dirtyUps   bool
 	flushArmed bool
+	lastFlush  time.Time // when the last round of fetches went out
+	lastList   bool      // and whether it was a whole list
 	dropped    uint64
 	upFollow   int // follow-up mcp_status fetches left
 	upDelay    time.Duration
@@ -263,7 +271,11 @@ func (m *Model) onEvent(ev api.Event) tea.Cmd {
 		return nil
 	}
 	m.flushArmed = true
-	return m.o.After(m.o.Debounce, flushMsg{})
+	gap := flushGap
+	if m.lastList {
+		gap = listGap
+	}
+	return m.o.After(max(m.o.Debounce, m.lastFlush.Add(gap).Sub(m.o.Now())), flushMsg{})
 }
 
 // flush fetches what the events since the last flush changed: each
@@ -275,7 +287,9 @@ func (m *Model) flush() tea.Cmd {
 		m.dirtyAll, m.dirtyUps = true, true
 	}
 	var cmds []tea.Cmd
-	if m.dirtyAll || len(m.dirty) > manyDirty {
+	m.lastFlush = m.o.Now()
+	m.lastList = m.dirtyAll || len(m.dirty) > manyDirty
+	if m.lastList {
 		cmds = append(cmds, m.fetchList())
 	} else {
 		for name := range m.dirty {

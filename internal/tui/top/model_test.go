@@ -117,6 +117,38 @@ func TestBurstOfEventsIsOneList(t *testing.T) {
 	}
 }
 
+// TestEventStormIsRateLimited: a fleet that changes all the time (every
+// unit, every 10 ms, for 10 s) costs at most four lists a second, and
+// the screen still follows it.
+func TestEventStormIsRateLimited(t *testing.T) {
+	f := newFakeDaemon()
+	for i := range 200 {
+		f.addUnit(fmt.Sprintf("h%03d", i), "running")
+	}
+	d := newDriver(t, f, 100, 30, nil)
+	d.key("x") // a stopped selection: no preview polls in the count
+	f.takeCalls()
+	for tick := range 1000 {
+		for i := range 200 {
+			d.push(api.Event{Kind: api.EventState, Unit: fmt.Sprintf("h%03d", i)})
+		}
+		d.deliver()
+		d.settle()
+		if tick == 999 {
+			f.setState("h007", "failed")
+		}
+		d.advance(10 * time.Millisecond)
+	}
+	d.advance(time.Second)
+	calls := f.takeCalls()
+	if n := count(calls, "list"); n > 41 || n < 30 {
+		t.Fatalf("%d lists in 10 s of constant change, want about 4 a second (at most 41)", n)
+	}
+	if !strings.Contains(d.line("h007"), "failed") {
+		t.Fatalf("the last change is not on screen:\n%s", d.screen())
+	}
+}
+
 // TestReloadRelistsAndDropsRemovedUnits: a reload event re-lists (units
 // and upstreams); a unit the daemon forgot leaves the table, and the
 // cursor moves to a neighbour.
