@@ -55,40 +55,20 @@ func TestImportRules(t *testing.T) {
 		t.Fatalf("found only %d packages under %s: the walk is broken", len(imports), root)
 	}
 	for _, r := range rules {
-		matched := 0
-		for pkg, imps := range imports {
-			if !under(pkg, r.from) {
-				continue
-			}
-			matched++
-			for _, imp := range imps {
-				for _, f := range r.forbid {
-					if strings.HasPrefix(imp, f) {
-						t.Errorf("%s imports %s: %s", pkg, imp, r.why)
-					}
+		eachImport(t, imports, r.from, func(pkg, imp string) {
+			for _, f := range r.forbid {
+				if strings.HasPrefix(imp, f) {
+					t.Errorf("%s imports %s: %s", pkg, imp, r.why)
 				}
 			}
-		}
-		if matched == 0 {
-			t.Errorf("rule for %s matches no package", r.from)
-		}
+		})
 	}
 	for _, r := range onlyRules {
-		matched := 0
-		for pkg, imps := range imports {
-			if !under(pkg, r.from) {
-				continue
+		eachImport(t, imports, r.from, func(pkg, imp string) {
+			if !slices.Contains(r.allow, imp) && !under(imp, r.from) {
+				t.Errorf("%s imports %s: %s (allowed: %v)", pkg, imp, r.why, r.allow)
 			}
-			matched++
-			for _, imp := range imps {
-				if !slices.Contains(r.allow, imp) && !under(imp, r.from) {
-					t.Errorf("%s imports %s: %s (allowed: %v)", pkg, imp, r.why, r.allow)
-				}
-			}
-		}
-		if matched == 0 {
-			t.Errorf("rule for %s matches no package", r.from)
-		}
+		})
 	}
 	api, ok := imports["internal/api"]
 	if !ok {
@@ -96,6 +76,26 @@ func TestImportRules(t *testing.T) {
 	}
 	for _, imp := range api {
 		t.Errorf("internal/api imports %s: it must stay a leaf (standard library only)", imp)
+	}
+}
+
+// eachImport calls f with every module import of every package under
+// from; a rule that matches no package is an error (a renamed directory
+// must not silently retire its rule).
+func eachImport(t *testing.T, imports map[string][]string, from string, f func(pkg, imp string)) {
+	t.Helper()
+	matched := 0
+	for pkg, imps := range imports {
+		if !under(pkg, from) {
+			continue
+		}
+		matched++
+		for _, imp := range imps {
+			f(pkg, imp)
+		}
+	}
+	if matched == 0 {
+		t.Errorf("rule for %s matches no package", from)
 	}
 }
 

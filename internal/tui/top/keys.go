@@ -2,6 +2,7 @@ package top
 
 import (
 	"slices"
+	"strings"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -195,6 +196,20 @@ func (m *Model) onEditKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	if !e.send {
 		return m.setFilter(string(e.text))
+	}
+	return nil
+}
+
+// onPaste types pasted text into the line being edited (its first line:
+// the line ends at Enter); outside a line, a paste does nothing.
+func (m *Model) onPaste(text string) tea.Cmd {
+	if m.edit == nil {
+		return nil
+	}
+	text, _, _ = strings.Cut(text, "\n")
+	m.edit.text = append(m.edit.text, []rune(strings.TrimRight(text, "\r"))...)
+	if !m.edit.send {
+		return m.setFilter(string(m.edit.text))
 	}
 	return nil
 }

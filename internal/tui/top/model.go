@@ -55,7 +55,7 @@ type Options struct {
 	// before New so that no change between it and the first list is lost.
 	Backend Backend
 	Events  <-chan api.Event
-	// Socket names the daemon in the title and when it goes away.
+	// Socket names the daemon in the message when it goes away.
 	Socket string
 	// Attach, when set, hands the terminal to an attachment to the named
 	// unit (the attach key runs it with tea.Exec and the dashboard comes
@@ -106,7 +106,7 @@ type Model struct {
 	top       int // first table row on screen
 
 	mode   mode
-	scroll int // lines the logs or runs view is scrolled up from its end
+	scroll int // logs view: lines up from the newest; runs view: rows down from the newest
 	filter string
 	edit   *lineEdit // non-nil while a line is being typed
 
@@ -196,6 +196,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tea.KeyPressMsg:
 		return m, m.onKey(msg)
+	case tea.PasteMsg:
+		return m, m.onPaste(msg.Content)
 	case eventMsg:
 		return m, tea.Batch(m.waitEvents(m.o.Events), m.onEvent(msg.ev))
 	case eventsClosedMsg:

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"go.uber.org/goleak"
 
@@ -273,6 +274,8 @@ func TestFilterNarrowsTheTable(t *testing.T) {
 	if d.m.sel != "web/api" {
 		t.Errorf("selection %q, want the first match web/api", d.m.sel)
 	}
+	d.key("backspace", "backspace", "backspace")
+	d.send(tea.PasteMsg{Content: "web\nignored"})
 	d.key("enter")
 	if d.m.edit != nil || d.m.filter != "web" {
 		t.Fatalf("after Enter: edit %v filter %q", d.m.edit, d.m.filter)
