@@ -109,17 +109,15 @@ func (p *tmuxPane) startTop(f *fleet) {
 	p.typeLine(fmt.Sprintf("%s --socket %s top; echo top-exit=$?", harnessBin, f.socket))
 }
 
+// runRow is the part of a `harness runs --json` row these tests read.
+type runRow struct {
+	ID    uint64 `json:"id"`
+	Cause string `json:"cause"`
+}
+
 // runsOf is `harness runs NAME --json`, oldest first.
-func runsOf(f *fleet, name string) []struct {
-	ID    uint64  `json:"id"`
-	Cause string  `json:"cause"`
-	Ended *string `json:"ended_at"`
-} {
-	var rs []struct {
-		ID    uint64  `json:"id"`
-		Cause string  `json:"cause"`
-		Ended *string `json:"ended_at"`
-	}
+func runsOf(f *fleet, name string) []runRow {
+	var rs []runRow
 	f.mustJSON(&rs, "runs", name)
 	return rs
 }
@@ -273,7 +271,8 @@ func TestTop_DaemonLossEndsTheDashboard(t *testing.T) {
 // TestTop_TwoHundredHarnessesIn80x24: 200 harnesses with long names and
 // descriptions in an 80x24 terminal: every line in its place (title,
 // heading, rows, preview, help), columns shrunk, nothing wrapped; the
-// cursor reaches the last harness; a wider terminal gets more columns.
+// cursor reaches the last harness; a wider terminal gets more columns;
+// Ctrl-C quits cleanly.
 func TestTop_TwoHundredHarnessesIn80x24(t *testing.T) {
 	var cfg strings.Builder
 	for i := range 200 {
@@ -309,8 +308,11 @@ func TestTop_TwoHundredHarnessesIn80x24(t *testing.T) {
 	if !strings.Contains(s, "described at length") {
 		t.Errorf("descriptions not shown at 160 columns:\n%s", s)
 	}
-	p.keys("q")
+	p.keys("C-c") // Ctrl-C quits as q does
 	p.waitText("top-exit=0", 5*time.Second)
+	if p.altScreen() {
+		t.Error("still on the alternate screen after Ctrl-C")
+	}
 }
 
 // TestTop_RefusesWithoutTerminalOrDaemon: without a terminal, or without
