@@ -144,6 +144,8 @@ const lastProgressNote = "the last progress notification arrived after the resul
 // own error comes back as isError naming the upstream and keeping its
 // message; progress notifications of a long-running call reach the
 // caller; and two open sessions share exactly one process per upstream.
+// The sessions are started with --allow-control (read and write): this
+// test is about pass-through, and both servers have write tools.
 func TestTS_BrokerWithEverythingAndMemory(t *testing.T) {
 	memDir := t.TempDir()
 	memFile := filepath.Join(memDir, "memory.jsonl")
@@ -165,8 +167,8 @@ env = { MEMORY_FILE_PATH = %q }
 	}
 	const entity = "interop-entity"
 	c := startTS(t,
-		connectStep("a", f.bridge()),
-		connectStep("b", f.bridge()),
+		connectStep("a", f.bridge("--allow-control")),
+		connectStep("b", f.bridge("--allow-control")),
 		connectStep("everything", direct("server-everything/dist/index.js", nil, "stdio")),
 		connectStep("memory", direct("server-memory/dist/index.js", map[string]string{"MEMORY_FILE_PATH": filepath.Join(memDir, "direct.jsonl")})),
 		opStep("a", "listTools"),          // 4

@@ -10,6 +10,9 @@
 //     {"op": "listTools", "conn": "a"},
 //     {"op": "callTool", "conn": "a", "name": "...", "args": {...}, "progress": true, "timeoutMs": 60000},
 //     {"op": "listPrompts"}, {"op": "getPrompt", "name": "...", "args": {...}},
+//     {"op": "notifications"},    // the methods of the notifications received so far
+//     {"op": "waitNotification", "method": "notifications/tools/list_changed", "count": 1, "timeoutMs": 30000},
+//                                 // until the connection has received count of them in all
 //     {"op": "pause"},            // prints its line, then waits for one line on stdin
 //     {"op": "close", "conn": "a"}
 //   ]}
@@ -78,8 +81,10 @@ async function connect(step) {
   // which the Go tests print on failure.
   client.onerror = (err) => console.error(`client.mjs: conn ${step.conn ?? "default"}: onerror: ${err?.message ?? err}`);
   entry.notifications = [];
+  entry.wake = []; // waitNotification steps waiting for the next one
   client.fallbackNotificationHandler = async (n) => {
     entry.notifications.push(n.method);
+    for (const wake of entry.wake.splice(0)) wake();
   };
   await client.connect(transport, { timeout: step.timeoutMs ?? 30000 });
   conns.set(step.conn ?? "default", entry);
@@ -135,6 +140,22 @@ async function run(step, out) {
       return conn(step).client.getPrompt({ name: step.name, arguments: step.args ?? {} }, opts);
     case "notifications":
       return { methods: conn(step).notifications };
+    case "waitNotification": {
+      const c = conn(step);
+      const want = step.count ?? 1;
+      const ms = step.timeoutMs ?? 30000;
+      const seen = () => c.notifications.filter((m) => m === step.method).length;
+      let timer;
+      const timeout = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${seen()} of ${want} ${step.method} within ${ms} ms`)), ms);
+      });
+      try {
+        while (seen() < want) await Promise.race([new Promise((wake) => c.wake.push(wake)), timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+      return { count: seen(), methods: c.notifications };
+    }
     case "pause": {
       // The Go side reads this line, does its checks, then writes a line.
       emit({ ...out, ok: true, result: { paused: true } });

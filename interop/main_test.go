@@ -39,7 +39,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "interop:", err)
 		return 1
 	}
-	for _, pkg := range []string{"sdk", "server-everything", "server-memory"} {
+	for _, pkg := range []string{"sdk", "server-everything", "server-memory", "server-filesystem"} {
 		p := filepath.Join(interopDir, "node_modules", "@modelcontextprotocol", pkg, "package.json")
 		if _, err := os.Stat(p); err != nil {
 			fmt.Fprintf(os.Stderr, "interop: FAIL: %s is missing: run npm ci in interop/ before go test (%v)\n", p, err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +15,7 @@ import (
 )
 
 func daemonCmd(g *globals) *cobra.Command {
-	var logFile string
+	var logFile, cgroupMode string
 	var debug bool
 	cmd := &cobra.Command{
 		Use:   "daemon",
@@ -43,11 +44,15 @@ func daemonCmd(g *globals) *cobra.Command {
 				Version:       version,
 				Logger:        logger,
 				HandleSignals: true,
+				Cgroup:        cgroupMode,
+				OwnProcess:    true,
 			})
 		},
 	}
 	cmd.Flags().StringVar(&logFile, "log-file", "", "write the daemon's log here instead of stderr")
 	cmd.Flags().BoolVar(&debug, "debug", false, "log at debug level")
+	cmd.Flags().StringVar(&cgroupMode, "cgroup", daemon.CgroupAuto,
+		"auto: hold each run in a cgroup v2 of its own when the daemon can create one; off: never (process groups and ancestry tracking)")
 	return cmd
 }
 
@@ -55,15 +60,18 @@ func daemonCmd(g *globals) *cobra.Command {
 // tests and benchmarks) run as an upstream. Hidden: not for operators.
 func demoUpstreamCmd() *cobra.Command {
 	var name string
+	var delay time.Duration
 	cmd := &cobra.Command{
 		Use:    "demo-upstream",
 		Short:  "A tiny stdio MCP server for demos and tests",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			time.Sleep(delay) // a slow-starting upstream, for tests
 			return demoupstream.Serve(context.Background(), os.Stdin, os.Stdout, name)
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "demo", "name shown in search results")
+	cmd.Flags().DurationVar(&delay, "start-delay", 0, "wait this long before answering anything")
 	return cmd
 }

@@ -107,7 +107,7 @@ func runDemo(cmd *cobra.Command, exitAfter time.Duration) error {
 	if err := demoMCP(ctx, out, socket); err != nil {
 		fmt.Fprintf(out, "(MCP tour failed: %v)\n", err)
 	}
-	me := "harness"
+	me := selfCommand(exe)
 	fmt.Fprintf(out, `
 Try, in another terminal:
   export HARNESS_SOCKET=%s
@@ -122,7 +122,7 @@ Try, in another terminal:
 
 The daemon's log: %s
 Ctrl-C stops every process the demo started and removes %s.
-`, socket, me, cfgPath, logPath, dir)
+`, shellQuote(socket), me, cfgPath, logPath, dir)
 	err = <-done
 	fmt.Fprintln(out, "harness demo: stopped; nothing left running")
 	return err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -363,18 +364,19 @@ func TestBroker_OverlongToolNamesAreReportedNamingTheTool(t *testing.T) {
 }
 
 // An upstream's tools/list_changed is re-listed by the broker and pushed to
-// the sessions that see that upstream.
+// the sessions that see that upstream. (add_tool and the tools it adds
+// carry no readOnlyHint, so they are write: the sessions hold write.)
 func TestBroker_UpstreamListChangedReachesSessions(t *testing.T) {
 	f := newFleet(t, upstreamTable("x", "listchanged-inst", ""))
 	changed := make(chan struct{}, 8)
-	watcher := f.mcpSession("", false, &mcp.ClientOptions{
+	watcher := f.mcpSession("", true, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	})
 	waitTool(t, f, watcher, "x__add_tool")
 	for len(changed) > 0 {
 		<-changed // the upstream's first listing
 	}
-	caller := f.mcpSession("", false, nil)
+	caller := f.mcpSession("", true, nil)
 	if res := callTool(t, caller, "x__add_tool", map[string]any{"name": "fresh"}); res.IsError {
 		t.Fatalf("add_tool: %+v", res)
 	}
@@ -384,4 +386,55 @@ func TestBroker_UpstreamListChangedReachesSessions(t *testing.T) {
 		t.Fatal("no tools/list_changed after the upstream added a tool")
 	}
 	waitTool(t, f, watcher, "x__fresh")
+}
+
+// [mcp.KEY] call_timeout_s bounds a call: past it the caller gets
+// upstream_unavailable saying so, and the upstream is told to cancel
+// (issue 22).
+func TestBroker_CallTimeoutEndsAHangingCallAndCancelsItUpstream(t *testing.T) {
+	f := newFleet(t, upstreamTable("x", "timeout-inst", "call_timeout_s = 1"))
+	s := f.mcpSession("", false, nil)
+	waitTool(t, f, s, "x__slow")
+	begin := time.Now()
+	res := callTool(t, s, "x__slow", map[string]any{"ms": 60000})
+	took := time.Since(begin)
+	if code := errorCode(t, res); code != "upstream_unavailable" || !strings.Contains(text(t, res), "call_timeout_s") {
+		t.Fatalf("a call past call_timeout_s: code %q, %s", code, text(t, res))
+	}
+	if took < time.Second || took > 10*time.Second {
+		t.Fatalf("the call ended after %s, want about call_timeout_s (1s)", took)
+	}
+	f.waitFor("the upstream to count the cancellation", 10*time.Second, func() bool {
+		return strings.TrimSpace(text(t, callTool(t, s, "x__cancelled", nil))) == "1"
+	})
+	// A call inside the bound is untouched.
+	if res := callTool(t, s, "x__slow", map[string]any{"ms": 10}); res.IsError {
+		t.Fatalf("a quick call: %s", text(t, res))
+	}
+}
+
+// A session's first tools/list waits for upstreams that are still starting
+// (a project's agent and its upstreams start together; a client that lists
+// once would otherwise never see their tools), within a bound (issue 22).
+func TestBroker_FirstToolsListWaitsForStartingUpstreams(t *testing.T) {
+	f := newFleet(t, fmt.Sprintf("\n[mcp.late]\ncmd = %q\nargs = [\"demo-upstream\", \"--name\", \"late-inst\", \"--start-delay\", \"2s\"]\n", harnessBin))
+	s := f.mcpSession("", false, nil)
+	if names := toolNames(t, s); !slices.Contains(names, "late__echo") {
+		t.Fatalf("first tools/list without the starting upstream's tools: %v", names)
+	}
+}
+
+// An upstream that cannot start at all does not hold the first list for
+// the whole bound: it is down, not starting.
+func TestBroker_FirstToolsListDoesNotWaitForABrokenUpstream(t *testing.T) {
+	f := newFleet(t, "\n[mcp.broken]\ncmd = \"/nonexistent/mcp-server\"\n"+upstreamTable("ok", "first-list-ok", ""))
+	s := f.mcpSession("", false, nil)
+	begin := time.Now()
+	names := toolNames(t, s)
+	if took := time.Since(begin); took > 5*time.Second {
+		t.Fatalf("the first tools/list took %s with a broken upstream", took)
+	}
+	if !slices.Contains(names, "ok__echo") {
+		t.Fatalf("first tools/list: %v", names)
+	}
 }

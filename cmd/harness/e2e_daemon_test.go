@@ -560,15 +560,17 @@ harnesses = ["b"]
 
 // A child that dropped its environment (env -i, as MCP clients do when they
 // start servers) carries no marker, but it is still in the unit's process
-// group: when the main process exits, it is ended with the rest.
+// group: in fallback mode, when the main process exits, it is ended with
+// the rest. (In cgroup mode it keeps the run going instead:
+// TestScenario_RunEndsWhenItsCgroupIsEmpty.)
 func TestCLI_UnmarkedLeftoverInTheGroupIsEnded(t *testing.T) {
 	dir := t.TempDir()
-	f := newFleet(t, fmt.Sprintf(`
+	f := newFleetArgs(t, fmt.Sprintf(`
 [harness.parent]
 cmd = "sh"
 args = ["-c", "env -i sh -c 'trap \"\" HUP TERM; echo $$ > %s/orphan.pid; exec sleep 100000' & sleep 0.5; exit 0"]
 restart = "no"
-`, dir))
+`, dir), "--cgroup=off")
 	f.mustRun("start", "parent")
 	orphan := readPID(t, filepath.Join(dir, "orphan.pid"))
 	f.waitFor("the job to end", 20*time.Second, func() bool {

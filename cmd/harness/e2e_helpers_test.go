@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/harness-dev/harness/internal/cgroup"
 )
 
 // harnessBin is the binary built once by TestMain; the end-to-end tests
@@ -80,11 +82,28 @@ type fleet struct {
 	logPath string
 	cmd     *exec.Cmd
 	exited  chan struct{}
+	// args are extra `harness daemon` flags (--cgroup=off).
+	args []string
+	// ownership is what daemon-info said at the last start.
+	ownership ownershipInfo
+}
+
+// ownershipInfo is daemon-info's "ownership".
+type ownershipInfo struct {
+	Mode   string `json:"mode"`
+	Reason string `json:"reason"`
+	Cgroup string `json:"cgroup"`
 }
 
 // newFleet writes config and starts `harness daemon` on it, returning once
 // the socket answers.
 func newFleet(t *testing.T, config string) *fleet {
+	t.Helper()
+	return newFleetArgs(t, config)
+}
+
+// newFleetArgs is newFleet with extra daemon flags.
+func newFleetArgs(t *testing.T, config string, args ...string) *fleet {
 	t.Helper()
 	dir := t.TempDir()
 	f := &fleet{
@@ -94,9 +113,11 @@ func newFleet(t *testing.T, config string) *fleet {
 		socket:  filepath.Join(dir, "run", "harness.sock"),
 		state:   filepath.Join(dir, "state"),
 		logPath: filepath.Join(dir, "daemon.log"),
+		args:    args,
 	}
 	f.writeConfig(config)
 	f.start()
+	t.Cleanup(f.checkCgroupGone) // runs after stop: cleanups run last-in first-out
 	t.Cleanup(f.stop)
 	return f
 }
@@ -125,14 +146,24 @@ func (f *fleet) start() {
 			f.t.Fatalf("daemon exited during start: %s", stderr.String())
 		default:
 		}
-		_, _, code := f.run("daemon-info")
-		return code == 0
+		out, _, code := f.run("daemon-info", "--json")
+		if code != 0 {
+			return false
+		}
+		var info struct {
+			Ownership ownershipInfo `json:"ownership"`
+		}
+		if err := json.Unmarshal([]byte(out), &info); err != nil {
+			f.t.Fatalf("daemon-info --json: %v: %s", err, out)
+		}
+		f.ownership = info.Ownership
+		return true
 	})
 }
 
 func (f *fleet) daemonCmd() *exec.Cmd {
-	c := exec.Command(harnessBin, "daemon", "--config", f.config, "--socket", f.socket,
-		"--state-dir", f.state, "--log-file", f.logPath)
+	c := exec.Command(harnessBin, append([]string{"daemon", "--config", f.config, "--socket", f.socket,
+		"--state-dir", f.state, "--log-file", f.logPath}, f.args...)...)
 	c.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
 	// A test binary that dies (a timeout panic) takes its daemons along,
 	// and they their units, instead of leaving them to the next run.
@@ -286,4 +317,24 @@ func waitGone(t *testing.T, what string, pid int) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// checkCgroupGone runs after the daemon stopped: its cgroup subtree must be
+// gone. One that is left (a daemon SIGKILLed and never restarted) is ended
+// and removed here, so no test leaves cgroups behind, and reported.
+func (f *fleet) checkCgroupGone() {
+	dir := f.ownership.Cgroup
+	if dir == "" {
+		return
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return
+	}
+	select {
+	case <-f.exited:
+	default:
+		return // still running: stop did not get it down, and says so
+	}
+	n, err := cgroup.End(dir, time.Second)
+	f.t.Errorf("daemon left its cgroup %s (%d processes in it, removal: %v)", dir, n, err)
 }

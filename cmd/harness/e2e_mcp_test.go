@@ -402,3 +402,29 @@ env = { API_URL = "https://user:hunter2@example.test", PLAIN = "visible-to-opera
 		t.Fatalf("the operator's describe lost the env values: %v", viaCLI.Config.Env)
 	}
 }
+
+// An error about a huge argument carries a short prefix of it, once: the
+// answer (text and structured body) stays small however big the argument
+// (issue 22: a 10 MB argument came back twice).
+func TestMCP_ErrorsEchoOnlyAPrefixOfAnArgument(t *testing.T) {
+	f := newFleet(t, sleeperConfig)
+	s := f.mcpSession("", false, nil)
+	big := strings.Repeat("x", 1<<20)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		code string
+	}{
+		{"harness_describe", map[string]any{"name": big}, "unknown_harness"},
+		{"harness_logs", map[string]any{"name": "sleeper", "format": big}, "invalid_argument"},
+		{"harness_describe", map[string]any{"name": "sleeper", big: true}, "invalid_argument"},
+		{"harness_" + big, nil, "unknown_tool"},
+		{"nosuch__" + big, nil, "unknown_namespace"},
+	} {
+		res := callTool(t, s, c.tool, c.args)
+		b, _ := json.Marshal(res)
+		if code := errorCode(t, res); code != c.code || len(b) > 4096 {
+			t.Errorf("%.20s…: code %q, answer %d bytes: %.300s", c.tool, code, len(b), b)
+		}
+	}
+}

@@ -83,10 +83,13 @@ func (p *tmuxPane) waitText(text string, d time.Duration) string {
 }
 
 // rowState is the STATE cell of the table row of name ("" without one).
-func rowState(screen, name string) string {
+func rowState(screen, name string) string { return rowCell(screen, name, 1) }
+
+// rowCell is the i-th word of the table row of name ("" without one).
+func rowCell(screen, name string, i int) string {
 	for _, l := range strings.Split(screen, "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == name {
-			return f[1]
+		if f := strings.Fields(l); len(f) > i && f[0] == name {
+			return f[i]
 		}
 	}
 	return ""
@@ -109,15 +112,15 @@ func (p *tmuxPane) startTop(f *fleet) {
 	p.typeLine(fmt.Sprintf("%s --socket %s top; echo top-exit=$?", harnessBin, f.socket))
 }
 
-// runRow is the part of a `harness runs --json` row these tests read.
-type runRow struct {
+// topRunRow is the part of a `harness runs --json` row the top tests read.
+type topRunRow struct {
 	ID    uint64 `json:"id"`
 	Cause string `json:"cause"`
 }
 
 // runsOf is `harness runs NAME --json`, oldest first.
-func runsOf(f *fleet, name string) []runRow {
-	var rs []runRow
+func runsOf(f *fleet, name string) []topRunRow {
+	var rs []topRunRow
 	f.mustJSON(&rs, "runs", name)
 	return rs
 }
@@ -128,6 +131,7 @@ cmd = "sh"
 args = ["-c", "echo alpha-is-ready; exec sleep 100000"]
 enabled = true
 description = "the first one"
+idle_after = 1
 
 [harness.beta]
 cmd = "sh"
@@ -217,6 +221,15 @@ func TestTop_DashboardShowsAndDrivesTheFleet(t *testing.T) {
 	p.waitText("restart beta: running", 10*time.Second)
 	f.waitState("beta", "running")
 	p.waitRow("beta", "running", 5*time.Second)
+
+	// Activity: a restart from another shell makes alpha busy (it prints),
+	// then idle a second later (idle_after = 1), with how long.
+	f.mustRun("restart", "alpha")
+	p.waitScreen("alpha busy", 5*time.Second, func(s string) bool { return rowCell(s, "alpha", 2) == "busy" })
+	s = p.waitScreen("alpha idle", 5*time.Second, func(s string) bool { return rowCell(s, "alpha", 2) == "idle" })
+	if secs := rowCell(s, "alpha", 3); !strings.HasSuffix(secs, "s") {
+		t.Errorf("alpha idle for %q, want seconds; screen:\n%s", secs, s)
+	}
 
 	// A refusal: alpha is not a job.
 	p.keys("Up", "t")

@@ -92,7 +92,7 @@ func mcpConfigCmd(g *globals) *cobra.Command {
 				}
 				s, err = mcpHTTPSnippet(clientName, info.MCPURL)
 			} else {
-				s, err = mcpSnippet(clientName, exe)
+				s, err = mcpSnippet(clientName, exe, snippetSocket(g))
 			}
 			if err != nil {
 				return err
@@ -158,23 +158,27 @@ func mcpTokenCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// mcpSnippet renders the stdio server entry for one client.
-func mcpSnippet(clientName, exe string) (string, error) {
+// mcpSnippet renders the stdio server entry for one client; a socket other
+// than the default ("" for the default) goes in as HARNESS_SOCKET.
+func mcpSnippet(clientName, exe, socket string) (string, error) {
+	entry := map[string]any{"command": exe, "args": []string{"mcp"}}
+	addFlag, codexEnv := "", ""
+	if socket != "" {
+		entry["env"] = map[string]string{"HARNESS_SOCKET": socket}
+		addFlag = " -e HARNESS_SOCKET=" + shellQuote(socket)
+		codexEnv = fmt.Sprintf("env = { HARNESS_SOCKET = %q }\n", socket)
+	}
 	jsonEntry := func() string {
-		b, _ := json.MarshalIndent(map[string]any{
-			"mcpServers": map[string]any{
-				"harness": map[string]any{"command": exe, "args": []string{"mcp"}},
-			},
-		}, "", "  ")
+		b, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"harness": entry}}, "", "  ")
 		return string(b) + "\n"
 	}
 	switch clientName {
 	case "claude-code":
-		return "# project scope: save as .mcp.json in the repository root\n# (or run: claude mcp add harness -- " + exe + " mcp)\n" + jsonEntry(), nil
+		return "# project scope: save as .mcp.json in the repository root\n# (or run: claude mcp add harness" + addFlag + " -- " + shellQuote(exe) + " mcp)\n" + jsonEntry(), nil
 	case "cursor":
 		return "# save as ~/.cursor/mcp.json (global) or .cursor/mcp.json (project)\n" + jsonEntry(), nil
 	case "codex":
-		return fmt.Sprintf("# add to ~/.codex/config.toml\n[mcp_servers.harness]\ncommand = %q\nargs = [\"mcp\"]\n", exe), nil
+		return fmt.Sprintf("# add to ~/.codex/config.toml\n[mcp_servers.harness]\ncommand = %q\nargs = [\"mcp\"]\n%s", exe, codexEnv), nil
 	default:
 		return "", errcode.Errorf(errcode.InvalidArgument, "mcp config: unknown client %q (want claude-code, codex or cursor)", clientName)
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -53,6 +55,9 @@ func describeCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(w, "command:        %s %s\nrestart:        %s (delay %gs, stop grace %gs)\nmcp_allow:      %s\nconfig_changed: %v\n",
 				d.Config.Cmd, strings.Join(d.Config.Args, " "), d.Config.Restart, d.Config.RestartDelayS, d.Config.StopGraceS, strings.Join(d.Config.MCPAllow, ","), d.ConfigChanged)
+			if len(d.Grant) > 0 {
+				fmt.Fprintf(w, "grant:          %s\n", grantText(d.Grant))
+			}
 			if d.LastError != "" {
 				fmt.Fprintf(w, "last error:     %s\n", d.LastError)
 			}
@@ -121,4 +126,22 @@ func printActions(cmd *cobra.Command, g *globals, res api.ActionResult, unchange
 		return exitError{1}
 	}
 	return nil
+}
+
+// grantText renders an effective grant as "harness=read gitea=read,write",
+// the facade first, then the upstreams by key.
+func grantText(g map[string][]api.Class) string {
+	keys := slices.Sorted(maps.Keys(g))
+	if i := slices.Index(keys, api.FacadeNamespace); i > 0 {
+		keys = append([]string{api.FacadeNamespace}, slices.Delete(keys, i, i+1)...)
+	}
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		cs := make([]string, 0, len(g[k]))
+		for _, c := range g[k] {
+			cs = append(cs, string(c))
+		}
+		parts = append(parts, k+"="+orDash(strings.Join(cs, ",")))
+	}
+	return strings.Join(parts, " ")
 }

@@ -15,10 +15,14 @@ const (
 	Read Class = "read"
 	// Write tools change the state of the fleet or of an upstream.
 	Write Class = "write"
+	// Input tools type into a harness's terminal. Typing into an agent can
+	// make it run anything with its permissions, which is more than
+	// restarting it, so input is never implied by write (DESIGN §12).
+	Input Class = "input"
 )
 
 // Classes are the known classes, in the order they are usually granted.
-func Classes() []Class { return []Class{Read, Write} }
+func Classes() []Class { return []Class{Read, Write, Input} }
 
 // ParseClass returns the class named s, or an error naming the valid ones.
 func ParseClass(s string) (Class, error) {

@@ -45,6 +45,9 @@ type UpstreamStatus struct {
 	Restarts  int        `json:"restarts"`
 	LastError string     `json:"last_error"`
 	NextRetry *time.Time `json:"next_retry,omitempty"`
+	// ToolClasses is each listed tool's class and why, excluded ones
+	// included, sorted by tool name.
+	ToolClasses []ToolClass `json:"tool_classes"`
 }
 
 // DaemonInfo is the answer of `daemon_info`.
@@ -60,6 +63,7 @@ type DaemonInfo struct {
 	MCPURL    string           `json:"mcp_url,omitempty"`
 	Warnings  []string         `json:"warnings"`
 	Upstreams []UpstreamStatus `json:"upstreams"`
+	Ownership Ownership        `json:"ownership"`
 }
 
 // Paths are the files the daemon uses.

@@ -12,6 +12,9 @@ const (
 	EventFlapping = "flapping"
 	// EventSpawnFailed: a spawn failed; Message says why.
 	EventSpawnFailed = "spawn_failed"
+	// EventActivity: a harness turned busy or idle (Activity); Time is
+	// when its output resumed (busy) or stopped (idle).
+	EventActivity = "activity"
 	// EventReload: the configuration was reloaded (or a project went up or down).
 	EventReload = "reload"
 )
@@ -25,5 +28,6 @@ type Event struct {
 	ExitCode *int      `json:"exit_code,omitempty"`
 	Signal   string    `json:"signal,omitempty"`
 	Message  string    `json:"message,omitempty"`
+	Activity string    `json:"activity,omitempty"` // EventActivity: "busy" or "idle"
 	Time     time.Time `json:"time,omitzero"`
 }

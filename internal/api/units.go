@@ -39,6 +39,10 @@ type Description struct {
 	LastSignal    string         `json:"last_signal,omitempty"`
 	LastError     string         `json:"last_error,omitempty"`
 	NextRetry     *time.Time     `json:"next_retry,omitempty"`
+	// Grant is a harness's effective grant per namespace ("harness" and
+	// every upstream key its sessions see): what its MCP sessions may call
+	// now, project rule applied (DESIGN §13). Absent for upstreams.
+	Grant map[string][]Class `json:"grant,omitempty"`
 }
 
 // UnitConfigView is the configuration of a harness as describe shows it. It

@@ -12,7 +12,6 @@ package config
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -38,6 +37,9 @@ type Config struct {
 	Profiles  map[string]*Profile  // [profile.NAME], by name
 	Upstreams map[string]*Upstream // [mcp.KEY] for KEY != "prompts", by key
 	Prompts   Prompts              // [mcp.prompts]
+	// Warnings are problems that do not stop the file from loading, each
+	// `FILE:LINE: KEY: message` (e.g. read_tools and write_tools overlap).
+	Warnings []string
 }
 
 // Daemon is the [daemon] table.
@@ -48,8 +50,8 @@ type Daemon struct {
 	// Streamable HTTP endpoint; only 127.0.0.0/8, ::1 and localhost pass.
 	MCPHTTP string
 	// MCPHTTPOperatorAllow (mcp_http_operator_allow, default ["read"]) is
-	// what the operator token may call over HTTP: "read" and/or "write".
-	MCPHTTPOperatorAllow []string
+	// what the operator token may call over HTTP, in mcp_allow's grammar.
+	MCPHTTPOperatorAllow api.Grant
 }
 
 // RestartPolicy says whether a unit is restarted after it exits.
@@ -82,10 +84,15 @@ type Harness struct {
 	Description       string
 	Enabled           bool // autostart intent
 	Restart           RestartPolicy
-	MCPAllow          []string // subset of {"read", "write"}
-	Schedule          string   // cron.ParseStandard syntax; "" when none
+	MCPAllow          api.Grant // CLASS or NAMESPACE:CLASS entries (DESIGN §13)
+	Schedule          string    // cron.ParseStandard syntax; "" when none
 	HarvestTrajectory bool
 	Project           string // "" for global harnesses
+	// TermCols x TermRows (term_size = "COLSxROWS", default 120x40) is
+	// the PTY and emulator size; IdleAfter (idle_after, seconds, default
+	// 3) the silence after which the harness counts as idle.
+	TermCols, TermRows int
+	IdleAfter          time.Duration
 }
 
 // IsJob reports whether h is a job (DESIGN §7): it has a schedule or it is
@@ -106,7 +113,21 @@ type Profile struct {
 type Upstream struct {
 	Key string
 	Process
-	Project string // "" for global upstreams
+	Tools ToolPolicy
+	// CallTimeout (call_timeout_s) bounds each tools/call proxied to the
+	// upstream; 0 leaves calls unbounded (the caller may still cancel).
+	CallTimeout time.Duration
+	Project     string // "" for global upstreams
+}
+
+// ToolPolicy is how an upstream's tools are classified for scoping
+// (DESIGN §13): globs over the upstream's own tool names. A tool matched by
+// WriteTools is write, else by ReadTools read, else its readOnlyHint
+// decides; ExcludeTools hides a tool from every session.
+type ToolPolicy struct {
+	ReadTools    []string // read_tools
+	WriteTools   []string // write_tools
+	ExcludeTools []string // exclude_tools
 }
 
 // Process is what [harness.*] and [mcp.*] tables share, with the same
@@ -130,7 +151,7 @@ type Prompts struct {
 // Load reads and parses the config at path. A missing file is not an
 // error: it yields an empty Config whose Path is path.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		cfg := empty()
 		cfg.Path = path
@@ -186,16 +207,18 @@ func Parse(path string, data []byte) (*Config, error) {
 			}
 		}
 	}
+	d.checkGrants(cfg.Upstreams)
 	if err := d.err(); err != nil {
 		return nil, err
 	}
 	cfg.Order = src.harnessOrder(cfg.Harnesses)
+	cfg.Warnings = d.warnings
 	return cfg, nil
 }
 
 func empty() *Config {
 	return &Config{
-		Daemon:    Daemon{MCPHTTPOperatorAllow: []string{string(api.Read)}},
+		Daemon:    Daemon{MCPHTTPOperatorAllow: api.DefaultGrant()},
 		Harnesses: map[string]*Harness{},
 		Order:     []string{},
 		Profiles:  map[string]*Profile{},
@@ -210,14 +233,17 @@ type source struct {
 	d   *decoder
 }
 
-// decode parses TOML; a syntax error comes back as an *Error with the
-// parser's line.
+// decode parses TOML once the file is within bounds (limits.go); a syntax
+// error comes back as an *Error with the parser's line.
 func decode(path string, data []byte) (*source, error) {
 	file := displayName(path)
+	if err := checkBounds(file, data); err != nil {
+		return nil, err
+	}
 	var raw map[string]any
 	md, err := toml.Decode(string(data), &raw)
 	if err != nil {
-		return nil, syntaxError(file, err)
+		return nil, syntaxError(file, string(data), err)
 	}
 	if raw == nil {
 		raw = map[string]any{}

@@ -61,7 +61,7 @@ func TestParseDesignExample(t *testing.T) {
 	if cfg.Path != "/etc/x/harness.toml" {
 		t.Errorf("Path = %q", cfg.Path)
 	}
-	if !cfg.Daemon.WatchConfig || cfg.Daemon.MCPHTTP != "127.0.0.1:7330" || !slices.Equal(cfg.Daemon.MCPHTTPOperatorAllow, []string{"read"}) {
+	if !cfg.Daemon.WatchConfig || cfg.Daemon.MCPHTTP != "127.0.0.1:7330" || !slices.Equal(cfg.Daemon.MCPHTTPOperatorAllow.Strings(), []string{"read"}) {
 		t.Errorf("Daemon = %+v", cfg.Daemon)
 	}
 	if want := []string{"reviewer", "nightly", "plain"}; !slices.Equal(cfg.Order, want) {
@@ -73,7 +73,7 @@ func TestParseDesignExample(t *testing.T) {
 		r.EnvFile != filepath.Join(home, ".config/harness/reviewer.env") ||
 		r.Env["FOO"] != "bar" || r.Description != "reviews PRs" || !r.Enabled ||
 		r.Restart != RestartAlways || r.RestartDelay != 2*time.Second ||
-		r.StopGrace != DefaultStopGrace || !slices.Equal(r.MCPAllow, []string{"read", "write"}) ||
+		r.StopGrace != DefaultStopGrace || !slices.Equal(r.MCPAllow.Strings(), []string{"read", "write"}) ||
 		r.Project != "" || r.IsJob() {
 		t.Errorf("reviewer = %+v", r)
 	}
@@ -83,7 +83,7 @@ func TestParseDesignExample(t *testing.T) {
 	}
 	p := cfg.Harnesses["plain"]
 	if p.Restart != RestartAlways || p.RestartDelay != time.Second || p.StopGrace != 10*time.Second ||
-		p.Enabled || !slices.Equal(p.MCPAllow, []string{"read"}) || p.IsJob() {
+		p.Enabled || !slices.Equal(p.MCPAllow.Strings(), []string{"read"}) || p.IsJob() {
 		t.Errorf("plain defaults = %+v", p)
 	}
 	if pr := cfg.Profiles["work"]; pr == nil || !pr.Autostart || !slices.Equal(pr.Harnesses, []string{"reviewer"}) || pr.Name != "work" {
@@ -135,10 +135,24 @@ func TestParseValid(t *testing.T) {
 			func(c *Config) bool { return c.Harnesses["a"].Restart == RestartUnlessStopped }},
 		{"zero durations", "[harness.a]\ncmd='x'\nrestart_delay=0\nstop_grace=0.0",
 			func(c *Config) bool { return c.Harnesses["a"].RestartDelay == 0 && c.Harnesses["a"].StopGrace == 0 }},
+		{"call_timeout_s", "[mcp.u]\ncmd='x'\ncall_timeout_s=2.5",
+			func(c *Config) bool { return c.Upstreams["u"].CallTimeout == 2500*time.Millisecond }},
 		{"float stop_grace", "[harness.a]\ncmd='x'\nstop_grace=0.25",
 			func(c *Config) bool { return c.Harnesses["a"].StopGrace == 250*time.Millisecond }},
 		{"empty mcp_allow", "[harness.a]\ncmd='x'\nmcp_allow=[]",
-			func(c *Config) bool { return c.Harnesses["a"].MCPAllow != nil && len(c.Harnesses["a"].MCPAllow) == 0 }},
+			func(c *Config) bool { return c.Harnesses["a"].MCPAllow.Empty() }},
+		{"namespaced mcp_allow", "[harness.a]\ncmd='x'\nmcp_allow=['read', 'gitea:write', 'harness:input', 'read']\n[mcp.gitea]\ncmd='g'",
+			func(c *Config) bool {
+				g := c.Harnesses["a"].MCPAllow
+				return slices.Equal(g.Strings(), []string{"read", "gitea:write", "harness:input"}) &&
+					g.Allows("gitea", "write") && !g.Allows("harness", "write") && g.Allows("harness", "input")
+			}},
+		{"upstream tool globs", "[mcp.gh]\ncmd='g'\nread_tools=['list_*', 'get_?']\nwrite_tools=['[a-c]*']\nexclude_tools=['delete_repo']",
+			func(c *Config) bool {
+				p := c.Upstreams["gh"].Tools
+				return slices.Equal(p.ReadTools, []string{"list_*", "get_?"}) && slices.Equal(p.WriteTools, []string{"[a-c]*"}) &&
+					slices.Equal(p.ExcludeTools, []string{"delete_repo"}) && len(c.Warnings) == 0
+			}},
 		{"harvest", "[harness.a]\ncmd='x'\nharvest_trajectory=true",
 			func(c *Config) bool { return c.Harnesses["a"].HarvestTrajectory }},
 		{"dotted keys", "harness.a.cmd = 'x'\nharness.b.cmd = 'y'",
@@ -146,9 +160,24 @@ func TestParseValid(t *testing.T) {
 		{"localhost", "[daemon]\nmcp_http='localhost:0'", func(c *Config) bool { return c.Daemon.MCPHTTP == "localhost:0" }},
 		{"127/8", "[daemon]\nmcp_http='127.1.2.3:80'", func(c *Config) bool { return true }},
 		{"ipv6 loopback", "[daemon]\nmcp_http='[::1]:7330'\nmcp_http_operator_allow=['read','write','write']",
-			func(c *Config) bool { return slices.Equal(c.Daemon.MCPHTTPOperatorAllow, []string{"read", "write"}) }},
+			func(c *Config) bool {
+				return slices.Equal(c.Daemon.MCPHTTPOperatorAllow.Strings(), []string{"read", "write"})
+			}},
+		{"operator allow namespaced", "[daemon]\nmcp_http_operator_allow=['read', 'harness:write', 'fs:write']\n[mcp.fs]\ncmd='x'",
+			func(c *Config) bool {
+				g := c.Daemon.MCPHTTPOperatorAllow
+				return g.Allows("fs", "write") && g.Allows("harness", "write") && !g.Allows("other", "write")
+			}},
 		{"upstream key with digits", "[mcp.a-1]\ncmd='x'", func(c *Config) bool { return c.Upstreams["a-1"] != nil }},
 		{"profile without members", "[profile.p]", func(c *Config) bool { return c.Profiles["p"] != nil }},
+		{"terminal defaults", "[harness.a]\ncmd='x'", func(c *Config) bool {
+			h := c.Harnesses["a"]
+			return h.TermCols == 120 && h.TermRows == 40 && h.IdleAfter == 3*time.Second
+		}},
+		{"terminal keys", "[harness.a]\ncmd='x'\nterm_size='80x24'\nidle_after=1.5", func(c *Config) bool {
+			h := c.Harnesses["a"]
+			return h.TermCols == 80 && h.TermRows == 24 && h.IdleAfter == 1500*time.Millisecond
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := Parse("harness.toml", []byte(tt.src))
@@ -230,15 +259,34 @@ func TestParseErrors(t *testing.T) {
 			[]string{`harness.toml:2: daemon.mcp_http: want a loopback host:port such as 127.0.0.1:7330: address x\ny: missing port in address`}},
 		{"bad port http", "[daemon]\nmcp_http = '127.0.0.1:99999'\n",
 			[]string{`harness.toml:2: daemon.mcp_http: invalid port "99999" in "127.0.0.1:99999"`}},
-		{"operator allow", "[daemon]\nmcp_http_operator_allow = ['admin']\n",
-			[]string{`harness.toml:2: daemon.mcp_http_operator_allow: unknown class "admin" (want "read" or "write")`}},
+		{"operator allow", "[daemon]\nmcp_http_operator_allow = ['admin', 'gh:write']\n", []string{
+			`harness.toml:2: daemon.mcp_http_operator_allow: "admin": unknown class "admin" (want "read", "write" or "input")`,
+			`harness.toml:2: daemon.mcp_http_operator_allow: "gh:write": unknown namespace "gh" (want "harness" or the key of an [mcp.KEY] upstream in this file; it declares none)`}},
 		{"mcp_allow", "[harness.a]\ncmd='x'\nmcp_allow = ['read', 'exec']\n",
-			[]string{`harness.toml:3: harness.a.mcp_allow: unknown class "exec" (want "read" or "write")`}},
+			[]string{`harness.toml:3: harness.a.mcp_allow: "exec": unknown class "exec" (want "read", "write" or "input")`}},
+		{"mcp_allow bad grants", "[mcp.github]\ncmd='g'\n[mcp.fs]\ncmd='f'\n\n[harness.a]\ncmd='x'\nmcp_allow = ['github:wrte']\n[harness.b]\ncmd='x'\nmcp_allow = ['read', 'nosuch:read', 'Bad:read']\n", []string{
+			`harness.toml:8: harness.a.mcp_allow: "github:wrte": unknown class "wrte" (want "read", "write" or "input")`,
+			`harness.toml:11: harness.b.mcp_allow: "Bad:read": invalid namespace "Bad" (want "harness" or an upstream key: lowercase letters, digits and "-")`,
+			`harness.toml:11: harness.b.mcp_allow: "nosuch:read": unknown namespace "nosuch" (want "harness" or the key of an [mcp.KEY] upstream in this file: fs, github)`}},
+		{"bad tool globs", "[mcp.gh]\ncmd='g'\nread_tools = ['[a-']\nwrite_tools = ['']\nexclude_tools = 'x'\n", []string{
+			`harness.toml:3: mcp.gh.read_tools: invalid glob "[a-": syntax error in pattern`,
+			`harness.toml:4: mcp.gh.write_tools: empty glob`,
+			`harness.toml:5: mcp.gh.exclude_tools: must be an array of strings, not a string`}},
 		{"durations", "[harness.a]\ncmd='x'\nrestart_delay = -1\nstop_grace = 'soon'\n[mcp.u]\ncmd='x'\nrestart_delay = -0.5\nstop_grace = 1e300\n", []string{
 			"harness.toml:3: harness.a.restart_delay: must be >= 0 seconds, not -1",
 			"harness.toml:4: harness.a.stop_grace: must be a number of seconds, not a string",
 			"harness.toml:7: mcp.u.restart_delay: must be >= 0 seconds, not -0.5",
 			"harness.toml:8: mcp.u.stop_grace: 1e+300 seconds is too long"}},
+		{"call timeout", "[mcp.u]\ncmd='x'\ncall_timeout_s = -2\n[mcp.v]\ncmd='x'\ncall_timeout_s = 'long'\n[harness.a]\ncmd='x'\ncall_timeout_s = 3\n", []string{
+			"harness.toml:3: mcp.u.call_timeout_s: must be >= 0 seconds, not -2",
+			"harness.toml:6: mcp.v.call_timeout_s: must be a number of seconds, not a string",
+			"harness.toml:9: harness.a.call_timeout_s: unknown key"}},
+		{"terminal keys", "[harness.a]\ncmd='x'\nterm_size='120 x 40'\nidle_after=0\n[harness.b]\ncmd='x'\nterm_size='1x40'\nidle_after='3s'\n[harness.c]\ncmd='x'\nterm_size=12040\n", []string{
+			`harness.toml:3: harness.a.term_size: invalid terminal size "120 x 40" (want "COLSxROWS", e.g. "120x40")`,
+			"harness.toml:4: harness.a.idle_after: must be > 0 seconds, not 0",
+			`harness.toml:7: harness.b.term_size: terminal size "1x40" out of range (want 2..1000 columns and 2..500 rows)`,
+			"harness.toml:8: harness.b.idle_after: must be a number of seconds, not a string",
+			"harness.toml:11: harness.c.term_size: must be a string, not an integer"}},
 		{"nan and huge int", "[harness.a]\ncmd='x'\nrestart_delay = nan\nstop_grace = 9223372037\n", []string{
 			"harness.toml:3: harness.a.restart_delay: must be >= 0 seconds, not NaN",
 			"harness.toml:4: harness.a.stop_grace: 9223372037 seconds is too long"}},
@@ -268,6 +316,18 @@ func TestParseErrors(t *testing.T) {
 			[]string{"harness.toml:3: harness.a.args: unexpected EOF; expected value"}},
 		{"duplicate key", "[harness.a]\ncmd = 'x'\n\ncmd = 'y'\n",
 			[]string{"harness.toml:4: harness.a.cmd: Key 'harness.a.cmd' has already been defined."}},
+		{"unclosed header names its own line and key", "[harness.a]\ncmd = 'x'\n\n[harness.x\ncmd = 'y'\n",
+			[]string{`harness.toml:4: harness.x: expected '.' or ']' to end table name, but got '\n' instead`}},
+		{"unclosed header after a key", "[harness.a]\ncmd = 'x'\n[mcp.gitea\n",
+			[]string{`harness.toml:3: mcp.gitea: expected '.' or ']' to end table name, but got '\n' instead`}},
+		{"unclosed header at the end", "[harness.a]\ncmd = 'x'\n[harness.x",
+			[]string{`harness.toml:3: harness.x: expected '.' or ']' to end table name, but got '\x00' instead`}},
+		{"unclosed array-of-tables header", "[harness.a]\ncmd = 'x'\n  [[harness.x\n",
+			[]string{`harness.toml:3: harness.x: expected '.' or ']' to end table name, but got '\n' instead`}},
+		{"unclosed quoted header", "[harness.a]\ncmd='x'\n[harness.\"x\n",
+			[]string{`harness.toml:3: harness.x: strings cannot contain newlines`}},
+		{"unclosed header after a byte-order mark", "\xef\xbb\xbf[harness.a]\ncmd='x'\n[harness.x\n",
+			[]string{`harness.toml:3: harness.x: expected '.' or ']' to end table name, but got '\n' instead`}},
 		{"syntax error without key", "\x00",
 			[]string{"harness.toml:1: files cannot contain NULL bytes; probably using UTF-16; TOML files must be UTF-8"}},
 	} {

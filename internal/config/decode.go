@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harness-dev/harness/internal/api"
 	"github.com/robfig/cron/v3"
 )
 
@@ -20,6 +19,9 @@ import (
 // and our own wording; a key no case handles is an unknown key.
 type decoder struct {
 	problems
+	// grants are the grants decoded so far, checked against the declared
+	// upstreams once the whole file is read (checkGrants).
+	grants []grantAt
 	// home is $HOME for "~" expansion; resolved on first use.
 	home    string
 	homeErr error
@@ -107,26 +109,6 @@ func (d *decoder) strs(path []string, v any) ([]string, bool) {
 		out = append(out, s)
 	}
 	return out, true
-}
-
-// classes decodes a list of scope classes ("read", "write"), without
-// duplicates.
-func (d *decoder) classes(path []string, v any) []string {
-	list, ok := d.strs(path, v)
-	if !ok {
-		return nil
-	}
-	out := make([]string, 0, len(list))
-	for _, c := range list {
-		if _, err := api.ParseClass(c); err != nil {
-			d.add(path, "%v", err)
-			continue
-		}
-		if !slices.Contains(out, c) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // maxSeconds keeps a duration in seconds inside time.Duration (~292 years).
@@ -252,7 +234,7 @@ func (d *decoder) daemon(v any, out *Daemon) {
 				out.MCPHTTP = s
 			}
 		case "mcp_http_operator_allow":
-			out.MCPHTTPOperatorAllow = d.classes(kp, val)
+			out.MCPHTTPOperatorAllow = d.grant(kp, val)
 		default:
 			d.unknown(kp, val)
 		}

@@ -54,9 +54,10 @@ func (e *Error) Unwrap() []error {
 
 // problems collects validation errors for one file.
 type problems struct {
-	file string
-	pos  positions
-	list []*Error
+	file     string
+	pos      positions
+	list     []*Error
+	warnings []string // rendered like an Error; they do not fail the load
 }
 
 // add records a problem at the line of path (or its nearest parent).
@@ -67,6 +68,12 @@ func (p *problems) add(path []string, format string, args ...any) {
 		Key:  keyName(path),
 		Msg:  fmt.Sprintf(format, args...),
 	})
+}
+
+// warn records a warning at the line of path.
+func (p *problems) warn(path []string, format string, args ...any) {
+	e := &Error{File: p.file, Line: p.pos.line(path), Key: keyName(path), Msg: fmt.Sprintf(format, args...)}
+	p.warnings = append(p.warnings, e.Error())
 }
 
 // err returns every problem joined in line order, or nil.
@@ -90,12 +97,18 @@ func keyName(path []string) string {
 	return toml.Key(path).String()
 }
 
-// syntaxError turns a TOML decode error into an Error that keeps the
-// parser's line.
-func syntaxError(file string, err error) error {
+// syntaxError turns a TOML decode error in src into an Error that keeps the
+// parser's line, except on a table header: there the parser reports the
+// line after an unclosed `[harness.x` and the key of the previous table, so
+// the header's own line and key are used instead.
+func syntaxError(file, src string, err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return &Error{File: file, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message, err: err}
+		line, key := pe.Position.Line, pe.LastKey
+		if hl, hk, ok := headerAt(tomlInput(src), pe.Position.Start); ok {
+			line, key = hl, keyName(hk)
+		}
+		return &Error{File: file, Line: line, Key: key, Msg: pe.Message, err: err}
 	}
 	return &Error{File: file, Msg: err.Error(), err: err}
 }

@@ -45,7 +45,7 @@ func FuzzParse(f *testing.F) {
 		checkErr(t, src, err)
 		if err == nil {
 			for name, h := range p.Harnesses {
-				if h.Project != p.Name || h.Schedule != "" || !slices.Equal(h.MCPAllow, []string{string(api.Read)}) || h.Workdir == "" {
+				if h.Project != p.Name || h.Schedule != "" || !slices.Equal(h.MCPAllow.Strings(), []string{string(api.Read)}) || h.Workdir == "" {
 					t.Errorf("project harness %q = %+v", name, h)
 				}
 			}

@@ -293,3 +293,39 @@ func (s *posScanner) skipValue(path []string, depth int) {
 		}
 	}
 }
+
+// tomlInput is src as the toml parser sees it, whose error offsets count
+// from after a byte-order mark.
+func tomlInput(src string) string {
+	for _, bom := range []string{"\xef\xbb\xbf", "\xff\xfe", "\xfe\xff"} {
+		if strings.HasPrefix(src, bom) {
+			return src[len(bom):]
+		}
+	}
+	return src
+}
+
+// headerAt reports whether the line holding byte offset off of src (a
+// newline belongs to the line it ends) is a table header, and if so returns
+// that line and the header's key as far as it is written.
+func headerAt(src string, off int) (int, []string, bool) {
+	if off < 0 || len(src) == 0 {
+		return 0, nil, false
+	}
+	off = min(off, len(src)-1)
+	start := strings.LastIndexByte(src[:off], '\n') + 1
+	s := &posScanner{src: src, i: start, lineN: 1, pos: positions{}}
+	s.skipBlank(false)
+	if s.eof() || s.src[s.i] != '[' {
+		return 0, nil, false
+	}
+	s.i++
+	if !s.eof() && s.src[s.i] == '[' {
+		s.i++
+	}
+	key := s.readKey()
+	if len(key) == 0 {
+		return 0, nil, false
+	}
+	return 1 + strings.Count(src[:start], "\n"), key, true
+}

@@ -33,7 +33,7 @@ func LoadProject(path string) (*Project, error) {
 	if err != nil {
 		return nil, &Error{File: displayName(path), Msg: err.Error(), err: err}
 	}
-	data, err := os.ReadFile(abs)
+	data, err := readFile(abs)
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, fs.ErrNotExist) {

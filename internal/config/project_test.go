@@ -59,7 +59,7 @@ env_file = "secrets/db.env"
 	web := p.Harnesses["web"]
 	if web.Project != "my-cool-repo" || web.Workdir != filepath.Join(root, "frontend") ||
 		web.EnvFile != filepath.Join(root, ".env") || web.Restart != RestartAlways ||
-		!slices.Equal(web.MCPAllow, []string{"read"}) || web.IsJob() {
+		!slices.Equal(web.MCPAllow.Strings(), []string{"read"}) || web.IsJob() {
 		t.Errorf("web = %+v", web)
 	}
 	api := p.Harnesses["api"]

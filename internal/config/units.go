@@ -26,8 +26,9 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 	h := &Harness{
 		Name:     name,
 		Process:  Process{RestartDelay: DefaultRestartDelay, StopGrace: DefaultStopGrace},
-		MCPAllow: []string{string(api.Read)},
+		MCPAllow: api.DefaultGrant(),
 		Project:  project,
+		TermCols: DefaultTermCols, TermRows: DefaultTermRows, IdleAfter: DefaultIdleAfter,
 	}
 	restartSet := false
 	for _, k := range sortedKeys(t) {
@@ -53,7 +54,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 				d.add(kp, globalOnly)
 				continue
 			}
-			h.MCPAllow = d.classes(kp, val)
+			h.MCPAllow = d.grant(kp, val)
 		case "schedule":
 			if project != "" {
 				d.add(kp, globalOnly)
@@ -67,6 +68,10 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 			}
 		case "harvest_trajectory":
 			h.HarvestTrajectory = d.boolean(kp, val)
+		case "term_size":
+			h.TermCols, h.TermRows = d.termSize(kp, val)
+		case "idle_after":
+			h.IdleAfter = d.idleAfter(kp, val)
 		default:
 			d.unknown(kp, val)
 		}
@@ -128,11 +133,17 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 	}
 	for _, k := range sortedKeys(t) {
 		kp, val := child(path, k), t[k]
-		if !d.processKey(k, kp, val, &u.Process) {
+		switch {
+		case d.processKey(k, kp, val, &u.Process):
+		case d.toolKey(k, kp, val, &u.Tools):
+		case k == "call_timeout_s":
+			u.CallTimeout = d.seconds(kp, val, 0)
+		default:
 			d.unknown(kp, val)
 		}
 	}
 	d.requireCmd(path, t, u.Cmd)
+	d.overlaps(path, u.Tools)
 	return u
 }
 

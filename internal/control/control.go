@@ -36,6 +36,11 @@ type UpstreamHooks interface {
 type UpstreamRef struct {
 	Key     string
 	Project string
+	// Tools classifies the upstream's tools; a change applies at once.
+	Tools config.ToolPolicy
+	// CallTimeout bounds each proxied call (0: unbounded); a change
+	// applies to the next call.
+	CallTimeout time.Duration
 }
 
 // BrokerStatus is what the broker knows of one upstream.
@@ -44,6 +49,8 @@ type BrokerStatus struct {
 	Tools     int
 	Connected bool
 	LastError string
+	// ToolClasses is each listed tool's class and why (mcp_status).
+	ToolClasses []api.ToolClass
 }
 
 // PromptSource loads the side-loaded prompts of a configuration
@@ -104,6 +111,9 @@ type Options struct {
 	// Shutdown asks the daemon to exit; it must not block.
 	Shutdown func()
 	Logger   *slog.Logger
+
+	// Ownership is shown by daemon_info.
+	Ownership api.Ownership
 }
 
 // Control owns the fleet and answers every control operation.
@@ -288,7 +298,7 @@ func (c *Control) Config() *config.Config {
 func (c *Control) Call(ctx context.Context, caller api.Caller, op string, args json.RawMessage) (any, error) {
 	run, ok := opTable[op]
 	if !ok {
-		return nil, errcode.Errorf(errcode.InvalidArgument, "unknown operation %q", op)
+		return nil, errcode.Errorf(errcode.InvalidArgument, "unknown operation %s", errcode.Quote(op))
 	}
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")

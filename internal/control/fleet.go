@@ -76,6 +76,7 @@ func UpstreamUnitName(project, key string) string {
 
 func (c *Control) harnessUnitConfig(name string, h *config.Harness) supervise.UnitConfig {
 	uc := processUnitConfig(name, supervise.KindHarness, h.Process, supervise.Policy(h.Restart))
+	uc.Cols, uc.Rows, uc.IdleAfter = uint16(h.TermCols), uint16(h.TermRows), h.IdleAfter
 	uc.ExtraEnv = []string{"HARNESS_SOCKET=" + c.opt.SocketPath}
 	if c.opt.MCPURL != "" {
 		uc.ExtraEnv = append(uc.ExtraEnv, "HARNESS_MCP_URL="+c.opt.MCPURL)
@@ -167,7 +168,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (api.ReloadResult, error)
 	restartOnly := !boot && c.cfg.Daemon.MCPHTTP != cfg.Daemon.MCPHTTP
 	c.cfg = cfg
 	commitPrompts()
-	c.warnings = append(c.warnings[:0], promptWarnings...)
+	c.warnings = append(append(c.warnings[:0], cfg.Warnings...), promptWarnings...)
 	if restartOnly {
 		c.warnings = append(c.warnings, "daemon.mcp_http: a changed address applies when the daemon restarts")
 	}
@@ -330,7 +331,7 @@ func (c *Control) configureBroker() {
 	c.mu.RLock()
 	for name, u := range c.units {
 		if up := u.upstream(); up != nil {
-			refs[name] = UpstreamRef{Key: up.Key, Project: up.Project}
+			refs[name] = UpstreamRef{Key: up.Key, Project: up.Project, Tools: up.Tools, CallTimeout: up.CallTimeout}
 		}
 	}
 	c.mu.RUnlock()
@@ -505,7 +506,7 @@ func (c *Control) lookup(name string) (*unit, error) {
 	defer c.mu.RUnlock()
 	u, ok := c.units[name]
 	if !ok {
-		return nil, errcode.Errorf(errcode.UnknownHarness, "no harness named %q", name)
+		return nil, errcode.Errorf(errcode.UnknownHarness, "no harness named %s", errcode.Quote(name))
 	}
 	return u, nil
 }

@@ -51,7 +51,7 @@ func (c *Control) Logs(_ context.Context, a api.LogsArgs) (any, error) {
 		r.Cols, r.Rows = int(st.Cols), int(st.Rows)
 		return r, nil
 	default:
-		return nil, errcode.Errorf(errcode.InvalidArgument, "format must be summary or raw, not %q", a.Format)
+		return nil, errcode.Errorf(errcode.InvalidArgument, "format must be summary or raw, not %s", errcode.Quote(a.Format))
 	}
 }
 

@@ -67,8 +67,9 @@ func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description,
 		NextRetry:     timePtr(st.NextRetry),
 	}
 	if h := u.harness(); h != nil {
-		d.Config = processView(h.Process, string(h.Restart), nonNil(h.MCPAllow))
+		d.Config = processView(h.Process, string(h.Restart), h.MCPAllow.Strings())
 		d.Config.Schedule, d.Config.HarvestTrajectory = h.Schedule, h.HarvestTrajectory
+		d.Grant = c.grantView(h)
 	}
 	if up := u.upstream(); up != nil {
 		d.Config = processView(up.Process, string(config.RestartAlways), []string{})
@@ -410,7 +411,7 @@ func (c *Control) UseProfile(ctx context.Context, a api.NameArg) (api.ActionResu
 	p, ok := c.cfg.Profiles[name]
 	c.mu.RUnlock()
 	if !ok {
-		return api.ActionResult{}, errcode.Errorf(errcode.InvalidArgument, "no profile named %q", name)
+		return api.ActionResult{}, errcode.Errorf(errcode.InvalidArgument, "no profile named %s", errcode.Quote(name))
 	}
 	var us []*unit
 	for _, u := range c.harnesses() {
@@ -490,6 +491,7 @@ func (c *Control) DaemonInfo(ctx context.Context, _ api.NoArgs) (api.DaemonInfo,
 		MCPURL:    c.opt.MCPURL,
 		Warnings:  c.Warnings(),
 		Upstreams: c.upstreamStatus(),
+		Ownership: c.opt.Ownership,
 	}, nil
 }
 
@@ -514,6 +516,10 @@ func (c *Control) upstreamStatus() []api.UpstreamStatus {
 		us := api.UpstreamStatus{
 			Key: u.upstream().Key, Project: u.upstream().Project, State: string(st.State), PID: st.PID,
 			Tools: b.Tools, Restarts: st.RestartCount, LastError: st.LastError, NextRetry: timePtr(st.NextRetry),
+			ToolClasses: b.ToolClasses,
+		}
+		if us.ToolClasses == nil {
+			us.ToolClasses = []api.ToolClass{}
 		}
 		if us.LastError == "" {
 			us.LastError = b.LastError

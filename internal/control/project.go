@@ -154,7 +154,7 @@ func (c *Control) ProjectDown(ctx context.Context, a api.ProjectArgs) (api.Proje
 		if name == "" {
 			return api.ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "no project is up from %s", a.Path)
 		}
-		return api.ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "no project named %q is up", name)
+		return api.ProjectResult{}, errcode.Errorf(errcode.InvalidArgument, "no project named %s is up", errcode.Quote(name))
 	}
 	var rr api.ReloadResult
 	ch, _ := c.reconcileLocked(name, nil, &rr) // removing builds nothing: no error

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,6 +43,18 @@ type Options struct {
 	Ready func(api.Paths)
 	// HandleSignals makes the daemon react to SIGHUP/SIGTERM/SIGINT.
 	HandleSignals bool
+	// Cgroup picks how units' process trees are held: "" or CgroupAuto
+	// uses a cgroup v2 subtree when the daemon can make one, CgroupOff
+	// always takes the fallback (process groups, markers, ancestry
+	// tracking).
+	Cgroup string
+	// OwnProcess says the daemon is alone in its process (harness daemon):
+	// at shutdown it ends every process still re-parented to it. Daemons
+	// that tests run in-process share their process and leave it off.
+	OwnProcess bool
+	// UpstreamConnectTimeout bounds an upstream's initialize handshake and
+	// first tool listing (0: the broker's default); tests shrink it.
+	UpstreamConnectTimeout time.Duration
 }
 
 // leftoverGrace bounds how long a starting daemon waits for a crashed
@@ -85,16 +98,13 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if err := proctree.BecomeSubreaper(); err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	ledgerPath := filepath.Join(paths.StateDir, "processes.json")
-	if n, err := proctree.CleanupLeftovers(ledgerPath, log, leftoverGrace); err != nil {
-		return fmt.Errorf("daemon: clean up a previous daemon's processes: %w", err)
-	} else if n > 0 {
-		log.Warn("ended processes left behind by a previous daemon", "count", n)
-	}
-	ledger, err := proctree.OpenLedger(ledgerPath)
+	octx, ocancel := context.WithCancel(context.Background())
+	defer ocancel()
+	own, ledger, err := setupOwnership(octx, opt.Cgroup, paths.Socket, filepath.Join(paths.StateDir, "processes.json"), log)
 	if err != nil {
-		return fmt.Errorf("daemon: %w", err)
+		return err
 	}
+	defer own.close()
 	instance, err := proctree.NewInstanceID()
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
@@ -127,7 +137,16 @@ func Run(ctx context.Context, opt Options) (err error) {
 	defer func() { rcancel(); reaper.Stop() }()
 
 	tokens := supervise.NewTokens()
-	brk := broker.New(log, broker.Options{})
+	var ctlRef atomic.Pointer[control.Control] // set before any upstream can start
+	brk := broker.New(log, broker.Options{
+		ConnectTimeout: opt.UpstreamConnectTimeout,
+		// An upstream that never completes initialize is a failed start.
+		OnStarted: func(unit string, run uint64, err error) {
+			if c := ctlRef.Load(); c != nil {
+				c.UpstreamStarted(unit, run, err)
+			}
+		},
+	})
 	defer brk.Close()
 
 	srv := &protocol.Server{Version: opt.Version, Logger: log}
@@ -171,12 +190,15 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Trajectories: trajStore,
 		NewDeps: func(name string, kind supervise.Kind) (supervise.Deps, error) {
 			return supervise.Deps{
-				Tokens:   tokens,
-				Reaper:   reaper,
-				Ledger:   ledger,
-				Instance: instance,
-				Limits:   limits,
-				Logger:   log.With("unit", name),
+				Tokens:     tokens,
+				Reaper:     reaper,
+				Ledger:     ledger,
+				Cgroups:    own.tree,
+				Tracker:    own.tracker,
+				AwaitReady: kind == supervise.KindUpstream,
+				Instance:   instance,
+				Limits:     limits,
+				Logger:     log.With("unit", name),
 			}, nil
 		},
 		OnEvent: func(ev supervise.Event) { srv.Publish(ev) },
@@ -189,12 +211,14 @@ func Run(ctx context.Context, opt Options) (err error) {
 			// Not inline: the watcher itself may be the one reloading.
 			go watch.reset()
 		},
-		Shutdown: requestShutdown,
-		Logger:   log,
+		Shutdown:  requestShutdown,
+		Logger:    log,
+		Ownership: own.info,
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
+	ctlRef.Store(ctl)
 	watch.ctl = ctl
 	mgr = session.NewManager(ctl, authority{tokens: tokens, ctl: ctl}, brk, promptSet.current, log, opt.Version)
 	cancelBrokerWatch := brk.OnChange(mgr.Refresh)
@@ -209,8 +233,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	go func() { serveErr <- srv.Serve(ln) }()
 	var httpErr chan error
 	if httpEP != nil {
-		allow := func() []string { return ctl.Config().Daemon.MCPHTTPOperatorAllow }
-		if err := httpEP.serve(mgr, paths.StateDir, allow, log); err != nil {
+		if err := httpEP.serve(mgr, paths.StateDir, log); err != nil {
 			log.Error("mcp http endpoint not served", "err", err)
 		}
 		httpErr = httpEP.err
@@ -268,6 +291,8 @@ loop:
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("socket shutdown", "err", err)
 	}
+	// Every unit has stopped: what is left was adopted or escaped a stop.
+	own.shutdown(opt.OwnProcess)
 	if err := ledger.Clear(); err != nil {
 		log.Error("clear process ledger", "err", err)
 	}

@@ -36,29 +36,27 @@ func listenHTTP(cfg *config.Config) (*httpEndpoint, error) {
 	return &httpEndpoint{ln: ln, url: "http://" + ln.Addr().String() + httpmcp.Path, err: make(chan error, 1)}, nil
 }
 
-// serve starts answering; ctl's live config decides the operator's grant.
-func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, allow func() []string, log *slog.Logger) error {
+// serve starts answering; the session layer applies the operator's grant
+// in force (the authority reads it from the live config).
+func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, log *slog.Logger) error {
 	tok, err := httpmcp.LoadOrCreateOperatorToken(stateDir)
 	if err != nil {
 		return fmt.Errorf("mcp_http: operator token: %w", err)
 	}
-	e.srv = &http.Server{
-		Handler: httpmcp.NewHandler(httpmcp.Options{
-			Sessions:      mgr,
-			OperatorToken: tok,
-			OperatorAllow: allow,
-			Addr:          e.ln.Addr().String(),
-			IdleTimeout:   30 * time.Minute,
-			Logger:        log,
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	e.srv = httpmcp.NewServer(httpmcp.NewHandler(httpmcp.Options{
+		Sessions:      mgr,
+		OperatorToken: tok,
+		IdleTimeout:   30 * time.Minute,
+		Logger:        log,
+	}), log)
+	maxConns := httpmcp.DefaultMaxConns()
+	ln := httpmcp.LimitListener(e.ln, maxConns)
 	go func() {
-		if err := e.srv.Serve(e.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := e.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			e.err <- err
 		}
 	}()
-	log.Info("mcp http endpoint serving", "url", e.url)
+	log.Info("mcp http endpoint serving", "url", e.url, "max_conns", maxConns)
 	return nil
 }
 

@@ -59,12 +59,12 @@ func (a authority) ResolveToken(token string) (string, bool) {
 	return unit, ok
 }
 
-func (a authority) Allowed(harness string) []string {
-	h, ok := a.ctl.HarnessConfig(harness)
-	if !ok {
-		return nil
-	}
-	return h.MCPAllow
+func (a authority) Grant(harness string) (api.Grant, bool) {
+	return a.ctl.HarnessGrant(harness)
+}
+
+func (a authority) OperatorGrant() api.Grant {
+	return a.ctl.Config().Daemon.MCPHTTPOperatorAllow
 }
 
 func (a authority) Project(harness string) string {
@@ -81,7 +81,9 @@ type brokerHooks struct{ b *broker.Broker }
 func (h brokerHooks) Configure(units map[string]control.UpstreamRef) {
 	m := make(map[string]broker.Upstream, len(units))
 	for name, r := range units {
-		m[name] = broker.Upstream{Key: r.Key, Project: r.Project}
+		m[name] = broker.Upstream{Key: r.Key, Project: r.Project, CallTimeout: r.CallTimeout, Tools: broker.Policy{
+			ReadTools: r.Tools.ReadTools, WriteTools: r.Tools.WriteTools, ExcludeTools: r.Tools.ExcludeTools,
+		}}
 	}
 	h.b.Configure(m)
 }
@@ -97,7 +99,7 @@ func (h brokerHooks) Detach(unit string, run uint64, next time.Time, reason stri
 func (h brokerHooks) Status() []control.BrokerStatus {
 	var out []control.BrokerStatus
 	for _, s := range h.b.Status() {
-		out = append(out, control.BrokerStatus{Unit: s.Unit, Tools: s.Tools, Connected: s.Connected, LastError: s.LastError})
+		out = append(out, control.BrokerStatus{Unit: s.Unit, Tools: s.Tools, Connected: s.Connected, LastError: s.LastError, ToolClasses: s.Classes})
 	}
 	return out
 }

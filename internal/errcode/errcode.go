@@ -8,6 +8,8 @@ package errcode
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 )
 
 // Code is a stable, wire-visible error code.
@@ -25,6 +27,7 @@ const (
 	NotAJob             Code = "not_a_job"
 	DaemonUnavailable   Code = "daemon_unavailable"
 	VersionMismatch     Code = "version_mismatch"
+	NotRunning          Code = "not_running"
 	Internal            Code = "internal"
 )
 
@@ -49,6 +52,7 @@ var (
 	ErrNotAJob             = &Sentinel{NotAJob}
 	ErrDaemonUnavailable   = &Sentinel{DaemonUnavailable}
 	ErrVersionMismatch     = &Sentinel{VersionMismatch}
+	ErrNotRunning          = &Sentinel{NotRunning}
 	ErrInternal            = &Sentinel{Internal}
 )
 
@@ -58,7 +62,7 @@ func init() {
 	for _, s := range []*Sentinel{
 		ErrUnknownHarness, ErrNotPermitted, ErrUnknownTool, ErrUnknownNamespace,
 		ErrUpstreamUnavailable, ErrInvalidArgument, ErrConfigInvalid, ErrNotAJob,
-		ErrDaemonUnavailable, ErrVersionMismatch, ErrInternal,
+		ErrDaemonUnavailable, ErrVersionMismatch, ErrNotRunning, ErrInternal,
 	} {
 		byCode[s.code] = s
 	}
@@ -121,4 +125,34 @@ type Body struct {
 // BodyOf renders err for the wire.
 func BodyOf(err error) Body {
 	return Body{Code: Of(err), Message: err.Error()}
+}
+
+// QuoteMax is how many bytes of a caller's value an error message echoes.
+const QuoteMax = 64
+
+// Quote renders a caller-supplied value for an error message: quoted like
+// %q, and cut to QuoteMax bytes with its full size said, so that an error
+// about a huge argument never carries (and multiplies) the argument.
+func Quote(s string) string {
+	if len(s) <= QuoteMax {
+		return strconv.Quote(s)
+	}
+	cut := QuoteMax
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
+}
+
+// Clip bounds a message built from caller input (a schema validator's
+// text quoting the offending value) to max bytes, saying how much was cut.
+func Clip(msg string, max int) string {
+	if len(msg) <= max {
+		return msg
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", msg[:cut], len(msg)-cut)
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/harness-dev/harness/internal/api"
 )
@@ -140,7 +141,13 @@ func Open(dir, unit string, opt Options) (*Log, error) {
 // for readers. A failing mirror file does not fail Write (the PTY must keep
 // draining): the file is dropped, the failure is logged, recorded as an
 // event entry and returned by Close.
-func (l *Log) Write(p []byte) (int, error) {
+func (l *Log) Write(p []byte) (int, error) { return l.write(p, true) }
+
+// WriteRaw is Write without the line parser, for a unit whose output
+// entries come from elsewhere (a terminal emulator, through Output).
+func (l *Log) WriteRaw(p []byte) (int, error) { return l.write(p, false) }
+
+func (l *Log) write(p []byte, lines bool) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -155,9 +162,40 @@ func (l *Log) Write(p []byte) (int, error) {
 			l.file = nil
 		}
 	}
-	l.asm.write(p, l.addOutput)
+	if lines {
+		l.asm.write(p, l.addOutput)
+	}
 	l.commit(p)
 	return len(p), nil
+}
+
+// Output appends "output" entries of the current run, one per line, in
+// order. Control sequences are stripped, blank lines skipped and a long
+// line is cut into pieces as Write would. Lines after Close are dropped.
+func (l *Log) Output(lines ...string) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.closed {
+		return
+	}
+	for _, s := range lines {
+		s = strings.TrimRight(StripControl(s), " \t")
+		for len(s) > l.opt.MaxLineLen {
+			cut := l.opt.MaxLineLen
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			if cut == 0 {
+				cut = l.opt.MaxLineLen
+			}
+			l.addOutput(s[:cut])
+			s = s[cut:]
+		}
+		if strings.TrimSpace(s) != "" {
+			l.addOutput(s)
+		}
+	}
+	l.commit(nil)
 }
 
 // SetRun attributes output from now on to runID. A pending partial line is

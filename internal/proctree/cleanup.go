@@ -16,20 +16,35 @@ const (
 	killWait     = 5 * time.Second // after SIGKILL only D-state can delay exit
 )
 
+// CleanupOptions tune CleanupLeftovers.
+type CleanupOptions struct {
+	Logger *slog.Logger  // default slog.Default()
+	Grace  time.Duration // between SIGTERM and SIGKILL
+	// EndCgroup ends a recorded cgroup subtree of this boot (kill what is
+	// in it, remove it). Nil leaves recorded cgroups alone.
+	EndCgroup func(LedgerCgroup) (int, error)
+}
+
 // CleanupLeftovers ends what a previous daemon recorded in the ledger at
 // path and left running (after a crash or SIGKILL). Call it at daemon start
 // before spawning anything and before OpenLedger.
 //
-// Targets are processes carrying a recorded marker or a marker of a
+// First the recorded cgroup subtrees of this boot go (EndCgroup). Then the
+// targets are: processes carrying a recorded marker or a marker of a
 // recorded instance, and the process groups that have such a member
 // (including recorded groups, but only while a member still carries the
-// marker: the pgid may have been reused). Targets get SIGTERM, up to grace
-// to exit, then SIGKILL. Processes without a marker outside those groups
-// are never signalled. It returns how many distinct processes were
-// signalled. When all targets are gone the ledger is truncated; when some
-// survive SIGKILL it is kept for the next start and an error is returned.
-// A missing ledger means nothing to do.
-func CleanupLeftovers(path string, logger *slog.Logger, grace time.Duration) (killed int, err error) {
+// marker: the pgid may have been reused); and, when the entry was recorded
+// in this boot, the recorded main processes and members whose pid and
+// start time still match, with every descendant of theirs. Identities
+// never match a process that merely reuses a pid, and a reboot voids them,
+// which is what makes ending unmarked processes (env -i) safe. Targets get
+// SIGTERM, up to grace to exit, then SIGKILL. Nothing else is signalled. It
+// returns how many distinct processes were signalled. When all targets are
+// gone the ledger is truncated; when some survive SIGKILL it is kept for
+// the next start and an error is returned. A missing ledger means nothing
+// to do.
+func CleanupLeftovers(path string, opt CleanupOptions) (killed int, err error) {
+	logger := opt.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -40,25 +55,67 @@ func CleanupLeftovers(path string, logger *slog.Logger, grace time.Duration) (ki
 	if err != nil {
 		return 0, fmt.Errorf("cleanup leftovers: %w", err)
 	}
+	boot, err := BootID()
+	if err != nil {
+		return 0, fmt.Errorf("cleanup leftovers: %w", err)
+	}
+	var errs []error
+	for _, cg := range data.Cgroups {
+		if cg.Boot != boot || opt.EndCgroup == nil {
+			continue
+		}
+		n, err := opt.EndCgroup(cg)
+		killed += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return killed, fmt.Errorf("cleanup leftovers: %w", err)
+	}
 	match := leftoverMatcher(data)
+	idents := recordedIdents(data, boot)
+	if match == nil && len(idents) == 0 {
+		return killed, truncateLedger(path)
+	}
 	if match == nil {
-		return 0, truncateLedger(path)
+		match = func(string) bool { return false }
 	}
 
-	c := &cleanup{match: match, logger: logger, groups: map[int]bool{}, hit: map[int]bool{}}
-	if c.pass(syscall.SIGTERM) > 0 && !c.waitGone(grace) {
+	c := &cleanup{match: match, idents: idents, logger: logger, groups: map[int]bool{}, hit: map[int]bool{}}
+	if c.pass(syscall.SIGTERM) > 0 && !c.waitGone(opt.Grace) {
 		c.pass(syscall.SIGKILL)
 		if !c.waitGone(killWait) {
 			left := c.remaining()
 			logger.Error("proctree: leftovers survived SIGKILL", "ledger", path, "pids", left)
-			return len(c.hit), fmt.Errorf("cleanup leftovers: %d processes survived SIGKILL: %v", len(left), left)
+			return killed + len(c.hit), fmt.Errorf("cleanup leftovers: %d processes survived SIGKILL: %v", len(left), left)
 		}
 	}
 	if len(c.hit) > 0 {
 		logger.Info("proctree: ended leftovers of a previous daemon", "ledger", path,
 			"processes", len(c.hit), "entries", len(data.Entries))
 	}
-	return len(c.hit), truncateLedger(path)
+	return killed + len(c.hit), truncateLedger(path)
+}
+
+// recordedIdents are the main processes and members of entries recorded
+// in boot.
+func recordedIdents(data ledgerFile, boot string) map[Ident]bool {
+	out := map[Ident]bool{}
+	for _, e := range data.Entries {
+		if e.Boot != boot {
+			continue
+		}
+		if e.Start != 0 && e.PID > 1 {
+			out[Ident{PID: e.PID, Start: e.Start}] = true
+		}
+		for _, m := range e.Members {
+			if m.PID > 1 {
+				out[m] = true
+			}
+		}
+	}
+	return out
 }
 
 // leftoverMatcher accepts marker values recorded in data, exactly or by
@@ -99,6 +156,7 @@ func leftoverMatcher(data ledgerFile) func(string) bool {
 // cleanup tracks one CleanupLeftovers run.
 type cleanup struct {
 	match  func(string) bool
+	idents map[Ident]bool // recorded processes and their descendants seen so far
 	logger *slog.Logger
 	groups map[int]bool // groups verified by a marked member at some pass
 	hit    map[int]bool // every pid signalled so far
@@ -109,6 +167,9 @@ type cleanup struct {
 // members: its id cannot be reused while they exist.
 func (c *cleanup) pass(sig syscall.Signal) int {
 	procs := scan(c.match)
+	for _, id := range descendantsOf(procs, c.idents) {
+		c.idents[id] = true
+	}
 	for g := range markedGroups(procs) {
 		c.groups[g] = true
 	}
@@ -126,11 +187,56 @@ func (c *cleanup) pass(sig syscall.Signal) int {
 	}
 	n := signalTargets(procs, targets, sig, c.logger)
 	for _, p := range procs {
-		if p.live() && (p.marked || targets[p.pgid]) {
+		if !p.live() {
+			continue
+		}
+		if p.marked || targets[p.pgid] {
 			c.hit[p.pid] = true
+			continue
+		}
+		if !c.idents[p.ident()] {
+			continue
+		}
+		sent, err := SignalIdent(p.ident(), sig)
+		if err != nil {
+			c.logger.Warn("proctree: signal recorded process", "pid", p.pid, "signal", sig.String(), "err", err)
+		}
+		if sent {
+			c.hit[p.pid] = true
+			n++
 		}
 	}
 	return n
+}
+
+// descendantsOf returns the live processes that descend from a live
+// process in roots (by parent pid), roots excluded.
+func descendantsOf(procs []procInfo, roots map[Ident]bool) []Ident {
+	byPID := make(map[int]procInfo, len(procs))
+	for _, p := range procs {
+		byPID[p.pid] = p
+	}
+	memo := map[int]bool{}
+	var under func(p procInfo, depth int) bool
+	under = func(p procInfo, depth int) bool {
+		if v, ok := memo[p.pid]; ok {
+			return v
+		}
+		parent, ok := byPID[p.ppid]
+		v := false
+		if ok && depth < len(procs) && parent.live() {
+			v = roots[parent.ident()] || under(parent, depth+1)
+		}
+		memo[p.pid] = v
+		return v
+	}
+	var out []Ident
+	for _, p := range procs {
+		if p.live() && !roots[p.ident()] && under(p, 0) {
+			out = append(out, p.ident())
+		}
+	}
+	return out
 }
 
 // remaining lists live targets: marked processes and members of verified
@@ -138,7 +244,7 @@ func (c *cleanup) pass(sig syscall.Signal) int {
 func (c *cleanup) remaining() []int {
 	var left []int
 	for _, p := range scan(c.match) {
-		if p.live() && (p.marked || c.groups[p.pgid]) {
+		if p.live() && (p.marked || c.groups[p.pgid] || c.idents[p.ident()]) {
 			left = append(left, p.pid)
 		}
 	}

@@ -22,38 +22,48 @@ type LedgerEntry struct {
 	Marker   string    `json:"marker"`
 	Instance string    `json:"instance"`
 	Started  time.Time `json:"started"`
+	// Start is the main process's start time (see Ident), Boot the boot
+	// it ran in; Members are the processes of its tree as last seen (kept
+	// up to date by a Tracker). Only under the same boot id do they still
+	// name the same processes.
+	Start   uint64  `json:"start,omitempty"`
+	Boot    string  `json:"boot,omitempty"`
+	Members []Ident `json:"members,omitempty"`
 }
 
 // NewEntry builds the entry for a just-started unit process, reading its
-// process group and session from the kernel. With SysProcAttr both equal
-// pid, because cmd.Start returns only after the child's setsid and exec.
+// process group, session and start time from the kernel. With SysProcAttr
+// group and session equal pid, because cmd.Start returns only after the
+// child's setsid and exec.
 func NewEntry(unit string, pid int, marker, instance string) (LedgerEntry, error) {
 	pgid, err := syscall.Getpgid(pid)
 	if err != nil {
 		return LedgerEntry{}, fmt.Errorf("ledger entry for %s pid %d: getpgid: %w", unit, pid, err)
 	}
-	sid, err := getsid(pid)
-	if err != nil {
-		return LedgerEntry{}, fmt.Errorf("ledger entry for %s pid %d: getsid: %w", unit, pid, err)
-	}
-	return LedgerEntry{Unit: unit, PID: pid, PGID: pgid, SID: sid, Marker: marker,
-		Instance: instance, Started: time.Now().UTC()}, nil
-}
-
-func getsid(pid int) (int, error) {
 	st, err := readStat(pid)
 	if err != nil {
-		return 0, err
+		return LedgerEntry{}, fmt.Errorf("ledger entry for %s pid %d: %w", unit, pid, err)
 	}
-	return st.sid, nil
+	return LedgerEntry{Unit: unit, PID: pid, PGID: pgid, SID: st.sid, Marker: marker,
+		Instance: instance, Started: time.Now().UTC(), Start: st.start}, nil
+}
+
+// LedgerCgroup records a cgroup v2 subtree a daemon put its units in, with
+// its cgroup id (inode number) and boot, so that a later start ends only
+// that very cgroup.
+type LedgerCgroup struct {
+	Path string `json:"path"`
+	ID   uint64 `json:"id"`
+	Boot string `json:"boot"`
 }
 
 // ledgerFile is the on-disk shape. Instances lists daemon instances that
 // may have spawned something, recorded before the first spawn, so even a
 // crash between a spawn and its Add is covered by the instance prefix.
 type ledgerFile struct {
-	Instances []string      `json:"instances"`
-	Entries   []LedgerEntry `json:"entries"`
+	Instances []string       `json:"instances"`
+	Entries   []LedgerEntry  `json:"entries"`
+	Cgroups   []LedgerCgroup `json:"cgroups,omitempty"`
 }
 
 // Ledger is the state-dir record of live unit trees. It is safe for
@@ -64,6 +74,7 @@ type ledgerFile struct {
 // then AddInstance, and only then spawn.
 type Ledger struct {
 	path string
+	boot string // stamped on every entry and cgroup added
 	mu   sync.Mutex
 	data ledgerFile
 }
@@ -71,7 +82,11 @@ type Ledger struct {
 // OpenLedger loads the ledger at path, creating an empty one (and its
 // directory, 0700) when none exists.
 func OpenLedger(path string) (*Ledger, error) {
-	l := &Ledger{path: path}
+	boot, err := BootID()
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	l := &Ledger{path: path, boot: boot}
 	data, err := readLedgerFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -109,6 +124,7 @@ func (l *Ledger) AddInstance(instance string) error {
 func (l *Ledger) Add(e LedgerEntry) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	e.Boot = l.boot
 	next := l.data
 	next.Entries = slices.DeleteFunc(slices.Clone(l.data.Entries),
 		func(x LedgerEntry) bool { return x.Marker == e.Marker })
@@ -127,6 +143,40 @@ func (l *Ledger) Remove(marker string) error {
 	next.Entries = slices.DeleteFunc(slices.Clone(l.data.Entries),
 		func(x LedgerEntry) bool { return x.Marker == marker })
 	return l.commit(next, "remove "+marker)
+}
+
+// SetMembers records the current members of the entries named by marker
+// (what a Tracker attributed to them). Unknown markers are skipped; the
+// file is written only when something changed.
+func (l *Ledger) SetMembers(members map[string][]Ident) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := l.data
+	next.Entries = slices.Clone(l.data.Entries)
+	changed := false
+	for i, e := range next.Entries {
+		m, ok := members[e.Marker]
+		if !ok || slices.Equal(m, e.Members) {
+			continue
+		}
+		next.Entries[i].Members = slices.Clone(m)
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return l.commit(next, "set members")
+}
+
+// AddCgroup records the cgroup subtree at path with its cgroup id.
+func (l *Ledger) AddCgroup(path string, id uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := l.data
+	next.Cgroups = slices.DeleteFunc(slices.Clone(l.data.Cgroups),
+		func(c LedgerCgroup) bool { return c.Path == path })
+	next.Cgroups = append(next.Cgroups, LedgerCgroup{Path: path, ID: id, Boot: l.boot})
+	return l.commit(next, "add cgroup "+path)
 }
 
 // Clear empties the ledger, for a clean shutdown after every tree ended.
@@ -168,8 +218,11 @@ func readLedgerFile(path string) (ledgerFile, error) {
 	return f, nil
 }
 
-// writeLedgerFile replaces path atomically: a reader (or a crash) sees the
-// old or the new content, never a torn file.
+// writeLedgerFile replaces path atomically: a reader (or a crashed daemon's
+// successor) sees the old or the new content, never a torn file. It does
+// not fsync: the ledger has to survive the daemon, not the machine. A power
+// loss or kernel crash reboots and so ends every recorded process, and a
+// new boot id voids what the file says about them.
 func writeLedgerFile(path string, f ledgerFile) (err error) {
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
@@ -195,25 +248,11 @@ func writeLedgerFile(path string, f ledgerFile) (err error) {
 		_ = tmp.Close() // the write error is the one to report
 		return fmt.Errorf("write ledger: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close() // the sync error is the one to report
-		return fmt.Errorf("write ledger: %w", err)
-	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write ledger: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write ledger: %w", err)
-	}
-	// Persist the rename itself; without it a crash can bring back the old file.
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("write ledger: sync dir: %w", err)
-	}
-	serr := d.Sync()
-	cerr := d.Close()
-	if err := errors.Join(serr, cerr); err != nil {
-		return fmt.Errorf("write ledger: sync dir: %w", err)
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func TestCorruptLedgerIsAnError(t *testing.T) {
 	if _, err := OpenLedger(path); err == nil {
 		t.Fatal("OpenLedger of a corrupt file succeeded")
 	}
-	if _, err := CleanupLeftovers(path, nil, time.Second); err == nil {
+	if _, err := CleanupLeftovers(path, CleanupOptions{Grace: time.Second}); err == nil {
 		t.Fatal("CleanupLeftovers of a corrupt file succeeded")
 	}
 	if raw, err := os.ReadFile(path); err != nil || string(raw) != "{not json" {
@@ -79,7 +79,7 @@ func TestCorruptLedgerIsAnError(t *testing.T) {
 }
 
 func TestCleanupLeftoversWithoutLedger(t *testing.T) {
-	n, err := CleanupLeftovers(filepath.Join(t.TempDir(), "none.json"), nil, time.Second)
+	n, err := CleanupLeftovers(filepath.Join(t.TempDir(), "none.json"), CleanupOptions{Grace: time.Second})
 	if n != 0 || err != nil {
 		t.Fatalf("CleanupLeftovers of a missing ledger = %d, %v", n, err)
 	}
@@ -91,7 +91,7 @@ func TestCleanupLeftoversWithoutLedger(t *testing.T) {
 func TestCleanupLeftoversEndsEscapedTrees(t *testing.T) {
 	r := startReaper(t)
 	path := filepath.Join(t.TempDir(), "ledger.json")
-	const inst = "crashed"
+	inst := inst("crashed")
 	l, err := OpenLedger(path)
 	if err != nil {
 		t.Fatal(err)
@@ -128,12 +128,12 @@ func TestCleanupLeftoversEndsEscapedTrees(t *testing.T) {
 	}
 	sp := stranger.cmd.Process.Pid
 	if err := l.Add(LedgerEntry{Unit: "gone", PID: sp, PGID: sp, SID: sp,
-		Marker: NewMarker("older", "gone", 3), Instance: "older"}); err != nil {
+		Marker: NewMarker(inst+"-older", "gone", 3), Instance: inst + "-older"}); err != nil {
 		t.Fatal(err)
 	}
 	// The crash: the ledger and handles are dropped, nothing is killed.
 
-	killed, err := CleanupLeftovers(path, slog.Default(), 2*time.Second)
+	killed, err := CleanupLeftovers(path, CleanupOptions{Logger: slog.Default(), Grace: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,20 @@ const (
 	spawnExitEnv  = "PROCTREE_TEST_SPAWN_EXIT"  // "1": mode "spawn" exits after reporting
 )
 
+// testInst makes the markers of this test binary unique: markers are
+// matched machine-wide, and another copy of these tests may run beside
+// this one (CI runs one, a shared machine may run several).
+var testInst = func() string {
+	id, err := NewInstanceID()
+	if err != nil {
+		panic(err)
+	}
+	return "t" + id
+}()
+
+// inst is an instance id for a test: unique to this binary.
+func inst(name string) string { return testInst + "-" + name }
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))
@@ -49,6 +63,8 @@ func TestMain(m *testing.M) {
 //	        the sleeper's pid, sleep
 //	pdeath  start "sleep" with SysProcAttr(), print its pid, sleep
 //	orphan  start a setsid'd "exit" and exit at once without waiting
+//	session-orphan  run "middle" (which starts a "sleep" in this session and
+//	        exits), print the sleeper's pid, sleep
 func runHelper(mode string) int {
 	if os.Getenv(ignoreTermEnv) == "1" {
 		signal.Ignore(syscall.SIGTERM)
@@ -101,6 +117,24 @@ func runHelper(mode string) int {
 			fmt.Fprintln(os.Stderr, "orphan:", err)
 			return 104
 		}
+	case "middle":
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), helperEnv+"=sleep")
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "middle:", err)
+			return 106
+		}
+		fmt.Println(cmd.Process.Pid)
+	case "session-orphan":
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), helperEnv+"=middle")
+		out, err := cmd.Output()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "session-orphan:", err)
+			return 107
+		}
+		fmt.Print(string(out))
+		time.Sleep(time.Hour)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 		return 105

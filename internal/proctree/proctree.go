@@ -169,6 +169,7 @@ func Alive(pid int) bool {
 // procInfo is one process as seen in /proc.
 type procInfo struct {
 	pid, ppid, pgid, sid int
+	start                uint64 // clock ticks after boot: with pid, the process's identity
 	state                byte
 	marked               bool // its environ matched
 }
@@ -268,8 +269,9 @@ func readStat(pid int) (procInfo, error) {
 	if i < 0 {
 		return procInfo{}, fmt.Errorf("parse stat of %d: no command end", pid)
 	}
+	// Fields from 3 (state) on; starttime is field 22.
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 5 || len(f[0]) != 1 {
+	if len(f) < 20 || len(f[0]) != 1 {
 		return procInfo{}, fmt.Errorf("parse stat of %d: short record", pid)
 	}
 	p := procInfo{pid: pid, state: f[0][0]}
@@ -277,6 +279,9 @@ func readStat(pid int) (procInfo, error) {
 		if *dst, err = strconv.Atoi(f[1+j]); err != nil {
 			return procInfo{}, fmt.Errorf("parse stat of %d: %w", pid, err)
 		}
+	}
+	if p.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
+		return procInfo{}, fmt.Errorf("parse stat of %d: start time: %w", pid, err)
 	}
 	return p, nil
 }

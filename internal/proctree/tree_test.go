@@ -9,7 +9,7 @@ import (
 
 func TestKillEndsSetsidGrandchildAndReaperReapsIt(t *testing.T) {
 	r := startReaper(t)
-	marker := NewMarker("t1", "tree", 1)
+	marker := NewMarker(inst("t1"), "tree", 1)
 	h := startHelper(t, r, "tree", SysProcAttr(), MarkerEnv(marker))
 	pid := h.cmd.Process.Pid
 	grand := h.readPid(t)
@@ -47,11 +47,11 @@ func TestKillEndsSetsidGrandchildAndReaperReapsIt(t *testing.T) {
 
 func TestKillLeavesUnmarkedStrangersAlone(t *testing.T) {
 	r := startReaper(t)
-	marker := NewMarker("t2", "u", 1)
+	marker := NewMarker(inst("t2"), "u", 1)
 	unit := startHelper(t, r, "spawn", SysProcAttr(), MarkerEnv(marker))
 	unitPid := unit.cmd.Process.Pid
 	sleeper := unit.readPid(t)
-	stranger := startHelper(t, r, "sleep", SysProcAttr(), MarkerEnv(NewMarker("t2", "u", 10)))
+	stranger := startHelper(t, r, "sleep", SysProcAttr(), MarkerEnv(NewMarker(inst("t2"), "u", 10)))
 	if _, err := stranger.out.ReadString('\n'); err != nil {
 		t.Fatalf("stranger not ready: %v", err)
 	}
@@ -60,11 +60,11 @@ func TestKillLeavesUnmarkedStrangersAlone(t *testing.T) {
 	if got := Find(marker); len(got) != 2 || !contains(got, unitPid) || !contains(got, sleeper) {
 		t.Fatalf("Find(%q) = %v, want exactly [%d %d]", marker, got, unitPid, sleeper)
 	}
-	if got := FindPrefix(InstancePrefix("t2")); len(got) != 3 {
+	if got := FindPrefix(InstancePrefix(inst("t2"))); len(got) != 3 {
 		t.Fatalf("FindPrefix(instance) = %v, want 3 processes", got)
 	}
-	if got := FindPrefix(InstancePrefix("t")); len(got) != 0 {
-		t.Fatalf("FindPrefix of instance %q matched %v; the separator must stop it", "t", got)
+	if got := FindPrefix(InstancePrefix(inst("t"))); len(got) != 0 {
+		t.Fatalf("FindPrefix of instance %q matched %v; the separator must stop it", inst("t"), got)
 	}
 	if got := FindPrefix(""); got != nil {
 		t.Fatalf("FindPrefix(\"\") = %v, want nothing", got)

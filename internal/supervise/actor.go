@@ -1,13 +1,11 @@
 package supervise
 
 import (
-	"errors"
 	"fmt"
 	"syscall"
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
-	"github.com/harness-dev/harness/internal/proctree"
 	"github.com/harness-dev/harness/internal/runs"
 )
 
@@ -26,6 +24,14 @@ type (
 	}
 	// reapedEv says the leftovers of run gen are gone.
 	reapedEv struct{ gen uint64 }
+	// mainExitEv says the main process of run gen exited while other
+	// processes keep the run going (cgroup mode).
+	mainExitEv struct{ gen uint64 }
+	// readyEv is Unit.Started: run became ready (err nil) or never will.
+	readyEv struct {
+		run uint64
+		err error
+	}
 )
 
 type timerKind int
@@ -42,6 +48,7 @@ type actor struct {
 	u    *Unit
 	cfg  UnitConfig
 	deps Deps
+	own  owner
 
 	state        State
 	enabled      bool
@@ -89,12 +96,18 @@ func (a *actor) handle(msg any) {
 		a.onStop(nil)
 	case updateCmd:
 		a.onUpdate(m)
+	case resizeCmd:
+		a.onResize(m)
 	case exitEv:
 		a.onExit(m)
 	case timerEv:
 		a.onTimer(m)
 	case reapedEv:
 		a.onReaped(m)
+	case mainExitEv:
+		a.onMainExit(m)
+	case readyEv:
+		a.onReady(m)
 	default:
 		a.deps.Logger.Error("supervise: unknown message", "type", fmt.Sprintf("%T", msg))
 	}
@@ -107,6 +120,9 @@ func (a *actor) finishClose() {
 	if a.pendStart != nil {
 		a.pendStart.reply <- fmt.Errorf("supervise: unit %s: %w", a.cfg.Name, ErrClosed)
 		a.pendStart = nil
+	}
+	if a.u.term != nil {
+		a.u.term.Close()
 	}
 	a.closeReply <- nil
 }
@@ -185,10 +201,7 @@ func (a *actor) beginStop() {
 	}
 	p.stopping = true
 	a.setState(StateStopping)
-	grace := a.cfg.StopGrace
-	if grace <= 0 {
-		grace = a.deps.Limits.StopGrace
-	}
+	grace := a.stopGrace()
 	if p.stdin != nil {
 		// An upstream gets the chance to exit on EOF before any signal.
 		if err := p.stdin.Close(); err != nil {
@@ -198,31 +211,26 @@ func (a *actor) beginStop() {
 		p.killTimer = a.arm(grace, p.gen, timerKill)
 		return
 	}
-	a.signal(p, syscall.SIGTERM)
+	a.own.signal(p, syscall.SIGTERM)
 	p.killTimer = a.arm(grace, p.gen, timerKill)
 }
 
-// signal sends sig to the run's process group (its own session, so the
-// whole tree short of descendants that called setsid). Those escaped ones
-// are found by their marker and killed once the main process is gone
-// (reapTree): a marker scan reads every /proc/PID/environ, too slow to do
-// per signal when many units stop at once.
-func (a *actor) signal(p *proc, sig syscall.Signal) {
-	if p.waited.Load() {
-		return // the group may be empty and its id reusable; reapTree follows
+// stopGrace is the unit's grace between SIGTERM and SIGKILL.
+func (a *actor) stopGrace() time.Duration {
+	if a.cfg.StopGrace > 0 {
+		return a.cfg.StopGrace
 	}
-	if err := syscall.Kill(-p.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		a.deps.Logger.Warn("supervise: signal group", "run", p.run, "pgid", p.pid, "signal", sig.String(), "err", err)
-		return
-	}
-	a.deps.Logger.Debug("supervise: signalled group", "run", p.run, "pgid", p.pid, "signal", sig.String())
+	return a.deps.Limits.StopGrace
 }
 
 func (a *actor) onUpdate(m updateCmd) {
 	name := a.cfg.Name
 	a.cfg = m.cfg
 	a.cfg.Name = name // a unit never changes its identity
-	a.publish()       // config_changed is part of the snapshot
+	if a.u.term != nil {
+		a.u.term.SetIdleAfter(a.cfg.IdleAfter)
+	}
+	a.publish() // config_changed is part of the snapshot
 	m.reply <- nil
 }
 
@@ -245,10 +253,10 @@ func (a *actor) onTimer(ev timerEv) {
 		}
 		switch ev.kind {
 		case timerTerm:
-			a.signal(p, syscall.SIGTERM)
+			a.own.signal(p, syscall.SIGTERM)
 		case timerKill:
 			a.deps.Log.Event(p.run, "stop grace over: sending SIGKILL")
-			a.signal(p, syscall.SIGKILL)
+			a.own.signal(p, syscall.SIGKILL)
 		case timerHealthy:
 			a.hist = History{}
 			if a.state == StateDegraded {
@@ -274,6 +282,12 @@ func (a *actor) onExit(ev exitEv) {
 	a.reapTree(p)
 
 	a.lastExit, a.lastSignal = ev.code, ev.signal
+	if a.u.term != nil {
+		// What the screen still shows belongs to the run: land it before
+		// the run ends, since whoever waits on the run (trigger --wait)
+		// reads its tail right away.
+		a.u.term.Flush()
+	}
 	if err := a.deps.Runs.End(p.run, ev.code, ev.signal); err != nil {
 		a.deps.Logger.Error("supervise: end run", "run", p.run, "err", err)
 	}
@@ -292,7 +306,12 @@ func (a *actor) onExit(ev exitEv) {
 		a.setState(StateStopping)
 		return
 	}
-	a.applyPolicy(Exit{Code: ev.code, Signal: ev.signal, StartedAt: p.startedAt, At: now}, text)
+	e := Exit{Code: ev.code, Signal: ev.signal, StartedAt: p.readyAt, At: now,
+		StartFailed: p.startFailed || p.readyAt.IsZero()}
+	if e.StartFailed {
+		text = "never became ready; " + text
+	}
+	a.applyPolicy(e, text)
 }
 
 // reapTree ends whatever of the run's tree outlived its main process, off
@@ -303,45 +322,55 @@ func (a *actor) reapTree(p *proc) {
 		a.reaping = map[uint64]*proc{}
 	}
 	a.reaping[p.gen] = p
-	logger, log, wait := a.deps.Logger.With("run", p.run), a.deps.Log, a.deps.Limits.WaitDelay
 	go func() {
-		deadline := time.Now().Add(wait)
-		killed := 0
-		// Repeat until a pass finds nothing: a leftover may fork and
-		// setsid between a scan and its signal.
-		for pass := 0; ; pass++ {
-			// Find first: a process in the middle of dying may no longer
-			// show its environment, but it still shows as alive.
-			left := proctree.Find(p.marker)
-			n := proctree.Kill(p.pid, p.marker, syscall.SIGKILL)
-			if pass == 0 {
-				p.closeIO(logger)
-			}
-			if n == 0 && len(left) == 0 {
-				break
-			}
-			// The same process may be hit again while it dies: report the
-			// largest pass, not the sum.
-			killed = max(killed, n, len(left))
-			for _, pid := range left {
-				for proctree.Alive(pid) && time.Now().Before(deadline) {
-					// Polling /proc is the only way to see a non-child go away.
-					time.Sleep(5 * time.Millisecond)
-				}
-			}
-			// Unmarked group members are not in left: give them a moment
-			// to die before the next scan instead of spinning on /proc.
-			time.Sleep(5 * time.Millisecond)
-			if time.Now().After(deadline) {
-				logger.Error("supervise: leftovers survived SIGKILL", "pids", proctree.Find(p.marker))
-				break
-			}
-		}
-		if killed > 0 {
-			log.Event(p.run, fmt.Sprintf("killed %d leftover processes", killed))
+		if killed := a.own.reap(p); killed > 0 {
+			a.deps.Log.Event(p.run, fmt.Sprintf("killed %d leftover processes", killed))
 		}
 		a.u.post(reapedEv{gen: p.gen})
 	}()
+}
+
+// onMainExit notes that the main process is gone while the run goes on:
+// in cgroup mode a run ends with its last process, so a daemonising child
+// keeps it running until it exits or the unit is stopped.
+func (a *actor) onMainExit(ev mainExitEv) {
+	p := a.proc
+	if p == nil || p.gen != ev.gen {
+		return
+	}
+	p.mainExited = true
+	code := "exited"
+	if ps := p.cmd.ProcessState; ps != nil {
+		code = ps.String()
+	}
+	a.deps.Log.Event(p.run, fmt.Sprintf("main process %d %s; the run goes on until the last process in its cgroup ends", p.pid, code))
+}
+
+// onReady handles Unit.Started. Success starts the healthy timer; failure
+// ends the run as a failed start (the process is of no use), which the
+// policy counts like a spawn failure.
+func (a *actor) onReady(ev readyEv) {
+	p := a.proc
+	if p == nil || p.run != ev.run || p.stopping || !p.readyAt.IsZero() || p.startFailed {
+		return
+	}
+	if ev.err == nil {
+		p.readyAt = a.deps.Now()
+		p.healthyTimer = a.arm(a.deps.Limits.HealthyAfter, p.gen, timerHealthy)
+		return
+	}
+	p.startFailed = true
+	a.lastErr = ev.err.Error()
+	a.deps.Log.Event(p.run, "start failed: "+ev.err.Error())
+	a.deps.Logger.Warn("supervise: start failed", "run", p.run, "err", ev.err)
+	a.emit(Event{Kind: EventSpawnFailed, RunID: p.run, Message: ev.err.Error()})
+	if p.stdin != nil {
+		if err := p.stdin.Close(); err != nil {
+			a.deps.Logger.Debug("supervise: close stdin", "run", p.run, "err", err)
+		}
+	}
+	a.own.signal(p, syscall.SIGTERM)
+	p.killTimer = a.arm(a.stopGrace(), p.gen, timerKill)
 }
 
 // onReaped finishes a run once its whole tree is gone: the ledger entry
@@ -460,12 +489,17 @@ func (a *actor) publish() {
 	if a.cfg.Kind != KindUpstream {
 		s.Cols, s.Rows = ptySize(a.cfg)
 	}
+	if p := a.proc; p != nil && p.cols != 0 {
+		s.Cols, s.Rows = p.cols, p.rows // the size it runs with, resizes included
+	}
 	if a.lastExit != nil {
 		c := *a.lastExit
 		s.LastExitCode = &c
 	}
 	if p := a.proc; p != nil {
-		s.PID = p.pid
+		if !p.mainExited {
+			s.PID = p.pid
+		}
 		s.StartedAt = p.startedAt
 		s.ConfigChanged = !spawnEqual(p.cfg, a.cfg)
 	}

@@ -282,7 +282,7 @@ func TestStopEndsSetsidGrandchild(t *testing.T) {
 	for _, c := range strings.TrimSpace(string(b)) {
 		gpid = gpid*10 + int(c-'0')
 	}
-	marker := proctree.NewMarker("test", "forker", e.u.Status().RunID)
+	marker := proctree.NewMarker(testInstance, "forker", e.u.Status().RunID)
 	found := proctree.Find(marker)
 	if len(found) != 2 || !contains(found, gpid) || !contains(found, e.u.Status().PID) {
 		t.Fatalf("marker %s finds %v, want main %d and grandchild %d", marker, found, e.u.Status().PID, gpid)

@@ -42,6 +42,17 @@ func (r reaperMain) Run() int {
 	return code
 }
 
+// testInstance makes this binary's tree markers unique: markers are
+// matched machine-wide, and another copy of these tests may run beside
+// this one on a shared machine.
+var testInstance = func() string {
+	id, err := proctree.NewInstanceID()
+	if err != nil {
+		panic(err)
+	}
+	return "test" + id
+}()
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))
@@ -66,6 +77,10 @@ func TestMain(m *testing.M) {
 //	double-fork  start a setsid grandchild (via a middle process that exits), print "ready", sleep
 //	middle       start a setsid "sleep" child, write its pid to $HELPER_OUT, exit
 //	echo         copy stdin lines to stdout, a line to stderr; exit 0 on EOF
+//	envless      start a "stubborn" child in a new session with an empty
+//	             environment (no marker), write its pid to $HELPER_OUT, print
+//	             "ready", sleep; with $HELPER_EXIT=1 exit 0 instead
+//	stubborn     ignore SIGTERM and SIGHUP, print "ready", sleep
 func runHelper(mode string) int {
 	switch mode {
 	case "sleep":
@@ -121,6 +136,31 @@ func runHelper(mode string) int {
 			return 3
 		}
 		return 0 // the grandchild is orphaned and re-parents to the subreaper
+	case "envless":
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = []string{helperEnv + "=stubborn"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		out, err := cmd.StdoutPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			fmt.Println("envless:", err)
+			return 3
+		}
+		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+			return 3
+		}
+		if err := os.WriteFile(os.Getenv("HELPER_OUT"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+			return 3
+		}
+		if os.Getenv("HELPER_EXIT") == "1" {
+			return 0
+		}
+		fmt.Println("ready")
+	case "stubborn":
+		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
+		fmt.Println("ready")
 	case "echo":
 		fmt.Fprintln(os.Stderr, "echo helper on stderr")
 		sc := bufio.NewScanner(os.Stdin)
@@ -129,6 +169,9 @@ func runHelper(mode string) int {
 		}
 		return 0
 	default:
+		if code, ok := runTermHelper(mode); ok {
+			return code
+		}
 		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 		return 2
 	}
@@ -204,7 +247,7 @@ func newEnv(t *testing.T, cfg UnitConfig, opts ...func(*Deps)) *env {
 	}
 	e := &env{t: t, dir: dir, log: l, runs: st, rec: newRecorder(), tokens: NewTokens()}
 	deps := Deps{Log: l, Runs: st, Tokens: e.tokens, Reaper: testReaper, Ledger: ledger,
-		Instance: "test", OnEvent: e.rec.add,
+		Instance: testInstance, OnEvent: e.rec.add,
 		Limits: Limits{WaitDelay: time.Second, OutputDrain: 200 * time.Millisecond}}
 	for _, o := range opts {
 		o(&deps)

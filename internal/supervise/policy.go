@@ -110,22 +110,33 @@ type History struct {
 	Degraded bool
 	// Attempts counts restarts scheduled while degraded.
 	Attempts int
+	// FailedStarts counts consecutive failed starts (spawn failures and
+	// runs that never became ready), however far apart: an upstream that
+	// never completes initialize fails once per connect timeout, too slowly
+	// for the crash window, and must still degrade and then fail.
+	FailedStarts int
 }
 
 // Exit describes how a run ended, as the policy sees it.
 type Exit struct {
-	Code        *int      // exit status; nil when killed by a signal or never spawned
-	Signal      string    // "SIGKILL" etc. when killed by a signal
-	SpawnFailed bool      // the process never started
-	StartedAt   time.Time // when the run started (zero when never spawned)
+	Code        *int   // exit status; nil when killed by a signal or never spawned
+	Signal      string // "SIGKILL" etc. when killed by a signal
+	SpawnFailed bool   // the process never started
+	// StartFailed says the process ran but never became ready (an upstream
+	// that did not complete initialize).
+	StartFailed bool
+	StartedAt   time.Time // when the run started, or became ready (zero: never)
 	At          time.Time // when it ended
 }
 
 // Failed reports whether the exit counts as a failure: a non-zero code, a
-// signal, or a spawn that never happened.
+// signal, a spawn that never happened or a start that never completed.
 func (e Exit) Failed() bool {
-	return e.SpawnFailed || e.Signal != "" || e.Code == nil || *e.Code != 0
+	return e.SpawnFailed || e.StartFailed || e.Signal != "" || e.Code == nil || *e.Code != 0
 }
+
+// failedStart reports whether the exit is a failed start.
+func (e Exit) failedStart() bool { return e.SpawnFailed || e.StartFailed }
 
 // Decision is what the supervisor does after an exit while enabled.
 type Decision struct {
@@ -166,14 +177,19 @@ func Healthy(startedAt, now time.Time, lim Limits) bool {
 //
 // Without a restart the unit ends stopped after a clean exit and failed
 // otherwise (not latched). With one, the exit is recorded; reaching the
-// crash threshold inside the window makes the unit degraded, where the delay
-// doubles per attempt from max(restartDelay, MinBackoff), capped at MaxDelay,
-// with jitter; more than MaxAttempts degraded restarts give up into a
-// latched failed.
+// crash threshold inside the window, or as many failed starts in a row,
+// makes the unit degraded, where the delay doubles per attempt from
+// max(restartDelay, MinBackoff), capped at MaxDelay, with jitter; more than
+// MaxAttempts degraded restarts give up into a latched failed.
 func Decide(p Policy, h History, e Exit, restartDelay time.Duration, lim Limits, rnd func() float64) Decision {
 	lim = lim.WithDefaults()
-	if !e.SpawnFailed && Healthy(e.StartedAt, e.At, lim) {
+	if !e.failedStart() && Healthy(e.StartedAt, e.At, lim) {
 		h = History{}
+	}
+	if e.failedStart() {
+		h.FailedStarts++
+	} else {
+		h.FailedStarts = 0
 	}
 	if !ShouldRestart(p, e) {
 		st := StateStopped
@@ -185,10 +201,16 @@ func Decide(p Policy, h History, e Exit, restartDelay time.Duration, lim Limits,
 
 	h = recordExit(h, e.At, lim)
 	d := Decision{Restart: true, State: StateRestarting, Delay: max(restartDelay, 0)}
-	if !h.Degraded && len(h.Exits) >= lim.CrashThreshold {
+	switch {
+	case h.Degraded:
+	case len(h.Exits) >= lim.CrashThreshold:
 		h.Degraded = true
 		d.BecameDegraded = true
 		d.Reason = fmt.Sprintf("degraded: %d exits in %s", len(h.Exits), FormatDuration(lim.CrashWindow))
+	case h.FailedStarts >= lim.CrashThreshold:
+		h.Degraded = true
+		d.BecameDegraded = true
+		d.Reason = fmt.Sprintf("degraded: %d failed starts in a row", h.FailedStarts)
 	}
 	if h.Degraded {
 		h.Attempts++

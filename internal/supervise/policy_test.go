@@ -242,3 +242,57 @@ func TestPolicyTimeline(t *testing.T) {
 		}
 	})
 }
+
+// TestScenario_UpstreamThatNeverInitializesFails follows an upstream whose
+// every run is cut off by the broker's 30 s connect timeout. Counted as
+// ordinary exits, these runs are "healthy" (up for 30 s) and far apart, so
+// the unit restarted every 30 s forever; as failed starts it degrades after
+// CrashThreshold of them in a row and fails after MaxAttempts.
+func TestScenario_UpstreamThatNeverInitializesFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := Limits{CrashThreshold: 5, CrashWindow: time.Minute, MaxDelay: 5 * time.Minute,
+			MinBackoff: time.Second, Jitter: -1, HealthyAfter: 30 * time.Second, MaxAttempts: 10}
+		const connectTimeout = 30 * time.Second
+		run := func(startFailed bool) (states []State, d Decision) {
+			var h History
+			for range 100 {
+				started := time.Now()
+				time.Sleep(connectTimeout)
+				e := Exit{Code: code(0), StartedAt: started, At: time.Now(), StartFailed: startFailed}
+				if startFailed {
+					e.StartedAt = time.Time{} // it never became ready
+				}
+				d = Decide(RestartAlways, h, e, time.Second, lim, nil)
+				states = append(states, d.State)
+				if !d.Restart {
+					return states, d
+				}
+				h = d.History
+				time.Sleep(d.Delay)
+			}
+			return states, d
+		}
+
+		before, d := run(false)
+		if len(before) != 100 || d.State != StateRestarting || d.History.Degraded {
+			t.Fatalf("as plain exits: %d runs, last %+v; the unit should never degrade (the bug)", len(before), d)
+		}
+
+		begin := time.Now()
+		states, d := run(true)
+		if d.State != StateFailed || !d.Latched {
+			t.Fatalf("failed starts ended in %+v", d)
+		}
+		// 4 restarting, then degraded from the 5th failed start on for 10
+		// attempts, and the 15th failed start gives up.
+		if len(states) != 15 || states[3] != StateRestarting || states[4] != StateDegraded || states[13] != StateDegraded {
+			t.Fatalf("states %v", states)
+		}
+		// 15 connect timeouts, 4 plain delays, backoff 2,4,...,256 s and
+		// then the 5 min cap twice.
+		want := 15*connectTimeout + 4*time.Second + (2+4+8+16+32+64+128+256+300+300)*time.Second
+		if got := time.Since(begin); got != want {
+			t.Fatalf("gave up after %s, want %s", got, want)
+		}
+	})
+}

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/harness-dev/harness/internal/cgroup"
 	"github.com/harness-dev/harness/internal/proctree"
 	"github.com/harness-dev/harness/internal/runs"
 )
@@ -29,9 +30,24 @@ type proc struct {
 	startedAt time.Time
 	stopping  bool
 	waited    atomic.Bool // set by the waiter once Wait returned
+	// mainExited: the main process ended but the run goes on (cgroup mode:
+	// its cgroup still holds processes).
+	mainExited bool
+	// readyAt is when the run became ready: at spawn, or for a unit with
+	// Deps.AwaitReady when Started reported success. Zero until then.
+	readyAt time.Time
+	// startFailed: Started reported that the run never became ready.
+	startFailed bool
 
-	stdin  io.Closer // upstream: our end of its stdin
-	master *os.File  // harness: the PTY master
+	cg *cgroup.Group // cgroup mode: the run's leaf
+	// abandon is closed when the wait for an empty cgroup gives up (a
+	// process survived cgroup.kill).
+	abandon      chan struct{}
+	abandonTimer *time.Timer
+
+	stdin      io.Closer // upstream: our end of its stdin
+	master     *os.File  // harness: the PTY master
+	cols, rows uint16    // harness: the PTY size now
 	// ioDone is closed when the output reader (if any) has finished.
 	ioDone chan struct{}
 
@@ -39,11 +55,21 @@ type proc struct {
 }
 
 func (p *proc) stopTimers() {
-	for _, t := range []*time.Timer{p.termTimer, p.killTimer, p.healthyTimer} {
+	for _, t := range []*time.Timer{p.termTimer, p.killTimer, p.healthyTimer, p.abandonTimer} {
 		if t != nil {
 			t.Stop()
 		}
 	}
+}
+
+// abandonAfter closes p.abandon after d unless the run ends first. Only
+// the actor calls it.
+func (p *proc) abandonAfter(d time.Duration) {
+	if p.abandonTimer != nil {
+		return
+	}
+	ch := p.abandon
+	p.abandonTimer = time.AfterFunc(d, func() { close(ch) })
 }
 
 // closeIO releases the parent's ends of the run's I/O; the output reader
@@ -75,10 +101,13 @@ func (a *actor) spawn(cause runs.Cause) error {
 		return a.spawnFailed(a.errSpawn(fmt.Errorf("begin run: %w", err)))
 	}
 	a.runID = run.ID
+	if a.u.term != nil {
+		a.u.term.Flush() // lines of the previous run stay with it
+	}
 	a.deps.Log.SetRun(run.ID)
 
 	a.gen++
-	p := &proc{gen: a.gen, cfg: cfg, cmd: cmd, run: run.ID, ioDone: make(chan struct{})}
+	p := &proc{gen: a.gen, cfg: cfg, cmd: cmd, run: run.ID, ioDone: make(chan struct{}), abandon: make(chan struct{})}
 	p.marker = proctree.NewMarker(a.deps.Instance, cfg.Name, run.ID)
 	env := spawnEnv{cfg: cfg, base: a.deps.BaseEnv, marker: p.marker, fileEnv: fileEnv}
 	if cfg.Kind != KindUpstream {
@@ -88,10 +117,15 @@ func (a *actor) spawn(cause runs.Cause) error {
 	cmd.WaitDelay = a.deps.Limits.WaitDelay
 
 	var onStarted func()
-	if cfg.Kind == KindUpstream {
-		onStarted, err = a.startStdio(p)
-	} else {
-		onStarted, err = a.startPTY(p)
+	attrs := proctree.SysProcAttr()
+	err = a.own.place(p, attrs)
+	if err == nil {
+		if cfg.Kind == KindUpstream {
+			onStarted, err = a.startStdio(p, attrs)
+		} else {
+			onStarted, err = a.startPTY(p, attrs)
+		}
+		a.own.started(p, err)
 	}
 	if err != nil {
 		a.deps.Tokens.Revoke(cfg.Name, run.ID)
@@ -101,6 +135,9 @@ func (a *actor) spawn(cause runs.Cause) error {
 		return a.spawnFailed(a.errSpawn(err))
 	}
 	p.startedAt = a.deps.Now()
+	if !a.deps.AwaitReady {
+		p.readyAt = p.startedAt
+	}
 	a.proc = p
 	a.lastErr = ""
 
@@ -124,7 +161,9 @@ func (a *actor) spawn(cause runs.Cause) error {
 		onStarted()
 	}
 	go a.wait(p)
-	p.healthyTimer = a.arm(a.deps.Limits.HealthyAfter, p.gen, timerHealthy)
+	if !a.deps.AwaitReady {
+		p.healthyTimer = a.arm(a.deps.Limits.HealthyAfter, p.gen, timerHealthy)
+	}
 	if a.hist.Degraded {
 		a.setState(StateDegraded)
 	} else {
@@ -181,8 +220,9 @@ func (a *actor) startProcess(p *proc, start func() error) error {
 	return err
 }
 
-// wait is the waiter goroutine of one run: it waits for the main process,
-// gives its output a bounded moment to drain and reports the exit.
+// wait is the waiter goroutine of one run: it waits for the main process
+// and, in cgroup mode, for the run's last process, gives its output a
+// bounded moment to drain and reports the exit.
 func (a *actor) wait(p *proc) {
 	err := p.cmd.Wait()
 	p.waited.Store(true)
@@ -191,6 +231,7 @@ func (a *actor) wait(p *proc) {
 		// reaper pass, so do it after the exit is reported.
 		defer a.deps.Reaper.Release(p.pid)
 	}
+	a.own.settle(p)
 	drain := time.NewTimer(a.deps.Limits.OutputDrain)
 	select {
 	case <-p.ioDone:

@@ -13,18 +13,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harness-dev/harness/internal/logs"
-	"github.com/harness-dev/harness/internal/proctree"
 )
 
-// startPTY starts a harness on a new PTY of the configured size, in its
-// own session with the PTY as controlling terminal, and starts the reader
+// startPTY starts a harness with attrs on a new PTY of the configured
+// size, in its own session with the PTY as controlling terminal, and starts the reader
 // that copies the master into the log. The actor closes the master after
 // the exit. The returned func starts the reader: the actor calls it after
 // logging the spawn, so "spawned" precedes the run's first output line in
 // the activity log (the PTY buffers meanwhile).
-func (a *actor) startPTY(p *proc) (func(), error) {
+func (a *actor) startPTY(p *proc, attrs *syscall.SysProcAttr) (func(), error) {
 	cols, rows := ptySize(p.cfg)
-	attrs := proctree.SysProcAttr()
 	attrs.Setctty = true
 	attrs.Ctty = 0 // the child's stdin is the PTY slave
 	var master *os.File
@@ -43,11 +41,14 @@ func (a *actor) startPTY(p *proc) (func(), error) {
 		master = nb
 	}
 	p.master = master
+	p.cols, p.rows = cols, rows
+	t := a.u.term
+	t.Reset(int(cols), int(rows))
 	logger := a.deps.Logger.With("run", p.run)
 	return func() {
 		go func() {
 			defer close(p.ioDone)
-			copyOutput(master, newLogWriter(a.deps.Log, logger), logger)
+			copyOutput(master, newPTYWriter(a.deps.Log, t, logger), logger)
 		}()
 	}, nil
 }

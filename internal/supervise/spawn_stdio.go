@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-
-	"github.com/harness-dev/harness/internal/proctree"
+	"syscall"
 )
 
-// startStdio starts an upstream with pipes: stdin and stdout for the
+// startStdio starts an upstream with attrs and pipes: stdin and stdout for the
 // broker (handed over by the returned function once the run is recorded),
 // stderr into the log. Without Deps.OnSpawn stdout goes to the log too.
-func (a *actor) startStdio(p *proc) (onStarted func(), err error) {
+func (a *actor) startStdio(p *proc, attrs *syscall.SysProcAttr) (onStarted func(), err error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdin pipe: %w", err)
@@ -24,7 +23,7 @@ func (a *actor) startStdio(p *proc) (onStarted func(), err error) {
 	p.cmd.Stdin = inR
 	p.cmd.Stdout = outW
 	p.cmd.Stderr = newLogWriter(a.deps.Log, logger) // exec copies it; WaitDelay bounds the copy
-	p.cmd.SysProcAttr = proctree.SysProcAttr()
+	p.cmd.SysProcAttr = attrs
 	err = a.startProcess(p, p.cmd.Start)
 	// The child has its own copies; ours would keep EOF from ever coming.
 	childEnds := errors.Join(inR.Close(), outW.Close())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/cgroup"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/proctree"
 	"github.com/harness-dev/harness/internal/runs"
@@ -35,6 +36,9 @@ type UnitConfig struct {
 	RestartDelay time.Duration // 0 restarts at once (the backoff still applies when degraded)
 	StopGrace    time.Duration // 0 takes Limits.StopGrace
 	Cols, Rows   uint16        // PTY size; 0 takes 120x40
+	// IdleAfter is the silence after which a harness counts as idle; 0
+	// takes term.DefaultIdleAfter. It applies at once.
+	IdleAfter time.Duration
 }
 
 // spawnEqual reports whether a and b spawn the same process, i.e. whether a
@@ -75,6 +79,19 @@ type Deps struct {
 	OnSpawn func(run uint64, stdin io.WriteCloser, stdout io.ReadCloser)
 	// BaseEnv is the first layer of every unit's environment; default os.Environ().
 	BaseEnv []string
+
+	// Cgroups, when set, holds every run in a cgroup leaf of its own
+	// (cgroup mode): a run ends when its last process does, and stopping
+	// it reaches every process in the leaf. Nil is the fallback: process
+	// groups, markers and Tracker.
+	Cgroups *cgroup.Tree
+	// Tracker (fallback mode) attributes adopted orphans to runs; runs
+	// are registered with it and their tracked members ended with them.
+	Tracker *proctree.Tracker
+	// AwaitReady: a run counts as started only once Unit.Started reports
+	// success; an exit before that, or a reported failure, is a failed
+	// start (an upstream that never completes initialize).
+	AwaitReady bool
 }
 
 // Event kinds: the values of the wire's event kinds.
@@ -83,6 +100,10 @@ const (
 	EventExit        = api.EventExit        // a run ended: ExitCode or Signal
 	EventFlapping    = api.EventFlapping    // the unit became degraded
 	EventSpawnFailed = api.EventSpawnFailed // a spawn failed: Message says why
+	// EventActivity says a harness turned busy or idle (Activity). It comes
+	// from the unit's terminal, not from the actor: Time is when output
+	// resumed (busy) or stopped (idle).
+	EventActivity = api.EventActivity
 )
 
 // Event is a notification for the daemon's subscribers; it is the wire's

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/runs"
+	"github.com/harness-dev/harness/internal/term"
 )
 
 // ErrClosed is returned by the methods of a Unit after Close.
@@ -32,6 +33,7 @@ type Unit struct {
 	inbox  chan any
 	done   chan struct{}
 	status atomic.Pointer[Status]
+	term   *term.Term // harnesses only
 }
 
 // New starts the actor of one unit. The unit begins stopped and not
@@ -61,7 +63,11 @@ func New(cfg UnitConfig, deps Deps) *Unit {
 	}
 	deps.Logger = deps.Logger.With("unit", cfg.Name)
 	u := &Unit{name: cfg.Name, inbox: make(chan any, 16), done: make(chan struct{})}
+	if cfg.Kind != KindUpstream {
+		u.term = newTerm(u, cfg, deps)
+	}
 	a := &actor{u: u, cfg: cfg.clone(), deps: deps, state: StateStopped}
+	a.own = newOwner(a)
 	a.publish()
 	go a.loop()
 	return u
@@ -115,6 +121,15 @@ func (u *Unit) Update(cfg UnitConfig) {
 	}
 }
 
+// Started reports whether run became ready, for a unit with
+// Deps.AwaitReady (the broker calls it once an upstream's initialize
+// completed, or failed or timed out). A failure ends the run and counts
+// as a failed start; until success the run is not healthy. Reports for
+// another run than the current one are ignored. It never blocks for long.
+func (u *Unit) Started(run uint64, err error) {
+	u.post(readyEv{run: run, err: err})
+}
+
 // Close stops the unit and ends its actor. Later calls return ErrClosed.
 func (u *Unit) Close(ctx context.Context) error {
 	err := u.call(ctx, closeCmd{reply: make(chan error, 1)})
@@ -151,6 +166,8 @@ func (u *Unit) call(ctx context.Context, c any) error {
 	case closeCmd:
 		reply = c.reply
 	case updateCmd:
+		reply = c.reply
+	case resizeCmd:
 		reply = c.reply
 	}
 	select {

@@ -21,11 +21,14 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/internal/api"
 )
 
 // ProtocolVersion is the MCP version every upstream session is pinned to:
@@ -50,6 +53,11 @@ type Options struct {
 	// ConnectTimeout bounds the initialize handshake plus the first tool
 	// listing. Zero means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// OnStarted, when set, learns how each attached run's start ended:
+	// nil once initialize and the first listing succeeded, else why they
+	// failed or timed out. Runs detached or replaced meanwhile are not
+	// reported. It is called from the run's goroutine and must not block.
+	OnStarted func(unit string, run uint64, err error)
 }
 
 // Upstream is one configured [mcp.KEY] table. A global upstream's unit name
@@ -57,6 +65,12 @@ type Options struct {
 type Upstream struct {
 	Key     string
 	Project string
+	// Tools classifies its tools; a change re-classifies the listed tools
+	// at once, without a restart.
+	Tools Policy
+	// CallTimeout bounds each call to it ([mcp.KEY] call_timeout_s); 0
+	// takes Options.CallTimeout. A change applies to the next call.
+	CallTimeout time.Duration
 }
 
 // Status is what the broker knows of one upstream.
@@ -68,6 +82,9 @@ type Status struct {
 	Tools     int
 	LastError string
 	NextRetry time.Time
+	// Classes is every listed tool's class and why, excluded ones
+	// included, sorted by tool name.
+	Classes []api.ToolClass
 }
 
 // Broker proxies tool calls from downstream sessions to upstream servers.
@@ -97,15 +114,24 @@ type Broker struct {
 type upstream struct {
 	unit, key, project string
 	sem                chan struct{} // in-flight bound; survives restarts
+	policy             Policy
+	callTimeout        time.Duration
 
-	run       uint64
-	conn      *conn              // the attached run, nil when none
-	session   *mcp.ClientSession // non-nil exactly while connected
-	tools     map[string]*mcp.Tool
-	listed    bool // tools came from at least one successful listing
-	warnings  []string
-	lastErr   string
-	nextRetry time.Time
+	run     uint64
+	conn    *conn              // the attached run, nil when none
+	session *mcp.ClientSession // non-nil exactly while connected
+	// all is the last listing, namespaced (by the upstream's own name), and
+	// listWarnings its tools that cannot be served; installLocked derives
+	// from them and the policy what sessions see: tools (excluded ones
+	// left out), classes (every tool of all) and warnings.
+	all          map[string]*mcp.Tool
+	listWarnings []string
+	tools        map[string]*mcp.Tool
+	classes      map[string]api.ToolClass
+	listed       bool // tools came from at least one successful listing
+	warnings     []string
+	lastErr      string
+	nextRetry    time.Time
 }
 
 // conn is one attached run: the goroutine serving it ends when cancel is
@@ -163,8 +189,9 @@ func (b *Broker) bump() {
 
 // Configure replaces the configured set (unit name -> Upstream). A removed
 // or redefined unit loses its session and its tools; a new one is listed
-// as not connected until its first Attach. Change listeners fire when tools
-// disappeared.
+// as not connected until its first Attach; a changed Policy re-classifies
+// the tools already listed. Change listeners fire when tools disappeared
+// or changed class.
 func (b *Broker) Configure(ups map[string]Upstream) {
 	b.mu.Lock()
 	if b.closed {
@@ -174,6 +201,14 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 	changed := false
 	for unit, u := range b.ups {
 		if want, ok := ups[unit]; ok && want.Key == u.key && want.Project == u.project {
+			u.callTimeout = want.CallTimeout
+			if !want.Tools.equal(u.policy) {
+				u.policy = want.Tools
+				if b.installLocked(u) {
+					changed = true
+					b.log.Info("broker: upstream tools re-classified", "unit", unit, "key", u.key)
+				}
+			}
 			continue
 		}
 		if u.conn != nil {
@@ -189,8 +224,8 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 			continue
 		}
 		b.ups[unit] = &upstream{
-			unit: unit, key: want.Key, project: want.Project,
-			sem: make(chan struct{}, b.opts.MaxInFlight),
+			unit: unit, key: want.Key, project: want.Project, policy: want.Tools,
+			callTimeout: want.CallTimeout, sem: make(chan struct{}, b.opts.MaxInFlight),
 		}
 	}
 	b.bump()
@@ -287,6 +322,7 @@ func (b *Broker) Status() []Status {
 			Unit: u.unit, Key: u.key, Project: u.project,
 			Connected: u.session != nil, Tools: len(u.tools),
 			LastError: u.lastErr, NextRetry: u.nextRetry,
+			Classes: slices.SortedFunc(maps.Values(u.classes), func(x, y api.ToolClass) int { return strings.Compare(x.Tool, y.Tool) }),
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Unit < out[j].Unit })
@@ -294,8 +330,9 @@ func (b *Broker) Status() []Status {
 }
 
 // Warnings lists problems an operator should see: tools not served because
-// their namespaced name is too long, keys that cannot be addressed, and
-// project upstreams shadowing a global one of the same key.
+// their namespaced name is too long, keys that cannot be addressed, tools
+// matched by both read_tools and write_tools, and project upstreams
+// shadowing a global one of the same key.
 func (b *Broker) Warnings() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()

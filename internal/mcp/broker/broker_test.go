@@ -74,7 +74,8 @@ func TestToolsNamespacedWithSchemasUnchanged(t *testing.T) {
 	if len(got) != len(want) {
 		t.Fatalf("Tools = %v, want %d tools", toolNames(got), len(want))
 	}
-	for _, tool := range got {
+	for _, served := range got {
+		tool := served.Tool
 		key, name, ok := SplitName(tool.Name)
 		if !ok || key != "alpha" {
 			t.Fatalf("tool %q is not namespaced under alpha", tool.Name)
@@ -102,7 +103,7 @@ func TestToolsNamespacedWithSchemasUnchanged(t *testing.T) {
 		t.Errorf("echo = %q", got)
 	}
 	// Arguments left out reach the upstream as {}, not null.
-	res, err := b.Call(context.Background(), "", "alpha__cancelled", nil, nil, nil)
+	res, err := b.Call(context.Background(), "", "alpha__cancelled", nil, nil, nil, nil)
 	if err != nil || res.IsError {
 		t.Fatalf("call with nil args: %v %+v", err, res)
 	}
@@ -146,7 +147,7 @@ func TestProjectVisibility(t *testing.T) {
 		t.Errorf("x__search from p = %q", got)
 	}
 	for _, project := range []string{"", "q"} {
-		_, err := b.Call(context.Background(), project, "x__echo", args(t, map[string]any{"text": "a"}), nil, nil)
+		_, err := b.Call(context.Background(), project, "x__echo", args(t, map[string]any{"text": "a"}), nil, nil, nil)
 		if !errors.Is(err, errcode.ErrUnknownNamespace) {
 			t.Errorf("x__echo from %q: err = %v, want unknown_namespace", project, err)
 		}
@@ -154,7 +155,7 @@ func TestProjectVisibility(t *testing.T) {
 			t.Errorf("Known(%q, x__echo) says the namespace is known", project)
 		}
 	}
-	_, err := b.Call(context.Background(), "p", "x__nope", args(t, map[string]any{}), nil, nil)
+	_, err := b.Call(context.Background(), "p", "x__nope", args(t, map[string]any{}), nil, nil, nil)
 	if !errors.Is(err, errcode.ErrUnknownTool) {
 		t.Errorf("x__nope: err = %v, want unknown_tool", err)
 	}
@@ -168,7 +169,7 @@ func TestKillDetachReattach(t *testing.T) {
 	p1.kill(t)
 	next := time.Now().Add(90 * time.Second)
 	b.Detach("alpha", 1, next, "killed by SIGKILL")
-	_, err := b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil)
+	_, err := b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil, nil)
 	if !errors.Is(err, errcode.ErrUpstreamUnavailable) {
 		t.Fatalf("call while down: err = %v, want upstream_unavailable", err)
 	}
@@ -187,7 +188,7 @@ func TestKillDetachReattach(t *testing.T) {
 
 	// No attempt scheduled: the error says so.
 	b.Detach("alpha", 1, time.Time{}, "gave up")
-	_, err = b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil)
+	_, err = b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil, nil)
 	if !errors.Is(err, errcode.ErrUpstreamUnavailable) || !strings.Contains(err.Error(), "not scheduled") {
 		t.Errorf("call with no retry: err = %v", err)
 	}
@@ -211,7 +212,7 @@ func TestUpstreamErrorsNameTheUpstream(t *testing.T) {
 	if !res.IsError || text(t, res) != "upstream alpha: disk full" {
 		t.Errorf("fail = %+v (%q)", res, text(t, res))
 	}
-	_, err := b.Call(context.Background(), "", "alpha__boom", args(t, map[string]any{"message": "kaboom"}), nil, nil)
+	_, err := b.Call(context.Background(), "", "alpha__boom", args(t, map[string]any{"message": "kaboom"}), nil, nil, nil)
 	if err == nil || err.Error() != "broker: upstream alpha: tools/call boom: kaboom" {
 		t.Fatalf("boom: err = %v", err)
 	}
@@ -219,7 +220,7 @@ func TestUpstreamErrorsNameTheUpstream(t *testing.T) {
 	if !errors.As(err, &rpc) || rpc.Key != "alpha" || rpc.Err.Message != "kaboom" {
 		t.Errorf("boom: error %#v is not an RPCError for alpha", err)
 	}
-	_, err = b.Call(context.Background(), "", "alpha__echo", json.RawMessage(`{"text":`), nil, nil)
+	_, err = b.Call(context.Background(), "", "alpha__echo", json.RawMessage(`{"text":`), nil, nil, nil)
 	if !errors.Is(err, errcode.ErrInvalidArgument) {
 		t.Errorf("invalid JSON args: err = %v", err)
 	}
@@ -252,12 +253,12 @@ func TestConfigureRemovesUpstream(t *testing.T) {
 	if names := toolNames(b.Tools("")); len(names) != 0 {
 		t.Errorf("tools after removal = %v", names)
 	}
-	_, err := b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil)
+	_, err := b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil, nil)
 	if !errors.Is(err, errcode.ErrUnknownNamespace) {
 		t.Errorf("call to removed upstream: %v", err)
 	}
 	// beta was configured but never attached: it is starting-less and down.
-	_, err = b.Call(context.Background(), "", "beta__echo", args(t, map[string]any{"text": "x"}), nil, nil)
+	_, err = b.Call(context.Background(), "", "beta__echo", args(t, map[string]any{"text": "x"}), nil, nil, nil)
 	if !errors.Is(err, errcode.ErrUpstreamUnavailable) {
 		t.Errorf("call to never-attached upstream: %v", err)
 	}
@@ -289,8 +290,8 @@ func TestWarningsAndShadowing(t *testing.T) {
 		t.Errorf("Warnings = %q, want a shadowing warning", ws)
 	}
 	for _, tool := range b.Tools("") {
-		if len(tool.Name) > MaxNameLen {
-			t.Errorf("served over-long name %s", tool.Name)
+		if len(tool.Tool.Name) > MaxNameLen {
+			t.Errorf("served over-long name %s", tool.Tool.Name)
 		}
 	}
 }

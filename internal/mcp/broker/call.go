@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,29 +11,47 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/errcode"
 )
 
-// Tools returns the namespaced tools a session of project sees: global
-// upstreams for project "", global plus that project's otherwise. Input
-// schemas are the upstreams' own (normalised only when their root is not
-// an object schema). The Tools are fresh copies; their schemas are shared
-// and must be treated as read-only.
-func (b *Broker) Tools(project string) []*mcp.Tool {
+// Tool is one tool the broker serves: the namespaced copy sessions list,
+// the upstream key it belongs to (its namespace in a grant) and its class.
+type Tool struct {
+	Tool  *mcp.Tool
+	Key   string
+	Class api.Class
+}
+
+// Tools returns the namespaced tools a session of project may be shown:
+// global upstreams for project "", global plus that project's otherwise,
+// excluded tools left out, each with its class. Input schemas are the
+// upstreams' own (normalised only when their root is not an object
+// schema) and annotations are passed through unchanged. The mcp.Tools are
+// fresh copies; their schemas are shared and must be treated as read-only.
+func (b *Broker) Tools(project string) []Tool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []*mcp.Tool
+	var out []Tool
 	for _, u := range b.visibleAll(project) {
-		for _, t := range u.tools {
+		for name, t := range u.tools {
 			c := *t
-			out = append(out, &c)
+			out = append(out, Tool{Tool: &c, Key: u.key, Class: u.classes[name].Class})
 		}
 	}
-	slices.SortFunc(out, func(x, y *mcp.Tool) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(out, func(x, y Tool) int { return strings.Compare(x.Tool.Name, y.Tool.Name) })
 	return out
 }
+
+// Permit decides whether a call may go ahead once Call has resolved its
+// tool: class is the tool's class, or "" when the upstream lists no such
+// tool (not yet listed, unknown, or excluded). A non-nil error refuses the
+// call before anything reaches the upstream; Call returns it unchanged.
+// It runs without the broker's lock and must not block.
+type Permit func(class api.Class) error
 
 // Known reports whether name's namespace is an upstream visible to project
 // and whether that upstream lists the tool. toolKnown is false for every
@@ -55,7 +74,9 @@ func (b *Broker) Known(project, name string) (namespaceKnown, toolKnown bool) {
 }
 
 // Call proxies a tools/call of the namespaced name for a session of
-// project. args is the raw arguments object (empty or null means {}).
+// project, if permit (nil: no check) allows the tool's class at the moment
+// the call is resolved. args is the raw arguments object (empty or null
+// means {}).
 // When progressToken is non-nil the upstream's progress notifications for
 // this call reach notify, carrying progressToken, until Call returns; those
 // the upstream sent before its result all reach notify before Call returns
@@ -65,13 +86,14 @@ func (b *Broker) Known(project, name string) (namespaceKnown, toolKnown bool) {
 // KEY), ErrUnknownTool, ErrUpstreamUnavailable (down, starting, or the
 // connection broke mid-call), ErrInvalidArgument (args not JSON). A
 // JSON-RPC error from the upstream comes back as an error naming the
-// upstream and keeping its message; an isError result is returned with
+// upstream and keeping its message; an excluded tool is ErrUnknownTool
+// saying so; an isError result is returned with
 // "upstream KEY: " prefixed to its first text item.
-func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMessage, progressToken any,
+func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMessage, permit Permit, progressToken any,
 	notify func(context.Context, *mcp.ProgressNotificationParams) error) (*mcp.CallToolResult, error) {
 	key, tool, ok := SplitName(name)
 	if !ok {
-		return nil, fmt.Errorf("broker: tool %q: no KEY__ namespace: %w", name, errcode.ErrUnknownNamespace)
+		return nil, fmt.Errorf("broker: tool %s: no KEY__ namespace: %w", errcode.Quote(name), errcode.ErrUnknownNamespace)
 	}
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || string(args) == "null" {
@@ -89,16 +111,31 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	u := b.visible(project, key)
 	if u == nil {
 		b.mu.Unlock()
-		return nil, fmt.Errorf("broker: tool %s: no upstream %q visible here: %w", name, key, errcode.ErrUnknownNamespace)
+		return nil, fmt.Errorf("broker: tool %s: no upstream %s visible here: %w", errcode.Quote(name), errcode.Quote(key), errcode.ErrUnknownNamespace)
 	}
 	_, listed := u.tools[tool]
+	var class api.Class
+	if listed {
+		class = u.classes[tool].Class
+	}
+	excluded := u.classes[tool].Why == api.WhyExcluded
 	cs, sem := u.session, u.sem
+	timeout := cmp.Or(u.callTimeout, b.opts.CallTimeout)
 	unavailable := unavailableErr(u)
 	everListed := u.listed
 	b.mu.Unlock()
+	if permit != nil {
+		// Judged on what was resolved above, together with cs: a re-list
+		// that changes the class afterwards cannot let this call through.
+		if err := permit(class); err != nil {
+			return nil, err
+		}
+	}
 	switch {
+	case excluded:
+		return nil, fmt.Errorf("broker: upstream %s: tool %q is hidden by [mcp.%s] exclude_tools: %w", key, tool, key, errcode.ErrUnknownTool)
 	case !listed && (everListed || cs != nil):
-		return nil, fmt.Errorf("broker: upstream %s: no tool %q: %w", key, tool, errcode.ErrUnknownTool)
+		return nil, fmt.Errorf("broker: upstream %s: no tool %s: %w", key, errcode.Quote(tool), errcode.ErrUnknownTool)
 	case cs == nil:
 		// Down, or never listed yet: we cannot tell an unknown tool from
 		// one we have not seen, and the outage is the real answer.
@@ -111,9 +148,9 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	case <-ctx.Done():
 		return nil, fmt.Errorf("broker: upstream %s: tools/call %s: waiting for a free slot: %w", key, tool, ctx.Err())
 	}
-	if b.opts.CallTimeout > 0 {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.opts.CallTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, &callTimeoutError{key: key, after: timeout})
 		defer cancel()
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
@@ -145,6 +182,20 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	return res, nil
 }
 
+// callTimeoutError ends a call that outlived its upstream's call timeout:
+// the upstream is up but did not answer in time, which a caller can
+// retry like an outage.
+type callTimeoutError struct {
+	key   string
+	after time.Duration
+}
+
+func (e *callTimeoutError) Error() string {
+	return fmt.Sprintf("no answer within %s (call_timeout_s of [mcp.%s]); the call was cancelled upstream", e.after, e.key)
+}
+
+func (e *callTimeoutError) Unwrap() error { return errcode.ErrUpstreamUnavailable }
+
 // callErr classifies a failed upstream call.
 func (b *Broker) callErr(ctx context.Context, key, tool string, err error) error {
 	var rpc *jsonrpc.Error
@@ -152,6 +203,9 @@ func (b *Broker) callErr(ctx context.Context, key, tool string, err error) error
 	case errors.As(err, &rpc):
 		b.log.Info("broker: upstream returned an error", "upstream", key, "tool", tool, "code", rpc.Code, "message", rpc.Message)
 		return &RPCError{Key: key, Tool: tool, Err: rpc}
+	case errors.As(context.Cause(ctx), new(*callTimeoutError)):
+		b.log.Warn("broker: upstream call timed out; cancelled upstream", "upstream", key, "tool", tool, "error", context.Cause(ctx))
+		return fmt.Errorf("broker: upstream %s: tools/call %s: %w", key, tool, context.Cause(ctx))
 	case ctx.Err() != nil:
 		b.log.Info("broker: upstream call ended by its context", "upstream", key, "tool", tool, "error", ctx.Err())
 		return fmt.Errorf("broker: upstream %s: tools/call %s: %w", key, tool, ctx.Err())

@@ -25,7 +25,7 @@ func TestConcurrentCallersGetTheirOwnAnswers(t *testing.T) {
 		wg.Go(func() {
 			for j := range 20 {
 				want := fmt.Sprintf("caller %d message %d", i, j)
-				res, err := b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": want}), nil, nil)
+				res, err := b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": want}), nil, nil, nil)
 				if err != nil {
 					errs <- err
 					return
@@ -51,7 +51,7 @@ func startSlow(t *testing.T, b *Broker, ctx context.Context, ms int) <-chan erro
 	var once sync.Once
 	done := make(chan error, 1)
 	go func() {
-		_, err := b.Call(ctx, "", "alpha__slow", args(t, map[string]any{"ms": ms}), "slow-token",
+		_, err := b.Call(ctx, "", "alpha__slow", args(t, map[string]any{"ms": ms}), nil, "slow-token",
 			func(context.Context, *mcp.ProgressNotificationParams) error {
 				once.Do(func() { close(started) })
 				return nil
@@ -93,7 +93,7 @@ func TestInFlightBound(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := b.Call(ctx, "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil)
+	_, err := b.Call(ctx, "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil, nil)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "waiting for a free slot") {
 		t.Errorf("second call with the slot taken: err = %v", err)
 	}
@@ -122,7 +122,7 @@ func TestCancellationReachesUpstream(t *testing.T) {
 	// only a notifications/cancelled for the slow call can cause.
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
-	res, err := b.Call(wctx, "", "alpha__cancelled", args(t, map[string]any{"at_least": 1}), nil, nil)
+	res, err := b.Call(wctx, "", "alpha__cancelled", args(t, map[string]any{"at_least": 1}), nil, nil, nil)
 	if err != nil {
 		t.Fatalf("waiting for the upstream to see the cancellation: %v", err)
 	}
@@ -142,7 +142,7 @@ func TestProgressReachesTheCallerUnderItsOwnToken(t *testing.T) {
 	for i := range 2 {
 		wg.Go(func() {
 			var mu sync.Mutex
-			res, err := b.Call(context.Background(), "", "alpha__progress", args(t, map[string]any{"steps": steps}), "same",
+			res, err := b.Call(context.Background(), "", "alpha__progress", args(t, map[string]any{"steps": steps}), nil, "same",
 				func(_ context.Context, p *mcp.ProgressNotificationParams) error {
 					mu.Lock()
 					defer mu.Unlock()
@@ -201,7 +201,7 @@ func TestUpstreamDyingMidCall(t *testing.T) {
 	// Before the supervisor's Detach arrives the broker already knows the
 	// connection is gone.
 	waitFor(t, b, "alpha disconnected", func() bool { return !connected(b, "alpha")() })
-	_, err = b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil)
+	_, err = b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil, nil)
 	if !errors.Is(err, errcode.ErrUpstreamUnavailable) {
 		t.Errorf("call after death: %v", err)
 	}
@@ -228,7 +228,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		t.Errorf("upstream exit after Close: %v", p.cmd.ProcessState)
 	}
 	goleak.VerifyNone(t, ignore)
-	if _, err := b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil); !errors.Is(err, errcode.ErrUpstreamUnavailable) {
+	if _, err := b.Call(context.Background(), "", "alpha__echo", args(t, map[string]any{"text": "x"}), nil, nil, nil); !errors.Is(err, errcode.ErrUpstreamUnavailable) {
 		t.Errorf("call after Close: %v", err)
 	}
 }

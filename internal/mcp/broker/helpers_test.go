@@ -149,7 +149,7 @@ func args(t *testing.T, v any) json.RawMessage {
 // call makes a call without progress and fails the test on a Go error.
 func call(t *testing.T, b *Broker, project, name string, a any) *mcp.CallToolResult {
 	t.Helper()
-	res, err := b.Call(context.Background(), project, name, args(t, a), nil, nil)
+	res, err := b.Call(context.Background(), project, name, args(t, a), nil, nil, nil)
 	if err != nil {
 		t.Fatalf("call %s: %v", name, err)
 	}
@@ -168,10 +168,10 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 	return tc.Text
 }
 
-func toolNames(ts []*mcp.Tool) []string {
+func toolNames(ts []Tool) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
-		out[i] = t.Name
+		out[i] = t.Tool.Name
 	}
 	return out
 }

@@ -58,7 +58,7 @@ func TestProgressSentJustBeforeTheResultIsDelivered(t *testing.T) {
 			got      []float64
 			returned atomic.Bool
 		)
-		res, err := b.Call(context.Background(), "", "alpha__progress", args(t, map[string]any{"steps": steps, "no_sync": true}), call,
+		res, err := b.Call(context.Background(), "", "alpha__progress", args(t, map[string]any{"steps": steps, "no_sync": true}), nil, call,
 			func(_ context.Context, p *mcp.ProgressNotificationParams) error {
 				if returned.Load() {
 					t.Errorf("call %d: notify after Call returned: %+v", call, p)

@@ -66,7 +66,7 @@ func TestOddSchemasAreNormalisedNotFatal(t *testing.T) {
 
 	tools := map[string]*mcp.Tool{}
 	for _, tool := range b.Tools("") {
-		tools[tool.Name] = tool
+		tools[tool.Tool.Name] = tool.Tool
 	}
 	schema := func(name string) string {
 		tool, ok := tools[name]

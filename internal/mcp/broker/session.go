@@ -44,7 +44,9 @@ func (b *Broker) serve(ctx context.Context, u *upstream, c *conn, stdin io.Write
 		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
 		closePipes(log, u.unit, stdin, stdout)
-		b.failed(log, u, c, fmt.Errorf("broker: upstream %s: initialize: %w", u.key, err))
+		err = fmt.Errorf("broker: upstream %s: initialize: %w", u.key, err)
+		b.failed(log, u, c, err)
+		b.started(u, c, err)
 		return
 	}
 	// waitDone closes when the connection ends, whoever ends it.
@@ -66,9 +68,11 @@ func (b *Broker) serve(ctx context.Context, u *upstream, c *conn, stdin io.Write
 
 	if err := b.list(cctx, log, u, c, cs); err != nil {
 		b.failed(log, u, c, err)
+		b.started(u, c, err)
 		return
 	}
 	cancelConnect()
+	b.started(u, c, nil)
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,6 +113,20 @@ func (b *Broker) failed(log *slog.Logger, u *upstream, c *conn, err error) {
 	}
 }
 
+// started reports the outcome of c's start to Options.OnStarted while c is
+// still u's attached run.
+func (b *Broker) started(u *upstream, c *conn, err error) {
+	if b.opts.OnStarted == nil {
+		return
+	}
+	b.mu.Lock()
+	current := u.conn == c && !b.closed
+	b.mu.Unlock()
+	if current {
+		b.opts.OnStarted(u.unit, c.run, err)
+	}
+}
+
 // list fetches every page of tools/list and installs the result; the first
 // successful listing of a run is what marks the upstream connected.
 func (b *Broker) list(ctx context.Context, log *slog.Logger, u *upstream, c *conn, cs *mcp.ClientSession) error {
@@ -131,11 +149,11 @@ func (b *Broker) list(ctx context.Context, log *slog.Logger, u *upstream, c *con
 		b.mu.Unlock()
 		return nil
 	}
-	changed := !sameTools(u.tools, set)
-	u.tools, u.listed, u.warnings = set, true, warnings
+	u.all, u.listWarnings, u.listed = set, warnings, true
+	changed := b.installLocked(u)
 	if u.session == nil {
 		u.session, u.lastErr = cs, ""
-		log.Info("broker: upstream connected", "tools", len(set))
+		log.Info("broker: upstream connected", "tools", len(u.tools))
 	}
 	b.bump()
 	b.mu.Unlock()

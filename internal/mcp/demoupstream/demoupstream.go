@@ -87,22 +87,29 @@ func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
+// readOnly marks the tools that change nothing, so the broker classes
+// them read (DESIGN §13); add_tool changes the server and, like the tools
+// it adds, carries no hint, which makes it write.
+func readOnly() *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
+}
+
 func (d *demo) register() {
-	mcp.AddTool(d.server, &mcp.Tool{Name: "echo", Description: "Return text unchanged."},
+	mcp.AddTool(d.server, &mcp.Tool{Name: "echo", Annotations: readOnly(), Description: "Return text unchanged."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
 			return text(in.Text), nil, nil
 		})
-	mcp.AddTool(d.server, &mcp.Tool{Name: "search", Description: "Pretend to search; the answer names this instance."},
+	mcp.AddTool(d.server, &mcp.Tool{Name: "search", Annotations: readOnly(), Description: "Pretend to search; the answer names this instance."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in queryIn) (*mcp.CallToolResult, any, error) {
 			return text(fmt.Sprintf("%s: results for %s", d.name, in.Query)), nil, nil
 		})
-	mcp.AddTool(d.server, &mcp.Tool{Name: "slow", Description: "Sleep ms milliseconds; a progress token gets one notification when the sleep starts."},
+	mcp.AddTool(d.server, &mcp.Tool{Name: "slow", Annotations: readOnly(), Description: "Sleep ms milliseconds; a progress token gets one notification when the sleep starts."},
 		d.slow)
-	mcp.AddTool(d.server, &mcp.Tool{Name: "cancelled", Description: "How many calls were cancelled so far."},
+	mcp.AddTool(d.server, &mcp.Tool{Name: "cancelled", Annotations: readOnly(), Description: "How many calls were cancelled so far."},
 		d.cancelledCount)
-	mcp.AddTool(d.server, &mcp.Tool{Name: "progress", Description: "Send steps progress notifications, then (unless no_sync) ping the client, then return done."},
+	mcp.AddTool(d.server, &mcp.Tool{Name: "progress", Annotations: readOnly(), Description: "Send steps progress notifications, then (unless no_sync) ping the client, then return done."},
 		d.progress)
-	mcp.AddTool(d.server, &mcp.Tool{Name: "fail", Description: "Return an isError result carrying message."},
+	mcp.AddTool(d.server, &mcp.Tool{Name: "fail", Annotations: readOnly(), Description: "Return an isError result carrying message."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in messageIn) (*mcp.CallToolResult, any, error) {
 			res := text(in.Message)
 			res.IsError = true
@@ -110,7 +117,7 @@ func (d *demo) register() {
 		})
 	// boom uses the low-level handler: its Go error becomes a JSON-RPC error
 	// rather than an isError result.
-	d.server.AddTool(&mcp.Tool{Name: "boom", Description: "Fail with a JSON-RPC error carrying message.",
+	d.server.AddTool(&mcp.Tool{Name: "boom", Annotations: readOnly(), Description: "Fail with a JSON-RPC error carrying message.",
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"message": map[string]any{"type": "string"}}}},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var in messageIn
@@ -119,7 +126,7 @@ func (d *demo) register() {
 			}
 			return nil, errors.New(in.Message)
 		})
-	mcp.AddTool(d.server, &mcp.Tool{Name: "env", Description: "Return the value of an environment variable."},
+	mcp.AddTool(d.server, &mcp.Tool{Name: "env", Annotations: readOnly(), Description: "Return the value of an environment variable."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in keyIn) (*mcp.CallToolResult, any, error) {
 			return text(os.Getenv(in.Key)), nil, nil
 		})

@@ -55,6 +55,10 @@ func TestToolsAndAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 		names = append(names, tool.Name)
+		// add_tool changes the server: it alone is not read-only.
+		if ro := tool.Annotations != nil && tool.Annotations.ReadOnlyHint; ro != (tool.Name != "add_tool") {
+			t.Errorf("tool %s: readOnlyHint %v", tool.Name, ro)
+		}
 	}
 	slices.Sort(names)
 	want := []string{"add_tool", "boom", "cancelled", "echo", "env", "fail", "progress", "search", "slow"}

@@ -180,11 +180,12 @@ func (t Tool) Validate(args json.RawMessage) error {
 	var inst any = map[string]any{}
 	if trimmed := bytes.TrimSpace(args); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
 		if err := json.Unmarshal(trimmed, &inst); err != nil {
-			return errcode.Errorf(errcode.InvalidArgument, "%s: arguments are not JSON: %v", t.Name, err)
+			return errcode.Errorf(errcode.InvalidArgument, "%s: arguments are not JSON: %s", t.Name, errcode.Clip(err.Error(), 256))
 		}
 	}
 	if err := r.Validate(inst); err != nil {
-		return errcode.Errorf(errcode.InvalidArgument, "%s: %v", t.Name, err)
+		// The validator quotes the offending value: keep a prefix only.
+		return errcode.Errorf(errcode.InvalidArgument, "%s: %s", t.Name, errcode.Clip(err.Error(), 256))
 	}
 	return nil
 }

@@ -30,16 +30,25 @@ var (
 	allTools  = []string{"harness_daemon_info", "harness_describe", "harness_get_trajectory", "harness_jobs", "harness_list", "harness_list_trajectories", "harness_logs", "harness_restart", "harness_runs", "harness_start", "harness_stop", "harness_trigger", "harness_triggers"}
 )
 
-// fakeOps records the caller of every control call.
+// fakeOps records the caller of every control call; each call takes delay.
 type fakeOps struct {
 	mu      sync.Mutex
 	callers []api.Caller
+	delay   time.Duration
 }
 
-func (f *fakeOps) Call(_ context.Context, caller api.Caller, op string, _ json.RawMessage) (any, error) {
+func (f *fakeOps) Call(ctx context.Context, caller api.Caller, op string, _ json.RawMessage) (any, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.callers = append(f.callers, caller)
+	delay := f.delay
+	f.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return map[string]any{"op": op}, nil
 }
 
@@ -51,9 +60,10 @@ func (f *fakeOps) recorded() []api.Caller {
 
 // fakeAuth is the token registry and live config of session's tests.
 type fakeAuth struct {
-	mu      sync.Mutex
-	tokens  map[string]string
-	allowed map[string][]string
+	mu       sync.Mutex
+	tokens   map[string]string
+	allowed  map[string][]string
+	operator []string
 }
 
 func (a *fakeAuth) ResolveToken(token string) (string, bool) {
@@ -63,10 +73,34 @@ func (a *fakeAuth) ResolveToken(token string) (string, bool) {
 	return h, ok
 }
 
-func (a *fakeAuth) Allowed(h string) []string {
+func (a *fakeAuth) Grant(h string) (api.Grant, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Clone(a.allowed[h])
+	allow, ok := a.allowed[h]
+	if !ok {
+		return api.Grant{}, false
+	}
+	g, err := api.ParseGrant(allow)
+	if err != nil {
+		panic(err) // a typo in a test
+	}
+	return g, true
+}
+
+func (a *fakeAuth) OperatorGrant() api.Grant {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	g, err := api.ParseGrant(a.operator)
+	if err != nil {
+		panic(err) // a typo in a test
+	}
+	return g
+}
+
+func (a *fakeAuth) setOperator(allow ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.operator = allow
 }
 
 func (a *fakeAuth) Project(string) string { return "" }
@@ -84,15 +118,37 @@ func (a *fakeAuth) revoke(token string) {
 	delete(a.tokens, token)
 }
 
-// countingSessions counts the servers built, to prove one per session.
+// countingSessions counts the servers built, to prove one per session, and
+// keeps them to count the sessions still alive.
 type countingSessions struct {
 	*session.Manager
 	built atomic.Int32
+
+	mu      sync.Mutex
+	servers []*mcp.Server
 }
 
 func (c *countingSessions) NewServer(id session.Identity) *mcp.Server {
 	c.built.Add(1)
-	return c.Manager.NewServer(id)
+	s := c.Manager.NewServer(id)
+	c.mu.Lock()
+	c.servers = append(c.servers, s)
+	c.mu.Unlock()
+	return s
+}
+
+// liveSessions is the number of go-sdk sessions still open on every server
+// built so far.
+func (c *countingSessions) liveSessions() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, s := range c.servers {
+		for range s.Sessions() {
+			n++
+		}
+	}
+	return n
 }
 
 const operatorToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -106,14 +162,13 @@ type env struct {
 	srv      *httptest.Server
 	addr     string // 127.0.0.1:PORT
 	url      string // http://127.0.0.1:PORT/mcp
-
-	allowMu sync.Mutex
-	allow   []string
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv serves a handler as the daemon does (NewServer on a LimitListener),
+// with its Options and server changed by each of opts.
+func newEnv(t *testing.T, opts ...func(*Options, *http.Server)) *env {
 	t.Helper()
-	e := &env{ops: &fakeOps{}, auth: &fakeAuth{tokens: map[string]string{}, allowed: map[string][]string{}}, allow: []string{"read"}}
+	e := &env{ops: &fakeOps{}, auth: &fakeAuth{tokens: map[string]string{}, allowed: map[string][]string{}, operator: []string{"read"}}}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m := session.NewManager(e.ops, e.auth, nil, nil, logger, "test")
 	t.Cleanup(m.Close)
@@ -125,16 +180,20 @@ func newEnv(t *testing.T) *env {
 	}
 	e.addr = ln.Addr().String()
 	e.url = "http://" + e.addr + Path
-	e.h = NewHandler(Options{
+	opt := Options{
 		Sessions:      e.sessions,
 		OperatorToken: operatorToken,
-		OperatorAllow: e.operatorAllow,
-		Addr:          e.addr,
 		Logger:        logger,
-	}).(*handler)
-	e.srv = httptest.NewUnstartedServer(e.h)
+	}
+	e.srv = httptest.NewUnstartedServer(nil)
+	e.srv.Config = NewServer(nil, logger)
+	for _, o := range opts {
+		o(&opt, e.srv.Config)
+	}
+	e.h = NewHandler(opt).(*handler)
+	e.srv.Config.Handler = e.h
 	e.srv.Listener.Close()
-	e.srv.Listener = ln
+	e.srv.Listener = LimitListener(ln, DefaultMaxConns())
 	e.srv.Start()
 	t.Cleanup(e.srv.Close)
 	return e
@@ -145,18 +204,6 @@ func (e *env) boundCount() int {
 	e.h.mu.Lock()
 	defer e.h.mu.Unlock()
 	return len(e.h.bound)
-}
-
-func (e *env) operatorAllow() []string {
-	e.allowMu.Lock()
-	defer e.allowMu.Unlock()
-	return slices.Clone(e.allow)
-}
-
-func (e *env) setOperatorAllow(allow ...string) {
-	e.allowMu.Lock()
-	defer e.allowMu.Unlock()
-	e.allow = allow
 }
 
 type testWriter struct{ t *testing.T }

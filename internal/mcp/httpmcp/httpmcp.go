@@ -7,11 +7,19 @@
 // Every request must carry `Authorization: Bearer <token>`. A harness's
 // per-spawn token attributes the session to that harness exactly as over the
 // socket; the operator token (LoadOrCreateOperatorToken) opens an
-// unattributed session granted read, plus write while the operator allow
-// list contains "write". Each MCP session is bound to the token that created
+// unattributed operator session, whose grant the session layer looks up per
+// call ([daemon] mcp_http_operator_allow, live across reloads like a
+// harness's mcp_allow). Each MCP session is bound to the token that created
 // it: the same session id with another token is refused, a revoked token
-// gets 401 and its sessions are ended. Requests whose Host or Origin is not
-// the loopback address served are refused with 403 (DNS rebinding).
+// gets 401 and its sessions are ended. Requests whose Host or Origin does not
+// name a loopback host are refused with 403 (DNS rebinding); the port is not
+// compared, so SSH tunnels and loopback reverse proxies work.
+//
+// The door is bounded (doors.go): refusals close their connection,
+// NewServer sets read, header and idle timeouts, LimitListener caps
+// concurrent connections, and each credential holds at most
+// MaxSessionsPerCredential sessions, the least recently used idle one giving
+// way to a new one (evict.go).
 package httpmcp
 
 import (
@@ -22,19 +30,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/mcp/session"
 )
 
@@ -59,17 +63,16 @@ type Options struct {
 	// Sessions authenticates harness tokens and builds session servers.
 	Sessions Sessions
 	// OperatorToken is the operator token; empty disables operator access.
+	// Its sessions get session.Identity{Operator: true}: the session layer
+	// applies the operator grant in force to every call.
 	OperatorToken string
-	// OperatorAllow returns the current [daemon] mcp_http_operator_allow
-	// (e.g. ["read"] or ["read","write"]); it is read for every request, so a
-	// reload takes effect without restarting the listener. Nil means read only.
-	OperatorAllow func() []string
-	// Addr is the host:port actually served (the listener's address, with
-	// port 0 already resolved); Host and Origin headers are checked against it.
-	Addr string
 	// IdleTimeout closes sessions that get no request for this long; zero
 	// keeps them until the client deletes them or their token is revoked.
 	IdleTimeout time.Duration
+	// MaxSessionsPerCredential bounds the sessions one token holds; a new
+	// session beyond it ends the least recently used one (idle ones first).
+	// Zero means DefaultMaxSessionsPerCredential.
+	MaxSessionsPerCredential int
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -82,31 +85,24 @@ func NewHandler(opt Options) http.Handler {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "mcp-http")
+	if opt.MaxSessionsPerCredential <= 0 {
+		opt.MaxSessionsPerCredential = DefaultMaxSessionsPerCredential
+	}
 	h := &handler{
-		opt:     opt,
-		log:     log,
-		hosts:   map[string]bool{},
-		origins: map[string]bool{},
-		bound:   map[string]*binding{},
+		opt:   opt,
+		log:   log,
+		bound: map[string]*binding{},
 	}
 	if opt.OperatorToken != "" {
 		sum := sha256.Sum256([]byte(opt.OperatorToken))
 		h.operator = &sum
 	}
-	if _, port, err := net.SplitHostPort(opt.Addr); err != nil || port == "0" {
-		// Nothing will match: every request is refused with 403.
-		log.Error("unusable served address; refusing every request", "addr", opt.Addr, "error", err)
-	} else {
-		host, _, _ := net.SplitHostPort(opt.Addr)
-		for _, hh := range []string{"127.0.0.1", "localhost", "::1", host} {
-			hp := strings.ToLower(net.JoinHostPort(hh, port))
-			h.hosts[hp] = true
-			h.origins["http://"+hp] = true
-		}
-	}
 	h.sdk = mcp.NewStreamableHTTPHandler(h.getServer, &mcp.StreamableHTTPOptions{
 		Logger:         log,
 		SessionTimeout: opt.IdleTimeout,
+		// ServeHTTP has checked Host and Origin already, by the same rule
+		// but case-insensitively (the go-sdk refuses "LOCALHOST").
+		DisableLocalhostProtection: true,
 	})
 	return h
 }
@@ -115,8 +111,6 @@ type handler struct {
 	opt      Options
 	log      *slog.Logger
 	operator *[32]byte // hash of the operator token; nil when there is none
-	hosts    map[string]bool
-	origins  map[string]bool
 	sdk      *mcp.StreamableHTTPHandler
 
 	probeOnce sync.Once
@@ -124,6 +118,7 @@ type handler struct {
 
 	mu    sync.Mutex
 	bound map[string]*binding // MCP session id -> the credential that created it
+	clock uint64              // counts requests to bound sessions, for LRU eviction
 }
 
 // caller is the credential of one request.
@@ -138,6 +133,9 @@ type caller struct {
 type binding struct {
 	caller
 	server *mcp.Server
+	// Guarded by handler.mu.
+	used   uint64 // handler.clock when its latest request started
+	active int    // its requests in flight (an open GET stream counts)
 }
 
 type ctxKey int
@@ -157,17 +155,17 @@ type newSession struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != Path {
-		http.NotFound(w, r)
+		refuse(w, http.StatusNotFound)
 		return
 	}
-	if !h.hosts[strings.ToLower(r.Host)] {
+	if !loopbackHostHeader(r.Host) {
 		h.log.Warn("refused request with a foreign Host", "host", r.Host, "remote", r.RemoteAddr)
-		http.Error(w, "forbidden", http.StatusForbidden)
+		refuse(w, http.StatusForbidden)
 		return
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && !h.origins[strings.ToLower(origin)] {
+	if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
 		h.log.Warn("refused request with a foreign Origin", "origin", origin, "remote", r.RemoteAddr)
-		http.Error(w, "forbidden", http.StatusForbidden)
+		refuse(w, http.StatusForbidden)
 		return
 	}
 	sid := r.Header.Get(sessionIDHeader)
@@ -178,8 +176,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.endIfRevoked(sid)
 		}
 		w.Header().Set("WWW-Authenticate", "Bearer")
-		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		refuse(w, http.StatusUnauthorized)
 		return
+	}
+
+	var body []byte
+	if r.Method == http.MethodPost {
+		if body, err = readBody(w, r); err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				refuse(w, http.StatusRequestEntityTooLarge)
+				return
+			}
+			h.log.Info("refused a request whose body did not arrive", "remote", r.RemoteAddr, "error", err)
+			refuse(w, http.StatusBadRequest)
+			return
+		}
 	}
 
 	if sid != "" {
@@ -188,6 +200,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, strings.ToLower(http.StatusText(status)), status)
 			return
 		}
+		h.begin(b)
+		defer h.done(b)
 		h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), boundKey, b)))
 		if r.Method == http.MethodDelete && findSession(b.server, sid) == nil {
 			h.forget(sid) // the client ended its session
@@ -196,17 +210,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if r.Method == http.MethodPost {
-		isInit, err := peekInitialize(w, r)
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-				return
-			}
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		if isInit {
+		if isInitialize(body) {
 			h.sweep()
 			ns := &newSession{c: c}
 			r = r.WithContext(context.WithValue(r.Context(), newSessionKey, ns))
@@ -232,7 +236,7 @@ func (h *handler) authenticate(r *http.Request) (caller, error) {
 	c := caller{token: token, hash: sha256.Sum256([]byte(token))}
 	if h.operator != nil && subtle.ConstantTimeCompare(c.hash[:], h.operator[:]) == 1 {
 		c.operator = true
-		c.id = session.Identity{AllowControl: h.operatorWrite()}
+		c.id = session.Identity{Operator: true}
 		return c, nil
 	}
 	id, err := h.opt.Sessions.Authenticate(token, false)
@@ -247,13 +251,8 @@ func (h *handler) authenticate(r *http.Request) (caller, error) {
 	return c, nil
 }
 
-func (h *handler) operatorWrite() bool {
-	return h.opt.OperatorAllow != nil && slices.Contains(h.opt.OperatorAllow(), string(api.Write))
-}
-
-// lookup checks that sid was created with the caller's credential and, for
-// the operator, under the grant still in force. It returns the binding, or
-// the status to refuse the request with.
+// lookup checks that sid was created with the caller's credential. It
+// returns the binding, or the status to refuse the request with.
 func (h *handler) lookup(sid string, c caller) (*binding, int) {
 	h.mu.Lock()
 	b := h.bound[sid]
@@ -264,14 +263,6 @@ func (h *handler) lookup(sid string, c caller) (*binding, int) {
 	if subtle.ConstantTimeCompare(b.hash[:], c.hash[:]) != 1 {
 		h.log.Warn("refused a session id presented with another token", "harness", b.id.Harness, "operator", b.operator)
 		return nil, http.StatusForbidden
-	}
-	if b.operator && b.id.AllowControl != c.id.AllowControl {
-		// The operator grant is fixed per session like the bridge's
-		// --allow-control; when the config changes it, the session ends and
-		// the client's next initialize gets the current grant.
-		h.log.Info("operator grant changed; ending its HTTP session", "write", c.id.AllowControl)
-		h.end(sid, b)
-		return nil, http.StatusNotFound
 	}
 	return b, 0
 }
@@ -291,14 +282,14 @@ func (h *handler) endIfRevoked(sid string) {
 
 func (h *handler) stillValid(b *binding) bool {
 	if b.operator {
-		return b.id.AllowControl == h.operatorWrite()
+		return true // the operator token lives as long as the daemon
 	}
 	_, err := h.opt.Sessions.Authenticate(b.token, false)
 	return err == nil
 }
 
 // sweep forgets bindings whose session has ended and ends sessions whose
-// token was revoked or whose operator grant changed. It runs before every new
+// token was revoked. It runs before every new
 // session, so sessions of runs that ended are reclaimed as new ones arrive.
 func (h *handler) sweep() {
 	h.mu.Lock()
@@ -318,6 +309,11 @@ func (h *handler) sweep() {
 // end closes session sid and forgets its binding.
 func (h *handler) end(sid string, b *binding) {
 	h.forget(sid)
+	h.closeSession(sid, b)
+}
+
+// closeSession closes session sid of binding b, already forgotten.
+func (h *handler) closeSession(sid string, b *binding) {
 	if ss := findSession(b.server, sid); ss != nil {
 		if err := ss.Close(); err != nil {
 			h.log.Debug("closing HTTP session", "harness", b.id.Harness, "error", err)
@@ -348,9 +344,17 @@ func (h *handler) bindNew(hdr http.Header, status int, ns *newSession) {
 		return
 	}
 	h.mu.Lock()
-	h.bound[sid] = &binding{caller: ns.c, server: ns.server}
+	h.clock++
+	nb := &binding{caller: ns.c, server: ns.server, used: h.clock}
+	h.bound[sid] = nb
+	evicted := h.evictLocked(sid, nb)
 	h.mu.Unlock()
-	h.log.Info("HTTP session started", "harness", ns.c.id.Harness, "operator", ns.c.operator, "write_flag", ns.c.id.AllowControl)
+	h.log.Info("HTTP session started", "harness", ns.c.id.Harness, "operator", ns.c.operator)
+	for vsid, vb := range evicted {
+		h.log.Info("session cap reached; ending the least recently used session of this credential",
+			"harness", vb.id.Harness, "operator", vb.operator, "cap", h.opt.MaxSessionsPerCredential)
+		h.closeSession(vsid, vb)
+	}
 }
 
 // getServer is the go-sdk's server lookup. It is called for every request
@@ -370,22 +374,13 @@ func (h *handler) getServer(r *http.Request) *mcp.Server {
 	return h.probe
 }
 
-// peekInitialize reports whether the POST body holds an initialize request,
-// leaving the body for the go-sdk to read again.
-func peekInitialize(w http.ResponseWriter, r *http.Request) (bool, error) {
-	if r.Body == nil {
-		return false, nil
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
-	if err != nil {
-		return false, fmt.Errorf("httpmcp: read body: %w", err)
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+// isInitialize reports whether a POST body holds an initialize request.
+func isInitialize(body []byte) bool {
 	body = bytes.TrimSpace(body)
 	msgs := []json.RawMessage{body}
 	if len(body) > 0 && body[0] == '[' {
 		if json.Unmarshal(body, &msgs) != nil {
-			return false, nil
+			return false
 		}
 	}
 	for _, m := range msgs {
@@ -393,10 +388,10 @@ func peekInitialize(w http.ResponseWriter, r *http.Request) (bool, error) {
 			Method string `json:"method"`
 		}
 		if json.Unmarshal(m, &req) == nil && req.Method == "initialize" {
-			return true, nil
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // captureWriter calls capture once, just before the response status is sent.

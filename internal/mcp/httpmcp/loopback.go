@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,38 @@ func isLoopbackHost(host string) bool {
 		return false
 	}
 	return ip.Unmap().IsLoopback()
+}
+
+// loopbackHostHeader reports whether a Host header value names a loopback
+// host: localhost, 127.0.0.0/8 or ::1, bracketed or not, with or without a
+// port. The port is not compared with the one served: an SSH tunnel
+// (`ssh -L 9000:127.0.0.1:7330`) or a loopback reverse proxy forwards
+// "localhost:9000", and the name alone is what DNS rebinding forges.
+func loopbackHostHeader(hostport string) bool {
+	host := hostport
+	if h, port, err := net.SplitHostPort(hostport); err == nil {
+		if strings.Trim(port, "0123456789") != "" {
+			return false
+		}
+		host = h
+	} else if len(host) > 2 && host[0] == '[' && host[len(host)-1] == ']' {
+		host = host[1 : len(host)-1]
+	}
+	return isLoopbackHost(host)
+}
+
+// loopbackOrigin reports whether an Origin header value is an http or https
+// origin on a loopback host (any port). "null" and every other scheme are
+// refused.
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Opaque != "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return false
+	}
+	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
+		return false
+	}
+	return u.Host != "" && loopbackHostHeader(u.Host)
 }
 
 // Listen checks that addr is loopback and listens on it (TCP).

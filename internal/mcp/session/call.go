@@ -45,11 +45,11 @@ func (l *live) callTool(ctx context.Context, req *mcp.CallToolRequest) *mcp.Call
 		return l.callFacade(ctx, t, args)
 	}
 	if facade.Reserved(name) || !strings.Contains(name, "__") {
-		return l.refuse(name, errcode.Errorf(errcode.UnknownTool, "tool %q", name))
+		return l.refuse(name, errcode.Errorf(errcode.UnknownTool, "tool %s", errcode.Quote(name)))
 	}
 	if l.m.ups == nil {
 		key, _, _ := strings.Cut(name, "__")
-		return l.refuse(name, errcode.Errorf(errcode.UnknownNamespace, "tool %q: namespace %q (no upstreams)", name, key))
+		return l.refuse(name, errcode.Errorf(errcode.UnknownNamespace, "tool %s: namespace %s (no upstreams)", errcode.Quote(name), errcode.Quote(key)))
 	}
 	return l.callUpstream(ctx, req, name, args)
 }
@@ -57,8 +57,8 @@ func (l *live) callTool(ctx context.Context, req *mcp.CallToolRequest) *mcp.Call
 // callFacade checks scope before anything else runs, so a refused write
 // changes nothing.
 func (l *live) callFacade(ctx context.Context, t facade.Tool, args json.RawMessage) *mcp.CallToolResult {
-	if !l.scope()[t.Class] {
-		return l.refuse(t.Name, errcode.Errorf(errcode.NotPermitted, "tool %s needs %s; %s", t.Name, t.Class, l.grantHint(t.Class)))
+	if err := l.permit(l.grant(), t.Name, api.FacadeNamespace, t.Class); err != nil {
+		return l.refuse(t.Name, err)
 	}
 	if err := t.Validate(args); err != nil {
 		return l.refuse(t.Name, err)
@@ -78,40 +78,37 @@ func (l *live) callFacade(ctx context.Context, t facade.Tool, args json.RawMessa
 	return out
 }
 
-func (l *live) grantHint(c api.Class) string {
-	if l.id.Harness != "" {
-		return fmt.Sprintf("harness %s's mcp_allow does not grant %s", l.id.Harness, c)
-	}
-	return "this unattributed session was not started with --allow-control"
-}
-
 // callUpstream proxies a KEY__tool call to the broker, telling an unknown
-// namespace from an unknown tool in a known one.
+// namespace from an unknown tool in a known one. The broker checks the
+// session's grant against the class of the tool it resolves, before
+// anything reaches the upstream.
 func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name string, args json.RawMessage) *mcp.CallToolResult {
-	if !anyGrant(l.scope()) {
-		return l.refuse(name, errcode.Errorf(errcode.NotPermitted, "tool %q: this session is granted nothing", name))
-	}
+	grant := l.grant()
 	project := l.project()
 	key, _, _ := strings.Cut(name, "__")
 	// An unknown tool of a known namespace is the broker's to tell: an
 	// upstream that is down or starting has no tool list yet, and then the
 	// answer is upstream_unavailable with its next attempt.
 	if nsKnown, _ := l.m.ups.Known(project, name); !nsKnown {
-		return l.refuse(name, errcode.Errorf(errcode.UnknownNamespace, "tool %q: namespace %q", name, key))
+		return l.untyped(name, l.refuse(name, errcode.Errorf(errcode.UnknownNamespace, "tool %s: namespace %s", errcode.Quote(name), errcode.Quote(key))))
 	}
 	notify := func(ctx context.Context, p *mcp.ProgressNotificationParams) error {
 		return req.Session.NotifyProgress(ctx, p)
 	}
-	res, err := l.m.ups.Call(ctx, project, name, args, req.Params.GetProgressToken(), notify)
+	permit := func(c api.Class) error { return l.permit(grant, name, key, c) }
+	res, err := l.m.ups.Call(ctx, project, name, args, permit, req.Params.GetProgressToken(), notify)
+	if errcode.Of(err) == errcode.NotPermitted {
+		return l.untyped(name, l.refuse(name, err))
+	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", name, err)
-		l.m.log.Info("upstream call failed", "session", l.label(), "tool", name, "code", errcode.Of(err), "error", err)
-		return errorResult(err)
+		l.m.log.Info("upstream call failed", "session", l.label(), "tool", errcode.Clip(name, 128), "code", errcode.Of(err), "error", err)
+		return l.untyped(name, errorResult(err))
 	}
 	if res == nil {
 		err := fmt.Errorf("%s: upstream returned no result: %w", name, errcode.ErrInternal)
-		l.m.log.Error("upstream call returned nothing", "session", l.label(), "tool", name)
-		return errorResult(err)
+		l.m.log.Error("upstream call returned nothing", "session", l.label(), "tool", errcode.Clip(name, 128))
+		return l.untyped(name, errorResult(err))
 	}
 	if res.Content == nil {
 		res.Content = []mcp.Content{} // the protocol requires an array
@@ -121,7 +118,7 @@ func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name 
 
 // refuse logs a call that was answered without running anything.
 func (l *live) refuse(tool string, err error) *mcp.CallToolResult {
-	l.m.log.Info("tool call refused", "session", l.label(), "tool", tool, "code", errcode.Of(err), "error", err)
+	l.m.log.Info("tool call refused", "session", l.label(), "tool", errcode.Clip(tool, 128), "code", errcode.Of(err), "error", err)
 	return errorResult(err)
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/mcp/broker"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -79,6 +80,7 @@ type fakeAuth struct {
 	tokens   map[string]string
 	allowed  map[string][]string
 	projects map[string]string
+	operator []string
 }
 
 func newFakeAuth() *fakeAuth {
@@ -92,10 +94,38 @@ func (a *fakeAuth) ResolveToken(token string) (string, bool) {
 	return h, ok
 }
 
-func (a *fakeAuth) Allowed(h string) []string {
+func (a *fakeAuth) Grant(h string) (api.Grant, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Clone(a.allowed[h])
+	allow, ok := a.allowed[h]
+	if !ok {
+		return api.Grant{}, false
+	}
+	return mustGrant(allow...), true
+}
+
+func (a *fakeAuth) OperatorGrant() api.Grant {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.operator == nil {
+		return api.DefaultGrant()
+	}
+	return mustGrant(a.operator...)
+}
+
+func (a *fakeAuth) setOperator(allow ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.operator = append([]string{}, allow...)
+}
+
+// mustGrant parses a grant the test wrote; a typo panics the test.
+func mustGrant(allow ...string) api.Grant {
+	g, err := api.ParseGrant(allow)
+	if err != nil {
+		panic(err)
+	}
+	return g
 }
 
 func (a *fakeAuth) Project(h string) string {
@@ -115,8 +145,9 @@ type upCall struct {
 	token               any
 }
 
-// fakeUps serves tools per project; its Call reports progress once and
-// answers with the arguments it got.
+// fakeUps serves tools per project, classed like the broker does without
+// overrides (readOnlyHint true: read, else write); its Call asks permit,
+// reports progress once and answers with the arguments it got.
 type fakeUps struct {
 	mu    sync.Mutex
 	tools map[string][]*mcp.Tool
@@ -124,11 +155,39 @@ type fakeUps struct {
 	err   error
 }
 
-func (u *fakeUps) Tools(project string) []*mcp.Tool {
+func (u *fakeUps) Tools(project string) []broker.Tool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return slices.Clone(u.tools[project])
+	var out []broker.Tool
+	for _, t := range u.tools[project] {
+		key, _, _ := cutNS(t.Name)
+		out = append(out, broker.Tool{Tool: t, Key: key, Class: hintClass(t)})
+	}
+	return out
 }
+
+func hintClass(t *mcp.Tool) api.Class {
+	if t.Annotations != nil && t.Annotations.ReadOnlyHint {
+		return api.Read
+	}
+	return api.Write
+}
+
+// roHint is the annotation that makes an upstream tool read.
+var roHint = &mcp.ToolAnnotations{ReadOnlyHint: true}
+
+func (u *fakeUps) class(project, name string) api.Class {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, t := range u.tools[project] {
+		if t.Name == name {
+			return hintClass(t)
+		}
+	}
+	return ""
+}
+
+func (u *fakeUps) WaitStarting(context.Context, string) {}
 
 func (u *fakeUps) Known(project, name string) (bool, bool) {
 	u.mu.Lock()
@@ -155,8 +214,11 @@ func cutNS(name string) (string, string, bool) {
 	return name, "", false
 }
 
-func (u *fakeUps) Call(ctx context.Context, project, name string, args json.RawMessage, token any,
+func (u *fakeUps) Call(ctx context.Context, project, name string, args json.RawMessage, permit broker.Permit, token any,
 	notify func(context.Context, *mcp.ProgressNotificationParams) error) (*mcp.CallToolResult, error) {
+	if err := permit(u.class(project, name)); err != nil {
+		return nil, err
+	}
 	// Like the broker, Call tells an unknown tool of a known namespace.
 	if _, known := u.Known(project, name); !known {
 		return nil, fmt.Errorf("fake upstream: tool %q: %w", name, errcode.ErrUnknownTool)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/jsonl"
 )
 
@@ -37,9 +38,12 @@ type Authority interface {
 	// ResolveToken maps a per-spawn token to its harness; false when the token
 	// is unknown or revoked (its run ended). Comparison must be constant-time.
 	ResolveToken(token string) (harness string, ok bool)
-	// Allowed is the harness's current mcp_allow (e.g. ["read","write"]); nil
-	// when the harness is gone.
-	Allowed(harness string) []string
+	// Grant is the harness's grant in force (its mcp_allow, or the project
+	// rule for a project's harness); false when the harness is gone.
+	Grant(harness string) (api.Grant, bool)
+	// OperatorGrant is the HTTP operator token's grant in force
+	// ([daemon] mcp_http_operator_allow).
+	OperatorGrant() api.Grant
 	// Project is the harness's project, "" for global harnesses.
 	Project(harness string) string
 }
@@ -47,13 +51,18 @@ type Authority interface {
 // Upstreams is the broker's view for sessions. It may be nil (no broker).
 type Upstreams interface {
 	// Tools are the namespaced KEY__tool tools visible to sessions of project,
-	// with their upstream schemas unchanged.
-	Tools(project string) []*mcp.Tool
-	// Call proxies one call, forwarding progress through notify.
-	Call(ctx context.Context, project, name string, args json.RawMessage, progressToken any,
+	// with their upstream schemas and annotations unchanged, each with its
+	// class (excluded tools are not among them).
+	Tools(project string) []broker.Tool
+	// Call proxies one call if permit allows the class of the tool it
+	// resolves, forwarding progress through notify.
+	Call(ctx context.Context, project, name string, args json.RawMessage, permit broker.Permit, progressToken any,
 		notify func(context.Context, *mcp.ProgressNotificationParams) error) (*mcp.CallToolResult, error)
 	// Known tells an unknown namespace from an unknown tool in a known one.
 	Known(project, name string) (namespaceKnown, toolKnown bool)
+	// WaitStarting returns once no upstream visible to project is still
+	// starting, or when ctx ends.
+	WaitStarting(ctx context.Context, project string)
 }
 
 // Prompts is the current prompt set. It may be nil (no prompts configured).
@@ -66,9 +75,12 @@ type Prompts interface {
 type Identity struct {
 	// Harness is the attributed harness, "" for an unattributed session.
 	Harness string
-	// AllowControl is the bridge's --allow-control flag; it grants write to
-	// unattributed sessions only.
+	// AllowControl is the bridge's --allow-control flag; it grants bare
+	// write (never input) to unattributed sessions only.
 	AllowControl bool
+	// Operator marks a session opened with the HTTP operator token: its
+	// grant is the live [daemon] mcp_http_operator_allow.
+	Operator bool
 	// Token is what attributed the session. It is resolved again on every
 	// call: a token dies with its run, and so does what it granted.
 	Token string
@@ -284,7 +296,7 @@ func (m *Manager) closeLogged(c io.Closer, id Identity) {
 
 // build makes the go-sdk server of one session, with no tools yet.
 func (m *Manager) build(id Identity) *live {
-	l := &live{m: m, id: id, tools: map[string]string{}, prompts: map[string]string{}, built: time.Now()}
+	l := &live{m: m, id: id, tools: map[string]string{}, prompts: map[string]string{}, typedTools: map[string]bool{}, built: time.Now()}
 	l.server = mcp.NewServer(&mcp.Implementation{Name: "harness", Version: m.version}, &mcp.ServerOptions{
 		Logger:                    m.log,
 		SupportedProtocolVersions: handshakeVersions(),
@@ -296,7 +308,7 @@ func (m *Manager) build(id Identity) *live {
 		},
 		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { l.connected.Store(true) },
 	})
-	l.server.AddReceivingMiddleware(l.callMiddleware)
+	l.server.AddReceivingMiddleware(l.callMiddleware, l.firstListMiddleware)
 	return l
 }
 
@@ -325,14 +337,26 @@ type live struct {
 	connected atomic.Bool // initialized at least once (for pruning NewServer sessions)
 	built     time.Time   // when NewServer made it (for pruning ones never initialized)
 
+	// listedOnce is set by the session's first tools/list, which waits for
+	// starting upstreams (firstListMiddleware).
+	listedOnce atomic.Bool
+
 	// viewMu serialises refreshes of this one session; calls never take it.
 	viewMu  sync.Mutex
 	tools   map[string]string // registered tool name -> fingerprint
 	prompts map[string]string // registered prompt name -> fingerprint
+
+	// typedTools are the tools ever listed with an output schema; calls
+	// read it, refreshes add to it (see untyped).
+	typedMu    sync.Mutex
+	typedTools map[string]bool
 }
 
 func (l *live) label() string {
-	if l.id.Harness == "" {
+	switch {
+	case l.id.Operator:
+		return "(operator)"
+	case l.id.Harness == "":
 		return "(unattributed)"
 	}
 	return l.id.Harness

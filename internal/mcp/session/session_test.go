@@ -51,11 +51,11 @@ func TestUpstreamToolsKeepTheirSchemaAndRoute(t *testing.T) {
 	e := newEnv(t)
 	raw := `{"type":"object","properties":{"q":{"type":"string","x-vendor":[1,{"deep":true}]}},"required":["q"],"$defs":{"n":{"type":"integer"}}}`
 	e.ups.tools[""] = []*mcp.Tool{
-		{Name: "gitea__search", Description: "search", InputSchema: json.RawMessage(raw)},
-		{Name: "gitea__odd", InputSchema: json.RawMessage(`{"type":"string"}`)},   // refused by the go-sdk: skipped
-		{Name: "harness_fake", InputSchema: json.RawMessage(`{"type":"object"}`)}, // reserved: skipped
+		{Name: "gitea__search", Description: "search", InputSchema: json.RawMessage(raw), Annotations: roHint},
+		{Name: "gitea__odd", InputSchema: json.RawMessage(`{"type":"string"}`), Annotations: roHint},   // refused by the go-sdk: skipped
+		{Name: "harness_fake", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: roHint}, // reserved: skipped
 	}
-	e.ups.tools["p1"] = []*mcp.Tool{{Name: "jira__issue", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	e.ups.tools["p1"] = []*mcp.Tool{{Name: "jira__issue", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: roHint}}
 	e.auth.projects["p1-web"] = "p1"
 
 	cs, n := e.connect(t, Identity{})
@@ -119,7 +119,7 @@ func TestUpstreamChangesReachSessionsOnRefresh(t *testing.T) {
 	e := newEnv(t)
 	cs, n := e.connect(t, Identity{})
 	e.ups.mu.Lock()
-	e.ups.tools[""] = []*mcp.Tool{{Name: "demo__echo", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	e.ups.tools[""] = []*mcp.Tool{{Name: "demo__echo", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: roHint}}
 	e.ups.mu.Unlock()
 	e.m.Refresh()
 	wait(t, n.tools, "list_changed after an upstream appeared")

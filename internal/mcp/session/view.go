@@ -10,60 +10,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/facade"
 )
-
-// defaultAllow is mcp_allow when a harness has none (DESIGN §4).
-var defaultAllow = []string{string(api.Read)}
-
-// scope is the set of classes the session may use right now. It is computed
-// on every call and every refresh from the live config.
-func (l *live) scope() map[api.Class]bool {
-	if l.id.Harness == "" {
-		s := map[api.Class]bool{api.Read: true}
-		if l.id.AllowControl {
-			s[api.Write] = true
-		}
-		return s
-	}
-	var allow []string
-	if l.m.auth != nil {
-		if h, ok := l.m.auth.ResolveToken(l.id.Token); l.id.Token != "" && (!ok || h != l.id.Harness) {
-			// The run that owned the token ended: nothing is granted.
-			return map[api.Class]bool{}
-		}
-		allow = l.m.auth.Allowed(l.id.Harness)
-	}
-	if allow == nil {
-		// A harness gone from the config keeps the default grant until its
-		// run (and with it the token) ends; an explicit empty list grants
-		// nothing.
-		allow = defaultAllow
-	}
-	s := make(map[api.Class]bool, len(allow))
-	for _, c := range allow {
-		s[api.Class(c)] = true
-	}
-	return s
-}
-
-// anyGrant reports whether a scope grants anything at all.
-func anyGrant(s map[api.Class]bool) bool {
-	for _, on := range s {
-		if on {
-			return true
-		}
-	}
-	return false
-}
-
-// project is the project whose upstreams the session reaches.
-func (l *live) project() string {
-	if l.id.Harness == "" || l.m.auth == nil {
-		return ""
-	}
-	return l.m.auth.Project(l.id.Harness)
-}
 
 // wanted is one tool or prompt the session should list.
 type wanted[T any] struct {
@@ -83,18 +33,20 @@ func (l *live) refresh() {
 
 func (l *live) refreshTools() {
 	want := map[string]wanted[*mcp.Tool]{}
-	scope := l.scope()
+	grant := l.grant()
 	for _, t := range facade.Tools() {
-		if scope[t.Class] {
+		if grant.Allows(api.FacadeNamespace, t.Class) {
 			want[t.Name] = wanted[*mcp.Tool]{"facade", facadeTool(t)}
 		}
 	}
-	// Upstream tools are not classified; a session granted nothing (an
-	// explicit mcp_allow = [], or a revoked token) sees none of them.
-	if l.m.ups != nil && anyGrant(scope) {
-		for _, t := range l.m.ups.Tools(l.project()) {
-			if t == nil || facade.Reserved(t.Name) || !strings.Contains(t.Name, "__") {
+	if l.m.ups != nil {
+		for _, ut := range l.m.ups.Tools(l.project()) {
+			t := ut.Tool
+			if t == nil || facade.Reserved(t.Name) || !strings.HasPrefix(t.Name, ut.Key+broker.Separator) {
 				l.m.log.Warn("skipping upstream tool outside the KEY__tool namespace", "session", l.label(), "tool", toolName(t))
+				continue
+			}
+			if !grant.Allows(ut.Key, ut.Class) {
 				continue
 			}
 			b, err := json.Marshal(t)
@@ -130,6 +82,9 @@ func (l *live) refreshTools() {
 			continue
 		}
 		l.tools[name] = w.fingerprint
+		if w.item.OutputSchema != nil {
+			l.typed(name)
+		}
 	}
 }
 
@@ -214,7 +169,7 @@ func (m *Manager) currentPrompts() Prompts {
 func (l *live) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	ps := l.m.currentPrompts()
 	if ps == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %s", errcode.Quote(req.Params.Name))}
 	}
 	res, err := ps.Get(req.Params.Name, req.Params.Arguments)
 	if err != nil {

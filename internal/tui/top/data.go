@@ -14,9 +14,10 @@ type unitRow struct {
 	api.UnitInfo
 	// Activity and IdleS are `activity` and `idle_s` of DESIGN §12 (the
 	// terminals issue). They shadow the fields of the same JSON names that
-	// api.UnitInfo gains with that work, so this decodes them before and
-	// after it lands; until then the daemon sends neither and the column
-	// shows "-". Delete the two once api.UnitInfo has them.
+	// api.UnitInfo will gain, so this decodes them before and after; until
+	// then list and describe send neither, and the activity events
+	// (api.EventActivity) fill them in. Delete the two once api.UnitInfo
+	// has them.
 	Activity string   `json:"activity,omitempty"`
 	IdleS    *float64 `json:"idle_s,omitempty"`
 
@@ -27,7 +28,7 @@ type unitRow struct {
 // idleFor is how long the unit has been idle at now, and whether that is
 // known.
 func (u *unitRow) idleFor(now time.Time) (time.Duration, bool) {
-	if u.IdleS == nil || u.Activity != "idle" {
+	if u.IdleS == nil || u.Activity != api.ActivityIdle {
 		return 0, false
 	}
 	d := time.Duration(*u.IdleS*float64(time.Second)) + now.Sub(u.fetched)

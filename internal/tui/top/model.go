@@ -258,13 +258,18 @@ func (m *Model) onEvent(ev api.Event) tea.Cmd {
 		m.dirtyAll, m.dirtyUps = true, true
 	case ev.Unit == "":
 		return nil
+	case ev.Kind == api.EventActivity:
+		// The event carries all there is to know: no fetch.
+		return m.onActivity(ev)
 	case isUpstreamUnit(ev.Unit):
 		m.dirtyUps = true
 		m.upFollow, m.upDelay = upstreamFollowUps, 200*time.Millisecond
 	default:
-		// Any kind that names a harness: state, exit, flapping, and the
-		// busy/idle changes of the terminals work, whatever it calls them.
+		// Any other kind that names a harness (state, exit, flapping, ...).
 		m.dirty[ev.Unit] = true
+		if u, ok := m.units[ev.Unit]; ok && ev.Kind == api.EventExit {
+			u.Activity, u.IdleS = "", nil // the run that was busy or idle is over
+		}
 	}
 	if ev.Unit != "" && ev.Unit == m.sel {
 		m.dirtySel = true
@@ -278,6 +283,41 @@ func (m *Model) onEvent(ev api.Event) tea.Cmd {
 		gap = listGap
 	}
 	return m.o.After(max(m.o.Debounce, m.lastFlush.Add(gap).Sub(m.o.Now())), flushMsg{})
+}
+
+// onActivity shows a harness turning busy or idle (since ev.Time). The
+// selection's preview follows its output while it is busy, and takes what
+// it printed last when it turns idle.
+func (m *Model) onActivity(ev api.Event) tea.Cmd {
+	u, ok := m.units[ev.Unit]
+	if !ok {
+		return nil
+	}
+	now := m.o.Now()
+	u.Activity, u.IdleS, u.fetched = ev.Activity, nil, now
+	if ev.Activity == api.ActivityIdle && !ev.Time.IsZero() {
+		idle := max(now.Sub(ev.Time).Seconds(), 0)
+		u.IdleS = &idle
+	}
+	if m.filter != "" {
+		m.rowsStale = true // activity is matched by the filter
+	}
+	cmds := []tea.Cmd{m.reselect(), m.armClock()}
+	if ev.Unit == m.sel {
+		cmds = append(cmds, m.refreshSelection())
+	}
+	return tea.Batch(cmds...)
+}
+
+// keepActivity carries what activity events said of a unit over to a
+// fetched row of it that says nothing (a daemon whose list has no
+// activity yet), while the unit runs. (The busy event of a new run may
+// come before the row shows it running; an exit clears the activity, so
+// none is carried from one run to the next.)
+func keepActivity(old, fresh *unitRow) {
+	if old != nil && old.Activity != "" && fresh.Activity == "" && fresh.IdleS == nil && fresh.State == "running" {
+		fresh.Activity, fresh.IdleS, fresh.fetched = old.Activity, old.IdleS, old.fetched
+	}
 }
 
 // flush fetches what the events since the last flush changed: each
@@ -318,6 +358,7 @@ func (m *Model) onList(msg listMsg) tea.Cmd {
 		u := &msg.units[i]
 		seen[u.Name] = true
 		if msg.seq > m.unitSeq[u.Name] {
+			keepActivity(m.units[u.Name], u)
 			m.units[u.Name], m.unitSeq[u.Name] = u, msg.seq
 		}
 	}
@@ -349,6 +390,9 @@ func (m *Model) onUnit(msg unitMsg) tea.Cmd {
 	}
 	m.unitSeq[msg.name] = msg.seq
 	old, had := m.units[msg.name]
+	if msg.unit != nil {
+		keepActivity(old, msg.unit)
+	}
 	switch {
 	case msg.unit == nil:
 		delete(m.units, msg.name)

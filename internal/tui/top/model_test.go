@@ -400,6 +400,45 @@ func TestActivityColumnWhenTheDaemonSendsIt(t *testing.T) {
 	}
 }
 
+// TestActivityEventsFillTheColumnAndPaceThePreview: busy/idle events
+// (api.EventActivity) show without a fetch; the selection's preview
+// follows its output while busy and stops asking once it is idle; a
+// fetched row that says nothing of activity keeps what the events said.
+func TestActivityEventsFillTheColumnAndPaceThePreview(t *testing.T) {
+	f := smallFleet()
+	d := newDriver(t, f, 100, 30, nil)
+	d.advance(selectDelay)
+	f.takeCalls()
+	d.event(api.Event{Kind: api.EventActivity, Unit: "alpha", Activity: api.ActivityBusy, Time: d.now})
+	if !strings.Contains(d.line("alpha"), "busy") {
+		t.Fatalf("alpha row after busy: %q", d.line("alpha"))
+	}
+	if calls := f.takeCalls(); !slices.Equal(calls, []string{"logs alpha"}) {
+		t.Fatalf("calls on the selection turning busy: %v, want its preview only", calls)
+	}
+	d.advance(3 * DefaultPreviewEvery)
+	if n := count(f.takeCalls(), "logs alpha"); n != 3 {
+		t.Fatalf("%d preview polls in 3 s while busy, want 3", n)
+	}
+	d.event(api.Event{Kind: api.EventActivity, Unit: "alpha", Activity: api.ActivityIdle, Time: d.now.Add(-4 * time.Second)})
+	if !strings.Contains(d.line("alpha"), "idle 4s") {
+		t.Fatalf("alpha row after idle: %q", d.line("alpha"))
+	}
+	d.advance(time.Minute)
+	if calls := f.takeCalls(); count(calls, "logs alpha") != 2 || len(calls) != 2 {
+		t.Fatalf("calls after turning idle: %v, want the last output and one poll already on its way", calls)
+	}
+	if !strings.Contains(d.line("alpha"), "idle 1m") {
+		t.Fatalf("idle time did not grow: %q", d.line("alpha"))
+	}
+	// A state event's describe has no activity: the row keeps the events'.
+	d.event(api.Event{Kind: api.EventState, Unit: "alpha", State: "running"})
+	d.advance(DefaultDebounce)
+	if !strings.Contains(d.line("alpha"), "idle 1m") {
+		t.Fatalf("a describe without activity wiped it: %q", d.line("alpha"))
+	}
+}
+
 // TestNextFireRefetchesTheJob: when a job's next fire passes the model
 // fetches that job (a skipped firing sends no event).
 func TestNextFireRefetchesTheJob(t *testing.T) {

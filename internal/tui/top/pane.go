@@ -210,10 +210,14 @@ func (m *Model) onRuns(msg runsMsg) tea.Cmd {
 }
 
 // live reports whether the unit may be producing output: a process of it
-// is up or about to be.
+// is up or about to be, and it is not known to be idle (an activity event
+// says when it turns busy again).
 func (m *Model) live(name string) bool {
 	var state string
 	if u, ok := m.units[name]; ok {
+		if u.Activity == api.ActivityIdle {
+			return false
+		}
 		state = u.State
 	} else if up, ok := m.ups[name]; ok {
 		state = up.State

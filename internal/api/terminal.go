@@ -1,0 +1,90 @@
+package api
+
+import "time"
+
+// Operations of the terminals (DESIGN §12). They are answered by control
+// once their issue lands; until then they are not in Ops.
+const (
+	OpScreen = "screen" // a harness's rendered screen
+	OpWait   = "wait"   // wait until a harness has been idle for a while
+	OpSend   = "send"   // type text and keys into a harness's PTY
+)
+
+// Activity states of a PTY harness (DESIGN §12).
+const (
+	ActivityBusy = "busy"
+	ActivityIdle = "idle"
+)
+
+// ScreenArgs are the arguments of `screen` (CLI: harness screen; MCP:
+// harness_screen). With IdleS, the answer waits until the harness has
+// been idle that long, bounded by TimeoutS.
+type ScreenArgs struct {
+	Name       string  `json:"name"`
+	Scrollback int     `json:"scrollback"`
+	ANSI       bool    `json:"ansi"`
+	IdleS      float64 `json:"idle_s"`
+	TimeoutS   float64 `json:"timeout_s"`
+}
+
+// Cursor is where a terminal's cursor is (0-based) and whether it shows.
+type Cursor struct {
+	Row     int  `json:"row"`
+	Col     int  `json:"col"`
+	Visible bool `json:"visible"`
+}
+
+// Screen is the answer of `screen`: rows as text with trailing blanks
+// trimmed (with ANSI, rows keep their colours as SGR sequences), the
+// cursor, the size, the title, whether the program is on the alternate
+// screen, the activity state, and up to ScreenArgs.Scrollback lines that
+// scrolled off, oldest first.
+type Screen struct {
+	Name       string     `json:"name"`
+	RunID      uint64     `json:"run_id"`
+	Cols       int        `json:"cols"`
+	Rows       int        `json:"rows"`
+	Cursor     Cursor     `json:"cursor"`
+	Title      string     `json:"title"`
+	AltScreen  bool       `json:"alt_screen"`
+	Activity   string     `json:"activity"`
+	IdleS      float64    `json:"idle_s"`
+	IdleSince  *time.Time `json:"idle_since,omitempty"`
+	Lines      []string   `json:"lines"`
+	Scrollback []string   `json:"scrollback"`
+	// Note says when a wait for idle timed out, or anything else the
+	// caller should know about this answer.
+	Note string `json:"note,omitempty"`
+}
+
+// WaitArgs are the arguments of `wait`: return once the harness has been
+// idle for IdleS seconds, or after TimeoutS (TimedOut set).
+type WaitArgs struct {
+	Name     string  `json:"name"`
+	IdleS    float64 `json:"idle_s"`
+	TimeoutS float64 `json:"timeout_s"`
+}
+
+// WaitResult is the answer of `wait`.
+type WaitResult struct {
+	Name     string  `json:"name"`
+	IdleS    float64 `json:"idle_s"`
+	TimedOut bool    `json:"timed_out"`
+}
+
+// SendArgs are the arguments of `send`: literal Text (as a bracketed paste
+// when the program enabled it), then named Keys in order, then Enter when
+// set.
+type SendArgs struct {
+	Name  string   `json:"name"`
+	Text  string   `json:"text"`
+	Keys  []string `json:"keys"`
+	Enter bool     `json:"enter"`
+}
+
+// SendResult is the answer of `send`.
+type SendResult struct {
+	Name  string `json:"name"`
+	RunID uint64 `json:"run_id"`
+	Bytes int    `json:"bytes"`
+}

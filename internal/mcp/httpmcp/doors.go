@@ -1,0 +1,142 @@
+package httpmcp
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Bounds of the HTTP door. A client that holds connections open without
+// authenticating, or sends its headers or body a byte at a time, must not
+// take the daemon's descriptors from the socket the CLI uses (issue 22).
+const (
+	// ReadHeaderTimeout bounds the wait for a request's headers, including
+	// a new connection's first request.
+	ReadHeaderTimeout = 10 * time.Second
+	// IdleConnTimeout closes a keep-alive connection that carries no request
+	// for this long; clients reconnect transparently.
+	IdleConnTimeout = 60 * time.Second
+	// ReadTimeout bounds the time a whole request, body included, may take
+	// to arrive. It does not cut long responses (SSE streams, waiting tool
+	// calls): net/http lifts the read deadline once the body is read.
+	ReadTimeout = 30 * time.Second
+	// maxConnsCeiling is the most concurrent connections DefaultMaxConns
+	// allows, whatever the descriptor limit.
+	maxConnsCeiling = 256
+	// minConns keeps the door usable under a very low descriptor limit.
+	minConns = 16
+)
+
+// NewServer returns the http.Server of the endpoint with the door's read,
+// header and idle timeouts. Serve it on a LimitListener.
+func NewServer(h http.Handler, log *slog.Logger) *http.Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		IdleTimeout:       IdleConnTimeout,
+		// net/http's own complaints (TLS handshakes on a plain port,
+		// accept errors) go to the daemon log, not to stderr.
+		ErrorLog: slog.NewLogLogger(log.With("component", "mcp-http").Handler(), slog.LevelWarn),
+	}
+}
+
+// DefaultMaxConns is the cap on concurrent HTTP connections: a quarter of the
+// process's descriptor limit, at most 256 and at least 16, so the HTTP door
+// can never take the descriptors the control socket, the supervised PTYs and
+// the state files need.
+func DefaultMaxConns() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return maxConnsCeiling
+	}
+	return int(max(minConns, min(maxConnsCeiling, lim.Cur/4)))
+}
+
+// LimitListener returns a listener that holds at most n accepted connections
+// open at once. Past that, Accept waits for one to close, and new clients
+// wait in the kernel's backlog, which costs the daemon no descriptor.
+func LimitListener(ln net.Listener, n int) net.Listener {
+	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limitListener struct {
+	net.Listener
+	sem       chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, fmt.Errorf("httpmcp: accept: %w", net.ErrClosed)
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		// Unwrapped: http.Server asserts net.Error on it to retry
+		// temporary failures (EMFILE) instead of giving up.
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+// Close also wakes an Accept waiting for a free slot.
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	if err := l.Listener.Close(); err != nil {
+		return fmt.Errorf("httpmcp: close listener: %w", err)
+	}
+	return nil
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	if err != nil {
+		return fmt.Errorf("httpmcp: close conn: %w", err)
+	}
+	return nil
+}
+
+// refuse answers status and closes the connection after the response, so a
+// client that is refused cannot keep a connection (and a daemon descriptor)
+// by simply never sending another request.
+func refuse(w http.ResponseWriter, status int) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, strings.ToLower(http.StatusText(status)), status)
+}
+
+// readBody reads a POST body, at most mcp.DefaultMaxRequestBodyBytes, and
+// leaves a copy for the go-sdk to read again.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+	if err != nil {
+		return nil, fmt.Errorf("httpmcp: read body: %w", err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, nil
+}
