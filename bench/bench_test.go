@@ -13,9 +13,14 @@ import (
 	"time"
 )
 
-// TestMain lets the test binary serve as the bench's relay process, as
-// the bench program does (path (r) re-executes os.Executable()).
+// TestMain lets the test binary serve as the bench's relay process and
+// part 4's ticker, as the bench program does (it re-executes
+// os.Executable()).
 func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "-serve-ticker" {
+		serveTicker(os.Args[2])
+		os.Exit(0)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "-serve-relay" {
 		if err := serveRelay(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench relay:", err)
@@ -53,9 +58,10 @@ func TestSampleCPUCountsDescendantsByRole(t *testing.T) {
 }
 
 // TestQuickRun runs the bench in quick mode with tiny sizes: every part
-// must produce all of its rows, and the process-count target (one process
-// per upstream, however many sessions use it) must hold. Timing targets
-// are not asserted: CI machines are too noisy for them.
+// (part 5 runs `harness top` in tmux) must produce all of its rows, and
+// the process-count target (one process per upstream, however many
+// sessions use it) must hold. Timing targets are not asserted: CI
+// machines are too noisy for them.
 func TestQuickRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the harness binary and starts daemons")
@@ -67,6 +73,7 @@ func TestQuickRun(t *testing.T) {
 	o.ListRuns, o.InprocRuns, o.MCPRuns, o.FleetSess = 5, 10, 5, 3
 	o.StopGrace = 1
 	o.LogCalls = 200
+	o.TopIdle, o.TopSamples = time.Second, 2
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rep, err := run(ctx, o)
@@ -91,7 +98,8 @@ func TestQuickRun(t *testing.T) {
 	}
 	for _, name := range []string{"RSS, idle", "RSS, all running", "start --all", "list --json", "in process",
 		"via `harness mcp`", "via HTTP", "upstream processes", "stop --all",
-		"call log off", "call log on", "call log on, call_log_args"} {
+		"call log off", "call log on", "call log on, call_log_args",
+		"state change to the row on screen", "stopped harness selected", "running harness selected", "every second", "ticker"} {
 		found := false
 		for _, m := range rep.Metrics {
 			found = found || strings.Contains(m.Name, name)
@@ -109,8 +117,8 @@ func TestQuickRun(t *testing.T) {
 	if part4 != 3 {
 		t.Errorf("%d part 4 rows, want 3 (call log off, on, on with call_log_args)", part4)
 	}
-	if len(rep.Targets) != 9 {
-		t.Errorf("%d target rows, want 9", len(rep.Targets))
+	if len(rep.Targets) != 11 {
+		t.Errorf("%d target rows, want 11", len(rep.Targets))
 	}
 	for _, tg := range rep.Targets {
 		if strings.Contains(tg.Name, "upstream processes") && !tg.Pass {

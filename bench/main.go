@@ -1,10 +1,12 @@
 // Command bench measures the harness daemon against the targets of issues 9,
-// 20 and 24: the tools/call round trip of a tiny upstream reached directly,
-// through `harness mcp` (as a byte pipe, and with its stdio handed to the
-// daemon) and through the Streamable HTTP endpoint (part 1), a daemon
+// 17, 20 and 24: the tools/call round trip of a tiny upstream reached
+// directly, through `harness mcp` (as a byte pipe, and with its stdio handed
+// to the daemon) and through the Streamable HTTP endpoint (part 1), a daemon
 // carrying a large fleet (part 2), `harness_list` over MCP next to `harness
-// list --json` and an in-process control call (part 3), and the per-call
-// cost of the MCP call log, on against off in the same run (part 4).
+// list --json` and an in-process control call (part 3), the per-call cost of
+// the MCP call log, on against off in the same run (part 4), and `harness
+// top` on that fleet in tmux (part 5: state change to screen, idle CPU next
+// to a client that re-lists every second).
 //
 // It builds the harness binary into a temporary directory, starts real
 // daemons on temporary state directories and prints markdown tables, marking
@@ -35,7 +37,7 @@ import (
 
 // options are the sizes and switches of one benchmark run.
 type options struct {
-	Parts      map[string]bool // "calls", "fleet", "calllog"
+	Parts      map[string]bool // "calls", "fleet", "calllog", "top"
 	Sessions   []int           // concurrency levels of part 1
 	Paths      map[string]bool // paths of part 1 (a, a1, r, r', b, b', c)
 	Calls      int             // timed calls per session per round
@@ -48,6 +50,8 @@ type options struct {
 	MCPRuns    int             // harness_list calls over MCP
 	FleetSess  int             // MCP sessions that touch every upstream in part 2
 	StopGrace  int             // stop_grace of the fleet, seconds
+	TopIdle    time.Duration   // idle window of each part 5 CPU measurement
+	TopSamples int             // state changes timed to the screen in part 5
 	Bin        string          // prebuilt harness binary; empty builds one
 	ProfileDir string          // where daemon CPU profiles go; empty: none
 	Verbose    io.Writer       // progress lines; nil for none
@@ -59,10 +63,10 @@ type options struct {
 // defaults returns the full-size options, or the -quick ones.
 func defaults(quick bool) options {
 	o := options{
-		Parts:    map[string]bool{"calls": true, "fleet": true, "calllog": true},
+		Parts:    map[string]bool{"calls": true, "fleet": true, "calllog": true, "top": true},
 		Sessions: []int{1, 8, 32}, Calls: 400, Rounds: 3, Warmup: 50,
 		Harnesses: 200, Upstreams: 10, ListRuns: 100, InprocRuns: 1000, MCPRuns: 300,
-		FleetSess: 20, StopGrace: 2, LogCalls: 5000,
+		FleetSess: 20, StopGrace: 2, LogCalls: 5000, TopIdle: 10 * time.Second, TopSamples: 20,
 	}
 	if quick {
 		o.Sessions = []int{1, 8}
@@ -70,6 +74,7 @@ func defaults(quick bool) options {
 		o.Harnesses, o.Upstreams = 40, 3
 		o.ListRuns, o.InprocRuns, o.MCPRuns, o.FleetSess = 10, 100, 30, 4
 		o.LogCalls = 1000
+		o.TopIdle, o.TopSamples = 2*time.Second, 4
 	}
 	return o
 }
@@ -80,6 +85,10 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench relay:", err)
 			os.Exit(1)
 		}
+		return
+	}
+	if len(os.Args) > 2 && os.Args[1] == "-serve-ticker" {
+		serveTicker(os.Args[2])
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "-serve-daemon" {
@@ -98,7 +107,7 @@ func main() {
 	o := defaults(quick)
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
-	parts := fs.String("parts", "calls,fleet,calllog", "parts to run: calls (part 1), fleet (parts 2 and 3), calllog (part 4)")
+	parts := fs.String("parts", "calls,fleet,calllog,top", "parts to run: calls (part 1), fleet (parts 2 and 3), calllog (part 4), top (part 5)")
 	paths := fs.String("paths", strings.Join(pathOrder, ","), "paths of part 1 (the targets need a, a1, r, r', b and b')")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
@@ -112,6 +121,8 @@ func main() {
 	fs.IntVar(&o.FleetSess, "fleet-sessions", o.FleetSess, "MCP sessions calling every upstream before the process count")
 	fs.IntVar(&o.StopGrace, "stop-grace", o.StopGrace, "stop_grace of the fleet harnesses, seconds")
 	fs.IntVar(&o.LogCalls, "log-calls", o.LogCalls, "timed calls per variant per round (part 4)")
+	fs.DurationVar(&o.TopIdle, "top-idle", o.TopIdle, "idle window of each `harness top` CPU measurement (part 5)")
+	fs.IntVar(&o.TopSamples, "top-samples", o.TopSamples, "state changes timed to the `harness top` screen (part 5)")
 	fs.StringVar(&o.Bin, "bin", "", "use this harness binary instead of building one")
 	fs.StringVar(&o.ProfileDir, "cpuprofile", "", "run the daemons in-process and write their CPU profiles to this directory")
 	fs.BoolVar(&o.Keep, "keep", true, "keep the temporary directory (logs) when the run fails")
@@ -187,6 +198,11 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if o.Parts["calllog"] {
 		if err := runCallLog(ctx, o, tmp, rep); err != nil {
 			return rep, fmt.Errorf("part 4: %w", err)
+		}
+	}
+	if o.Parts["top"] {
+		if err := runTop(ctx, o, bin, tmp, rep); err != nil {
+			return rep, fmt.Errorf("part 5: %w", err)
 		}
 	}
 	rep.LoadAfter = loadAvg()

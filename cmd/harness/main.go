@@ -107,6 +107,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		upCmd(g),
 		downCmd(g),
 		psCmd(g),
+		topCmd(g),
 		demoUpstreamCmd(),
 	)
 	usageErrorsAreInvalidArguments(root)
