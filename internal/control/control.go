@@ -352,6 +352,7 @@ var opTable = map[string]opFunc{
 	api.OpProjectDown:      op((*Control).ProjectDown),
 	api.OpListTrajectories: op((*Control).ListTrajectories),
 	api.OpGetTrajectory:    op((*Control).GetTrajectory),
+	api.OpSend:             op((*Control).Send),
 }
 
 // op adapts a typed operation to the table. Arguments are decoded
