@@ -29,6 +29,12 @@ const (
 	FrameResponse FrameType = 4 // daemon -> client: Response
 	FrameEvent    FrameType = 5 // daemon -> subscribed client: Event
 	FrameError    FrameType = 6 // daemon -> client, connection-level failure: errcode.Body
+
+	// Attach mode (since 1.1).
+	FrameOutput FrameType = 7  // daemon -> viewer: terminal output, raw bytes
+	FrameInput  FrameType = 8  // viewer -> daemon: keystrokes, raw bytes
+	FrameResize FrameType = 9  // viewer -> daemon: api.AttachResize
+	FrameNotice FrameType = 10 // daemon -> viewer: api.AttachEvent
 )
 
 var frameNames = map[FrameType]string{
@@ -38,6 +44,10 @@ var frameNames = map[FrameType]string{
 	FrameResponse: "response",
 	FrameEvent:    "event",
 	FrameError:    "error",
+	FrameOutput:   "output",
+	FrameInput:    "input",
+	FrameResize:   "resize",
+	FrameNotice:   "notice",
 }
 
 // String returns the frame type's name, or "frame(N)" for an unknown type.

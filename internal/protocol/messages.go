@@ -8,17 +8,20 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
 // Version is the protocol version this build speaks, "major.minor". Peers
-// must agree on the major; a minor bump only adds optional fields or ops.
-const Version = "1.0"
+// must agree on the major; a minor bump only adds optional fields, ops or
+// modes. 1.1 added the attach mode.
+const Version = "1.1"
 
 // Connection modes carried in Hello.Mode.
 const (
 	ModeControl = "control" // framed requests, responses and events
 	ModeMCP     = "mcp"     // after the welcome, a raw newline-delimited JSON-RPC stream
+	ModeAttach  = "attach"  // a harness's terminal: output and notices in, input and resize out (since 1.1)
 )
 
 // Hello is the client's first frame.
@@ -28,6 +31,8 @@ type Hello struct {
 	Client       string `json:"client,omitempty"`
 	Token        string `json:"token,omitempty"`
 	AllowControl bool   `json:"allow_control,omitempty"`
+	// Attach says what an attach-mode connection attaches to.
+	Attach *api.AttachArgs `json:"attach,omitempty"`
 }
 
 // Welcome is the daemon's answer to an accepted Hello.
