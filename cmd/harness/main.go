@@ -106,6 +106,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		upCmd(g),
 		downCmd(g),
 		psCmd(g),
+		sendCmd(g), attachCmd(g),
 		demoUpstreamCmd(),
 	)
 	usageErrorsAreInvalidArguments(root)
