@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -161,5 +162,33 @@ func TestScenario_SendAnswersAPrompt(t *testing.T) {
 		if f.logHas("agent", stray) {
 			t.Errorf("a refused send typed %q", stray)
 		}
+	}
+}
+
+// TestScenario_SendInsideAProjectTakesItsOwnNames: standing in a project,
+// `harness send agent` means that project's agent, as logs does; elsewhere
+// the name is the global one.
+func TestScenario_SendInsideAProjectTakesItsOwnNames(t *testing.T) {
+	dir := t.TempDir()
+	f := newFleet(t, lineReader("agent", dir, "enabled = true"))
+	proj := filepath.Join(t.TempDir(), "web")
+	if err := os.MkdirAll(proj, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	toml := "[project]\nname = \"web\"\n" + lineReader("agent", proj, "")
+	if err := os.WriteFile(filepath.Join(proj, "harness.toml"), []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.mustRunIn(proj, "up")
+	f.waitLog("web/agent", "ready")
+	f.waitLog("agent", "ready")
+	if out := f.mustRunIn(proj, "send", "agent", "to the project's", "--enter"); !strings.Contains(out, "to web/agent") {
+		t.Fatalf("send in the project: %s", out)
+	}
+	f.waitLog("web/agent", "got: to the project's")
+	f.mustRun("send", "agent", "to the global one", "--enter")
+	f.waitLog("agent", "got: to the global one")
+	if f.logHas("agent", "project's") || f.logHas("web/agent", "global") {
+		t.Fatal("a send reached the other agent")
 	}
 }

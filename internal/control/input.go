@@ -103,7 +103,7 @@ func (c *Control) Send(ctx context.Context, a api.SendArgs) (api.SendResult, err
 	}
 	run, err := u.sup.Input(ctx, data)
 	if err != nil {
-		return api.SendResult{}, notRunning(err)
+		return api.SendResult{}, notRunning(u, err)
 	}
 	caller := callerOf(ctx)
 	c.log.Info("input sent", "unit", u.name, "run", run, "bytes", len(data), "caller", caller.Kind, "from_harness", caller.Harness)
@@ -123,7 +123,7 @@ func (c *Control) Attach(ctx context.Context, a api.AttachArgs) (*supervise.View
 	}
 	v, err := u.sup.Attach(ctx, supervise.ViewerOptions{ReadOnly: a.ReadOnly, Cols: a.Cols, Rows: a.Rows})
 	if err != nil {
-		return nil, notRunning(err)
+		return nil, notRunning(u, err)
 	}
 	c.log.Info("viewer attached", "unit", u.name, "read_only", a.ReadOnly, "cols", a.Cols, "rows", a.Rows)
 	return v, nil
@@ -142,10 +142,11 @@ func (c *Control) terminalUnit(name string) (*unit, error) {
 	return u, nil
 }
 
-// notRunning gives supervise's ErrNotRunning its wire code.
-func notRunning(err error) error {
+// notRunning gives supervise's ErrNotRunning its wire code and a message
+// that says the unit's state.
+func notRunning(u *unit, err error) error {
 	if errors.Is(err, supervise.ErrNotRunning) {
-		return fmt.Errorf("%w: %w", err, errcode.ErrNotRunning)
+		return errcode.Errorf(errcode.NotRunning, "%s is not running (%s)", u.name, u.sup.Status().State)
 	}
 	return err
 }
