@@ -66,6 +66,7 @@ func TestQuickRun(t *testing.T) {
 	o.Harnesses, o.Upstreams = 10, 2
 	o.ListRuns, o.InprocRuns, o.MCPRuns, o.FleetSess = 5, 10, 5, 3
 	o.StopGrace = 1
+	o.Keys = 10
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rep, err := run(ctx, o)
@@ -106,7 +107,15 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("process count target missed: %s", tg.Measured)
 		}
 	}
-	for _, want := range []string{"### Part 1", "### Other measurements", "### Targets", "| 2 | c |"} {
+	for _, a := range rep.Attach {
+		if a.Stats.N != o.Keys*o.Rounds || a.Stats.P50 <= 0 {
+			t.Errorf("attach path %s: %+v, want %d keys", a.Path, a.Stats, o.Keys*o.Rounds)
+		}
+	}
+	if len(rep.Attach) != 3 {
+		t.Errorf("%d attach rows, want 3 (bare PTY, stream, harness attach)", len(rep.Attach))
+	}
+	for _, want := range []string{"### Part 1", "### Other measurements", "### Targets", "| 2 | c |", "### Part 4", "| t | 10 |"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}

@@ -1,8 +1,9 @@
 // Command bench measures the harness daemon against the targets of issue 9:
 // the tools/call round trip of a tiny upstream reached directly, through the
 // `harness mcp` bridge and through the Streamable HTTP endpoint (part 1), a
-// daemon carrying a large fleet (part 2), and `harness_list` over MCP next to
-// `harness list --json` and an in-process control call (part 3).
+// daemon carrying a large fleet (part 2), `harness_list` over MCP next to
+// `harness list --json` and an in-process control call (part 3), and
+// keystroke to echo through `harness attach` next to a bare PTY (part 4).
 //
 // It builds the harness binary into a temporary directory, starts real
 // daemons on temporary state directories and prints markdown tables, marking
@@ -46,6 +47,7 @@ type options struct {
 	MCPRuns    int             // harness_list calls over MCP
 	FleetSess  int             // MCP sessions that touch every upstream in part 2
 	StopGrace  int             // stop_grace of the fleet, seconds
+	Keys       int             // timed keystrokes per path per round (part 4)
 	Bin        string          // prebuilt harness binary; empty builds one
 	ProfileDir string          // where daemon CPU profiles go; empty: none
 	Verbose    io.Writer       // progress lines; nil for none
@@ -56,16 +58,17 @@ type options struct {
 // defaults returns the full-size options, or the -quick ones.
 func defaults(quick bool) options {
 	o := options{
-		Parts:    map[string]bool{"calls": true, "fleet": true},
+		Parts:    map[string]bool{"calls": true, "fleet": true, "attach": true},
 		Sessions: []int{1, 8, 32}, Calls: 400, Rounds: 3, Warmup: 50,
 		Harnesses: 200, Upstreams: 10, ListRuns: 100, InprocRuns: 1000, MCPRuns: 300,
-		FleetSess: 20, StopGrace: 2,
+		FleetSess: 20, StopGrace: 2, Keys: 500,
 	}
 	if quick {
 		o.Sessions = []int{1, 8}
 		o.Calls, o.Rounds, o.Warmup = 100, 1, 10
 		o.Harnesses, o.Upstreams = 40, 3
 		o.ListRuns, o.InprocRuns, o.MCPRuns, o.FleetSess = 10, 100, 30, 4
+		o.Keys = 100
 	}
 	return o
 }
@@ -94,7 +97,7 @@ func main() {
 	o := defaults(quick)
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
-	parts := fs.String("parts", "calls,fleet", "parts to run: calls (part 1), fleet (parts 2 and 3)")
+	parts := fs.String("parts", "calls,fleet,attach", "parts to run: calls (part 1), fleet (parts 2 and 3), attach (part 4)")
 	paths := fs.String("paths", "a,a1,r,b,c", "paths of part 1 (the targets need a, a1, r and b)")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
@@ -106,6 +109,7 @@ func main() {
 	fs.IntVar(&o.InprocRuns, "inproc-runs", o.InprocRuns, "in-process list calls")
 	fs.IntVar(&o.MCPRuns, "mcp-runs", o.MCPRuns, "harness_list calls over MCP")
 	fs.IntVar(&o.FleetSess, "fleet-sessions", o.FleetSess, "MCP sessions calling every upstream before the process count")
+	fs.IntVar(&o.Keys, "keys", o.Keys, "timed keystrokes per path per round (part 4)")
 	fs.IntVar(&o.StopGrace, "stop-grace", o.StopGrace, "stop_grace of the fleet harnesses, seconds")
 	fs.StringVar(&o.Bin, "bin", "", "use this harness binary instead of building one")
 	fs.StringVar(&o.ProfileDir, "cpuprofile", "", "run the daemons in-process and write their CPU profiles to this directory")
@@ -177,6 +181,11 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if o.Parts["fleet"] {
 		if err := runFleet(ctx, o, bin, tmp, rep); err != nil {
 			return rep, fmt.Errorf("parts 2 and 3: %w", err)
+		}
+	}
+	if o.Parts["attach"] {
+		if err := runAttach(ctx, o, bin, tmp, rep); err != nil {
+			return rep, fmt.Errorf("part 4: %w", err)
 		}
 	}
 	rep.LoadAfter = loadAvg()
