@@ -143,12 +143,23 @@ func (e *echoReader) awaitSeq(seq []byte) error {
 	}
 }
 
-// barePTY is path (p): the child on a PTY of the bench's own.
-type barePTY struct {
+// onPTY is a process on a PTY the bench is the terminal of: it types a
+// key into the master and reads the echo from it.
+type onPTY struct {
 	cmd    *exec.Cmd
 	master *os.File
 	echo   echoReader
 }
+
+func (p *onPTY) trip(key byte) error {
+	if _, err := p.master.Write([]byte{key}); err != nil {
+		return err
+	}
+	return timed(p.master, func() error { return p.echo.await(key) })
+}
+
+// barePTY is path (p): the child on a PTY of the bench's own.
+type barePTY struct{ onPTY }
 
 func newBarePTY(ctx context.Context) (*barePTY, error) {
 	cmd := exec.CommandContext(ctx, "sh", "-c", echoChild)
@@ -156,19 +167,12 @@ func newBarePTY(ctx context.Context) (*barePTY, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &barePTY{cmd: cmd, master: master, echo: echoReader{r: master}}
+	b := &barePTY{onPTY{cmd: cmd, master: master, echo: echoReader{r: master}}}
 	if err := timed(master, func() error { return b.echo.await('@') }); err != nil {
 		b.close()
 		return nil, fmt.Errorf("the child never came up: %w", err)
 	}
 	return b, nil
-}
-
-func (b *barePTY) trip(key byte) error {
-	if _, err := b.master.Write([]byte{key}); err != nil {
-		return err
-	}
-	return timed(b.master, func() error { return b.echo.await(key) })
 }
 
 func (b *barePTY) close() {
@@ -281,11 +285,7 @@ func (s *streamTrip) close() {
 }
 
 // cliTrip is path (t): `harness attach echo` on a PTY the bench types into.
-type cliTrip struct {
-	cmd    *exec.Cmd
-	master *os.File
-	echo   echoReader
-}
+type cliTrip struct{ onPTY }
 
 func newCLITrip(ctx context.Context, bin, socket string) (*cliTrip, error) {
 	cmd := exec.CommandContext(ctx, bin, "--socket", socket, "attach", "echo")
@@ -293,7 +293,7 @@ func newCLITrip(ctx context.Context, bin, socket string) (*cliTrip, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cliTrip{cmd: cmd, master: master, echo: echoReader{r: master}}
+	c := &cliTrip{onPTY{cmd: cmd, master: master, echo: echoReader{r: master}}}
 	// The repaint ends with the cursor's visibility (CSI ?25h or l), and
 	// the screen it draws holds echoes of earlier rounds: skip past it.
 	if err := timed(master, func() error { return c.echo.awaitSeq([]byte("\x1b[?25")) }); err != nil {
@@ -302,13 +302,6 @@ func newCLITrip(ctx context.Context, bin, socket string) (*cliTrip, error) {
 	}
 	c.echo.buf = c.echo.buf[min(1, len(c.echo.buf)):]
 	return c, nil
-}
-
-func (c *cliTrip) trip(key byte) error {
-	if _, err := c.master.Write([]byte{key}); err != nil {
-		return err
-	}
-	return timed(c.master, func() error { return c.echo.await(key) })
 }
 
 func (c *cliTrip) close() {
