@@ -54,36 +54,42 @@ func (u *Unit) Input(ctx context.Context, p []byte) (run uint64, err error) {
 	if in == nil {
 		return 0, fmt.Errorf("supervise: unit %s: input: %w", u.name, ErrNotRunning)
 	}
-	n, err := in.write(ctx, p)
+	n, ctxBound, err := in.write(ctx, p)
 	switch {
 	case err == nil:
 		return in.run, nil
 	case errors.Is(err, os.ErrClosed):
 		// The run ended while we wrote.
 		return in.run, fmt.Errorf("supervise: unit %s: input: run %d ended: %w", u.name, in.run, ErrNotRunning)
-	case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil:
+	case ctxBound && errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil:
+		// The caller's deadline or cancellation, not the program's silence.
+		cause := ctx.Err()
+		if cause == nil {
+			cause = context.DeadlineExceeded // the file's timer fired a moment before ctx's
+		}
+		return in.run, fmt.Errorf("supervise: unit %s: input: %d of %d bytes written: %w", u.name, n, len(p), cause)
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		return in.run, fmt.Errorf("supervise: unit %s: input: the program did not read its terminal within %s (%d of %d bytes written)",
 			u.name, InputTimeout, n, len(p))
-	case ctx.Err() != nil:
-		return in.run, fmt.Errorf("supervise: unit %s: input: %d of %d bytes written: %w", u.name, n, len(p), ctx.Err())
 	}
 	return in.run, fmt.Errorf("supervise: unit %s: input: %w", u.name, err)
 }
 
-// write writes p whole, bounded by InputTimeout and ctx.
-func (in *ptyInput) write(ctx context.Context, p []byte) (int, error) {
+// write writes p whole, bounded by InputTimeout and ctx; ctxBound says
+// the deadline was ctx's.
+func (in *ptyInput) write(ctx context.Context, p []byte) (n int, ctxBound bool, err error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	deadline := time.Now().Add(InputTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+		deadline, ctxBound = d, true
 	}
 	if err := in.master.SetWriteDeadline(deadline); err != nil {
 		// A master that could not be made non-blocking (see pollable)
 		// takes no deadline; the write is then unbounded, which the spawn
 		// already logged.
 		if !errors.Is(err, os.ErrNoDeadline) {
-			return 0, err
+			return 0, ctxBound, err
 		}
 	}
 	// Cancelling ctx moves the deadline into the past, which ends a write
@@ -94,9 +100,9 @@ func (in *ptyInput) write(ctx context.Context, p []byte) (int, error) {
 		defer close(fired)
 		_ = in.master.SetWriteDeadline(time.Unix(1, 0))
 	})
-	n, err := in.master.Write(p)
+	n, err = in.master.Write(p)
 	if !stop() {
 		<-fired
 	}
-	return n, err
+	return n, ctxBound, err
 }

@@ -284,6 +284,13 @@ func TestScenario_InputToAProgramThatDoesNotReadIsBounded(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("input to a program that does not read never returned")
 	}
+	// Without a deadline of the caller's, InputTimeout bounds the write.
+	start := time.Now()
+	_, err := e.u.Input(context.Background(), make([]byte, 1<<20))
+	if took := time.Since(start); err == nil || !strings.Contains(err.Error(), "did not read its terminal within 5s") ||
+		took < InputTimeout || took > 3*InputTimeout {
+		t.Fatalf("input to a deaf program without a deadline: %v after %v", err, took)
+	}
 	e.stop()
 	if _, err := e.u.Input(context.Background(), []byte("x")); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("input after stop: %v", err)
