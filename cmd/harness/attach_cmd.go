@@ -11,13 +11,14 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/attachterm"
 	"github.com/harness-dev/harness/internal/client"
+	"github.com/harness-dev/harness/internal/errcode"
 )
 
 func attachCmd(g *globals) *cobra.Command {
 	var readOnly bool
 	var detachKeys string
 	cmd := &cobra.Command{
-		Use:   "attach NAME [--read-only] [--detach-keys K]",
+		Use:   "attach NAME",
 		Short: "Attach this terminal to a running harness (Ctrl-] detaches; the harness goes on)",
 		Long: "Shows the harness's screen as it is, then live, and types your keys into it; resizing this\n" +
 			"terminal resizes the harness's. Several viewers may attach at once; --read-only ones only watch.\n" +
@@ -66,8 +67,10 @@ func attachCmd(g *globals) *cobra.Command {
 				if out.Ended.State == "failed" {
 					return exitError{code: 1}
 				}
+			case ctx.Err() != nil:
+				return fmt.Errorf("attach %s: interrupted by a signal", name)
 			default:
-				fmt.Fprintf(w, "harness: attachment to %s ended\n", name)
+				return errcode.Errorf(errcode.DaemonUnavailable, "attach %s: the daemon closed the attachment", name)
 			}
 			return nil
 		},

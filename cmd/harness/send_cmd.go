@@ -12,7 +12,7 @@ func sendCmd(g *globals) *cobra.Command {
 	var keys []string
 	var enter bool
 	cmd := &cobra.Command{
-		Use:   "send NAME [TEXT] [--key K]... [--enter]",
+		Use:   "send NAME [TEXT]",
 		Short: "Type text and keys into a running harness (answer its prompts)",
 		Long: "Types TEXT (as a bracketed paste when the program asked for one), then each --key in order, then\n" +
 			"Enter with --enter. Keys: Enter, Tab, Esc, Up, Down, Left, Right, Backspace, Space, C-a … C-z.\n" +
