@@ -14,7 +14,7 @@ import (
 )
 
 // TestMain lets the test binary serve as the bench's relay process and
-// part 4's ticker, as the bench program does (it re-executes
+// part 5's ticker, as the bench program does (it re-executes
 // os.Executable()).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "-serve-ticker" {
@@ -74,6 +74,7 @@ func TestQuickRun(t *testing.T) {
 	o.StopGrace = 1
 	o.LogCalls = 200
 	o.TopIdle, o.TopSamples = time.Second, 2
+	o.Keys = 10
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	rep, err := run(ctx, o)
@@ -125,7 +126,15 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("process count target missed: %s", tg.Measured)
 		}
 	}
-	for _, want := range []string{"### Part 1", "### Other measurements", "### Targets", "| 2 | c |", "| 2 | b' |", "| 2 | r' |"} {
+	for _, a := range rep.Attach {
+		if a.Stats.N != o.Keys*o.Rounds || a.Stats.P50 <= 0 {
+			t.Errorf("attach path %s: %+v, want %d keys", a.Path, a.Stats, o.Keys*o.Rounds)
+		}
+	}
+	if len(rep.Attach) != 3 {
+		t.Errorf("%d attach rows, want 3 (bare PTY, stream, harness attach)", len(rep.Attach))
+	}
+	for _, want := range []string{"### Part 1", "### Other measurements", "### Targets", "| 2 | c |", "### Part 6", "| t | 10 |", "| 2 | b' |", "| 2 | r' |"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}

@@ -1,12 +1,13 @@
 // Command bench measures the harness daemon against the targets of issues 9,
-// 17, 20 and 24: the tools/call round trip of a tiny upstream reached
+// 16, 17, 20 and 24: the tools/call round trip of a tiny upstream reached
 // directly, through `harness mcp` (as a byte pipe, and with its stdio handed
 // to the daemon) and through the Streamable HTTP endpoint (part 1), a daemon
 // carrying a large fleet (part 2), `harness_list` over MCP next to `harness
 // list --json` and an in-process control call (part 3), the per-call cost of
-// the MCP call log, on against off in the same run (part 4), and `harness
-// top` on that fleet in tmux (part 5: state change to screen, idle CPU next
-// to a client that re-lists every second).
+// the MCP call log, on against off in the same run (part 4), `harness top` on
+// that fleet in tmux (part 5: state change to screen, idle CPU next to a
+// client that re-lists every second), and keystroke to echo through
+// `harness attach` next to a bare PTY (part 6).
 //
 // It builds the harness binary into a temporary directory, starts real
 // daemons on temporary state directories and prints markdown tables, marking
@@ -52,6 +53,7 @@ type options struct {
 	StopGrace  int             // stop_grace of the fleet, seconds
 	TopIdle    time.Duration   // idle window of each part 5 CPU measurement
 	TopSamples int             // state changes timed to the screen in part 5
+	Keys       int             // timed keystrokes per path per round (part 6)
 	Bin        string          // prebuilt harness binary; empty builds one
 	ProfileDir string          // where daemon CPU profiles go; empty: none
 	Verbose    io.Writer       // progress lines; nil for none
@@ -63,10 +65,10 @@ type options struct {
 // defaults returns the full-size options, or the -quick ones.
 func defaults(quick bool) options {
 	o := options{
-		Parts:    map[string]bool{"calls": true, "fleet": true, "calllog": true, "top": true},
+		Parts:    map[string]bool{"calls": true, "fleet": true, "calllog": true, "top": true, "attach": true},
 		Sessions: []int{1, 8, 32}, Calls: 400, Rounds: 3, Warmup: 50,
 		Harnesses: 200, Upstreams: 10, ListRuns: 100, InprocRuns: 1000, MCPRuns: 300,
-		FleetSess: 20, StopGrace: 2, LogCalls: 5000, TopIdle: 10 * time.Second, TopSamples: 20,
+		FleetSess: 20, StopGrace: 2, LogCalls: 5000, TopIdle: 10 * time.Second, TopSamples: 20, Keys: 500,
 	}
 	if quick {
 		o.Sessions = []int{1, 8}
@@ -75,6 +77,7 @@ func defaults(quick bool) options {
 		o.ListRuns, o.InprocRuns, o.MCPRuns, o.FleetSess = 10, 100, 30, 4
 		o.LogCalls = 1000
 		o.TopIdle, o.TopSamples = 2*time.Second, 4
+		o.Keys = 100
 	}
 	return o
 }
@@ -107,7 +110,7 @@ func main() {
 	o := defaults(quick)
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
-	parts := fs.String("parts", "calls,fleet,calllog,top", "parts to run: calls (part 1), fleet (parts 2 and 3), calllog (part 4), top (part 5)")
+	parts := fs.String("parts", "calls,fleet,calllog,top,attach", "parts to run: calls (part 1), fleet (parts 2 and 3), calllog (part 4), top (part 5), attach (part 6)")
 	paths := fs.String("paths", strings.Join(pathOrder, ","), "paths of part 1 (the targets need a, a1, r, r', b and b')")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
@@ -119,6 +122,7 @@ func main() {
 	fs.IntVar(&o.InprocRuns, "inproc-runs", o.InprocRuns, "in-process list calls")
 	fs.IntVar(&o.MCPRuns, "mcp-runs", o.MCPRuns, "harness_list calls over MCP")
 	fs.IntVar(&o.FleetSess, "fleet-sessions", o.FleetSess, "MCP sessions calling every upstream before the process count")
+	fs.IntVar(&o.Keys, "keys", o.Keys, "timed keystrokes per path per round (part 6)")
 	fs.IntVar(&o.StopGrace, "stop-grace", o.StopGrace, "stop_grace of the fleet harnesses, seconds")
 	fs.IntVar(&o.LogCalls, "log-calls", o.LogCalls, "timed calls per variant per round (part 4)")
 	fs.DurationVar(&o.TopIdle, "top-idle", o.TopIdle, "idle window of each `harness top` CPU measurement (part 5)")
@@ -203,6 +207,11 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if o.Parts["top"] {
 		if err := runTop(ctx, o, bin, tmp, rep); err != nil {
 			return rep, fmt.Errorf("part 5: %w", err)
+		}
+	}
+	if o.Parts["attach"] {
+		if err := runAttach(ctx, o, bin, tmp, rep); err != nil {
+			return rep, fmt.Errorf("part 6: %w", err)
 		}
 	}
 	rep.LoadAfter = loadAvg()

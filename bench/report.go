@@ -55,6 +55,7 @@ type report struct {
 	Calls           []callRow
 	Metrics         []metricRow
 	Targets         []target
+	Attach          []attachRow // part 6
 }
 
 // pathNames explains the part 1 path letters.
@@ -126,6 +127,7 @@ func (r *report) print(w io.Writer) {
 			fmt.Fprintf(w, "| %s | %s | %s |\n", m.Part, m.Name, m.Value)
 		}
 	}
+	r.printAttach(w)
 	if len(r.Targets) > 0 {
 		fmt.Fprintf(w, "\n### Targets\n\n| target | measured | result |\n|---|---|---|\n")
 		for _, t := range r.Targets {

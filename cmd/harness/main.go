@@ -108,6 +108,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		downCmd(g),
 		psCmd(g),
 		topCmd(g),
+		sendCmd(g), attachCmd(g),
 		demoUpstreamCmd(),
 	)
 	usageErrorsAreInvalidArguments(root)

@@ -361,6 +361,7 @@ var opTable = map[string]opFunc{
 	api.OpListTrajectories: op((*Control).ListTrajectories),
 	api.OpGetTrajectory:    op((*Control).GetTrajectory),
 	api.OpCalls:            op((*Control).Calls),
+	api.OpSend:             op((*Control).Send),
 }
 
 // op adapts a typed operation to the table. Arguments are decoded

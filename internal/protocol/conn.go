@@ -44,6 +44,8 @@ type conn struct {
 	dropped    atomic.Uint64
 
 	workers sync.WaitGroup // request goroutines and the event writer
+
+	attach AttachSession // attach mode: opened by the handshake
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -71,6 +73,9 @@ func (c *conn) serve() {
 
 	hello, ok := c.handshake()
 	if !ok {
+		if c.attach != nil { // opened, but the welcome never reached the viewer
+			c.attach.Close()
+		}
 		return
 	}
 	c.hello = hello
@@ -83,6 +88,10 @@ func (c *conn) serve() {
 			return
 		}
 		c.serveMCP(ctx)
+		return
+	}
+	if c.attach != nil {
+		c.serveAttach(ctx)
 		return
 	}
 	c.readLoop(ctx)
@@ -119,8 +128,11 @@ func (c *conn) handshake() (Hello, bool) {
 		c.reject(errcode.VersionMismatch, err.Error())
 		return h, false
 	}
-	if h.Mode != ModeControl && h.Mode != ModeMCP {
-		c.reject(errcode.InvalidArgument, fmt.Sprintf("hello mode %q: want %q or %q", h.Mode, ModeControl, ModeMCP))
+	if h.Mode != ModeControl && h.Mode != ModeMCP && h.Mode != ModeAttach {
+		c.reject(errcode.InvalidArgument, fmt.Sprintf("hello mode %q: want %q, %q or %q", h.Mode, ModeControl, ModeMCP, ModeAttach))
+		return h, false
+	}
+	if h.Mode == ModeAttach && !c.openAttach(h) {
 		return h, false
 	}
 	if a, ok := c.s.Handler.(MCPAuthenticator); ok && h.Mode == ModeMCP {

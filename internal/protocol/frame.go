@@ -32,6 +32,12 @@ const (
 	FrameError    FrameType = 6 // daemon -> client, connection-level failure: errcode.Body
 	FrameStdio    FrameType = 7 // client -> daemon, MCP hand-off (1.1): StdioFrame, stdin and stdout in SCM_RIGHTS
 	FrameEnded    FrameType = 8 // daemon -> client, the handed-off session is over: Ended
+
+	// Attach mode (since 1.2).
+	FrameOutput FrameType = 9  // daemon -> viewer: terminal output, raw bytes
+	FrameInput  FrameType = 10 // viewer -> daemon: keystrokes, raw bytes
+	FrameResize FrameType = 11 // viewer -> daemon: api.AttachResize
+	FrameNotice FrameType = 12 // daemon -> viewer: api.AttachEvent
 )
 
 var frameNames = map[FrameType]string{
@@ -43,6 +49,10 @@ var frameNames = map[FrameType]string{
 	FrameError:    "error",
 	FrameStdio:    "stdio",
 	FrameEnded:    "ended",
+	FrameOutput:   "output",
+	FrameInput:    "input",
+	FrameResize:   "resize",
+	FrameNotice:   "notice",
 }
 
 // String returns the frame type's name, or "frame(N)" for an unknown type.

@@ -8,20 +8,24 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
 // Version is the protocol version this build speaks, "major.minor". Peers
-// must agree on the major; a minor bump only adds optional fields or ops.
+// must agree on the major; a minor bump only adds optional fields, ops or
+// modes.
 //
 // 1.1 added the stdio hand-off (Hello.Handoff, Welcome.Handoff, FrameStdio,
-// FrameEnded); a 1.0 peer never sees any of it.
-const Version = "1.1"
+// FrameEnded); a 1.0 peer never sees any of it. 1.2 added the attach mode
+// (ModeAttach, Hello.Attach and its frames).
+const Version = "1.2"
 
 // Connection modes carried in Hello.Mode.
 const (
 	ModeControl = "control" // framed requests, responses and events
 	ModeMCP     = "mcp"     // after the welcome, a raw newline-delimited JSON-RPC stream
+	ModeAttach  = "attach"  // a harness's terminal: output and notices in, input and resize out (since 1.2)
 )
 
 // Hello is the client's first frame.
@@ -34,6 +38,8 @@ type Hello struct {
 	// Handoff offers, in MCP mode, to pass the client's stdin and stdout
 	// to the daemon instead of copying bytes (protocol 1.1, handoff.go).
 	Handoff bool `json:"handoff,omitempty"`
+	// Attach says what an attach-mode connection attaches to (1.2).
+	Attach *api.AttachArgs `json:"attach,omitempty"`
 }
 
 // Welcome is the daemon's answer to an accepted Hello.

@@ -286,6 +286,7 @@ func (a *actor) onExit(ev exitEv) {
 		a.deps.Logger.Warn("supervise: wait", "run", p.run, "pid", p.pid, "err", ev.err)
 	}
 	a.deps.Tokens.Revoke(a.cfg.Name, p.run)
+	a.withdrawInput(p)
 	a.reapTree(p)
 
 	a.lastExit, a.lastSignal = ev.code, ev.signal
@@ -485,6 +486,7 @@ func (a *actor) setState(s State) {
 		return
 	}
 	a.state = s
+	a.tellViewers(s)
 	a.emit(Event{Kind: EventState, RunID: a.runID})
 }
 

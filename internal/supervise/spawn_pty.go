@@ -42,13 +42,14 @@ func (a *actor) startPTY(p *proc, attrs *syscall.SysProcAttr) (func(), error) {
 	}
 	p.master = master
 	p.cols, p.rows = cols, rows
-	t := a.u.term
-	t.Reset(int(cols), int(rows))
+	a.u.term.Reset(int(cols), int(rows))
+	a.publishInput(p)
+	a.u.out.started(p.run)
 	logger := a.deps.Logger.With("run", p.run)
 	return func() {
 		go func() {
 			defer close(p.ioDone)
-			copyOutput(master, newPTYWriter(a.deps.Log, t, logger), logger)
+			copyOutput(master, newPTYWriter(a.deps.Log, a.u.out, logger), logger)
 		}()
 	}, nil
 }

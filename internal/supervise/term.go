@@ -81,23 +81,24 @@ func (a *actor) onResize(m resizeCmd) {
 }
 
 // ptyWriter takes a harness's output: raw bytes into the log (ring, file),
-// and into the terminal, which makes the output entries. Like logWriter it
-// never fails, so the PTY keeps draining.
+// and into the terminal, which makes the output entries, and to the
+// attached viewers. Like logWriter it never fails, so the PTY keeps
+// draining.
 type ptyWriter struct {
 	l      *logs.Log
-	t      *term.Term
+	out    *fanout
 	logger *slog.Logger
 	once   *sync.Once
 }
 
-func newPTYWriter(l *logs.Log, t *term.Term, logger *slog.Logger) ptyWriter {
-	return ptyWriter{l: l, t: t, logger: logger, once: new(sync.Once)}
+func newPTYWriter(l *logs.Log, out *fanout, logger *slog.Logger) ptyWriter {
+	return ptyWriter{l: l, out: out, logger: logger, once: new(sync.Once)}
 }
 
 func (w ptyWriter) Write(p []byte) (int, error) {
 	if _, err := w.l.WriteRaw(p); err != nil {
 		w.once.Do(func() { w.logger.Warn("supervise: output dropped", "err", err) })
 	}
-	w.t.Feed(p)
+	w.out.write(p)
 	return len(p), nil
 }

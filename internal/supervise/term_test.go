@@ -74,7 +74,7 @@ func runTermHelper(mode string) (int, bool) {
 			<-ch
 		}
 	default:
-		return 0, false
+		return runInputHelper(mode)
 	}
 	time.Sleep(time.Hour)
 	return 0, true

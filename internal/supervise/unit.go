@@ -35,6 +35,9 @@ type Unit struct {
 	done   chan struct{}
 	status atomic.Pointer[Status]
 	term   *term.Term // harnesses only
+	out    *fanout    // harnesses only: PTY output to the terminal and the attached viewers
+	// input is the PTY master of the current run, for Input (harnesses only).
+	input atomic.Pointer[ptyInput]
 }
 
 // New starts the actor of one unit. The unit begins stopped and not
@@ -66,6 +69,7 @@ func New(cfg UnitConfig, deps Deps) *Unit {
 	u := &Unit{name: cfg.Name, inbox: make(chan any, 16), done: make(chan struct{})}
 	if cfg.Kind != KindUpstream {
 		u.term = newTerm(u, cfg, deps)
+		u.out = newFanout(cfg.Name, u.term)
 	}
 	a := &actor{u: u, cfg: cfg.clone(), deps: deps, state: StateStopped}
 	a.own = newOwner(a)

@@ -1,6 +1,6 @@
 // Package facade is the one registry of the MCP facade tools: the control
 // operations of DESIGN §10 exposed as MCP tools. Each tool has a name in the
-// reserved "harness_" namespace, a read/write class used for scoping, the
+// reserved "harness_" namespace, a read/write/input class used for scoping, the
 // control operation it calls, and a JSON Schema describing every argument.
 // Arguments are passed to the control operation unchanged, so the schema
 // uses the CLI's words.
@@ -70,6 +70,12 @@ const (
 		`"wait":{"type":"boolean","description":"follow the run to its end and return exit code, duration and log tail"},` +
 		`"timeout_s":{"type":"integer","minimum":1,"maximum":86400,"description":"with wait: give up following after this many seconds (at most a day)"}` +
 		`},"required":["name"],"additionalProperties":false}`
+	sendSchema = `{"type":"object","properties":{` +
+		`"name":{"type":"string","minLength":1,"description":"harness name"},` +
+		`"text":{"type":"string","description":"literal text to type (sent as a bracketed paste when the program enabled it); text and keys together at most 16 KiB"},` +
+		`"keys":{"type":"array","items":{"type":"string"},"description":"named keys typed after the text, in order: Enter, Tab, Esc, Up, Down, Left, Right, Backspace, Space, C-a … C-z"},` +
+		`"enter":{"type":"boolean","description":"press Enter after the text and keys"}` +
+		`},"required":["name"],"additionalProperties":false}`
 )
 
 var registry = []Tool{
@@ -99,6 +105,8 @@ var registry = []Tool{
 		Description: "Restart a harness, exactly as `harness restart NAME` would."},
 	{Name: "harness_trigger", Class: api.Write, Op: api.OpTrigger, InputSchema: json.RawMessage(triggerSchema),
 		Description: "Start a job now. With wait, follow the run to its end (bounded by timeout_s) and return exit code, duration and log tail."},
+	{Name: "harness_send", Class: api.Input, Op: api.OpSend, InputSchema: json.RawMessage(sendSchema),
+		Description: "Type into a running harness's terminal, as a person at its keyboard would: text, then named keys, then Enter. Use it to answer the harness's prompts; read its screen before and after (harness_screen with idle_s)."},
 }
 
 var byName = func() map[string]int {

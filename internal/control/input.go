@@ -1,0 +1,152 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/supervise"
+)
+
+// MaxSendBytes bounds what one send types: the text and the keys as they
+// reach the PTY, bracketed-paste markers included. An agent answers a
+// prompt with a few words; a bigger paste belongs in a file.
+const MaxSendBytes = 16 << 10
+
+// Bracketed paste markers (DECSET 2004): a program that enabled the mode
+// takes what comes between them as pasted text, not as keys.
+const (
+	pasteStart = "\x1b[200~"
+	pasteEnd   = "\x1b[201~"
+)
+
+// namedKeys are the keys send accepts by name (DESIGN §12), besides C-a
+// to C-z. Arrows are the normal-mode sequences (CSI A...), which
+// programs in application cursor mode accept too.
+var namedKeys = []struct{ name, seq string }{
+	{"Enter", "\r"}, {"Tab", "\t"}, {"Esc", "\x1b"},
+	{"Up", "\x1b[A"}, {"Down", "\x1b[B"}, {"Left", "\x1b[D"}, {"Right", "\x1b[C"},
+	{"Backspace", "\x7f"}, {"Space", " "},
+}
+
+// keyNames lists the valid key names, for the error that rejects another.
+func keyNames() string {
+	names := make([]string, 0, len(namedKeys)+1)
+	for _, k := range namedKeys {
+		names = append(names, k.name)
+	}
+	return strings.Join(append(names, "C-a … C-z"), ", ")
+}
+
+// keySeq is what the key called name sends. Names are matched without
+// regard to case ("enter", "C-C").
+func keySeq(name string) (string, bool) {
+	for _, k := range namedKeys {
+		if strings.EqualFold(k.name, name) {
+			return k.seq, true
+		}
+	}
+	if len(name) == 3 && (name[0] == 'C' || name[0] == 'c') && name[1] == '-' {
+		if c := name[2] | 0x20; c >= 'a' && c <= 'z' {
+			return string(rune(c - 'a' + 1)), true
+		}
+	}
+	return "", false
+}
+
+// encodeSend turns a send into the bytes the PTY gets: the text (wrapped
+// as a bracketed paste when the program asked for it), each key, then
+// Enter.
+func encodeSend(a api.SendArgs, paste bool) ([]byte, error) {
+	var b strings.Builder
+	if a.Text != "" {
+		if paste {
+			// The text cannot end the paste early and turn the rest into keys.
+			b.WriteString(pasteStart + strings.ReplaceAll(a.Text, pasteEnd, "") + pasteEnd)
+		} else {
+			b.WriteString(a.Text)
+		}
+	}
+	for _, k := range a.Keys {
+		seq, ok := keySeq(k)
+		if !ok {
+			return nil, errcode.Errorf(errcode.InvalidArgument, "unknown key %q: valid keys are %s", k, keyNames())
+		}
+		b.WriteString(seq)
+	}
+	if a.Enter {
+		b.WriteString("\r")
+	}
+	if b.Len() == 0 {
+		return nil, errcode.Errorf(errcode.InvalidArgument, "nothing to send: give text, keys or enter")
+	}
+	if b.Len() > MaxSendBytes {
+		return nil, errcode.Errorf(errcode.InvalidArgument, "send of %d bytes is over the bound of %d bytes (text and keys as typed)", b.Len(), MaxSendBytes)
+	}
+	return []byte(b.String()), nil
+}
+
+// Send answers `send`: it types text and keys into a running harness's
+// PTY (DESIGN §12). A harness without a process answers not_running, an
+// upstream invalid_argument.
+func (c *Control) Send(ctx context.Context, a api.SendArgs) (api.SendResult, error) {
+	u, err := c.terminalUnit(a.Name)
+	if err != nil {
+		return api.SendResult{}, err
+	}
+	data, err := encodeSend(a, u.sup.Term().BracketedPaste())
+	if err != nil {
+		return api.SendResult{}, fmt.Errorf("harness %s: %w", a.Name, err)
+	}
+	run, err := u.sup.Input(ctx, data)
+	if err != nil {
+		return api.SendResult{}, notRunning(u, err)
+	}
+	caller := callerOf(ctx)
+	c.log.Info("input sent", "unit", u.name, "run", run, "bytes", len(data), "caller", caller.Kind, "from_harness", caller.Harness)
+	return api.SendResult{Name: u.name, RunID: run, Bytes: len(data)}, nil
+}
+
+// Attach opens a viewer of a harness's terminal for `harness attach` (the
+// socket's attach mode): not_running when it is stopped or failed,
+// invalid_argument for an upstream.
+func (c *Control) Attach(ctx context.Context, a api.AttachArgs) (*supervise.Viewer, error) {
+	u, err := c.terminalUnit(a.Name)
+	if err != nil {
+		return nil, err
+	}
+	if a.Cols < 0 || a.Rows < 0 {
+		return nil, errcode.Errorf(errcode.InvalidArgument, "attach %s: size %dx%d", a.Name, a.Cols, a.Rows)
+	}
+	v, err := u.sup.Attach(ctx, supervise.ViewerOptions{ReadOnly: a.ReadOnly, Cols: a.Cols, Rows: a.Rows})
+	if err != nil {
+		return nil, notRunning(u, err)
+	}
+	c.log.Info("viewer attached", "unit", u.name, "read_only", a.ReadOnly, "cols", a.Cols, "rows", a.Rows)
+	return v, nil
+}
+
+// terminalUnit finds a harness that has a terminal: an upstream (a stdio
+// MCP server) is invalid_argument.
+func (c *Control) terminalUnit(name string) (*unit, error) {
+	u, err := c.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if u.kind == supervise.KindUpstream {
+		return nil, errcode.Errorf(errcode.InvalidArgument, "%s is a stdio MCP upstream: it has no terminal", name)
+	}
+	return u, nil
+}
+
+// notRunning gives supervise's ErrNotRunning its wire code and a message
+// that says the unit's state.
+func notRunning(u *unit, err error) error {
+	if errors.Is(err, supervise.ErrNotRunning) {
+		return errcode.Errorf(errcode.NotRunning, "%s is not running (%s)", u.name, u.sup.Status().State)
+	}
+	return err
+}
