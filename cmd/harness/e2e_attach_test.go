@@ -25,9 +25,9 @@ type tmuxServer struct {
 	env  []string
 }
 
-// newTmux starts nothing yet: the first session starts the server. Panes
+// newTmuxServer starts nothing yet: the first session starts the server. Panes
 // are 100x30 without a status line; their shell is sh with the prompt "$ ".
-func newTmux(t *testing.T) *tmuxServer {
+func newTmuxServer(t *testing.T) *tmuxServer {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatalf("tmux is needed to drive harness attach in a real terminal (scripts/test installs it): %v", err)
@@ -167,7 +167,7 @@ enabled = true
 func TestScenario_AttachInARealTerminal(t *testing.T) {
 	f := newFleet(t, tuiHarness+upstreamTable("up", "attach-"+filepath.Base(t.TempDir()), ""))
 	f.waitLog("tui", "size 30 100")
-	x := newTmux(t)
+	x := newTmuxServer(t)
 	attach := fmt.Sprintf("%s --socket %s attach", harnessBin, f.socket)
 
 	// A late viewer: the repaint shows the screen as the emulator has it.
