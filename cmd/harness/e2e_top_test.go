@@ -343,3 +343,44 @@ func TestTop_RefusesWithoutTerminalOrDaemon(t *testing.T) {
 		t.Errorf("top without a daemon:\n%s", s)
 	}
 }
+
+// TestTop_AttachAndSendFromTheDashboard: `i` types a line into the
+// selected harness; `a` hands the terminal to `harness attach` (the
+// program's screen, keys going to it) and Ctrl-] brings the dashboard
+// back.
+func TestTop_AttachAndSendFromTheDashboard(t *testing.T) {
+	f := newFleet(t, `
+[harness.echo]
+cmd = "sh"
+args = ["-c", "echo echo-ready; while read l; do echo \"got:$l\"; done"]
+enabled = true
+`)
+	f.waitState("echo", "running")
+	p := newTmux(t, 120, 40)
+	p.startTop(f)
+	p.waitRow("echo", "running", 15*time.Second)
+	p.waitText("preview of echo", 5*time.Second)
+
+	p.keys("i")
+	p.tmux("send-keys", "-t", "top", "-l", "from-top")
+	p.keys("Enter")
+	f.waitFor("the line typed from top to reach the harness", 10*time.Second, func() bool {
+		return strings.Contains(f.mustRun("logs", "echo"), "got:from-top")
+	})
+
+	p.keys("a")
+	p.waitScreen("the attached program's screen instead of the dashboard", 10*time.Second, func(s string) bool {
+		return strings.Contains(s, "got:from-top") && !strings.Contains(s, "preview of echo")
+	})
+	p.tmux("send-keys", "-t", "top", "-l", "typed-attached")
+	p.keys("Enter")
+	p.waitText("got:typed-attached", 10*time.Second)
+	p.keys("C-]")
+	p.waitText("preview of echo", 10*time.Second)
+	p.waitText("detached from echo", 5*time.Second)
+	if rowState(p.screen(), "echo") != "running" {
+		t.Errorf("echo after detaching: %s", p.screen())
+	}
+	p.keys("q")
+	p.waitText("top-exit=0", 5*time.Second)
+}

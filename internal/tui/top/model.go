@@ -59,11 +59,11 @@ type Options struct {
 	Socket string
 	// Attach, when set, hands the terminal to an attachment to the named
 	// unit (the attach key runs it with tea.Exec and the dashboard comes
-	// back when it returns). Nil hides the key: `harness attach` does not
-	// exist yet (issue 16).
+	// back when it returns; ExecAttach runs `harness attach`). Nil hides
+	// the key.
 	Attach func(unit string) tea.ExecCommand
-	// Send, when set, types a line (with Enter) into the named unit. Nil
-	// hides the key until the `send` op exists (issue 16).
+	// Send, when set, types a line (with Enter) into the named unit
+	// (SendLine: the send op). Nil hides the key.
 	Send func(ctx context.Context, unit, line string) error
 
 	FPS          int           // default DefaultFPS (Run only)

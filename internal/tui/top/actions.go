@@ -1,0 +1,42 @@
+package top
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/client"
+)
+
+// ExecAttach is an Options.Attach that runs `exe --socket socket attach
+// UNIT` (harness attach) on this process's own terminal: the dashboard
+// steps aside while it runs and comes back when it detaches (Ctrl-]) or
+// the unit stops.
+func ExecAttach(exe, socket string) func(unit string) tea.ExecCommand {
+	return func(unit string) tea.ExecCommand {
+		c := exec.Command(exe, "--socket", socket, "attach", unit)
+		// The real terminal, not bubbletea's wrapped input: attach puts
+		// it in raw mode and needs it to be a terminal.
+		c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+		return attachCommand{c}
+	}
+}
+
+// attachCommand keeps the terminal ExecAttach gave it.
+type attachCommand struct{ *exec.Cmd }
+
+func (attachCommand) SetStdin(io.Reader)  {}
+func (attachCommand) SetStdout(io.Writer) {}
+func (attachCommand) SetStderr(io.Writer) {}
+
+// SendLine is an Options.Send that types line and Enter into unit through
+// the send op (as `harness send UNIT LINE --enter`).
+func SendLine(socket string) func(ctx context.Context, unit, line string) error {
+	return func(ctx context.Context, unit, line string) error {
+		return client.CallOnce(ctx, socket, api.OpSend, api.SendArgs{Name: unit, Text: line, Enter: true}, nil)
+	}
+}
