@@ -38,6 +38,7 @@ func Ops() []string {
 		OpTriggers, OpTrigger, OpProfiles, OpUseProfile, OpReload, OpDaemonInfo,
 		OpShutdown, OpMCPStatus, OpProjectUp, OpProjectDown, OpListTrajectories,
 		OpGetTrajectory,
+		OpScreen, OpWait,
 	}
 }
 

@@ -352,6 +352,8 @@ var opTable = map[string]opFunc{
 	api.OpProjectDown:      op((*Control).ProjectDown),
 	api.OpListTrajectories: op((*Control).ListTrajectories),
 	api.OpGetTrajectory:    op((*Control).GetTrajectory),
+	api.OpScreen:           op((*Control).Screen),
+	api.OpWait:             op((*Control).Wait),
 }
 
 // op adapts a typed operation to the table. Arguments are decoded

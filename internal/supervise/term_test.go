@@ -15,6 +15,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/term"
 )
@@ -187,7 +188,7 @@ func TestScenario_ResizeFollowsThePTY(t *testing.T) {
 	cfg := helperCfg("win", "winsize", nil)
 	cfg.Cols, cfg.Rows = 100, 30
 	e := newEnv(t, cfg)
-	if err := e.u.Resize(context.Background(), 80, 24); !errors.Is(err, ErrNotRunning) {
+	if err := e.u.Resize(context.Background(), 80, 24); !errors.Is(err, ErrNotRunning) || errcode.Of(err) != errcode.NotRunning {
 		t.Fatalf("resize before start: %v", err)
 	}
 	e.start()
