@@ -21,6 +21,9 @@ import (
 var harnessBin string
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode)) // a harness of some test: this binary re-executed
+	}
 	dir, err := os.MkdirTemp("", "harness-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -38,6 +41,10 @@ func TestMain(m *testing.M) {
 	// may outlive the tests.
 	if left := procsOf(harnessBin); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "e2e: processes of %s still running after the tests: %v\n", harnessBin, left)
+		code = 1
+	}
+	if left := childrenLeft(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: test children still running after the tests: %v\n", left)
 		code = 1
 	}
 	os.RemoveAll(dir)

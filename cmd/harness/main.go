@@ -108,6 +108,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		psCmd(g),
 		demoUpstreamCmd(),
 	)
+	root.AddCommand(screenCmd(g), waitCmd(g)) // terminals, DESIGN §12
 	usageErrorsAreInvalidArguments(root)
 	return root
 }
