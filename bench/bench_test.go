@@ -16,6 +16,13 @@ import (
 // TestMain lets the test binary serve as the bench's relay process, as
 // the bench program does (path (r) re-executes os.Executable()).
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "-serve-tui" {
+		if err := serveTUI(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench tui:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "-serve-relay" {
 		if err := serveRelay(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench relay:", err)
@@ -89,7 +96,7 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"RSS, idle", "RSS, all running", "start --all", "list --json", "in process",
-		"via `harness mcp`", "via HTTP", "upstream processes", "stop --all"} {
+		"via `harness mcp`", "via HTTP", "upstream processes", "stop --all", "per TUI harness", "idle on its dialog"} {
 		found := false
 		for _, m := range rep.Metrics {
 			found = found || strings.Contains(m.Name, name)
@@ -98,8 +105,8 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("no metric row containing %q", name)
 		}
 	}
-	if len(rep.Targets) != 6 {
-		t.Errorf("%d target rows, want 6", len(rep.Targets))
+	if len(rep.Targets) != 7 {
+		t.Errorf("%d target rows, want 7", len(rep.Targets))
 	}
 	for _, tg := range rep.Targets {
 		if strings.Contains(tg.Name, "upstream processes") && !tg.Pass {

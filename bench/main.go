@@ -78,6 +78,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "-serve-tui" {
+		if err := serveTUI(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench tui:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "-serve-daemon" {
 		if err := serveDaemon(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench daemon:", err)
@@ -94,7 +101,7 @@ func main() {
 	o := defaults(quick)
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
-	parts := fs.String("parts", "calls,fleet", "parts to run: calls (part 1), fleet (parts 2 and 3)")
+	parts := fs.String("parts", "calls,fleet", "parts to run: calls (part 1), fleet (parts 2, 2b and 3), tui (part 2b alone)")
 	paths := fs.String("paths", "a,a1,r,b,c", "paths of part 1 (the targets need a, a1, r and b)")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
@@ -177,6 +184,11 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if o.Parts["fleet"] {
 		if err := runFleet(ctx, o, bin, tmp, rep); err != nil {
 			return rep, fmt.Errorf("parts 2 and 3: %w", err)
+		}
+	}
+	if o.Parts["fleet"] || o.Parts["tui"] {
+		if err := runFleetTUI(ctx, o, bin, tmp, rep); err != nil {
+			return rep, fmt.Errorf("part 2b: %w", err)
 		}
 	}
 	rep.LoadAfter = loadAvg()
