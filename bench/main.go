@@ -1,7 +1,8 @@
 // Command bench measures the harness daemon against the targets of issue 9:
 // the tools/call round trip of a tiny upstream reached directly, through the
 // `harness mcp` bridge and through the Streamable HTTP endpoint (part 1), a
-// daemon carrying a large fleet (part 2), and `harness_list` over MCP next to
+// daemon carrying a large fleet (part 2) and a fleet of TUI harnesses idle on
+// their dialogs (part 2b, issue 15), and `harness_list` over MCP next to
 // `harness list --json` and an in-process control call (part 3).
 //
 // It builds the harness binary into a temporary directory, starts real
@@ -11,7 +12,8 @@
 //	go run ./bench                 # everything, full sizes
 //	go run ./bench -quick          # small sizes, for a quick look
 //	go run ./bench -parts calls -sessions 1,32 -calls 2000
-//	go run ./bench -cpuprofile /tmp/prof   # also write the daemons' CPU profiles
+//	go run ./bench -parts tui -harnesses 200  # part 2b alone
+//	go run ./bench -cpuprofile /tmp/prof   # also write the daemons' CPU (and part 2b's heap) profiles
 //
 // With -cpuprofile the daemons run inside this program (the hidden
 // -serve-daemon mode calls internal/daemon.Run under runtime/pprof), so the

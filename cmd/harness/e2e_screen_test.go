@@ -329,4 +329,10 @@ func TestScenario_BusyIdleEventsOnTheSubscription(t *testing.T) {
 	if us[0]["activity"] != "idle" || us[0]["idle_since"] == nil {
 		t.Fatalf("list after the idle event: %v", us[0])
 	}
+	if out := f.mustRun("list"); !strings.Contains(out, "ACTIVITY") || !strings.Contains(out, "running  idle ") {
+		t.Errorf("harness list shows no activity:\n%s", out)
+	}
+	if out := f.mustRun("describe", "burst"); !strings.Contains(out, "activity:       idle ") {
+		t.Errorf("harness describe shows no activity:\n%s", out)
+	}
 }

@@ -123,3 +123,15 @@ func waitCmd(g *globals) *cobra.Command {
 	addJSON(cmd, g)
 	return callsOps(cmd, api.OpWait)
 }
+
+// activityText is a running harness's activity for a table: "busy", or
+// "idle 12s"; "-" for a unit without a process.
+func activityText(u api.UnitInfo) string {
+	switch {
+	case u.Activity == "":
+		return "-"
+	case u.Activity == api.ActivityIdle && u.IdleS != nil:
+		return "idle " + (time.Duration(*u.IdleS) * time.Second).String()
+	}
+	return u.Activity
+}
