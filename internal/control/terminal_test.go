@@ -127,7 +127,7 @@ idle_after = 5
 	if w.TimedOut || w.IdleS < 0.6 || w.Name != "printer" {
 		t.Fatalf("wait for printer: %+v", w)
 	}
-	f.mustCall(api.OpWait, api.WaitArgs{Name: "ticker", IdleS: 0.5, TimeoutS: 1}, &w)
+	f.mustCall(api.OpWait, api.WaitArgs{Name: "ticker", IdleS: 1, TimeoutS: 2}, &w)
 	if !w.TimedOut {
 		t.Fatalf("wait for ticker: %+v", w)
 	}
