@@ -51,25 +51,10 @@ func childrenLeft() []int {
 	if err != nil {
 		return nil
 	}
-	var left []int
-	for range 100 {
-		left = left[:0]
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == os.Getpid() {
-				continue
-			}
-			if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == self && alive(pid) {
-				left = append(left, pid)
-			}
-		}
-		if len(left) == 0 {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return left
+	return procsLeft(func(pid int) bool {
+		exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "exe"))
+		return err == nil && exe == self
+	})
 }
 
 // screenJSON is `harness screen --json`.
