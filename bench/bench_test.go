@@ -21,6 +21,13 @@ func TestMain(m *testing.M) {
 		serveTicker(os.Args[2])
 		os.Exit(0)
 	}
+	if len(os.Args) > 1 && os.Args[1] == "-serve-tui" {
+		if err := serveTUI(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench tui:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "-serve-relay" {
 		if err := serveRelay(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench relay:", err)
@@ -100,7 +107,7 @@ func TestQuickRun(t *testing.T) {
 	for _, name := range []string{"RSS, idle", "RSS, all running", "start --all", "list --json", "in process",
 		"via `harness mcp`", "via HTTP", "upstream processes", "stop --all",
 		"call log off", "call log on", "call log on, call_log_args",
-		"state change to the row on screen", "stopped harness selected", "running harness selected", "every second", "ticker"} {
+		"state change to the row on screen", "stopped harness selected", "running harness selected", "every second", "ticker", "per TUI harness", "idle on its dialog"} {
 		found := false
 		for _, m := range rep.Metrics {
 			found = found || strings.Contains(m.Name, name)
@@ -118,8 +125,8 @@ func TestQuickRun(t *testing.T) {
 	if part4 != 3 {
 		t.Errorf("%d part 4 rows, want 3 (call log off, on, on with call_log_args)", part4)
 	}
-	if len(rep.Targets) != 11 {
-		t.Errorf("%d target rows, want 11", len(rep.Targets))
+	if len(rep.Targets) != 12 {
+		t.Errorf("%d target rows, want 12", len(rep.Targets))
 	}
 	for _, tg := range rep.Targets {
 		if strings.Contains(tg.Name, "upstream processes") && !tg.Pass {

@@ -303,6 +303,22 @@ func serveDaemon(args []string) error {
 		return err
 	}
 	defer pprof.StopCPUProfile()
+	// SIGUSR1 writes a heap profile beside the CPU profile (after a GC, so
+	// it shows what is live), then a .done marker the bench waits for.
+	heap := strings.TrimSuffix(*prof, ".pprof") + ".heap.pprof"
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	go func() {
+		for range usr1 {
+			runtime.GC()
+			if f, err := os.Create(heap); err == nil {
+				_ = pprof.WriteHeapProfile(f)
+				_ = f.Close()
+				_ = os.WriteFile(heap+".done", nil, 0o600)
+			}
+		}
+	}()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return daemon.Run(ctx, daemon.Options{

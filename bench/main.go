@@ -1,8 +1,9 @@
 // Command bench measures the harness daemon against the targets of issues 9,
-// 16, 17, 20 and 24: the tools/call round trip of a tiny upstream reached
-// directly, through `harness mcp` (as a byte pipe, and with its stdio handed
-// to the daemon) and through the Streamable HTTP endpoint (part 1), a daemon
-// carrying a large fleet (part 2), `harness_list` over MCP next to `harness
+// 15, 16, 17, 20 and 24: the tools/call round trip of a tiny upstream
+// reached directly, through `harness mcp` (as a byte pipe, and with its
+// stdio handed to the daemon) and through the Streamable HTTP endpoint (part
+// 1), a daemon carrying a large fleet (part 2) and a fleet of TUI harnesses
+// idle on their dialogs (part 2b), `harness_list` over MCP next to `harness
 // list --json` and an in-process control call (part 3), the per-call cost of
 // the MCP call log, on against off in the same run (part 4), `harness top` on
 // that fleet in tmux (part 5: state change to screen, idle CPU next to a
@@ -16,7 +17,8 @@
 //	go run ./bench                 # everything, full sizes
 //	go run ./bench -quick          # small sizes, for a quick look
 //	go run ./bench -parts calls -sessions 1,32 -calls 2000
-//	go run ./bench -cpuprofile /tmp/prof   # also write the daemons' CPU profiles
+//	go run ./bench -parts tui -harnesses 200  # part 2b alone
+//	go run ./bench -cpuprofile /tmp/prof   # also write the daemons' CPU (and part 2b's heap) profiles
 //
 // With -cpuprofile the daemons run inside this program (the hidden
 // -serve-daemon mode calls internal/daemon.Run under runtime/pprof), so the
@@ -92,6 +94,13 @@ func main() {
 	}
 	if len(os.Args) > 2 && os.Args[1] == "-serve-ticker" {
 		serveTicker(os.Args[2])
+		os.Exit(0)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "-serve-tui" {
+		if err := serveTUI(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench tui:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "-serve-daemon" {
@@ -110,7 +119,7 @@ func main() {
 	o := defaults(quick)
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
-	parts := fs.String("parts", "calls,fleet,calllog,top,attach", "parts to run: calls (part 1), fleet (parts 2 and 3), calllog (part 4), top (part 5), attach (part 6)")
+	parts := fs.String("parts", "calls,fleet,calllog,top,attach", "parts to run: calls (part 1), fleet (parts 2, 2b and 3), tui (part 2b alone), calllog (part 4), top (part 5), attach (part 6)")
 	paths := fs.String("paths", strings.Join(pathOrder, ","), "paths of part 1 (the targets need a, a1, r, r', b and b')")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
@@ -197,6 +206,11 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if o.Parts["fleet"] {
 		if err := runFleet(ctx, o, bin, tmp, rep); err != nil {
 			return rep, fmt.Errorf("parts 2 and 3: %w", err)
+		}
+	}
+	if o.Parts["fleet"] || o.Parts["tui"] {
+		if err := runFleetTUI(ctx, o, bin, tmp, rep); err != nil {
+			return rep, fmt.Errorf("part 2b: %w", err)
 		}
 	}
 	if o.Parts["calllog"] {

@@ -487,6 +487,37 @@ schedule = "@hourly"
 	keys([]string{"jobs"}, "name", "schedule", "next_fire", "last_run", "state")
 	keys([]string{"triggers"}, "job", "kind", "spec", "next_fire", "last_fired", "fired", "skipped")
 	keys([]string{"mcp", "status"}, "key", "state", "pid", "tools", "restarts", "last_error")
+	// DESIGN §12: a harness with a process shows its activity; a stopped
+	// one keeps the row it always had.
+	keys([]string{"describe", "sleeper"}, "activity", "idle_s")
+	keys([]string{"screen", "sleeper"}, "name", "run_id", "cols", "rows", "cursor", "title", "alt_screen", "activity", "idle_s", "lines", "scrollback")
+	keys([]string{"wait", "sleeper", "--idle", "1ms", "--timeout", "20s"}, "name", "idle_s", "timed_out")
+	keys([]string{"list"}, "name", "state", "enabled", "pid", "restart_count", "last_exit_code", "description", "schedule", "next_fire")
+	var rows []map[string]any
+	f.mustJSON(&rows, "list")
+	for _, r := range rows {
+		_, hasActivity := r["activity"]
+		_, hasIdle := r["idle_s"]
+		_, hasSince := r["idle_since"]
+		switch r["name"] {
+		case "sleeper":
+			if !hasActivity || !hasIdle {
+				t.Errorf("list --json row of a running harness lacks activity/idle_s: %v", r)
+			}
+			if hasSince != (r["activity"] == "idle") {
+				t.Errorf("list --json row: idle_since only while idle: %v", r)
+			}
+		default:
+			if hasActivity || hasIdle || hasSince {
+				t.Errorf("list --json row of a stopped harness grew activity keys: %v", r)
+			}
+		}
+	}
+	var d map[string]any
+	f.mustJSON(&d, "describe", "job")
+	if _, ok := d["activity"]; ok {
+		t.Errorf("describe --json of a stopped job shows activity: %v", d)
+	}
 }
 
 func TestCLI_ConfigChangeWaitsForTheNextStart(t *testing.T) {

@@ -21,6 +21,9 @@ import (
 var harnessBin string
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode)) // a harness of some test: this binary re-executed
+	}
 	dir, err := os.MkdirTemp("", "harness-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -40,6 +43,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "e2e: processes of %s still running after the tests: %v\n", harnessBin, left)
 		code = 1
 	}
+	if left := childrenLeft(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: test children still running after the tests: %v\n", left)
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -47,22 +54,26 @@ func TestMain(m *testing.M) {
 // procsOf lists live pids whose argv[0] is bin, waiting briefly for ones
 // that are on their way out.
 func procsOf(bin string) []int {
+	return procsLeft(func(pid int) bool {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		argv0, _, _ := strings.Cut(string(b), "\x00")
+		return err == nil && argv0 == bin
+	})
+}
+
+// procsLeft lists live pids (this process aside) that match, waiting up
+// to 5 s for them to go.
+func procsLeft(match func(pid int) bool) []int {
 	var left []int
 	for range 100 {
 		left = left[:0]
 		ents, _ := os.ReadDir("/proc")
 		for _, e := range ents {
 			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
+			if err != nil || pid == os.Getpid() || !match(pid) || !alive(pid) {
 				continue
 			}
-			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			if err != nil || !alive(pid) {
-				continue
-			}
-			if argv0, _, _ := strings.Cut(string(b), "\x00"); argv0 == bin {
-				left = append(left, pid)
-			}
+			left = append(left, pid)
 		}
 		if len(left) == 0 {
 			return nil

@@ -111,6 +111,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		sendCmd(g), attachCmd(g),
 		demoUpstreamCmd(),
 	)
+	root.AddCommand(screenCmd(g), waitCmd(g)) // terminals, DESIGN §12
 	usageErrorsAreInvalidArguments(root)
 	return root
 }

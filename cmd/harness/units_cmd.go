@@ -24,9 +24,9 @@ func unitsVerb(g *globals, use, short string, args func(*cobra.Command) (api.Lis
 	return listVerb(g, listing[api.UnitInfo]{
 		use: use, short: short, op: api.OpList,
 		request: func(cmd *cobra.Command, _ []string) (any, error) { return args(cmd) },
-		header:  "NAME\tSTATE\tENABLED\tPID\tRESTARTS\tEXIT\tSCHEDULE\tDESCRIPTION",
+		header:  "NAME\tSTATE\tACTIVITY\tENABLED\tPID\tRESTARTS\tEXIT\tSCHEDULE\tDESCRIPTION",
 		row: func(u api.UnitInfo) []string {
-			return []string{u.Name, u.State, fmt.Sprint(u.Enabled), pidStr(u.PID), fmt.Sprint(u.RestartCount), intPtr(u.LastExitCode), u.Schedule, u.Description}
+			return []string{u.Name, u.State, activityText(u), fmt.Sprint(u.Enabled), pidStr(u.PID), fmt.Sprint(u.RestartCount), intPtr(u.LastExitCode), u.Schedule, u.Description}
 		},
 	}, nil)
 }
@@ -47,6 +47,9 @@ func describeCmd(g *globals) *cobra.Command {
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "name:           %s\nstate:          %s\nenabled:        %v\npid:            %s\nrestarts:       %d\nlast exit:      %s\n",
 				d.Name, d.State, d.Enabled, pidStr(d.PID), d.RestartCount, intPtr(d.LastExitCode))
+			if d.Activity != "" {
+				fmt.Fprintf(w, "activity:       %s\n", activityText(d.UnitInfo))
+			}
 			if d.Description != "" {
 				fmt.Fprintf(w, "description:    %s\n", d.Description)
 			}

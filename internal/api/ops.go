@@ -39,7 +39,7 @@ func Ops() []string {
 		OpTriggers, OpTrigger, OpProfiles, OpUseProfile, OpReload, OpDaemonInfo,
 		OpShutdown, OpMCPStatus, OpProjectUp, OpProjectDown, OpListTrajectories,
 		OpGetTrajectory, OpCalls,
-		OpSend,
+		OpSend, OpScreen, OpWait,
 	}
 }
 

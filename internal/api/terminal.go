@@ -2,8 +2,8 @@ package api
 
 import "time"
 
-// Operations of the terminals (DESIGN §12). They are answered by control
-// once their issue lands; until then they are not in Ops.
+// Operations of the terminals (DESIGN §12). Each joins Ops together with
+// its handler in control's op table.
 const (
 	OpScreen = "screen" // a harness's rendered screen
 	OpWait   = "wait"   // wait until a harness has been idle for a while

@@ -26,6 +26,12 @@ type UnitInfo struct {
 	Project      string     `json:"project,omitempty"`
 	Schedule     string     `json:"schedule,omitempty"`
 	NextFire     *time.Time `json:"next_fire,omitempty"`
+	// Activity, IdleS and IdleSince are the busy/idle state of a harness
+	// that has a process (DESIGN §12): absent for stopped units and
+	// upstreams; IdleSince only while idle.
+	Activity  string     `json:"activity,omitempty"`
+	IdleS     *float64   `json:"idle_s,omitempty"`
+	IdleSince *time.Time `json:"idle_since,omitempty"`
 }
 
 // Description is the answer of `describe`: the list fields plus the unit's

@@ -362,6 +362,8 @@ var opTable = map[string]opFunc{
 	api.OpGetTrajectory:    op((*Control).GetTrajectory),
 	api.OpCalls:            op((*Control).Calls),
 	api.OpSend:             op((*Control).Send),
+	api.OpScreen:           op((*Control).Screen),
+	api.OpWait:             op((*Control).Wait),
 }
 
 // op adapts a typed operation to the table. Arguments are decoded

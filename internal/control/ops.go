@@ -49,6 +49,7 @@ func (c *Control) info(u *unit, st supervise.Status) api.UnitInfo {
 	if up := u.upstream(); up != nil {
 		ui.Project = up.Project
 	}
+	withActivity(&ui, u, st)
 	return ui
 }
 

@@ -2,7 +2,6 @@ package supervise
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -40,8 +39,9 @@ func newTerm(u *Unit, cfg UnitConfig, deps Deps) *term.Term {
 func (u *Unit) Term() *term.Term { return u.term }
 
 // ErrNotRunning is returned by what needs the unit's process (Resize) when
-// it has none; the control layer maps it to the not_running wire code.
-var ErrNotRunning = errors.New("not running")
+// it has none. It carries the not_running wire code, so every layer that
+// wraps it answers not_running.
+var ErrNotRunning = errcode.Errorf(errcode.NotRunning, "no process")
 
 // resizeCmd changes the PTY size of the running process.
 type resizeCmd struct {

@@ -15,45 +15,23 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/term"
+	"github.com/harness-dev/harness/internal/term/termtest"
 )
 
 // runTermHelper is the child side of the terminal tests. Modes:
 //
-//	tui        draw like a TUI: cursor-forward gaps, a CR progress bar, an
+//	tui        termtest.DrawTUI: cursor-forward gaps, a CR progress bar, an
 //	           alternate-screen dialog redrawn many times, wide and
 //	           combining characters; print "done", sleep
 //	echo-loop  print $HELPER_N lines "line I at NANOS" every $HELPER_EVERY, sleep
 //	winsize    print the PTY size at start and on every SIGWINCH, sleep
 func runTermHelper(mode string) (int, bool) {
-	out := func(s string) { os.Stdout.WriteString(s) }
 	switch mode {
 	case "tui":
-		out("\x1b[2G\x1b[38;5;211mUnable\x1b[9Gto\x1b[12Gconnect\x1b[39m\r\n")
-		for i := 0; i <= 100; i += 25 {
-			out(fmt.Sprintf("\rfetch %3d%%", i))
-			time.Sleep(150 * time.Millisecond)
-		}
-		out("\r\n\x1b[?1049h\x1b[?25l")
-		for i := range 30 {
-			sel := 1 + i/20 // the selection moves once
-			out("\x1b[H\x1b[2J\x1b[2;3HSign in")
-			for j, s := range []string{"With ChatGPT", "With a key"} {
-				mark := " "
-				if j+1 == sel {
-					mark = ">"
-				}
-				out(fmt.Sprintf("\x1b[%d;3H%s %d. %s", 4+j, mark, j+1, s))
-			}
-			time.Sleep(20 * time.Millisecond)
-			if i == 19 {
-				time.Sleep(400 * time.Millisecond)
-			}
-		}
-		time.Sleep(400 * time.Millisecond)
-		out("\x1b[?1049l\x1b[?25h")
-		out("日本語 e\u0301 ok\r\ndone\r\n")
+		termtest.DrawTUI(os.Stdout)
 	case "echo-loop":
 		n, _ := strconv.Atoi(os.Getenv("HELPER_N"))
 		every, _ := time.ParseDuration(os.Getenv("HELPER_EVERY"))
@@ -102,15 +80,14 @@ func TestScenario_TUIScreenAndEntries(t *testing.T) {
 	if s.Cols != 120 || s.Rows != 40 || s.AltScreen || !s.Cursor.Visible {
 		t.Fatalf("snapshot %+v", s)
 	}
-	wantRows := []string{" Unable to connect", "fetch 100%", "日本語 e\u0301 ok", "done", ""}
-	if !slices.Equal(s.Lines[:5], wantRows) {
-		t.Fatalf("screen rows %q, want %q", s.Lines[:5], wantRows)
+	wantRows := termtest.TUIRows
+	if !slices.Equal(s.Lines[:len(wantRows)], wantRows) {
+		t.Fatalf("screen rows %q, want %q", s.Lines[:len(wantRows)], wantRows)
 	}
-	if !strings.Contains(s.ANSI[0], "\x1b[38;5;211m") {
+	if !strings.Contains(s.ANSI[0], termtest.TUIColour) {
 		t.Fatalf("ANSI row 0 lost its colour: %q", s.ANSI[0])
 	}
-	want := []string{" Unable to connect", "fetch 100%", "  Sign in", "  > 1. With ChatGPT", "    2. With a key",
-		"    1. With ChatGPT", "  > 2. With a key", "日本語 e\u0301 ok", "done"}
+	want := termtest.TUIEntries
 	// "done" may be the cursor's last line: it is in once the unit is idle.
 	e.waitFor("all entries", func() bool { return len(outputTexts(e.log)) >= len(want) })
 	if got := outputTexts(e.log); !slices.Equal(got, want) {
@@ -187,7 +164,7 @@ func TestScenario_ResizeFollowsThePTY(t *testing.T) {
 	cfg := helperCfg("win", "winsize", nil)
 	cfg.Cols, cfg.Rows = 100, 30
 	e := newEnv(t, cfg)
-	if err := e.u.Resize(context.Background(), 80, 24); !errors.Is(err, ErrNotRunning) {
+	if err := e.u.Resize(context.Background(), 80, 24); !errors.Is(err, ErrNotRunning) || errcode.Of(err) != errcode.NotRunning {
 		t.Fatalf("resize before start: %v", err)
 	}
 	e.start()

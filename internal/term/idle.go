@@ -111,6 +111,7 @@ func (t *Term) onIdleTimer() {
 	t.busy = false
 	t.since = t.lastOut
 	t.opt.OnActivity(t.activityLocked())
+	t.parkLocked() // until the next output
 }
 
 // onSampleTimer samples the screen and re-arms while output arrives or
@@ -134,6 +135,9 @@ func (t *Term) onSampleTimer() {
 // takeLocked samples the active screen and reports whether rows wait to
 // settle.
 func (t *Term) takeLocked(kind takeKind) bool {
+	if t.em == nil {
+		return false // nothing printed this run
+	}
 	return t.takeScreenLocked(t.activeLocked(), kind)
 }
 

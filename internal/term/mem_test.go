@@ -48,8 +48,10 @@ func tuiOutput(scrollLines int) []byte {
 // BenchmarkTermMemory reports what one Term costs at 120x40 with a full
 // scrollback (1000 lines, 64 KiB): heap bytes (after GC) and resident
 // bytes per Term, over n Terms kept alive at once; "alt" with the
-// program on its alternate screen. It is the number behind the fleet's
-// RSS budget; run with -benchtime=1x.
+// program on its alternate screen. Each Term is measured live, then with
+// its grids parked (as an idle unit's are): parked/live is the ratio of
+// the two heaps in the same run. It is the number behind the fleet's RSS
+// budget; run with -benchtime=1x.
 func BenchmarkTermMemory(b *testing.B) {
 	for _, alt := range []bool{false, true} {
 		b.Run(fmt.Sprintf("alt=%v", alt), func(b *testing.B) {
@@ -60,6 +62,10 @@ func BenchmarkTermMemory(b *testing.B) {
 				terms := make([]*Term, n)
 				for i := range terms {
 					terms[i] = New(Options{})
+					terms[i].mu.Lock()
+					terms[i].noParked = true
+					terms[i].liveLocked()
+					terms[i].mu.Unlock()
 					terms[i].Feed(out)
 					if alt {
 						terms[i].Feed([]byte("\x1b[?1049h"))
@@ -70,8 +76,22 @@ func BenchmarkTermMemory(b *testing.B) {
 				heap1, rss1 := heapBytes(), rssBytes(b)
 				b.ReportMetric(float64(heap1-heap0)/n, "heap-B/term")
 				b.ReportMetric(float64(rss1-rss0)/n, "rss-B/term")
-				if s := terms[0].Snapshot(SnapshotOptions{Scrollback: 5000}); len(s.Scrollback) == 0 {
-					b.Fatal("no scrollback")
+				before := terms[0].Snapshot(SnapshotOptions{Scrollback: 5000, ANSI: true})
+				for _, t := range terms {
+					t.mu.Lock()
+					t.noParked = false
+					t.parkLocked()
+					if t.parked[0] == nil || alt && t.parked[1] == nil {
+						b.Fatal("not parked")
+					}
+					t.mu.Unlock()
+				}
+				heap2 := heapBytes()
+				b.ReportMetric(float64(heap2-heap0)/n, "parked-heap-B/term")
+				b.ReportMetric(float64(heap2-heap0)/float64(heap1-heap0), "parked/live")
+				after := terms[0].Snapshot(SnapshotOptions{Scrollback: 5000, ANSI: true})
+				if len(before.Scrollback) == 0 || fmt.Sprint(before) != fmt.Sprint(after) {
+					b.Fatal("the parked screen reads differently")
 				}
 				for _, t := range terms {
 					t.Close()

@@ -42,6 +42,17 @@ func (t *Term) Snapshot(o SnapshotOptions) Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	scr := t.activeLocked()
+	if scr == nil {
+		// Nothing printed this run: a blank screen, the cursor home.
+		s := Snapshot{Cols: t.cols, Rows: t.rows, Lines: make([]string, t.rows), Cursor: Cursor{Visible: true}}
+		if o.Scrollback > 0 {
+			s.Scrollback = t.hist.last(o.Scrollback)
+		}
+		if o.ANSI {
+			s.ANSI = make([]string, t.rows)
+		}
+		return s
+	}
 	pos := t.em.CursorPosition()
 	s := Snapshot{
 		Cols: t.cols, Rows: t.rows,
@@ -55,10 +66,7 @@ func (t *Term) Snapshot(o SnapshotOptions) Snapshot {
 	}
 	if o.ANSI {
 		s.ANSI = make([]string, t.rows)
-		buf := make(uv.Line, 0, t.cols) // not kept: ANSI is asked for rarely
-		for y := range t.rows {
-			s.ANSI[y] = t.rowANSILocked(scr, y, buf)
-		}
+		t.eachRowLocked(scr, func(y int, l uv.Line) { s.ANSI[y] = t.rowANSILocked(l) })
 	}
 	return s
 }
@@ -88,19 +96,21 @@ func (s Snapshot) Repaint() string {
 // rowTextsLocked returns the text of every row of scr.
 func (t *Term) rowTextsLocked(scr *vt.Screen) []string {
 	out := make([]string, t.rows)
-	for y := range t.rows {
-		out[y] = t.rowTextLocked(scr, y)
-	}
+	t.eachRowLocked(scr, func(y int, l uv.Line) { out[y] = t.rowTextLocked(l) })
 	return out
 }
 
-// rowTextLocked is row y as text: a cell the program never wrote (or moved
+// rowTextLocked is a row as text: a cell the program never wrote (or moved
 // the cursor over) is a space, a wide character's second cell adds
 // nothing, trailing blanks are trimmed.
-func (t *Term) rowTextLocked(scr *vt.Screen, y int) string {
+func (t *Term) rowTextLocked(l uv.Line) string {
 	b := t.rowBuf[:0]
 	for x := range t.cols {
-		b = appendCell(b, scr.CellAt(x, y))
+		var c *uv.Cell
+		if x < len(l) {
+			c = &l[x]
+		}
+		b = appendCell(b, c)
 	}
 	t.rowBuf = b
 	return trimRight(b)
@@ -136,13 +146,7 @@ func trimRight(b []byte) string {
 	return string(b[:n])
 }
 
-// rowANSILocked renders row y of scr with its styles and hyperlinks.
-func (t *Term) rowANSILocked(scr *vt.Screen, y int, buf uv.Line) string {
-	l := buf[:0]
-	for x := range t.cols {
-		if c := scr.CellAt(x, y); c != nil {
-			l = append(l, *c)
-		}
-	}
-	return l.Render()
+// rowANSILocked renders a row with its styles and hyperlinks.
+func (t *Term) rowANSILocked(l uv.Line) string {
+	return l[:min(len(l), t.cols)].Render()
 }

@@ -10,7 +10,11 @@
 // them, and a program attached to a real terminal gets its answers there.
 //
 // A Term starts no goroutine of its own; its sample and idle timers run only
-// while output is being settled, so an idle unit costs no CPU.
+// while output is being settled, so an idle unit costs no CPU. Nor much
+// memory: the emulator is built by a run's first output, and while the
+// unit is idle its screens' cells are parked in a compact form (park.go).
+// 200 TUI harnesses idle on their dialogs keep the daemon at 54 MiB
+// instead of 210 (go run ./bench, part 2b).
 package term
 
 import (
@@ -119,6 +123,14 @@ type Term struct {
 	hist      history
 	act       activity
 	rowBuf    []byte // scratch for row text
+	// bufs are the cell grids of the main and alternate screens (fields
+	// of the emulator's screens); parked holds a screen's grid in compact
+	// form while the unit is idle, its grid then a 1x1 placeholder (park.go).
+	bufs     [2]**uv.RenderBuffer
+	parked   [2]*parkedScreen
+	noParked bool // tests: a twin that never parks
+	// captureParked: the screens' capture buffers are dropped while parked.
+	captureParked bool
 
 	// busy/idle, see idle.go
 	busy        bool
@@ -155,9 +167,7 @@ func (t *Term) Reset(cols, rows int) {
 	if rows <= 0 {
 		rows = t.opt.Rows
 	}
-	if t.fed || cols != t.cols || rows != t.rows {
-		t.resetLocked(cols, rows) // an untouched screen is reused: an emulator costs ~5 MB to build
-	}
+	t.resetLocked(cols, rows)
 	now := t.opt.Now() // the new run is silent since it started
 	t.since, t.lastOut, t.dirty = now, now, false
 	if t.busy {
@@ -166,19 +176,40 @@ func (t *Term) Reset(cols, rows int) {
 	}
 }
 
-// resetLocked builds a new emulator and forgets the screen state.
+// resetLocked forgets the screen state: a blank screen of cols x rows. The
+// emulator is built by the first output (emulatorLocked): building one
+// allocates about 5 MB (x/vt sizes its parser buffer and both screens
+// up front), which a fleet of units that have not printed yet, or never
+// print, need not pay.
 func (t *Term) resetLocked(cols, rows int) {
 	cols, rows = clampSize(cols, rows)
 	t.cols, t.rows = cols, rows
+	t.em, t.main, t.alt = nil, nil, nil
+	t.bufs = [2]**uv.RenderBuffer{}
+	t.parked, t.captureParked = [2]*parkedScreen{}, false
+	t.title, t.paste, t.fed = "", false, false
+	t.act.reset()
+	now := t.opt.Now()
+	t.since, t.lastOut, t.dirty = now, now, false
+}
+
+// emulatorLocked builds the emulator of this run if it has none yet.
+func (t *Term) emulatorLocked() {
+	if t.em != nil {
+		return
+	}
+	cols, rows := t.cols, t.rows
 	t.em = vt.NewEmulator(cols, rows)
 	var ok bool
 	t.main, t.alt, ok = screens(t.em)
 	if !ok {
 		panic("term: x/vt's Emulator no longer has the scrs [2]Screen field this package reads; see screens()")
 	}
-	if !t.shrinkAltLocked() {
+	t.bufs = [2]**uv.RenderBuffer{bufOf(t.main), bufOf(t.alt)}
+	if t.bufs[0] == nil || t.bufs[1] == nil {
 		panic("term: x/vt's Screen no longer has the buf field this package reads; see bufOf()")
 	}
+	t.shrinkAltLocked()
 	if p := parserOf(t.em); p != nil {
 		p.SetDataSize(maxStringData)
 	} else {
@@ -207,10 +238,6 @@ func (t *Term) resetLocked(cols, rows int) {
 		},
 	})
 	t.registerHandlersLocked()
-	t.title, t.paste, t.fed = "", false, false
-	t.act.reset()
-	now := t.opt.Now()
-	t.since, t.lastOut, t.dirty = now, now, false
 }
 
 // setCaptureLocked gives both screens a small buffer for lines that leave them;
@@ -251,14 +278,9 @@ func bufOf(s *vt.Screen) **uv.RenderBuffer {
 // does not use it: its cells are half of what an emulator costs (x/vt
 // allocates both screens in full, and shrinking a buffer keeps its
 // arrays). onAltScreenLocked grows it back when the program switches.
-func (t *Term) shrinkAltLocked() bool {
-	b := bufOf(t.alt)
-	if b == nil {
-		return false
-	}
-	*b = uv.NewRenderBuffer(1, 1)
+func (t *Term) shrinkAltLocked() {
+	*t.bufs[1] = uv.NewRenderBuffer(1, 1)
 	t.alt.Resize(1, 1) // the scroll region follows the buffer
-	return true
 }
 
 // maxStringData bounds the body of one OSC/DCS/APC string the parser
@@ -311,8 +333,12 @@ func (t *Term) registerHandlersLocked() {
 	})
 }
 
-// activeLocked returns the screen the program draws on.
+// activeLocked returns the screen the program draws on; nil before the
+// run's first output.
 func (t *Term) activeLocked() *vt.Screen {
+	if t.em == nil {
+		return nil
+	}
 	if t.em.IsAltScreen() {
 		return t.alt
 	}
@@ -347,6 +373,8 @@ func (t *Term) Feed(p []byte) {
 	if t.closed {
 		return
 	}
+	t.emulatorLocked()
+	t.liveLocked()
 	for len(p) > 0 {
 		n := min(len(p), piece)
 		_, _ = t.em.Write(p[:n]) // fails only after Close, which we never call
@@ -359,6 +387,9 @@ func (t *Term) Feed(p []byte) {
 
 // drainLocked collects the lines that left either screen since the last drain.
 func (t *Term) drainLocked() {
+	if t.em == nil {
+		return
+	}
 	t.drainScreenLocked(t.main, true)
 	t.drainScreenLocked(t.alt, false)
 }
@@ -407,13 +438,20 @@ func (t *Term) Resize(cols, rows int) {
 		return
 	}
 	t.takeLocked(takeAll)
-	t.em.Resize(cols, rows) // both screens
 	t.cols, t.rows = cols, rows
+	t.act.resized()
+	if t.em == nil {
+		return // the emulator is built at this size
+	}
+	t.liveLocked()
+	t.em.Resize(cols, rows) // both screens
 	if !t.em.IsAltScreen() {
 		t.shrinkAltLocked()
 	}
 	t.setCaptureLocked()
-	t.act.resized()
+	if !t.busy {
+		t.parkLocked()
+	}
 }
 
 // Size returns the current screen size.
@@ -441,6 +479,7 @@ func (t *Term) Flush() {
 	}
 	t.drainLocked()
 	t.takeLocked(takeAll)
+	t.parkLocked() // the run ended: nothing writes to the screen until the next
 }
 
 // Close stops the timers; later calls do nothing. Snapshot keeps working.
@@ -455,11 +494,12 @@ func (t *Term) Close() {
 		}
 	}
 	t.idleTimer, t.sampleTimer = nil, nil
+	t.parkLocked()
 }
 
 // String describes the Term for logs.
 func (t *Term) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return fmt.Sprintf("term %dx%d alt=%v", t.cols, t.rows, t.em.IsAltScreen())
+	return fmt.Sprintf("term %dx%d alt=%v", t.cols, t.rows, t.em != nil && t.em.IsAltScreen())
 }

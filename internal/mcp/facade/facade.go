@@ -97,6 +97,8 @@ var registry = []Tool{
 		Description: "List the kept run transcripts of a harness that sets harvest_trajectory = true: run id, cause, start, end, exit code, entries and size."},
 	{Name: "harness_get_trajectory", Class: api.Read, Op: api.OpGetTrajectory, InputSchema: json.RawMessage(getTrajectorySchema),
 		Description: "Read the transcript of one run (its activity entries, kept after the run ended) of a harness that sets harvest_trajectory = true. Pass next_cursor back as cursor for later entries; answers are capped and say truncated."},
+	{Name: "harness_screen", Class: api.Read, Op: api.OpScreen, InputSchema: json.RawMessage(screenSchema),
+		Description: screenDescription},
 	{Name: "harness_start", Class: api.Write, Op: api.OpStart, InputSchema: json.RawMessage(nameOnly),
 		Description: "Start a harness (idempotent: an already running harness is left alone)."},
 	{Name: "harness_stop", Class: api.Write, Op: api.OpStop, InputSchema: json.RawMessage(nameOnly),

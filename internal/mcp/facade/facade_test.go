@@ -19,7 +19,7 @@ func TestRegistryMatchesDesign(t *testing.T) {
 	want := map[string]api.Class{
 		"harness_list": api.Read, "harness_describe": api.Read, "harness_logs": api.Read, "harness_runs": api.Read,
 		"harness_jobs": api.Read, "harness_triggers": api.Read, "harness_daemon_info": api.Read,
-		"harness_list_trajectories": api.Read, "harness_get_trajectory": api.Read,
+		"harness_list_trajectories": api.Read, "harness_get_trajectory": api.Read, "harness_screen": api.Read,
 		"harness_start": api.Write, "harness_stop": api.Write, "harness_restart": api.Write, "harness_trigger": api.Write,
 		"harness_send": api.Input,
 	}
@@ -78,7 +78,7 @@ func TestRegistryMatchesDesign(t *testing.T) {
 }
 
 func TestSchemasRequireNameWhereTheOpNeedsOne(t *testing.T) {
-	needsName := []string{"harness_describe", "harness_logs", "harness_start", "harness_stop", "harness_restart", "harness_trigger", "harness_list_trajectories", "harness_get_trajectory", "harness_send"}
+	needsName := []string{"harness_describe", "harness_logs", "harness_start", "harness_stop", "harness_restart", "harness_trigger", "harness_list_trajectories", "harness_get_trajectory", "harness_send", "harness_screen"}
 	for _, tool := range Tools() {
 		var schema struct {
 			Required []string `json:"required"`
@@ -119,6 +119,14 @@ func TestValidate(t *testing.T) {
 		{"harness_get_trajectory", `{"name":"job"}`, false},
 		{"harness_get_trajectory", `{"name":"job","run":0}`, false},
 		{"harness_get_trajectory", `{"name":"job","run":3,"lines":5}`, false},
+		{"harness_screen", `{"name":"agent"}`, true},
+		{"harness_screen", `{"name":"agent","scrollback":100,"idle_s":2.5,"timeout_s":30}`, true},
+		{"harness_screen", `{}`, false},
+		{"harness_screen", `{"name":"agent","scrollback":-1}`, false},
+		{"harness_screen", `{"name":"agent","scrollback":1001}`, false},
+		{"harness_screen", `{"name":"agent","idle_s":-1}`, false},
+		{"harness_screen", `{"name":"agent","timeout_s":1e10}`, false},
+		{"harness_screen", `{"name":"agent","ansi":true}`, false},
 		{"harness_trigger", `{"name":"nightly","wait":true,"timeout_s":30}`, true},
 		{"harness_trigger", `{"name":"nightly","wait":"yes"}`, false},
 		{"harness_trigger", `{"name":"nightly","timeout_s":0}`, false},

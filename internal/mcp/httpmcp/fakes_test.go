@@ -26,8 +26,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const waitFor = 10 * time.Second
 
 var (
-	readTools = []string{"harness_daemon_info", "harness_describe", "harness_get_trajectory", "harness_jobs", "harness_list", "harness_list_trajectories", "harness_logs", "harness_runs", "harness_triggers"}
-	allTools  = []string{"harness_daemon_info", "harness_describe", "harness_get_trajectory", "harness_jobs", "harness_list", "harness_list_trajectories", "harness_logs", "harness_restart", "harness_runs", "harness_start", "harness_stop", "harness_trigger", "harness_triggers"}
+	readTools = []string{"harness_daemon_info", "harness_describe", "harness_get_trajectory", "harness_jobs", "harness_list", "harness_list_trajectories", "harness_logs", "harness_runs", "harness_screen", "harness_triggers"}
+	allTools  = []string{"harness_daemon_info", "harness_describe", "harness_get_trajectory", "harness_jobs", "harness_list", "harness_list_trajectories", "harness_logs", "harness_restart", "harness_runs", "harness_screen", "harness_start", "harness_stop", "harness_trigger", "harness_triggers"}
 )
 
 // fakeOps records the caller of every control call; each call takes delay.

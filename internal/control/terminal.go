@@ -1,0 +1,186 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/supervise"
+	"github.com/harness-dev/harness/internal/term"
+)
+
+// Bounds of the terminal operations (DESIGN §12). idle_s and timeout_s
+// are bounded like trigger's timeout_s: a larger value would overflow
+// time.Duration and end the wait at once.
+const (
+	// DefaultWaitTimeout bounds `wait` without timeout_s.
+	DefaultWaitTimeout = 10 * time.Minute
+	// DefaultScreenTimeout bounds `screen` with idle_s and without
+	// timeout_s: a reader wants a screen soon, and MCP clients give up on a
+	// call after about a minute.
+	DefaultScreenTimeout = 30 * time.Second
+	// MaxScrollback is the most scrollback lines `screen` returns, all a
+	// unit keeps.
+	MaxScrollback = term.DefaultScrollback
+)
+
+// terminalOf finds the terminal of a harness that has a process: an
+// unknown name is unknown_harness, an upstream (a stdio unit, no
+// terminal) invalid_argument, a harness without a process not_running.
+func (c *Control) terminalOf(name string) (*unit, *term.Term, supervise.Status, error) {
+	u, err := c.lookup(name)
+	if err != nil {
+		return nil, nil, supervise.Status{}, err
+	}
+	t := u.sup.Term()
+	if t == nil {
+		return nil, nil, supervise.Status{}, errcode.Errorf(errcode.InvalidArgument, "%s is an MCP upstream on pipes: it has no terminal", name)
+	}
+	st := u.sup.Status()
+	if st.PID == 0 {
+		return nil, nil, st, errcode.Errorf(errcode.NotRunning, "%s is %s: it has no process to show", name, st.State)
+	}
+	return u, t, st, nil
+}
+
+// seconds checks a duration argument in seconds: 0 up to
+// MaxTriggerTimeout.
+func seconds(name string, v float64) (time.Duration, error) {
+	if v < 0 || v > MaxTriggerTimeout.Seconds() || math.IsNaN(v) {
+		return 0, errcode.Errorf(errcode.InvalidArgument, "%s must be between 0 and %g (%s)", name, MaxTriggerTimeout.Seconds(), MaxTriggerTimeout)
+	}
+	return time.Duration(v * float64(time.Second)), nil
+}
+
+// errRunEnded cancels a wait whose run ended.
+var errRunEnded = errors.New("the run ended")
+
+// waitIdle waits until t has been idle for d, for at most timeout, while
+// run goes on. timedOut reports the timeout; a run that ends first is
+// not_running.
+func (c *Control) waitIdle(ctx context.Context, name string, t *term.Term, run uint64, d, timeout time.Duration) (a term.Activity, timedOut bool, err error) {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rctx, stop := context.WithCancelCause(wctx)
+	defer stop(nil)
+	go func() {
+		// A stopped unit is silent, so idle: without this, a wait would
+		// report a crash as the quiet it was waiting for.
+		if _, err := c.opt.Runs.Wait(rctx, run); err == nil {
+			stop(errRunEnded)
+		}
+	}()
+	a, err = t.WaitIdle(rctx, d)
+	switch {
+	case err == nil:
+		return a, false, nil
+	case errors.Is(context.Cause(rctx), errRunEnded):
+		return a, false, errcode.Errorf(errcode.NotRunning, "%s: run %d ended while waiting for it to be idle", name, run)
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return a, true, nil
+	}
+	return a, false, err
+}
+
+// Wait answers `wait`: it returns once the harness has been idle for
+// idle_s (at least its idle_after), or says timed_out after timeout_s.
+func (c *Control) Wait(ctx context.Context, a api.WaitArgs) (api.WaitResult, error) {
+	idle, err := seconds("idle_s", a.IdleS)
+	if err != nil {
+		return api.WaitResult{}, err
+	}
+	timeout, err := seconds("timeout_s", a.TimeoutS)
+	if err != nil {
+		return api.WaitResult{}, err
+	}
+	if timeout == 0 {
+		timeout = DefaultWaitTimeout
+	}
+	_, t, st, err := c.terminalOf(a.Name)
+	if err != nil {
+		return api.WaitResult{}, err
+	}
+	act, timedOut, err := c.waitIdle(ctx, a.Name, t, st.RunID, idle, timeout)
+	if err != nil {
+		return api.WaitResult{}, err
+	}
+	return api.WaitResult{Name: a.Name, IdleS: roundS(act.IdleFor(time.Now())), TimedOut: timedOut}, nil
+}
+
+// Screen answers `screen`: the rendered screen of a harness that runs.
+// With idle_s it first waits as `wait` does, bounded by timeout_s, and on
+// timeout answers with the screen as it is and a note.
+func (c *Control) Screen(ctx context.Context, a api.ScreenArgs) (api.Screen, error) {
+	if a.Scrollback < 0 || a.Scrollback > MaxScrollback {
+		return api.Screen{}, errcode.Errorf(errcode.InvalidArgument, "scrollback must be between 0 and %d (the lines a harness keeps)", MaxScrollback)
+	}
+	idle, err := seconds("idle_s", a.IdleS)
+	if err != nil {
+		return api.Screen{}, err
+	}
+	timeout, err := seconds("timeout_s", a.TimeoutS)
+	if err != nil {
+		return api.Screen{}, err
+	}
+	if timeout == 0 {
+		timeout = DefaultScreenTimeout
+	}
+	u, t, st, err := c.terminalOf(a.Name)
+	if err != nil {
+		return api.Screen{}, err
+	}
+	var note string
+	if a.IdleS > 0 {
+		_, timedOut, err := c.waitIdle(ctx, a.Name, t, st.RunID, idle, timeout)
+		if err != nil {
+			return api.Screen{}, err
+		}
+		if timedOut {
+			note = "timed out after " + timeout.String() + " waiting for " + idle.String() + " of idle; this is the screen as it is"
+		}
+		st = u.sup.Status()
+	}
+	s := t.Snapshot(term.SnapshotOptions{Scrollback: a.Scrollback, ANSI: a.ANSI})
+	res := api.Screen{
+		Name: a.Name, RunID: st.RunID, Cols: s.Cols, Rows: s.Rows,
+		Cursor:    api.Cursor{Row: s.Cursor.Row, Col: s.Cursor.Col, Visible: s.Cursor.Visible},
+		Title:     s.Title,
+		AltScreen: s.AltScreen,
+		Lines:     s.Lines, Scrollback: nonNil(s.Scrollback),
+		Note: note,
+	}
+	if a.ANSI {
+		res.Lines = s.ANSI
+	}
+	res.Activity, res.IdleS, res.IdleSince = activityView(t.Activity(), time.Now())
+	return res, nil
+}
+
+// activityView is a terminal's activity as the wire shows it: the state,
+// seconds idle (0 while busy) and since when, while idle.
+func activityView(a term.Activity, now time.Time) (state string, idleS float64, since *time.Time) {
+	if a.State == term.Idle {
+		s := a.Since
+		since = &s
+	}
+	return string(a.State), roundS(a.IdleFor(now)), since
+}
+
+// withActivity adds the activity of a harness that has a process to its
+// list row; other rows keep their shape.
+func withActivity(ui *api.UnitInfo, u *unit, st supervise.Status) {
+	t := u.sup.Term()
+	if t == nil || st.PID == 0 {
+		return
+	}
+	state, idle, since := activityView(t.Activity(), time.Now())
+	ui.Activity, ui.IdleS, ui.IdleSince = state, &idle, since
+}
+
+// roundS rounds seconds to milliseconds.
+func roundS(d time.Duration) float64 {
+	return math.Round(d.Seconds()*1000) / 1000
+}
