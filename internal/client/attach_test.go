@@ -17,7 +17,7 @@ func TestDialAttach_DaemonThatPredatesAttach(t *testing.T) {
 	sock := fakeDaemon(t, protocol.FrameError, `{"code":"invalid_argument","message":"hello mode \"attach\": want \"control\" or \"mcp\""}`)
 	_, err := client.DialAttach(testCtx(t), sock, api.AttachArgs{Name: "web"})
 	if !errors.Is(err, errcode.ErrVersionMismatch) || errcode.Of(err) != errcode.VersionMismatch ||
-		!strings.Contains(err.Error(), "does not serve attach, which needs protocol 1.1") ||
+		!strings.Contains(err.Error(), "does not serve attach, which needs protocol 1.2") ||
 		!strings.Contains(err.Error(), "restart the daemon") {
 		t.Fatalf("DialAttach to a 1.0 daemon: %v (code %s)", err, errcode.Of(err))
 	}

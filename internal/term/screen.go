@@ -146,7 +146,14 @@ func trimRight(b []byte) string {
 	return string(b[:n])
 }
 
-// rowANSILocked renders a row with its styles and hyperlinks.
+// rowANSILocked renders a row with its styles and hyperlinks, without its
+// trailing blank cells (as Lines are trimmed; ultraviolet writes them out
+// as spaces).
 func (t *Term) rowANSILocked(l uv.Line) string {
-	return l[:min(len(l), t.cols)].Render()
+	l = l[:min(len(l), t.cols)]
+	n := len(l)
+	for n > 0 && (l[n-1].IsZero() || l[n-1].Equal(&uv.EmptyCell)) {
+		n--
+	}
+	return l[:n].Render()
 }
