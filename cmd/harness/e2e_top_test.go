@@ -318,7 +318,7 @@ func TestTop_TwoHundredHarnessesIn80x24(t *testing.T) {
 	s = p.waitScreen("wider columns", 5*time.Second, func(s string) bool {
 		return strings.Contains(s, "PID") && strings.Contains(s, "DESCRIPTION")
 	})
-	if !strings.Contains(s, "described at length") {
+	if !strings.Contains(s, "of a fleet too large for one screen") {
 		t.Errorf("descriptions not shown at 160 columns:\n%s", s)
 	}
 	p.keys("C-c") // Ctrl-C quits as q does

@@ -58,6 +58,13 @@ var fleetColumns = []column{
 		}
 		return "-"
 	}},
+	// An upstream's tools/calls since the daemon started (the call log).
+	{title: "CALLS", min: 5, max: 8, drop: optional + 2, right: true, cell: func(r row, _ time.Time) string {
+		if r.kind != rowUpstream {
+			return "-"
+		}
+		return strconv.FormatUint(r.up.Calls.Calls, 10)
+	}},
 	{title: "PID", min: 7, max: 7, drop: optional + 1, right: true, cell: func(r row, _ time.Time) string {
 		pid := 0
 		if r.kind == rowUpstream {

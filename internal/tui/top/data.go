@@ -11,15 +11,7 @@ import (
 
 // unitRow is one harness as `list` and `describe` answer it.
 type unitRow struct {
-	api.UnitInfo
-	// Activity and IdleS are `activity` and `idle_s` of DESIGN §12 (the
-	// terminals issue). They shadow the fields of the same JSON names that
-	// api.UnitInfo will gain, so this decodes them before and after; until
-	// then list and describe send neither, and the activity events
-	// (api.EventActivity) fill them in. Delete the two once api.UnitInfo
-	// has them.
-	Activity string   `json:"activity,omitempty"`
-	IdleS    *float64 `json:"idle_s,omitempty"`
+	api.UnitInfo // with activity and idle_s, which activity events also fill in
 
 	// fetched is when the answer arrived: a shown idle time runs on from it.
 	fetched time.Time

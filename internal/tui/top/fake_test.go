@@ -139,6 +139,25 @@ func (f *fakeDaemon) answerLocked(op, name string, cursor *uint64, lines int) (a
 		return nil, unknown
 	case api.OpMCPStatus:
 		return append([]api.UpstreamStatus{}, f.ups...), nil
+	case api.OpScreen:
+		// The screen of a running unit shows its output lines; anything
+		// else has no terminal to show.
+		u, ok := f.units[name]
+		switch {
+		case !ok && strings.HasPrefix(name, "mcp."):
+			return nil, &errcode.Remote{Code: errcode.InvalidArgument, Message: name + " is an upstream: it has no terminal"}
+		case !ok:
+			return nil, unknown
+		case u.State != "running":
+			return nil, &errcode.Remote{Code: errcode.NotRunning, Message: name + " is not running"}
+		}
+		s := api.Screen{Name: name, Cols: 120, Rows: 40}
+		for _, e := range f.logs[name] {
+			if e.Kind == api.EntryOutput {
+				s.Lines = append(s.Lines, e.Text)
+			}
+		}
+		return s, nil
 	case api.OpLogs:
 		es := f.logs[name]
 		if cursor != nil {

@@ -27,7 +27,7 @@ func smallFleet() *fakeDaemon {
 	f.addUnit("web/api", "running")
 	next := time.Date(2026, 1, 2, 10, 30, 0, 0, time.Local)
 	f.addUnit("web/nightly", "stopped").NextFire = &next
-	f.ups = []api.UpstreamStatus{{Key: "gitea", State: "running", Tools: 12}, {Key: "db", Project: "web", State: "failed", LastError: "exit 1"}}
+	f.ups = []api.UpstreamStatus{{Key: "gitea", State: "running", Tools: 12, Calls: api.UpstreamCallStats{CallStats: api.CallStats{Calls: 7}}}, {Key: "db", Project: "web", State: "failed", LastError: "exit 1"}}
 	f.log("alpha", "alpha says hello")
 	return f
 }
@@ -43,12 +43,12 @@ func TestTableGroupsTheFleetByProject(t *testing.T) {
 	}
 	want := []string{
 		"global",
-		"alpha running - 0 - - 101",
-		"beta stopped - 0 - - -",
-		"mcp.gitea running 12 tools 0 - - -",
+		"alpha running - 0 - - - 101",
+		"beta stopped - 0 - - - -",
+		"mcp.gitea running 12 tools 0 - - 7 -",
 		"project web",
-		"api running - 0 - - -",
-		"nightly stopped - 0 - 10:30:00 -",
+		"api running - 0 - - - -",
+		"nightly stopped - 0 - 10:30:00 - -",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("table rows:\n%s\nwant:\n%s\nscreen:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), d.screen())
@@ -110,8 +110,8 @@ func TestBurstOfEventsIsOneList(t *testing.T) {
 	}
 	d.advance(DefaultDebounce)
 	// One list, and the preview of the selection (h000) refreshed.
-	if calls := f.takeCalls(); count(calls, "list") != 1 || count(calls, "logs h000") != len(calls)-1 {
-		t.Fatalf("calls = %v, want one list (and the selection's logs)", calls)
+	if calls := f.takeCalls(); count(calls, "list") != 1 || count(calls, "screen h000") != len(calls)-1 {
+		t.Fatalf("calls = %v, want one list (and the selection's screen)", calls)
 	}
 	if !strings.Contains(d.screen(), "200 harnesses, 200 running") {
 		t.Errorf("title: %s", strings.Split(d.screen(), "\n")[0])
@@ -310,7 +310,7 @@ func TestPreviewFollowsSelectionAndPollsOnlyLiveUnits(t *testing.T) {
 	f.log("alpha", "second line")
 	f.takeCalls()
 	d.advance(DefaultPreviewEvery)
-	if calls := f.takeCalls(); !slices.Equal(calls, []string{"logs alpha"}) {
+	if calls := f.takeCalls(); !slices.Equal(calls, []string{"screen alpha"}) {
 		t.Fatalf("poll calls %v", calls)
 	}
 	if !strings.Contains(d.screen(), "second line") || strings.Count(d.screen(), "alpha says hello") != 1 {
@@ -394,7 +394,7 @@ func TestActivityColumnWhenTheDaemonSendsIt(t *testing.T) {
 		t.Fatalf("idle time did not grow:\n%s", d.screen())
 	}
 	for _, c := range f.takeCalls() {
-		if !strings.HasPrefix(c, "logs") { // the preview's poll of running alpha
+		if !strings.HasPrefix(c, "screen") { // the preview's poll of running alpha
 			t.Errorf("clock tick fetched %q", c)
 		}
 	}
@@ -413,11 +413,11 @@ func TestActivityEventsFillTheColumnAndPaceThePreview(t *testing.T) {
 	if !strings.Contains(d.line("alpha"), "busy") {
 		t.Fatalf("alpha row after busy: %q", d.line("alpha"))
 	}
-	if calls := f.takeCalls(); !slices.Equal(calls, []string{"logs alpha"}) {
+	if calls := f.takeCalls(); !slices.Equal(calls, []string{"screen alpha"}) {
 		t.Fatalf("calls on the selection turning busy: %v, want its preview only", calls)
 	}
 	d.advance(3 * DefaultPreviewEvery)
-	if n := count(f.takeCalls(), "logs alpha"); n != 3 {
+	if n := count(f.takeCalls(), "screen alpha"); n != 3 {
 		t.Fatalf("%d preview polls in 3 s while busy, want 3", n)
 	}
 	d.event(api.Event{Kind: api.EventActivity, Unit: "alpha", Activity: api.ActivityIdle, Time: d.now.Add(-4 * time.Second)})
@@ -425,7 +425,7 @@ func TestActivityEventsFillTheColumnAndPaceThePreview(t *testing.T) {
 		t.Fatalf("alpha row after idle: %q", d.line("alpha"))
 	}
 	d.advance(time.Minute)
-	if calls := f.takeCalls(); count(calls, "logs alpha") != 2 || len(calls) != 2 {
+	if calls := f.takeCalls(); count(calls, "screen alpha") != 2 || len(calls) != 2 {
 		t.Fatalf("calls after turning idle: %v, want the last output and one poll already on its way", calls)
 	}
 	if !strings.Contains(d.line("alpha"), "idle 1m") {

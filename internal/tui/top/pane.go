@@ -1,11 +1,13 @@
 package top
 
 import (
+	"errors"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/errcode"
 )
 
 // paneKind names the text panes that follow the selection.
@@ -51,13 +53,27 @@ type runsPane struct {
 	armed  bool
 }
 
-// fetchPreview reads what the preview shows of unit: for now the newest
-// of its activity entries (after the cursor after, when not zero). This is
-// the one function to change when the `screen` op lands (issue 15): call
-// api.OpScreen for unit and answer paneMsg{which: panePreview, gen: gen,
-// unit: unit, lines: the screen's rows, replace: true}.
+// fetchPreview reads what the preview shows of unit: its screen as the
+// program draws it (the screen op), or, for a unit with no terminal to
+// show (stopped: not_running; an upstream: invalid_argument), the newest
+// of its activity entries (after the cursor after, when not zero).
 func (m *Model) fetchPreview(gen uint64, unit string, after uint64) tea.Cmd {
-	return m.fetchEntries(panePreview, gen, unit, after, previewEntries)
+	entries := m.fetchEntries(panePreview, gen, unit, after, previewEntries)
+	return func() tea.Msg {
+		var s api.Screen
+		err := m.call(api.OpScreen, api.ScreenArgs{Name: unit}, &s)
+		if errors.Is(err, errcode.ErrNotRunning) || errors.Is(err, errcode.ErrInvalidArgument) {
+			return entries()
+		}
+		if err != nil {
+			return paneMsg{which: panePreview, gen: gen, unit: unit, err: err}
+		}
+		lines := s.Lines
+		for len(lines) > 0 && lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1] // the program's blank rows below its output
+		}
+		return paneMsg{which: panePreview, gen: gen, unit: unit, lines: lines, replace: true}
+	}
 }
 
 // shown is the pane the current mode displays.
