@@ -1,6 +1,7 @@
 package archtest
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -181,4 +182,77 @@ func moduleRoot(t *testing.T) string {
 		}
 		dir = parent
 	}
+}
+
+// TestLogKeysAreConstants: a slog call in the module's non-test files
+// names its keys through internal/logkey, never with a string literal (a
+// key spelled two ways splits what an operator greps for).
+func TestLogKeysAreConstants(t *testing.T) {
+	root := moduleRoot(t)
+	levels := map[string]bool{"Debug": true, "Info": true, "Warn": true, "Error": true}
+	fset := token.NewFileSet()
+	checked := 0
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			first := -1
+			switch {
+			case levels[sel.Sel.Name] && len(call.Args) >= 3 && isMessage(call.Args[0]):
+				first = 1
+			case sel.Sel.Name == "With" && len(call.Args) >= 2 && len(call.Args)%2 == 0:
+				first = 0
+			default:
+				return true
+			}
+			checked++
+			for i := first; i < len(call.Args); i += 2 {
+				if lit, ok := call.Args[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					t.Errorf("%s: log key %s is a literal: use a logkey constant", fset.Position(lit.Pos()), lit.Value)
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 50 {
+		t.Fatalf("checked only %d log calls: the walk is broken", checked)
+	}
+}
+
+// isMessage reports whether e looks like a log message: a string literal
+// or a concatenation starting with one.
+func isMessage(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		return e.Kind == token.STRING
+	case *ast.BinaryExpr:
+		return isMessage(e.X)
+	}
+	return false
 }

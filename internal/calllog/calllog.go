@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // Defaults for the zero fields of Options.
@@ -137,7 +138,7 @@ func open(dir string, opt Options, wrap func(io.Writer) io.Writer) (*Log, error)
 		return nil, fmt.Errorf("calllog: open: %w", err)
 	}
 	l := &Log{
-		dir: dir, opt: opt, log: opt.Logger.With("component", "calllog"),
+		dir: dir, opt: opt, log: opt.Logger.With(logkey.Component, "calllog"),
 		stats:   newStats(),
 		queue:   make(chan api.CallRecord, opt.Queue),
 		syncReq: make(chan chan struct{}),

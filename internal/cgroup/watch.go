@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/harness-dev/harness/internal/logkey"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,7 +64,7 @@ func (w *watcher) read() {
 		n, err := w.f.Read(buf)
 		if err != nil {
 			if !errors.Is(err, os.ErrClosed) {
-				slog.Default().Error("cgroup: read inotify", "err", err)
+				slog.Default().Error("cgroup: read inotify", logkey.Err, err)
 				w.kickAll() // waiters fall back to re-reading their files
 			}
 			return
@@ -138,7 +139,7 @@ func (w *watcher) unsubscribe(wd int32, ch chan struct{}) {
 	}
 	delete(w.watches, wd)
 	if _, err := unix.InotifyRmWatch(w.fd, uint32(wd)); err != nil && !errors.Is(err, unix.EINVAL) {
-		slog.Default().Warn("cgroup: remove inotify watch", "err", err)
+		slog.Default().Warn("cgroup: remove inotify watch", logkey.Err, err)
 	}
 }
 
@@ -150,7 +151,7 @@ func (w *watcher) waitEmpty(dir string, done <-chan struct{}) error {
 	var tick <-chan time.Time
 	if err != nil {
 		// No watch to be had (max_user_watches): poll instead.
-		slog.Default().Warn("cgroup: polling for an empty cgroup", "dir", dir, "err", err)
+		slog.Default().Warn("cgroup: polling for an empty cgroup", logkey.Dir, dir, logkey.Err, err)
 		t := time.NewTicker(pollInterval)
 		defer t.Stop()
 		tick = t.C

@@ -22,6 +22,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/protocol"
 )
 
@@ -479,7 +480,7 @@ func (c *Client) fail(err error) {
 	}
 	c.mu.Unlock()
 	if cerr := c.nc.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
-		c.log.Debug("client: close after failure", "socket", c.socket, "err", cerr)
+		c.log.Debug("client: close after failure", logkey.Socket, c.socket, logkey.Err, cerr)
 	}
 }
 
@@ -540,7 +541,7 @@ func (c *Client) deliver(ev api.Event) {
 		case sub.ch <- ev:
 		default:
 			if c.dropped.Add(1) == 1 {
-				c.log.Warn("client: event subscriber too slow, dropping events", "socket", c.socket)
+				c.log.Warn("client: event subscriber too slow, dropping events", logkey.Socket, c.socket)
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/schedule"
@@ -223,7 +224,7 @@ func (c *Control) Boot(ctx context.Context) {
 		go func(u *unit) {
 			defer wg.Done()
 			if err := u.sup.Start(ctx, api.CauseAutostart); err != nil {
-				c.log.Error("autostart failed", "unit", u.name, "err", err)
+				c.log.Error("autostart failed", logkey.Unit, u.name, logkey.Err, err)
 			}
 		}(u)
 	}
@@ -275,10 +276,10 @@ func (c *Control) Close(ctx context.Context) {
 		go func(u *unit) {
 			defer wg.Done()
 			if err := u.sup.Close(ctx); err != nil {
-				c.log.Error("close unit", "unit", u.name, "err", err)
+				c.log.Error("close unit", logkey.Unit, u.name, logkey.Err, err)
 			}
 			if err := u.log.Close(); err != nil {
-				c.log.Error("close unit log", "unit", u.name, "err", err)
+				c.log.Error("close unit log", logkey.Unit, u.name, logkey.Err, err)
 			}
 		}(u)
 	}
@@ -310,7 +311,7 @@ func (c *Control) Call(ctx context.Context, caller api.Caller, op string, args j
 	}
 	res, err := run(c, withCaller(ctx, caller), args)
 	if err != nil {
-		c.log.Debug("operation failed", "op", op, "caller", caller.Kind, "harness", caller.Harness, "err", err)
+		c.log.Debug("operation failed", logkey.Op, op, logkey.Caller, caller.Kind, logkey.Harness, caller.Harness, logkey.Err, err)
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return res, nil

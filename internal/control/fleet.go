@@ -14,6 +14,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/supervise"
@@ -163,7 +164,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (api.ReloadResult, error)
 		c.mu.Unlock()
 		c.finish(ch)
 		if rerr := c.sched.Reconcile(oldSpecs); rerr != nil {
-			c.log.Error("restore schedules after a failed reload", "err", rerr)
+			c.log.Error("restore schedules after a failed reload", logkey.Err, rerr)
 		}
 		return res, err
 	}
@@ -188,7 +189,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (api.ReloadResult, error)
 	res.Warnings = c.Warnings()
 
 	for _, w := range res.Warnings {
-		c.log.Warn("config warning", "warning", w)
+		c.log.Warn("config warning", logkey.Warning, w)
 	}
 	c.finish(ch)
 	c.startAll(toStart, api.CauseAutostart, false)
@@ -352,10 +353,10 @@ func (c *Control) retire(us []*unit) *sync.WaitGroup {
 			defer these.Done()
 			defer c.retiring.Done()
 			if err := u.sup.Close(context.Background()); err != nil {
-				c.log.Error("close removed unit", "unit", u.name, "err", err)
+				c.log.Error("close removed unit", logkey.Unit, u.name, logkey.Err, err)
 			}
 			if err := u.log.Close(); err != nil {
-				c.log.Error("close removed unit log", "unit", u.name, "err", err)
+				c.log.Error("close removed unit log", logkey.Unit, u.name, logkey.Err, err)
 			}
 		}(u)
 	}
@@ -374,7 +375,7 @@ func (c *Control) startAll(us []*unit, cause runs.Cause, wait bool) {
 		go func(u *unit) {
 			defer wg.Done()
 			if err := u.sup.Start(context.Background(), cause); err != nil {
-				c.log.Error("start unit", "unit", u.name, "cause", cause, "err", err)
+				c.log.Error("start unit", logkey.Unit, u.name, logkey.Cause, cause, logkey.Err, err)
 			}
 		}(u)
 	}
@@ -496,7 +497,7 @@ func (c *Control) writeState() {
 	}
 	c.intentMu.Unlock()
 	if err := c.opt.State.Save(st); err != nil {
-		c.log.Error("save state", "err", err)
+		c.log.Error("save state", logkey.Err, err)
 	}
 }
 

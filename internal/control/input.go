@@ -8,6 +8,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
@@ -106,7 +107,7 @@ func (c *Control) Send(ctx context.Context, a api.SendArgs) (api.SendResult, err
 		return api.SendResult{}, notRunning(u, err)
 	}
 	caller := callerOf(ctx)
-	c.log.Info("input sent", "unit", u.name, "run", run, "bytes", len(data), "caller", caller.Kind, "from_harness", caller.Harness)
+	c.log.Info("input sent", logkey.Unit, u.name, logkey.Run, run, logkey.Bytes, len(data), logkey.Caller, caller.Kind, logkey.FromHarness, caller.Harness)
 	return api.SendResult{Name: u.name, RunID: run, Bytes: len(data)}, nil
 }
 
@@ -125,7 +126,7 @@ func (c *Control) Attach(ctx context.Context, a api.AttachArgs) (*supervise.View
 	if err != nil {
 		return nil, notRunning(u, err)
 	}
-	c.log.Info("viewer attached", "unit", u.name, "read_only", a.ReadOnly, "cols", a.Cols, "rows", a.Rows)
+	c.log.Info("viewer attached", logkey.Unit, u.name, logkey.ReadOnly, a.ReadOnly, logkey.Cols, a.Cols, logkey.Rows, a.Rows)
 	return v, nil
 }
 

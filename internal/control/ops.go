@@ -12,6 +12,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/supervise"
@@ -181,7 +182,7 @@ func (c *Control) each(us []*unit, f func(*unit) (bool, error)) api.ActionResult
 			item := api.ActionItem{Name: u.name, Changed: changed, State: string(u.sup.Status().State)}
 			if err != nil {
 				item.Error = err.Error()
-				c.log.Error("unit action failed", "unit", u.name, "err", err)
+				c.log.Error("unit action failed", logkey.Unit, u.name, logkey.Err, err)
 			}
 			res.Results[i] = item
 		}(i, u)
@@ -279,14 +280,14 @@ func (c *Control) Triggers(context.Context, api.NoArgs) ([]api.Trigger, error) {
 func (c *Control) fire(job string) bool {
 	u, err := c.lookup(job)
 	if err != nil {
-		c.log.Warn("schedule fired for a unit that is gone", "job", job)
+		c.log.Warn("schedule fired for a unit that is gone", logkey.Job, job)
 		return false
 	}
 	if isActive(u.sup.Status().State) {
 		return false
 	}
 	if _, err := c.runNow(context.Background(), u, api.CauseSchedule); err != nil {
-		c.log.Error("scheduled start failed", "job", job, "err", err)
+		c.log.Error("scheduled start failed", logkey.Job, job, logkey.Err, err)
 	}
 	return true
 }
@@ -447,15 +448,15 @@ func (c *Control) UseProfile(ctx context.Context, a api.NameArg) (api.ActionResu
 func (c *Control) Reload(context.Context, api.NoArgs) (api.ReloadResult, error) {
 	cfg, err := config.Load(c.opt.ConfigPath)
 	if err != nil {
-		c.log.Error("reload refused; keeping the last good config", "config", c.opt.ConfigPath, "err", err)
+		c.log.Error("reload refused; keeping the last good config", logkey.Config, c.opt.ConfigPath, logkey.Err, err)
 		return api.ReloadResult{}, err
 	}
 	res, err := c.apply(cfg, false)
 	if err != nil {
-		c.log.Error("reload failed; keeping the last good config", "err", err)
+		c.log.Error("reload failed; keeping the last good config", logkey.Err, err)
 		return res, err
 	}
-	c.log.Info("config reloaded", "added", res.Added, "removed", res.Removed, "changed", res.Changed)
+	c.log.Info("config reloaded", logkey.Added, res.Added, logkey.Removed, res.Removed, logkey.Changed, res.Changed)
 	if c.opt.OnReload != nil {
 		c.opt.OnReload()
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
@@ -114,7 +115,7 @@ func (c *Control) registerProject(p *config.Project) (api.ProjectResult, error) 
 	if c.opt.OnReload != nil {
 		c.opt.OnReload()
 	}
-	c.log.Info("project up", "project", p.Name, "path", p.Path, "added", rr.Added, "removed", rr.Removed, "changed", rr.Changed)
+	c.log.Info("project up", logkey.Project, p.Name, logkey.Path, p.Path, logkey.Added, rr.Added, logkey.Removed, rr.Removed, logkey.Changed, rr.Changed)
 	return res, nil
 }
 
@@ -171,7 +172,7 @@ func (c *Control) ProjectDown(ctx context.Context, a api.ProjectArgs) (api.Proje
 	if c.opt.OnReload != nil {
 		c.opt.OnReload()
 	}
-	c.log.Info("project down", "project", name)
+	c.log.Info("project down", logkey.Project, name)
 	return api.ProjectResult{Project: name, Path: p.Path, Added: []string{}, Removed: nonNil(rr.Removed), Changed: []string{}, Started: []string{}}, nil
 }
 
@@ -204,7 +205,7 @@ func (c *Control) restoreProjects(paths map[string]string) {
 			// Kept registered (but not running) so that fixing the
 			// file and running `harness up` again brings it back.
 			w := fmt.Sprintf("project %s (%s) was not restored: %v", name, paths[name], err)
-			c.log.Warn("project not restored", "project", name, "path", paths[name], "err", err)
+			c.log.Warn("project not restored", logkey.Project, name, logkey.Path, paths[name], logkey.Err, err)
 			c.mu.Lock()
 			c.projectWarnings = append(c.projectWarnings, w)
 			c.unrestored[name] = paths[name]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
 )
 
@@ -43,7 +44,7 @@ func (c *Control) trajectoryHook(name string, on *harvestFlag) func(logs.Entry) 
 		}
 		if err := c.opt.Trajectories.Append(name, e); err != nil {
 			if !failing.Swap(true) {
-				c.log.Warn("trajectory: entries are not being kept", "unit", name, "err", err)
+				c.log.Warn("trajectory: entries are not being kept", logkey.Unit, name, logkey.Err, err)
 			}
 			return
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/calllog"
 	"github.com/harness-dev/harness/internal/config"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // callLogDir is where the call log lives under the state dir.
@@ -30,7 +31,7 @@ func openCallLog(stateDir string, cfg *config.Config, log *slog.Logger) (*calllo
 
 func closeCallLog(l *calllog.Log, log *slog.Logger) {
 	if err := l.Close(); err != nil {
-		log.Error("call log close", "err", err)
+		log.Error("call log close", logkey.Err, err)
 	}
 }
 

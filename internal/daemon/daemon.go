@@ -20,6 +20,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/session"
@@ -118,7 +119,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	}
 	defer runStore.Close()
 	if n := runStore.CloseDangling("daemon-exit"); n > 0 {
-		log.Info("closed runs left open by a previous daemon", "count", n)
+		log.Info("closed runs left open by a previous daemon", logkey.Count, n)
 	}
 	calls, err := openCallLog(paths.StateDir, cfg, log)
 	if err != nil {
@@ -204,7 +205,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 				AwaitReady: kind == supervise.KindUpstream,
 				Instance:   instance,
 				Limits:     limits,
-				Logger:     log.With("unit", name),
+				Logger:     log, // supervise adds the unit key itself
 			}, nil
 		},
 		OnEvent: func(ev supervise.Event) { srv.Publish(ev) },
@@ -247,11 +248,11 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if httpEP != nil {
 		maxMessage := func() int { return ctl.Config().Daemon.MCPMaxMessage }
 		if err := httpEP.serve(mgr, paths.StateDir, maxMessage, metricsHandler(calls, log), log); err != nil {
-			log.Error("mcp http endpoint not served", "err", err)
+			log.Error("mcp http endpoint not served", logkey.Err, err)
 		}
 		httpErr = httpEP.err
 	}
-	log.Info("daemon serving", "socket", paths.Socket, "config", paths.Config, "state_dir", paths.StateDir, "pid", os.Getpid(), "version", opt.Version)
+	log.Info("daemon serving", logkey.Socket, paths.Socket, logkey.Config, paths.Config, logkey.StateDir, paths.StateDir, logkey.PID, os.Getpid(), logkey.Version, opt.Version)
 
 	ctl.Boot(ctx)
 	watch.reset()
@@ -268,21 +269,21 @@ loop:
 		case <-shutdownCh:
 			break loop
 		case err := <-serveErr:
-			log.Error("control socket failed", "err", err)
+			log.Error("control socket failed", logkey.Err, err)
 			failure = fmt.Errorf("daemon: control socket: %w", err)
 			break loop
 		case err := <-httpErr:
-			log.Error("mcp http endpoint failed", "err", err)
+			log.Error("mcp http endpoint failed", logkey.Err, err)
 			failure = fmt.Errorf("daemon: mcp http endpoint: %w", err)
 			break loop
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
 				if _, err := ctl.Reload(context.Background(), api.NoArgs{}); err != nil {
-					log.Error("SIGHUP reload refused", "err", err)
+					log.Error("SIGHUP reload refused", logkey.Err, err)
 				}
 				continue
 			}
-			log.Info("signal received; shutting down", "signal", s.String())
+			log.Info("signal received; shutting down", logkey.Signal, s.String())
 			break loop
 		}
 	}
@@ -298,16 +299,16 @@ loop:
 	mgr.Close()
 	if httpEP != nil {
 		if err := httpEP.shutdown(sctx); err != nil {
-			log.Error("mcp http shutdown", "err", err)
+			log.Error("mcp http shutdown", logkey.Err, err)
 		}
 	}
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
-		log.Error("socket shutdown", "err", err)
+		log.Error("socket shutdown", logkey.Err, err)
 	}
 	// Every unit has stopped: what is left was adopted or escaped a stop.
 	own.shutdown(opt.OwnProcess)
 	if err := ledger.Clear(); err != nil {
-		log.Error("clear process ledger", "err", err)
+		log.Error("clear process ledger", logkey.Err, err)
 	}
 	log.Info("daemon stopped")
 	return failure

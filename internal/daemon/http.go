@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/config"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/httpmcp"
 	"github.com/harness-dev/harness/internal/mcp/session"
 )
@@ -59,7 +60,7 @@ func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage f
 			e.err <- err
 		}
 	}()
-	log.Info("mcp http endpoint serving", "url", e.url, "max_conns", maxConns)
+	log.Info("mcp http endpoint serving", logkey.URL, e.url, logkey.MaxConns, maxConns)
 	return nil
 }
 

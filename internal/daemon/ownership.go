@@ -10,6 +10,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/cgroup"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/proctree"
 )
 
@@ -65,7 +66,7 @@ func setupOwnership(ctx context.Context, mode, socket, ledgerPath string, log *s
 		}
 	}
 	if n > 0 {
-		log.Warn("ended processes left behind by a previous daemon", "count", n)
+		log.Warn("ended processes left behind by a previous daemon", logkey.Count, n)
 	}
 	ledger, err := proctree.OpenLedger(ledgerPath)
 	if err != nil {
@@ -95,7 +96,7 @@ func setupOwnership(ctx context.Context, mode, socket, ledgerPath string, log *s
 		o.tracker = proctree.NewTracker(ledger, log, 0)
 		o.tracker.Start(ctx)
 	}
-	log.Info("process ownership", "mode", o.info.Mode, "reason", o.info.Reason, "cgroup", o.info.Cgroup)
+	log.Info("process ownership", logkey.Mode, o.info.Mode, logkey.Reason, o.info.Reason, logkey.Cgroup, o.info.Cgroup)
 	return o, ledger, nil
 }
 
@@ -110,7 +111,7 @@ func endRecordedCgroup(c proctree.LedgerCgroup, log *slog.Logger) (int, error) {
 		return 0, err
 	}
 	if id != c.ID {
-		log.Warn("a recorded cgroup path now names another cgroup; left alone", "path", c.Path)
+		log.Warn("a recorded cgroup path now names another cgroup; left alone", logkey.Path, c.Path)
 		return 0, nil
 	}
 	return cgroup.End(c.Path, leftoverGrace)
@@ -122,14 +123,14 @@ func endRecordedCgroup(c proctree.LedgerCgroup, log *slog.Logger) (int, error) {
 func (o *ownership) shutdown(ownProcess bool) {
 	if ownProcess {
 		if _, err := proctree.EndDescendants(leftoverGrace, o.log); err != nil {
-			o.log.Error("end adopted processes", "err", err)
+			o.log.Error("end adopted processes", logkey.Err, err)
 		}
 	}
 	if o.tree != nil {
 		if n, err := cgroup.End(o.tree.Dir(), leftoverGrace); err != nil {
-			o.log.Error("end the daemon's cgroup", "err", err)
+			o.log.Error("end the daemon's cgroup", logkey.Err, err)
 		} else if n > 0 {
-			o.log.Warn("ended processes left in the daemon's cgroup", "count", n)
+			o.log.Warn("ended processes left in the daemon's cgroup", logkey.Count, n)
 		}
 	}
 	o.close()
@@ -147,7 +148,7 @@ func (o *ownership) close() {
 	}
 	if o.tree != nil {
 		if err := o.tree.Close(); err != nil {
-			o.log.Error("remove the daemon's cgroup", "err", err)
+			o.log.Error("remove the daemon's cgroup", logkey.Err, err)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // watchDebounce lets an editor finish its write-rename dance before a
@@ -83,17 +84,17 @@ func joinPaths(ps []string) string {
 func watchConfig(cfg *config.Config, ctl *control.Control, log *slog.Logger) (stop func()) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
-		log.Error("config watcher unavailable", "err", err)
+		log.Error("config watcher unavailable", logkey.Err, err)
 		return func() {}
 	}
 	cfgDir := filepath.Dir(cfg.Path)
 	if err := w.Add(cfgDir); err != nil {
-		log.Error("cannot watch config dir", "dir", cfgDir, "err", err)
+		log.Error("cannot watch config dir", logkey.Dir, cfgDir, logkey.Err, err)
 	}
 	promptDirs := map[string]bool{}
 	for _, p := range cfg.Prompts.Paths {
 		if err := w.Add(p); err != nil {
-			log.Warn("cannot watch prompt dir", "dir", p, "err", err)
+			log.Warn("cannot watch prompt dir", logkey.Dir, p, logkey.Err, err)
 		}
 		promptDirs[filepath.Clean(p)] = true
 	}
@@ -128,11 +129,11 @@ func watchConfig(cfg *config.Config, ctl *control.Control, log *slog.Logger) (st
 				if !ok {
 					return
 				}
-				log.Error("config watcher", "err", err)
+				log.Error("config watcher", logkey.Err, err)
 			case <-fire:
 				fire = nil
 				if _, err := ctl.Reload(context.Background(), api.NoArgs{}); err != nil {
-					log.Error("config changed but the new file was refused", "err", err)
+					log.Error("config changed but the new file was refused", logkey.Err, err)
 				}
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/session"
 	"github.com/harness-dev/harness/internal/protocol"
@@ -42,11 +43,11 @@ func (h handler) ServeMCP(ctx context.Context, conn net.Conn, hello protocol.Hel
 	id, err := h.mgr.Authenticate(hello.Token, hello.AllowControl)
 	if err != nil {
 		// The token died between the handshake and now (its run ended).
-		h.log.Info("mcp session refused", "err", err)
+		h.log.Info("mcp session refused", logkey.Err, err)
 		return
 	}
 	if err := h.mgr.Serve(ctx, conn, id); err != nil && ctx.Err() == nil {
-		h.log.Debug("mcp session ended", "harness", id.Harness, "err", err)
+		h.log.Debug("mcp session ended", logkey.Harness, id.Harness, logkey.Err, err)
 	}
 }
 
@@ -56,7 +57,7 @@ func (h handler) ServeMCP(ctx context.Context, conn net.Conn, hello protocol.Hel
 func (h handler) ServeMCPStdio(ctx context.Context, stdio io.ReadWriteCloser, hello protocol.Hello) error {
 	id, err := h.mgr.Authenticate(hello.Token, hello.AllowControl)
 	if err != nil {
-		h.log.Info("mcp session refused", "err", err)
+		h.log.Info("mcp session refused", logkey.Err, err)
 		return err
 	}
 	err = h.mgr.Serve(ctx, stdio, id)
@@ -64,7 +65,7 @@ func (h handler) ServeMCPStdio(ctx context.Context, stdio io.ReadWriteCloser, he
 	case errors.Is(err, session.ErrClosed):
 		return fmt.Errorf("the daemon is shutting down: %w", errcode.ErrDaemonUnavailable)
 	case err != nil && ctx.Err() == nil:
-		h.log.Debug("mcp session ended", "harness", id.Harness, "err", err)
+		h.log.Debug("mcp session ended", logkey.Harness, id.Harness, logkey.Err, err)
 		return err
 	}
 	return nil

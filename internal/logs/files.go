@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // EscapeUnit maps a unit name ("project/name", or anything else) to a single
@@ -145,7 +147,7 @@ func loadIDs(path string) (idAlloc, error) {
 		// for good; instead continue above any plausible past id: the
 		// clock in microseconds outgrows any real entry rate.
 		v = uint64(time.Now().UnixMicro())
-		slog.Warn("logs: unreadable ids file, continuing from the clock", "file", path, "err", err, "next", v)
+		slog.Warn("logs: unreadable ids file, continuing from the clock", logkey.File, path, logkey.Err, err, logkey.Next, v)
 	}
 	a.next = max(v, 1)
 	a.ceil = a.next

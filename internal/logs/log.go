@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // Entry kinds.
@@ -283,7 +284,7 @@ func (l *Log) addOutput(s string) {
 
 // fail records a background failure once per cause. Called under wmu.
 func (l *Log) fail(err error) {
-	slog.Warn("logs: background failure", "unit", l.unit, "err", err)
+	slog.Warn("logs: background failure", logkey.Unit, l.unit, logkey.Err, err)
 	l.err = errors.Join(l.err, err)
 	l.pend = append(l.pend, Entry{Kind: KindEvent, RunID: l.runID, Text: "log: " + StripControl(err.Error())})
 }

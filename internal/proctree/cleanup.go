@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // Polling /proc is the only way to see a non-child go away; these bound it.
@@ -87,13 +89,13 @@ func CleanupLeftovers(path string, opt CleanupOptions) (killed int, err error) {
 		c.pass(syscall.SIGKILL)
 		if !c.waitGone(killWait) {
 			left := c.remaining()
-			logger.Error("proctree: leftovers survived SIGKILL", "ledger", path, "pids", left)
+			logger.Error("proctree: leftovers survived SIGKILL", logkey.Ledger, path, logkey.Pids, left)
 			return killed + len(c.hit), fmt.Errorf("cleanup leftovers: %d processes survived SIGKILL: %v", len(left), left)
 		}
 	}
 	if len(c.hit) > 0 {
-		logger.Info("proctree: ended leftovers of a previous daemon", "ledger", path,
-			"processes", len(c.hit), "entries", len(data.Entries))
+		logger.Info("proctree: ended leftovers of a previous daemon", logkey.Ledger, path,
+			logkey.Processes, len(c.hit), logkey.Entries, len(data.Entries))
 	}
 	return killed + len(c.hit), truncateLedger(path)
 }
@@ -199,7 +201,7 @@ func (c *cleanup) pass(sig syscall.Signal) int {
 		}
 		sent, err := SignalIdent(p.ident(), sig)
 		if err != nil {
-			c.logger.Warn("proctree: signal recorded process", "pid", p.pid, "signal", sig.String(), "err", err)
+			c.logger.Warn("proctree: signal recorded process", logkey.PID, p.pid, logkey.Signal, sig.String(), logkey.Err, err)
 		}
 		if sent {
 			c.hit[p.pid] = true

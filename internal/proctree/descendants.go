@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // EndDescendants ends every live descendant of the calling process:
@@ -31,7 +33,7 @@ func EndDescendants(grace time.Duration, logger *slog.Logger) (int, error) {
 			}
 			sent, err := SignalIdent(id, sig)
 			if err != nil {
-				logger.Warn("proctree: signal adopted process", "pid", id.PID, "signal", sig.String(), "err", err)
+				logger.Warn("proctree: signal adopted process", logkey.PID, id.PID, logkey.Signal, sig.String(), logkey.Err, err)
 			}
 			if sent {
 				hit[id] = true
@@ -54,7 +56,7 @@ func EndDescendants(grace time.Duration, logger *slog.Logger) (int, error) {
 		return len(hit), fmt.Errorf("end descendants: %d survived SIGKILL: %v", len(left), left)
 	}
 	if len(hit) > 0 {
-		logger.Info("proctree: ended adopted processes", "processes", len(hit))
+		logger.Info("proctree: ended adopted processes", logkey.Processes, len(hit))
 	}
 	return len(hit), nil
 }

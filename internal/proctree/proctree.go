@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/harness-dev/harness/internal/logkey"
 	"golang.org/x/sys/unix"
 )
 
@@ -196,7 +197,7 @@ func signalTargets(procs []procInfo, groups map[int]bool, sig syscall.Signal, lo
 	for g := range groups {
 		if err := syscall.Kill(-g, sig); err != nil {
 			if !errors.Is(err, syscall.ESRCH) {
-				logger.Warn("proctree: signal group", "pgid", g, "signal", sig.String(), "err", err)
+				logger.Warn("proctree: signal group", logkey.Pgid, g, logkey.Signal, sig.String(), logkey.Err, err)
 			}
 			continue
 		}
@@ -212,7 +213,7 @@ func signalTargets(procs []procInfo, groups map[int]bool, sig syscall.Signal, lo
 		}
 		if err := syscall.Kill(p.pid, sig); err != nil {
 			if !errors.Is(err, syscall.ESRCH) {
-				logger.Warn("proctree: signal process", "pid", p.pid, "signal", sig.String(), "err", err)
+				logger.Warn("proctree: signal process", logkey.PID, p.pid, logkey.Signal, sig.String(), logkey.Err, err)
 			}
 			continue
 		}
@@ -228,15 +229,15 @@ func signalTargets(procs []procInfo, groups map[int]bool, sig syscall.Signal, lo
 func scan(match func(string) bool) []procInfo {
 	d, err := os.Open("/proc")
 	if err != nil {
-		slog.Default().Warn("proctree: open /proc", "err", err)
+		slog.Default().Warn("proctree: open /proc", logkey.Err, err)
 		return nil
 	}
 	names, err := d.Readdirnames(-1)
 	if cerr := d.Close(); cerr != nil {
-		slog.Default().Warn("proctree: close /proc", "err", cerr)
+		slog.Default().Warn("proctree: close /proc", logkey.Err, cerr)
 	}
 	if err != nil {
-		slog.Default().Warn("proctree: list /proc", "err", err)
+		slog.Default().Warn("proctree: list /proc", logkey.Err, err)
 		return nil
 	}
 	self := os.Getpid()

@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // Reaper reaps zombies this process inherited as a child subreaper (adopted
@@ -137,10 +139,10 @@ func (r *Reaper) reapOrphans() {
 		case err != nil && errors.Is(err, syscall.ECHILD):
 			// Someone else reaped it between the scan and here; nothing left.
 		case err != nil:
-			r.logger.Warn("proctree: reap orphan", "pid", p.pid, "err", err)
+			r.logger.Warn("proctree: reap orphan", logkey.PID, p.pid, logkey.Err, err)
 		case got == p.pid:
-			r.logger.Debug("proctree: reaped adopted orphan", "pid", p.pid,
-				"exit_code", ws.ExitStatus(), "signal", signalName(ws))
+			r.logger.Debug("proctree: reaped adopted orphan", logkey.PID, p.pid,
+				logkey.ExitCode, ws.ExitStatus(), logkey.Signal, signalName(ws))
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // DefaultTrackInterval is how often a Tracker looks at /proc on its own,
@@ -212,14 +214,14 @@ func (t *Tracker) Refresh() {
 
 	for _, id := range doomed {
 		if sent, err := SignalIdent(id, syscall.SIGKILL); err != nil {
-			t.logger.Warn("proctree: kill leftover of a finished run", "pid", id.PID, "err", err)
+			t.logger.Warn("proctree: kill leftover of a finished run", logkey.PID, id.PID, logkey.Err, err)
 		} else if sent {
-			t.logger.Info("proctree: killed a leftover of a finished run", "pid", id.PID)
+			t.logger.Info("proctree: killed a leftover of a finished run", logkey.PID, id.PID)
 		}
 	}
 	if t.ledger != nil && len(record) > 0 {
 		if err := t.ledger.SetMembers(record); err != nil {
-			t.logger.Error("proctree: record run members", "err", err)
+			t.logger.Error("proctree: record run members", logkey.Err, err)
 		}
 	}
 }
@@ -300,7 +302,7 @@ func (t *Tracker) SignalOutside(key string, pgid int, sig syscall.Signal) int {
 		}
 		sent, err := SignalIdent(id, sig)
 		if err != nil {
-			t.logger.Warn("proctree: signal tracked process", "pid", id.PID, "signal", sig.String(), "err", err)
+			t.logger.Warn("proctree: signal tracked process", logkey.PID, id.PID, logkey.Signal, sig.String(), logkey.Err, err)
 		}
 		if sent {
 			n++

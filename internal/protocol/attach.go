@@ -10,6 +10,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // AttachSession is one viewer of a harness's terminal (DESIGN §12), opened
@@ -90,7 +91,7 @@ func (c *conn) pumpAttach(ctx context.Context) {
 		out, ev, err := c.attach.Next(ctx)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
-				c.s.logger().Warn("protocol: attach stream failed", "conn", c.id, "err", err)
+				c.s.logger().Warn("protocol: attach stream failed", logkey.Conn, c.id, logkey.Err, err)
 			}
 			return
 		}
@@ -103,7 +104,7 @@ func (c *conn) pumpAttach(ctx context.Context) {
 		for len(out) > 0 {
 			n := min(len(out), maxOutputFrame)
 			if err := c.write(FrameOutput, out[:n]); err != nil {
-				c.s.logger().Debug("protocol: attach output not delivered", "conn", c.id, "err", err)
+				c.s.logger().Debug("protocol: attach output not delivered", logkey.Conn, c.id, logkey.Err, err)
 				return
 			}
 			out = out[n:]
@@ -118,7 +119,7 @@ func (c *conn) notice(ev api.AttachEvent) error {
 		return fmt.Errorf("conn %d: encode notice: %w", c.id, err)
 	}
 	if err := c.write(FrameNotice, payload); err != nil {
-		c.s.logger().Debug("protocol: attach notice not delivered", "conn", c.id, "kind", ev.Kind, "err", err)
+		c.s.logger().Debug("protocol: attach notice not delivered", logkey.Conn, c.id, logkey.Kind, ev.Kind, logkey.Err, err)
 		return err
 	}
 	return nil
@@ -156,14 +157,14 @@ func (c *conn) readAttach(ctx context.Context) {
 			c.reject(errcode.NotPermitted, err.Error())
 			return
 		case t == FrameInput:
-			c.s.logger().Info("protocol: attach input not delivered", "conn", c.id, "err", err)
+			c.s.logger().Info("protocol: attach input not delivered", logkey.Conn, c.id, logkey.Err, err)
 			if c.notice(api.AttachEvent{Kind: api.AttachNotice, Message: "input not delivered: " + err.Error()}) != nil {
 				return
 			}
 		default:
 			// A resize between two runs has no PTY to reach; the next run
 			// starts at the configured size.
-			c.s.logger().Debug("protocol: attach resize not applied", "conn", c.id, "err", err)
+			c.s.logger().Debug("protocol: attach resize not applied", logkey.Conn, c.id, logkey.Err, err)
 		}
 	}
 }

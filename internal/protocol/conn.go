@@ -16,6 +16,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 var connIDs atomic.Uint64
@@ -60,7 +61,7 @@ func (c *conn) close() {
 		// then finds no wire to answer on, so the client sees the daemon
 		// go away rather than a stray "context canceled" result.
 		if err := c.nc.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-			c.s.logger().Debug("protocol: close connection", "conn", c.id, "err", err)
+			c.s.logger().Debug("protocol: close connection", logkey.Conn, c.id, logkey.Err, err)
 		}
 		c.cancel()
 	})
@@ -79,7 +80,7 @@ func (c *conn) serve() {
 		return
 	}
 	c.hello = hello
-	log.Debug("protocol: connection accepted", "conn", c.id, "mode", hello.Mode, "client", hello.Client)
+	log.Debug("protocol: connection accepted", logkey.Conn, c.id, logkey.Mode, hello.Mode, logkey.Client, hello.Client)
 	ctx := WithHello(c.ctx, hello)
 
 	if hello.Mode == ModeMCP {
@@ -108,7 +109,7 @@ func (c *conn) handshake() (Hello, bool) {
 	var h Hello
 	timeout := orDefault(c.s.HandshakeTimeout, DefaultHandshakeTimeout)
 	if err := c.nc.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-		c.s.logger().Debug("protocol: set handshake deadline", "conn", c.id, "err", err)
+		c.s.logger().Debug("protocol: set handshake deadline", logkey.Conn, c.id, logkey.Err, err)
 		return h, false
 	}
 	t, payload, err := ReadFrame(c.nc, c.s.maxFrame())
@@ -142,7 +143,7 @@ func (c *conn) handshake() (Hello, bool) {
 		}
 	}
 	if err := c.nc.SetReadDeadline(time.Time{}); err != nil {
-		c.s.logger().Debug("protocol: clear handshake deadline", "conn", c.id, "err", err)
+		c.s.logger().Debug("protocol: clear handshake deadline", logkey.Conn, c.id, logkey.Err, err)
 		return h, false
 	}
 	_, canServeStdio := c.s.Handler.(MCPStdioServer)
@@ -150,7 +151,7 @@ func (c *conn) handshake() (Hello, bool) {
 	c.handoff.Store(handoff)
 	w, err := json.Marshal(Welcome{Proto: Version, Version: c.s.Version, PID: pid, Handoff: handoff})
 	if err != nil {
-		c.s.logger().Error("protocol: encode welcome", "err", err)
+		c.s.logger().Error("protocol: encode welcome", logkey.Err, err)
 		return h, false
 	}
 	if err := c.write(FrameWelcome, w); err != nil {
@@ -162,14 +163,14 @@ func (c *conn) handshake() (Hello, bool) {
 func (c *conn) serveMCP(ctx context.Context) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.s.logger().Error("protocol: MCP handler panicked", "conn", c.id,
-				"client", c.hello.Client, "panic", r, "stack", string(debug.Stack()))
+			c.s.logger().Error("protocol: MCP handler panicked", logkey.Conn, c.id,
+				logkey.Client, c.hello.Client, logkey.Panic, r, logkey.Stack, string(debug.Stack()))
 		}
 	}()
 	// The welcome was written under a write deadline; the stream now
 	// belongs to a long-lived MCP session, so no deadline may outlive it.
 	if err := c.nc.SetDeadline(time.Time{}); err != nil {
-		c.s.logger().Error("protocol: clear deadlines for MCP stream", "conn", c.id, "err", err)
+		c.s.logger().Error("protocol: clear deadlines for MCP stream", logkey.Conn, c.id, logkey.Err, err)
 		return
 	}
 	c.s.Handler.ServeMCP(ctx, c.nc, c.hello)
@@ -225,8 +226,8 @@ func (c *conn) readLoop(ctx context.Context) {
 func (c *conn) call(ctx context.Context, req Request) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.s.logger().Error("protocol: handler panicked", "conn", c.id, "op", req.Op,
-				"panic", r, "stack", string(debug.Stack()))
+			c.s.logger().Error("protocol: handler panicked", logkey.Conn, c.id, logkey.Op, req.Op,
+				logkey.Panic, r, logkey.Stack, string(debug.Stack()))
 			res, err = nil, errcode.Errorf(errcode.Internal, "op %s: handler panicked: %v", req.Op, r)
 		}
 	}()
@@ -245,12 +246,12 @@ func (c *conn) respond(req Request, res any, err error) {
 		}
 	}
 	if err != nil {
-		c.s.logger().Debug("protocol: request failed", "conn", c.id, "op", req.Op, "err", err)
+		c.s.logger().Debug("protocol: request failed", logkey.Conn, c.id, logkey.Op, req.Op, logkey.Err, err)
 		body := errcode.BodyOf(err)
 		var merr error
 		payload, merr = json.Marshal(Response{ID: req.ID, Error: &body})
 		if merr != nil {
-			c.s.logger().Error("protocol: encode response", "op", req.Op, "err", merr)
+			c.s.logger().Error("protocol: encode response", logkey.Op, req.Op, logkey.Err, merr)
 			return
 		}
 	}
@@ -262,12 +263,12 @@ func (c *conn) respond(req Request, res any, err error) {
 		var merr error
 		payload, merr = json.Marshal(Response{ID: req.ID, Error: &body})
 		if merr != nil {
-			c.s.logger().Error("protocol: encode response", "op", req.Op, "err", merr)
+			c.s.logger().Error("protocol: encode response", logkey.Op, req.Op, logkey.Err, merr)
 			return
 		}
 	}
 	if err := c.write(FrameResponse, payload); err != nil {
-		c.s.logger().Debug("protocol: response not delivered", "conn", c.id, "op", req.Op, "err", err)
+		c.s.logger().Debug("protocol: response not delivered", logkey.Conn, c.id, logkey.Op, req.Op, logkey.Err, err)
 	}
 }
 
@@ -291,11 +292,11 @@ func (c *conn) startEvents(ctx context.Context) {
 			case ev := <-c.events:
 				payload, err := json.Marshal(ev)
 				if err != nil {
-					c.s.logger().Error("protocol: encode event", "kind", ev.Kind, "err", err)
+					c.s.logger().Error("protocol: encode event", logkey.Kind, ev.Kind, logkey.Err, err)
 					continue
 				}
 				if err := c.write(FrameEvent, payload); err != nil {
-					c.s.logger().Debug("protocol: event not delivered", "conn", c.id, "err", err)
+					c.s.logger().Debug("protocol: event not delivered", logkey.Conn, c.id, logkey.Err, err)
 					return
 				}
 			}
@@ -323,15 +324,15 @@ func (c *conn) write(t FrameType, payload []byte) error {
 // reject answers a protocol violation with an Error frame; the caller then
 // returns and the connection closes.
 func (c *conn) reject(code errcode.Code, msg string) {
-	c.s.logger().Info("protocol: rejecting connection", "conn", c.id, "client", c.hello.Client,
-		"code", code, "reason", msg)
+	c.s.logger().Info("protocol: rejecting connection", logkey.Conn, c.id, logkey.Client, c.hello.Client,
+		logkey.Code, code, logkey.Reason, msg)
 	payload, err := json.Marshal(errcode.Body{Code: code, Message: msg})
 	if err != nil {
-		c.s.logger().Error("protocol: encode error frame", "err", err)
+		c.s.logger().Error("protocol: encode error frame", logkey.Err, err)
 		return
 	}
 	if err := c.write(FrameError, payload); err != nil {
-		c.s.logger().Debug("protocol: error frame not delivered", "conn", c.id, "err", err)
+		c.s.logger().Debug("protocol: error frame not delivered", logkey.Conn, c.id, logkey.Err, err)
 	}
 }
 
@@ -344,7 +345,7 @@ func (c *conn) frameError(stage string, err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
 		// Normal end of a connection.
 	default:
-		c.s.logger().Debug("protocol: connection read failed", "conn", c.id, "stage", stage, "err", err)
+		c.s.logger().Debug("protocol: connection read failed", logkey.Conn, c.id, logkey.Stage, stage, logkey.Err, err)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // The stdio hand-off (protocol 1.1) takes `harness mcp` out of the data
@@ -322,7 +323,7 @@ func (c *conn) serveStdio(ctx context.Context, srv MCPStdioServer) {
 	log := c.s.logger()
 	stdio, err := c.receiveStdio(ctx)
 	if err != nil {
-		log.Info("protocol: stdio hand-off refused", "conn", c.id, "client", c.hello.Client, "err", err)
+		log.Info("protocol: stdio hand-off refused", logkey.Conn, c.id, logkey.Client, c.hello.Client, logkey.Err, err)
 		c.end(c.shutdownOr(ctx, err))
 		return
 	}
@@ -339,7 +340,7 @@ func (c *conn) serveStdio(ctx context.Context, srv MCPStdioServer) {
 	}()
 	err = c.runStdio(sctx, srv, stdio)
 	if cerr := stdio.Close(); cerr != nil {
-		log.Warn("protocol: release handed-off stdio", "conn", c.id, "client", c.hello.Client, "err", cerr)
+		log.Warn("protocol: release handed-off stdio", logkey.Conn, c.id, logkey.Client, c.hello.Client, logkey.Err, cerr)
 	}
 	switch {
 	case errors.Is(context.Cause(sctx), errClientLeft):
@@ -348,7 +349,7 @@ func (c *conn) serveStdio(ctx context.Context, srv MCPStdioServer) {
 		err = c.shutdownOr(ctx, err)
 	}
 	if err != nil {
-		log.Debug("protocol: handed-off session ended early", "conn", c.id, "client", c.hello.Client, "err", err)
+		log.Debug("protocol: handed-off session ended early", logkey.Conn, c.id, logkey.Client, c.hello.Client, logkey.Err, err)
 	}
 	c.end(err)
 	c.close()
@@ -359,8 +360,8 @@ func (c *conn) serveStdio(ctx context.Context, srv MCPStdioServer) {
 func (c *conn) runStdio(ctx context.Context, srv MCPStdioServer, stdio io.ReadWriteCloser) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.s.logger().Error("protocol: MCP stdio handler panicked", "conn", c.id,
-				"client", c.hello.Client, "panic", r, "stack", string(debug.Stack()))
+			c.s.logger().Error("protocol: MCP stdio handler panicked", logkey.Conn, c.id,
+				logkey.Client, c.hello.Client, logkey.Panic, r, logkey.Stack, string(debug.Stack()))
 			err = errcode.Errorf(errcode.Internal, "the daemon's session handler failed: %v", r)
 		}
 	}()
@@ -385,10 +386,10 @@ func (c *conn) end(why error) {
 	}
 	payload, err := json.Marshal(e)
 	if err != nil {
-		c.s.logger().Error("protocol: encode ended frame", "err", err)
+		c.s.logger().Error("protocol: encode ended frame", logkey.Err, err)
 		return
 	}
 	if err := c.write(FrameEnded, payload); err != nil {
-		c.s.logger().Debug("protocol: ended frame not delivered", "conn", c.id, "err", err)
+		c.s.logger().Debug("protocol: ended frame not delivered", logkey.Conn, c.id, logkey.Err, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harness-dev/harness/internal/logkey"
 	"golang.org/x/sys/unix"
 )
 
@@ -84,7 +85,7 @@ func AcquireLock(path string) (release func(), err error) {
 		once.Do(func() {
 			// Closing the descriptor releases the flock.
 			if err := f.Close(); err != nil {
-				slog.Warn("protocol: release lock", "path", path, "err", err)
+				slog.Warn("protocol: release lock", logkey.Path, path, logkey.Err, err)
 			}
 		})
 	}, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // Handler serves what the protocol itself does not: control operations and
@@ -117,7 +118,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.closed {
 		s.mu.Unlock()
 		if err := ln.Close(); err != nil {
-			s.logger().Warn("protocol: close listener", "addr", ln.Addr().String(), "err", err)
+			s.logger().Warn("protocol: close listener", logkey.Addr, ln.Addr().String(), logkey.Err, err)
 		}
 		return ErrServerClosed
 	}
@@ -140,7 +141,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			if errors.As(err, &ne) && ne.Timeout() || isTemporaryAccept(err) {
 				// EMFILE and friends: back off rather than spin, like net/http.
 				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.logger().Warn("protocol: accept failed, retrying", "err", err, "delay", backoff)
+				s.logger().Warn("protocol: accept failed, retrying", logkey.Err, err, logkey.Delay, backoff)
 				t := time.NewTimer(backoff)
 				select {
 				case <-t.C:
@@ -195,7 +196,7 @@ func (s *Server) Publish(ev api.Event) {
 			if c.dropped.Add(1) == 1 {
 				// Once per connection: a stuck reader must not flood the log.
 				s.logger().Warn("protocol: subscriber too slow, dropping events",
-					"conn", c.id, "client", c.hello.Client, "buffer", cap(c.events))
+					logkey.Conn, c.id, logkey.Client, c.hello.Client, logkey.Buffer, cap(c.events))
 			}
 		}
 	}

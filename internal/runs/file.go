@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // persist appends the full record of run. Called under mu. A failed
@@ -43,7 +45,7 @@ func (s *Store) persist(run Run) error {
 	s.lines++
 	if s.lines > s.compactAt() {
 		if err := s.compact(); err != nil {
-			slog.Warn("runs: compaction failed", "file", s.path, "err", err)
+			slog.Warn("runs: compaction failed", logkey.File, s.path, logkey.Err, err)
 			s.err = errors.Join(s.err, err)
 		}
 	}
@@ -110,7 +112,7 @@ func (s *Store) compact() error {
 	}
 	if s.f != nil {
 		if err := s.f.Close(); err != nil {
-			slog.Warn("runs: closing the replaced history file", "file", s.path, "err", err)
+			slog.Warn("runs: closing the replaced history file", logkey.File, s.path, logkey.Err, err)
 		}
 	}
 	s.f = f

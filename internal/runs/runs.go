@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // Cause says why a run was started (api.Cause* are its values).
@@ -139,7 +140,7 @@ func (s *Store) load() (clean bool, err error) {
 		if len(line) > 0 {
 			var run Run
 			if line[len(line)-1] != '\n' || json.Unmarshal(line, &run) != nil || run.ID == 0 {
-				slog.Warn("runs: skipping unreadable record", "file", s.path, "line", n)
+				slog.Warn("runs: skipping unreadable record", logkey.File, s.path, logkey.Line, n)
 				clean = false
 			} else {
 				s.put(run)
@@ -313,7 +314,7 @@ func (s *Store) CloseDangling(signal string) int {
 		s.end(r, nil, signal)
 		if err := s.persist(*r); err != nil {
 			err = fmt.Errorf("runs: close dangling run %d: %w", r.ID, err)
-			slog.Warn("runs: persist failed", "err", err)
+			slog.Warn("runs: persist failed", logkey.Err, err)
 			s.err = errors.Join(s.err, err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/robfig/cron/v3"
 )
 
@@ -186,7 +187,7 @@ func (s *Scheduler) Reconcile(specs map[string]string) error {
 	for job := range s.entries {
 		if _, ok := specs[job]; !ok {
 			delete(s.entries, job)
-			s.log.Info("schedule: disarmed", "job", job)
+			s.log.Info("schedule: disarmed", logkey.Job, job)
 		}
 	}
 	for job, sched := range parsed {
@@ -197,9 +198,9 @@ func (s *Scheduler) Reconcile(specs map[string]string) error {
 		e := &entry{spec: spec, kind: kindOf(spec), sched: sched, next: sched.Next(now)}
 		s.entries[job] = e
 		if e.next.IsZero() {
-			s.log.Warn("schedule: armed but never fires", "job", job, "spec", spec)
+			s.log.Warn("schedule: armed but never fires", logkey.Job, job, logkey.Spec, spec)
 		} else {
-			s.log.Info("schedule: armed", "job", job, "spec", spec, "next_fire", e.next)
+			s.log.Info("schedule: armed", logkey.Job, job, logkey.Spec, spec, logkey.NextFire, e.next)
 		}
 	}
 	s.mu.Unlock()
@@ -305,7 +306,7 @@ func (s *Scheduler) settle(d due, fired bool, now time.Time) {
 	if s.entries[d.job] != d.e || !d.e.next.Equal(d.at) {
 		// Reconcile replaced or removed the trigger while it fired; the new
 		// registration has its own phase and counters.
-		s.log.Info("schedule: trigger changed while firing", "job", d.job, "fired", fired)
+		s.log.Info("schedule: trigger changed while firing", logkey.Job, d.job, logkey.Fired, fired)
 		return
 	}
 	e := d.e
@@ -313,10 +314,10 @@ func (s *Scheduler) settle(d due, fired bool, now time.Time) {
 		e.fired++
 		at := d.at
 		e.lastFired = &at
-		s.log.Info("schedule: fired", "job", d.job, "due", d.at)
+		s.log.Info("schedule: fired", logkey.Job, d.job, logkey.Due, d.at)
 	} else {
 		e.skipped++
-		s.log.Info("schedule: skipped, job active", "job", d.job, "due", d.at)
+		s.log.Info("schedule: skipped, job active", logkey.Job, d.job, logkey.Due, d.at)
 	}
 	next := e.sched.Next(d.at)
 	missed := 0
@@ -328,7 +329,7 @@ func (s *Scheduler) settle(d due, fired bool, now time.Time) {
 		next = e.sched.Next(next)
 	}
 	if missed > 0 {
-		s.log.Warn("schedule: woke late, dropped missed firings", "job", d.job, "missed", missed, "next_fire", next)
+		s.log.Warn("schedule: woke late, dropped missed firings", logkey.Job, d.job, logkey.Missed, missed, logkey.NextFire, next)
 	}
 	e.next = next
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/runs"
 )
 
@@ -112,7 +113,7 @@ func (a *actor) handle(msg any) {
 	case readyEv:
 		a.onReady(m)
 	default:
-		a.deps.Logger.Error("supervise: unknown message", "type", fmt.Sprintf("%T", msg))
+		a.deps.Logger.Error("supervise: unknown message", logkey.Type, fmt.Sprintf("%T", msg))
 	}
 }
 
@@ -208,7 +209,7 @@ func (a *actor) beginStop() {
 	if p.stdin != nil {
 		// An upstream gets the chance to exit on EOF before any signal.
 		if err := p.stdin.Close(); err != nil {
-			a.deps.Logger.Debug("supervise: close stdin", "run", p.run, "err", err)
+			a.deps.Logger.Debug("supervise: close stdin", logkey.Run, p.run, logkey.Err, err)
 		}
 		p.termTimer = a.arm(grace/2, p.gen, timerTerm)
 		p.killTimer = a.arm(grace, p.gen, timerKill)
@@ -247,7 +248,7 @@ func (a *actor) onTimer(ev timerEv) {
 		a.nextRetry = time.Time{}
 		a.restartCount++
 		if err := a.spawn(api.CauseRestart); err != nil {
-			a.deps.Logger.Warn("supervise: policy restart failed", "err", err)
+			a.deps.Logger.Warn("supervise: policy restart failed", logkey.Err, err)
 		}
 	case timerTerm, timerKill, timerHealthy:
 		p := a.proc
@@ -276,14 +277,14 @@ func (a *actor) onTimer(ev timerEv) {
 func (a *actor) onExit(ev exitEv) {
 	p := a.proc
 	if p == nil || ev.gen != p.gen {
-		a.deps.Logger.Warn("supervise: stale exit event ignored", "gen", ev.gen)
+		a.deps.Logger.Warn("supervise: stale exit event ignored", logkey.Gen, ev.gen)
 		return
 	}
 	a.proc = nil
 	now := a.deps.Now()
 	p.stopTimers()
 	if ev.err != nil {
-		a.deps.Logger.Warn("supervise: wait", "run", p.run, "pid", p.pid, "err", ev.err)
+		a.deps.Logger.Warn("supervise: wait", logkey.Run, p.run, logkey.PID, p.pid, logkey.Err, ev.err)
 	}
 	a.deps.Tokens.Revoke(a.cfg.Name, p.run)
 	a.withdrawInput(p)
@@ -297,7 +298,7 @@ func (a *actor) onExit(ev exitEv) {
 		a.u.term.Flush()
 	}
 	if err := a.deps.Runs.End(p.run, ev.code, ev.signal); err != nil {
-		a.deps.Logger.Error("supervise: end run", "run", p.run, "err", err)
+		a.deps.Logger.Error("supervise: end run", logkey.Run, p.run, logkey.Err, err)
 	}
 	text := "exited"
 	switch {
@@ -382,11 +383,11 @@ func (a *actor) onReady(ev readyEv) {
 	p.startFailed = true
 	a.lastErr = ev.err.Error()
 	a.deps.Log.Event(p.run, "start failed: "+ev.err.Error())
-	a.deps.Logger.Warn("supervise: start failed", "run", p.run, "err", ev.err)
+	a.deps.Logger.Warn("supervise: start failed", logkey.Run, p.run, logkey.Err, ev.err)
 	a.emit(Event{Kind: EventSpawnFailed, RunID: p.run, Message: ev.err.Error()})
 	if p.stdin != nil {
 		if err := p.stdin.Close(); err != nil {
-			a.deps.Logger.Debug("supervise: close stdin", "run", p.run, "err", err)
+			a.deps.Logger.Debug("supervise: close stdin", logkey.Run, p.run, logkey.Err, err)
 		}
 	}
 	p.own.signal(p, syscall.SIGTERM)
@@ -398,13 +399,13 @@ func (a *actor) onReady(ev readyEv) {
 func (a *actor) onReaped(ev reapedEv) {
 	p, ok := a.reaping[ev.gen]
 	if !ok {
-		a.deps.Logger.Warn("supervise: stale reaped event ignored", "gen", ev.gen)
+		a.deps.Logger.Warn("supervise: stale reaped event ignored", logkey.Gen, ev.gen)
 		return
 	}
 	delete(a.reaping, ev.gen)
 	if a.deps.Ledger != nil && !p.conn {
 		if err := a.deps.Ledger.Remove(p.marker); err != nil {
-			a.deps.Logger.Error("supervise: ledger remove", "run", p.run, "err", err)
+			a.deps.Logger.Error("supervise: ledger remove", logkey.Run, p.run, logkey.Err, err)
 		}
 	}
 	if !a.idle() || a.state != StateStopping {
@@ -429,7 +430,7 @@ func (a *actor) applyPolicy(e Exit, why string) {
 	a.hist = d.History
 	if d.Reason != "" {
 		a.deps.Log.Event(a.runID, d.Reason)
-		a.deps.Logger.Warn("supervise: "+d.Reason, "state", d.State)
+		a.deps.Logger.Warn("supervise: "+d.Reason, logkey.State, d.State)
 	}
 	if d.BecameDegraded {
 		a.emit(Event{Kind: EventFlapping, RunID: a.runID, Message: d.Reason})
@@ -530,7 +531,7 @@ func (a *actor) publish() {
 // spawnFailed records a failed spawn and applies the policy to it.
 func (a *actor) spawnFailed(err error) error {
 	a.lastErr = err.Error()
-	a.deps.Logger.Error("supervise: spawn failed", "err", err)
+	a.deps.Logger.Error("supervise: spawn failed", logkey.Err, err)
 	a.deps.Log.Event(a.runID, "spawn failed: "+err.Error())
 	a.emit(Event{Kind: EventSpawnFailed, RunID: a.runID, Message: err.Error()})
 	a.applyPolicy(Exit{SpawnFailed: true, At: a.deps.Now()}, "spawn failed")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/cgroup"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/proctree"
 )
 
@@ -56,11 +57,11 @@ func (o cgroupOwner) place(p *proc, attrs *syscall.SysProcAttr) error {
 func (o cgroupOwner) started(p *proc, err error) {
 	logger := o.a.deps.Logger
 	if cerr := p.cg.CloseFD(); cerr != nil {
-		logger.Warn("supervise: close cgroup", "run", p.run, "err", cerr)
+		logger.Warn("supervise: close cgroup", logkey.Run, p.run, logkey.Err, cerr)
 	}
 	if err != nil {
 		if rerr := p.cg.Remove(); rerr != nil {
-			logger.Warn("supervise: remove cgroup of a failed spawn", "run", p.run, "err", rerr)
+			logger.Warn("supervise: remove cgroup of a failed spawn", logkey.Run, p.run, logkey.Err, rerr)
 		}
 	}
 }
@@ -69,7 +70,7 @@ func (o cgroupOwner) signal(p *proc, sig syscall.Signal) {
 	logger := o.a.deps.Logger
 	if sig == syscall.SIGKILL {
 		if err := p.cg.Kill(); err != nil {
-			logger.Error("supervise: cgroup.kill", "run", p.run, "err", err)
+			logger.Error("supervise: cgroup.kill", logkey.Run, p.run, logkey.Err, err)
 		}
 		// Only a process stuck in the kernel outlives cgroup.kill; do not
 		// wait for it forever.
@@ -78,9 +79,9 @@ func (o cgroupOwner) signal(p *proc, sig syscall.Signal) {
 	}
 	n, err := p.cg.Signal(sig)
 	if err != nil {
-		logger.Warn("supervise: signal cgroup", "run", p.run, "signal", sig.String(), "err", err)
+		logger.Warn("supervise: signal cgroup", logkey.Run, p.run, logkey.Signal, sig.String(), logkey.Err, err)
 	}
-	logger.Debug("supervise: signalled cgroup", "run", p.run, "signal", sig.String(), "processes", n)
+	logger.Debug("supervise: signalled cgroup", logkey.Run, p.run, logkey.Signal, sig.String(), logkey.Processes, n)
 }
 
 // killWait bounds the wait for a tree after its SIGKILL.
@@ -100,21 +101,21 @@ func (o cgroupOwner) settle(p *proc) {
 	}
 	if !errors.Is(err, cgroup.ErrWaitCancelled) {
 		// The leaf cannot be read: end the run with its main process.
-		o.a.deps.Logger.Error("supervise: wait for cgroup", "run", p.run, "err", err)
+		o.a.deps.Logger.Error("supervise: wait for cgroup", logkey.Run, p.run, logkey.Err, err)
 		return
 	}
 	o.a.u.post(mainExitEv{gen: p.gen})
 	if err := p.cg.WaitEmpty(p.abandon); err != nil {
 		left, _ := p.cg.Signal(0)
-		o.a.deps.Logger.Error("supervise: processes survived cgroup.kill", "run", p.run, "cgroup", p.cg.Dir(), "count", left, "err", err)
+		o.a.deps.Logger.Error("supervise: processes survived cgroup.kill", logkey.Run, p.run, logkey.Cgroup, p.cg.Dir(), logkey.Count, left, logkey.Err, err)
 	}
 }
 
 func (o cgroupOwner) reap(p *proc) int {
-	logger := o.a.deps.Logger.With("run", p.run)
+	logger := o.a.deps.Logger.With(logkey.Run, p.run)
 	p.closeIO(logger)
 	if err := p.cg.Remove(); err != nil {
-		logger.Error("supervise: remove run cgroup", "err", err)
+		logger.Error("supervise: remove run cgroup", logkey.Err, err)
 	}
 	return 0
 }
@@ -132,7 +133,7 @@ func (o procOwner) started(p *proc, err error) {
 		return
 	}
 	if err := o.a.deps.Tracker.Register(p.marker, p.pid); err != nil {
-		o.a.deps.Logger.Error("supervise: track run", "run", p.run, "err", err)
+		o.a.deps.Logger.Error("supervise: track run", logkey.Run, p.run, logkey.Err, err)
 	}
 }
 
@@ -154,7 +155,7 @@ func (o procOwner) signal(p *proc, sig syscall.Signal) {
 			skip = p.pid
 		}
 		n := tr.SignalOutside(p.marker, skip, sig)
-		logger.Debug("supervise: signalled tracked processes", "run", p.run, "signal", sig.String(), "processes", n)
+		logger.Debug("supervise: signalled tracked processes", logkey.Run, p.run, logkey.Signal, sig.String(), logkey.Processes, n)
 	}()
 }
 
@@ -167,11 +168,11 @@ func signalGroup(p *proc, sig syscall.Signal, logger *slog.Logger) bool {
 	}
 	if err := syscall.Kill(-p.pid, sig); err != nil {
 		if !errors.Is(err, syscall.ESRCH) {
-			logger.Warn("supervise: signal group", "run", p.run, "pgid", p.pid, "signal", sig.String(), "err", err)
+			logger.Warn("supervise: signal group", logkey.Run, p.run, logkey.Pgid, p.pid, logkey.Signal, sig.String(), logkey.Err, err)
 		}
 		return false
 	}
-	logger.Debug("supervise: signalled group", "run", p.run, "pgid", p.pid, "signal", sig.String())
+	logger.Debug("supervise: signalled group", logkey.Run, p.run, logkey.Pgid, p.pid, logkey.Signal, sig.String())
 	return true
 }
 
@@ -181,7 +182,7 @@ func (procOwner) settle(*proc) {}
 // marker carriers and tracked members, pass after pass until a pass finds
 // nothing (a leftover may fork and setsid between a scan and its signal).
 func (o procOwner) reap(p *proc) int {
-	logger, tr, wait := o.a.deps.Logger.With("run", p.run), o.a.deps.Tracker, o.a.deps.Limits.WaitDelay
+	logger, tr, wait := o.a.deps.Logger.With(logkey.Run, p.run), o.a.deps.Tracker, o.a.deps.Limits.WaitDelay
 	deadline := time.Now().Add(wait)
 	killed := 0
 	if tr != nil {
@@ -224,7 +225,7 @@ func (o procOwner) reap(p *proc) int {
 			tr.Refresh()
 		}
 		if time.Now().After(deadline) {
-			logger.Error("supervise: leftovers survived SIGKILL", "pids", proctree.Find(p.marker))
+			logger.Error("supervise: leftovers survived SIGKILL", logkey.Pids, proctree.Find(p.marker))
 			break
 		}
 	}

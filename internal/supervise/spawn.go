@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harness-dev/harness/internal/cgroup"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/proctree"
 	"github.com/harness-dev/harness/internal/runs"
 )
@@ -80,12 +81,12 @@ func (p *proc) abandonAfter(d time.Duration) {
 func (p *proc) closeIO(logger *slog.Logger) {
 	if p.stdin != nil {
 		if err := p.stdin.Close(); err != nil {
-			logger.Debug("supervise: close stdin", "run", p.run, "err", err)
+			logger.Debug("supervise: close stdin", logkey.Run, p.run, logkey.Err, err)
 		}
 	}
 	if p.master != nil {
 		if err := p.master.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
-			logger.Warn("supervise: close pty master", "run", p.run, "err", err)
+			logger.Warn("supervise: close pty master", logkey.Run, p.run, logkey.Err, err)
 		}
 	}
 }
@@ -136,7 +137,7 @@ func (a *actor) spawn(cause runs.Cause) error {
 	if err != nil {
 		a.deps.Tokens.Revoke(cfg.Name, run.ID)
 		if endErr := a.deps.Runs.End(run.ID, nil, ""); endErr != nil {
-			a.deps.Logger.Error("supervise: end run", "run", run.ID, "err", endErr)
+			a.deps.Logger.Error("supervise: end run", logkey.Run, run.ID, logkey.Err, endErr)
 		}
 		return a.spawnFailed(a.errSpawn(err))
 	}
@@ -155,14 +156,14 @@ func (a *actor) spawn(cause runs.Cause) error {
 		if err != nil {
 			// The tree is still ours and found by its marker; only a crash
 			// of the daemon would miss it, so go on loudly.
-			a.deps.Logger.Error("supervise: ledger add", "run", run.ID, "err", err)
+			a.deps.Logger.Error("supervise: ledger add", logkey.Run, run.ID, logkey.Err, err)
 		}
 	}
 	if err := a.deps.Runs.SetPID(run.ID, p.pid); err != nil {
-		a.deps.Logger.Error("supervise: record pid", "run", run.ID, "err", err)
+		a.deps.Logger.Error("supervise: record pid", logkey.Run, run.ID, logkey.Err, err)
 	}
 	a.deps.Log.Event(run.ID, fmt.Sprintf("spawned pid %d", p.pid))
-	a.deps.Logger.Info("supervise: spawned", "run", run.ID, "pid", p.pid, "cause", cause)
+	a.deps.Logger.Info("supervise: spawned", logkey.Run, run.ID, logkey.PID, p.pid, logkey.Cause, cause)
 	if onStarted != nil {
 		onStarted()
 	}

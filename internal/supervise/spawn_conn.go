@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/harness-dev/harness/internal/endpoint"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/runs"
 )
 
@@ -60,7 +61,7 @@ func (a *actor) spawnConn(cause runs.Cause) error {
 	a.proc = p
 	shown := endpoint.Redact(cfg.URL)
 	a.deps.Log.Event(run.ID, "connecting to "+shown)
-	a.deps.Logger.Info("supervise: connecting", "run", run.ID, "url", shown, "cause", cause)
+	a.deps.Logger.Info("supervise: connecting", logkey.Run, run.ID, logkey.URL, shown, logkey.Cause, cause)
 
 	ended := make(chan error, 1)
 	var once sync.Once

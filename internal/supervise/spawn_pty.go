@@ -12,6 +12,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
 )
 
@@ -36,7 +37,7 @@ func (a *actor) startPTY(p *proc, attrs *syscall.SysProcAttr) (func(), error) {
 	}
 	if nb, err := pollable(master); err != nil {
 		// Still usable; only closing it will not interrupt a read.
-		a.deps.Logger.Warn("supervise: pty master stays blocking", "run", p.run, "err", err)
+		a.deps.Logger.Warn("supervise: pty master stays blocking", logkey.Run, p.run, logkey.Err, err)
 	} else {
 		master = nb
 	}
@@ -45,7 +46,7 @@ func (a *actor) startPTY(p *proc, attrs *syscall.SysProcAttr) (func(), error) {
 	a.u.term.Reset(int(cols), int(rows))
 	a.publishInput(p)
 	a.u.out.started(p.run)
-	logger := a.deps.Logger.With("run", p.run)
+	logger := a.deps.Logger.With(logkey.Run, p.run)
 	return func() {
 		go func() {
 			defer close(p.ioDone)
@@ -68,7 +69,7 @@ func copyOutput(r io.Reader, w io.Writer, logger *slog.Logger) {
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EIO) {
-				logger.Warn("supervise: read output", "err", err)
+				logger.Warn("supervise: read output", logkey.Err, err)
 			}
 			return
 		}
@@ -89,7 +90,7 @@ func newLogWriter(l *logs.Log, logger *slog.Logger) logWriter {
 
 func (w logWriter) Write(p []byte) (int, error) {
 	if _, err := w.l.Write(p); err != nil {
-		w.once.Do(func() { w.logger.Warn("supervise: output dropped", "err", err) })
+		w.once.Do(func() { w.logger.Warn("supervise: output dropped", logkey.Err, err) })
 	}
 	return len(p), nil
 }

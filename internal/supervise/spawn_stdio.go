@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // startStdio starts an upstream with attrs and pipes: stdin and stdout for the
@@ -19,7 +21,7 @@ func (a *actor) startStdio(p *proc, attrs *syscall.SysProcAttr) (onStarted func(
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("stdout pipe: %w", err), inR.Close(), inW.Close())
 	}
-	logger := a.deps.Logger.With("run", p.run)
+	logger := a.deps.Logger.With(logkey.Run, p.run)
 	p.cmd.Stdin = inR
 	p.cmd.Stdout = outW
 	p.cmd.Stderr = newLogWriter(a.deps.Log, logger) // exec copies it; WaitDelay bounds the copy
@@ -31,7 +33,7 @@ func (a *actor) startStdio(p *proc, attrs *syscall.SysProcAttr) (onStarted func(
 		return nil, errors.Join(fmt.Errorf("start: %w", err), inW.Close(), outR.Close(), childEnds)
 	}
 	if childEnds != nil {
-		logger.Warn("supervise: close child pipe ends", "err", childEnds)
+		logger.Warn("supervise: close child pipe ends", logkey.Err, childEnds)
 	}
 	stdin := &closeOnce{Writer: inW, c: inW}
 	p.stdin = stdin
@@ -40,7 +42,7 @@ func (a *actor) startStdio(p *proc, attrs *syscall.SysProcAttr) (onStarted func(
 			defer close(p.ioDone)
 			copyOutput(outR, newLogWriter(a.deps.Log, logger), logger)
 			if err := outR.Close(); err != nil {
-				logger.Warn("supervise: close stdout", "err", err)
+				logger.Warn("supervise: close stdout", logkey.Err, err)
 			}
 		}()
 		return nil, nil

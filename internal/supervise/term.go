@@ -9,6 +9,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/term"
 )
@@ -97,7 +98,7 @@ func newPTYWriter(l *logs.Log, out *fanout, logger *slog.Logger) ptyWriter {
 
 func (w ptyWriter) Write(p []byte) (int, error) {
 	if _, err := w.l.WriteRaw(p); err != nil {
-		w.once.Do(func() { w.logger.Warn("supervise: output dropped", "err", err) })
+		w.once.Do(func() { w.logger.Warn("supervise: output dropped", logkey.Err, err) })
 	}
 	w.out.write(p)
 	return len(p), nil

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/term"
 )
@@ -65,7 +66,7 @@ func New(cfg UnitConfig, deps Deps) *Unit {
 	if deps.OnEvent == nil {
 		deps.OnEvent = func(Event) {}
 	}
-	deps.Logger = deps.Logger.With("unit", cfg.Name)
+	deps.Logger = deps.Logger.With(logkey.Unit, cfg.Name)
 	u := &Unit{name: cfg.Name, inbox: make(chan any, 16), done: make(chan struct{})}
 	if cfg.Kind != KindUpstream {
 		u.term = newTerm(u, cfg, deps)
@@ -122,7 +123,7 @@ func (u *Unit) Restart(ctx context.Context, cause runs.Cause) error {
 // process runs.
 func (u *Unit) Update(cfg UnitConfig) {
 	if err := u.call(context.Background(), updateCmd{cfg: cfg.clone(), reply: make(chan error, 1)}); err != nil {
-		slog.Default().Debug("supervise: update after close", "unit", u.name, "err", err)
+		slog.Default().Debug("supervise: update after close", logkey.Unit, u.name, logkey.Err, err)
 	}
 }
 

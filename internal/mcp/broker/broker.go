@@ -31,6 +31,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // ProtocolVersion is the MCP version every upstream session is pinned to:
@@ -222,7 +223,7 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 				u.policy = want.Tools
 				if b.installLocked(u) {
 					changed = true
-					b.log.Info("broker: upstream tools re-classified", "unit", unit, "key", u.key)
+					b.log.Info("broker: upstream tools re-classified", logkey.Unit, unit, logkey.Key, u.key)
 				}
 			}
 			continue
@@ -233,7 +234,7 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 		}
 		changed = changed || len(u.tools) > 0
 		delete(b.ups, unit)
-		b.log.Info("broker: upstream removed", "unit", unit, "key", u.key, "project", u.project)
+		b.log.Info("broker: upstream removed", logkey.Unit, unit, logkey.Key, u.key, logkey.Project, u.project)
 	}
 	for unit, want := range ups {
 		if _, ok := b.ups[unit]; ok {
@@ -262,7 +263,7 @@ func (b *Broker) Attach(unit string, run uint64, stdin io.WriteCloser, stdout io
 	switch {
 	case b.closed, u == nil, run < u.run:
 		b.mu.Unlock()
-		b.log.Warn("broker: attach ignored", "unit", unit, "run", run, "reason", "closed, unknown unit or stale run")
+		b.log.Warn("broker: attach ignored", logkey.Unit, unit, logkey.Run, run, logkey.Reason, "closed, unknown unit or stale run")
 		closePipes(b.log, unit, stdin, stdout)
 		return
 	}
@@ -287,7 +288,7 @@ func (b *Broker) Detach(unit string, run uint64, nextRetry time.Time, reason str
 	defer b.mu.Unlock()
 	u := b.ups[unit]
 	if b.closed || u == nil || run < u.run {
-		b.log.Debug("broker: detach ignored", "unit", unit, "run", run)
+		b.log.Debug("broker: detach ignored", logkey.Unit, unit, logkey.Run, run)
 		return
 	}
 	if u.conn != nil {
@@ -296,7 +297,7 @@ func (b *Broker) Detach(unit string, run uint64, nextRetry time.Time, reason str
 	u.run, u.conn, u.session = run, nil, nil
 	u.nextRetry, u.lastErr = nextRetry, reason
 	b.bump()
-	b.log.Info("broker: upstream detached", "unit", unit, "run", run, "reason", reason, "next_retry", nextRetry)
+	b.log.Info("broker: upstream detached", logkey.Unit, unit, logkey.Run, run, logkey.Reason, reason, logkey.NextRetry, nextRetry)
 }
 
 // OnChange registers f to run whenever the tools some session may see
@@ -387,7 +388,7 @@ func closePipes(log *slog.Logger, unit string, stdin io.WriteCloser, stdout io.R
 			continue
 		}
 		if err := c.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
-			log.Warn("broker: closing upstream pipe", "unit", unit, "error", err)
+			log.Warn("broker: closing upstream pipe", logkey.Unit, unit, logkey.Err, err)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // Tool is one tool the broker serves: the namespaced copy sessions list,
@@ -211,18 +212,18 @@ func (b *Broker) callErr(ctx context.Context, key, tool string, err error) error
 	var rpc *jsonrpc.Error
 	switch {
 	case errors.As(err, &rpc):
-		b.log.Info("broker: upstream returned an error", "upstream", key, "tool", tool, "code", rpc.Code, "message", rpc.Message)
+		b.log.Info("broker: upstream returned an error", logkey.Upstream, key, logkey.Tool, tool, logkey.Code, rpc.Code, logkey.Message, rpc.Message)
 		return &RPCError{Key: key, Tool: tool, Err: rpc}
 	case errors.As(context.Cause(ctx), new(*callTimeoutError)):
-		b.log.Warn("broker: upstream call timed out; cancelled upstream", "upstream", key, "tool", tool, "error", context.Cause(ctx))
+		b.log.Warn("broker: upstream call timed out; cancelled upstream", logkey.Upstream, key, logkey.Tool, tool, logkey.Err, context.Cause(ctx))
 		return fmt.Errorf("broker: upstream %s: tools/call %s: %w", key, tool, context.Cause(ctx))
 	case ctx.Err() != nil:
-		b.log.Info("broker: upstream call ended by its context", "upstream", key, "tool", tool, "error", ctx.Err())
+		b.log.Info("broker: upstream call ended by its context", logkey.Upstream, key, logkey.Tool, tool, logkey.Err, ctx.Err())
 		return fmt.Errorf("broker: upstream %s: tools/call %s: %w", key, tool, ctx.Err())
 	default:
 		// Anything else is the connection failing under the call, in
 		// practice the upstream process dying.
-		b.log.Warn("broker: upstream call failed", "upstream", key, "tool", tool, "error", err)
+		b.log.Warn("broker: upstream call failed", logkey.Upstream, key, logkey.Tool, tool, logkey.Err, err)
 		return fmt.Errorf("broker: upstream %s: tools/call %s: %v: %w", key, tool, err, errcode.ErrUpstreamUnavailable)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -46,7 +47,7 @@ func (b *Broker) drain(ctx context.Context, r *progressRoute, tool string) {
 		case <-r.handledCh:
 		case <-timeout:
 			b.log.Warn("broker: progress notifications still unhandled after the result; dropping them",
-				"upstream", r.key, "tool", tool, "read", read, "handled", handled, "waited", drainTimeout)
+				logkey.Upstream, r.key, logkey.Tool, tool, logkey.Read, read, logkey.Handled, handled, logkey.Waited, drainTimeout)
 			return
 		case <-ctx.Done():
 			return

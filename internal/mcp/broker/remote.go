@@ -14,6 +14,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/endpoint"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // Remote upstreams (DESIGN §14): the same session, tools, calls and
@@ -50,7 +51,7 @@ func (b *Broker) ConnectRemote(ctx context.Context, unit string, run uint64, url
 	u := b.ups[unit]
 	if b.closed || u == nil || run < u.run {
 		b.mu.Unlock()
-		b.log.Warn("broker: connect ignored", "unit", unit, "run", run, "reason", "closed, unknown unit or stale run")
+		b.log.Warn("broker: connect ignored", logkey.Unit, unit, logkey.Run, run, logkey.Reason, "closed, unknown unit or stale run")
 		ended(fmt.Errorf("broker: upstream unit %s: not served here (closed, unknown or stale run): %w", unit, errcode.ErrUpstreamUnavailable))
 		return
 	}
@@ -71,7 +72,7 @@ func (b *Broker) ConnectRemote(ctx context.Context, unit string, run uint64, url
 		defer stopLink()
 		defer cancel()
 		log := slog.New(scrubHandler{h: b.log.Handler(), scrub: rc.scrub}).
-			With("upstream", u.key, "unit", u.unit, "run", run, "url", rc.shown)
+			With(logkey.Upstream, u.key, logkey.Unit, u.unit, logkey.Run, run, logkey.URL, rc.shown)
 		t := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: rc.client, MaxRetries: remoteSSERetries}
 		err := b.session(sctx, log, u, c, t, func(o *mcp.ClientOptions) { o.KeepAlive = b.opts.KeepAlive }, nil)
 		rc.transport.CloseIdleConnections()
@@ -244,7 +245,7 @@ func (b *Broker) remoteCallErr(ctx context.Context, c *conn, st *callStatus, key
 		if !transientStatus(code) {
 			drop(c, out)
 		}
-		b.log.Warn("broker: remote upstream refused a call", "upstream", key, "tool", tool, "status", code, "error", rc.scrub(err.Error()))
+		b.log.Warn("broker: remote upstream refused a call", logkey.Upstream, key, logkey.Tool, tool, logkey.Status, code, logkey.Err, rc.scrub(err.Error()))
 		return &scrubbedError{msg: rc.scrub(out.Error()), err: out}, true
 	case errors.As(err, &rpc) && rpc.Code != codeRejected:
 		// The server's own answer: its message stays, scrubbed all the same.
@@ -259,7 +260,7 @@ func (b *Broker) remoteCallErr(ctx context.Context, c *conn, st *callStatus, key
 	default: // a probe is already pending; it answers for this call too
 	}
 	out := fmt.Errorf("broker: upstream %s: tools/call %s: %s: %w", key, tool, rc.scrub(err.Error()), errcode.ErrUpstreamUnavailable)
-	b.log.Warn("broker: remote upstream call failed; checking the session", "upstream", key, "tool", tool, "error", out)
+	b.log.Warn("broker: remote upstream call failed; checking the session", logkey.Upstream, key, logkey.Tool, tool, logkey.Err, out)
 	return out, true
 }
 

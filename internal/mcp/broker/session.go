@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/jsonl"
 )
 
@@ -19,7 +20,7 @@ import (
 func (b *Broker) serve(ctx context.Context, u *upstream, c *conn, stdin io.WriteCloser, stdout io.ReadCloser) {
 	defer b.wg.Done()
 	defer c.cancel()
-	log := b.log.With("upstream", u.key, "unit", u.unit, "run", c.run)
+	log := b.log.With(logkey.Upstream, u.key, logkey.Unit, u.unit, logkey.Run, c.run)
 	// Progress notifications are counted as the client reads them (see
 	// drain); on HTTP the event streams count them instead (remote.go).
 	t := &countingTransport{Transport: &jsonl.Transport{Reader: stdout, Writer: stdin}, b: b}
@@ -75,12 +76,12 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 		defer b.wg.Done()
 		defer close(waitDone)
 		if waitErr = cs.Wait(); waitErr != nil {
-			log.Debug("broker: upstream connection ended", "error", c.explain(waitErr))
+			log.Debug("broker: upstream connection ended", logkey.Err, c.explain(waitErr))
 		}
 	}()
 	defer func() {
 		if err := cs.Close(); err != nil {
-			log.Debug("broker: closing upstream session", "error", c.explain(err))
+			log.Debug("broker: closing upstream session", logkey.Err, c.explain(err))
 		}
 		<-waitDone
 	}()
@@ -111,7 +112,7 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 			return err
 		case why := <-c.probe:
 			if err := b.ping(ctx, cs); err != nil && ctx.Err() == nil {
-				log.Debug("broker: the call that asked for the ping", "error", c.explain(why))
+				log.Debug("broker: the call that asked for the ping", logkey.Err, c.explain(why))
 				err = c.explain(fmt.Errorf("broker: upstream %s: a call failed and a ping too: %w", u.key, err))
 				b.failed(log, u, c, err)
 				return err
@@ -125,7 +126,7 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 					u.lastErr = err.Error()
 				}
 				b.mu.Unlock()
-				log.Warn("broker: re-listing upstream tools", "error", err)
+				log.Warn("broker: re-listing upstream tools", logkey.Err, err)
 			}
 		}
 	}
@@ -144,9 +145,9 @@ func (b *Broker) failed(log *slog.Logger, u *upstream, c *conn, err error) {
 	}
 	b.mu.Unlock()
 	if current {
-		log.Warn("broker: upstream session failed", "error", err)
+		log.Warn("broker: upstream session failed", logkey.Err, err)
 	} else {
-		log.Debug("broker: upstream session ended after detach", "error", err)
+		log.Debug("broker: upstream session ended after detach", logkey.Err, err)
 	}
 }
 
@@ -176,10 +177,10 @@ func (b *Broker) list(ctx context.Context, log *slog.Logger, u *upstream, c *con
 	}
 	set, warnings, notes := namespace(u.key, tools)
 	for _, n := range notes {
-		log.Warn("broker: upstream tool adjusted", "note", n)
+		log.Warn("broker: upstream tool adjusted", logkey.Note, n)
 	}
 	for _, w := range warnings {
-		log.Warn("broker: upstream tool not served", "warning", w)
+		log.Warn("broker: upstream tool not served", logkey.Warning, w)
 	}
 	b.mu.Lock()
 	if u.conn != c {
@@ -190,7 +191,7 @@ func (b *Broker) list(ctx context.Context, log *slog.Logger, u *upstream, c *con
 	changed := b.installLocked(u)
 	if u.session == nil {
 		u.session, u.lastErr = cs, ""
-		log.Info("broker: upstream connected", "tools", len(u.tools))
+		log.Info("broker: upstream connected", logkey.Tools, len(u.tools))
 	}
 	b.bump()
 	b.mu.Unlock()
@@ -226,7 +227,7 @@ func (b *Broker) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	r := b.progress[tok]
 	b.mu.Unlock()
 	if r == nil {
-		b.log.Debug("broker: progress for no call in flight", "token", req.Params.ProgressToken)
+		b.log.Debug("broker: progress for no call in flight", logkey.Token, req.Params.ProgressToken)
 		return
 	}
 	defer r.handledOne()
@@ -238,7 +239,7 @@ func (b *Broker) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	p := *req.Params
 	p.ProgressToken = r.token
 	if err := r.notify(r.ctx, &p); err != nil {
-		b.log.Warn("broker: forwarding progress", "upstream", r.key, "error", err)
+		b.log.Warn("broker: forwarding progress", logkey.Upstream, r.key, logkey.Err, err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -49,7 +50,7 @@ func NewServer(h http.Handler, log *slog.Logger) *http.Server {
 		IdleTimeout:       IdleConnTimeout,
 		// net/http's own complaints (TLS handshakes on a plain port,
 		// accept errors) go to the daemon log, not to stderr.
-		ErrorLog: slog.NewLogLogger(log.With("component", "mcp-http").Handler(), slog.LevelWarn),
+		ErrorLog: slog.NewLogLogger(log.With(logkey.Component, "mcp-http").Handler(), slog.LevelWarn),
 	}
 }
 

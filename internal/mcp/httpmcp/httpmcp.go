@@ -39,6 +39,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/session"
 )
 
@@ -90,7 +91,7 @@ func NewHandler(opt Options) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With("component", "mcp-http")
+	log = log.With(logkey.Component, "mcp-http")
 	if opt.MaxSessionsPerCredential <= 0 {
 		opt.MaxSessionsPerCredential = DefaultMaxSessionsPerCredential
 	}
@@ -165,12 +166,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !loopbackHostHeader(r.Host) {
-		h.log.Warn("refused request with a foreign Host", "host", r.Host, "remote", r.RemoteAddr)
+		h.log.Warn("refused request with a foreign Host", logkey.Host, r.Host, logkey.Remote, r.RemoteAddr)
 		refuse(w, http.StatusForbidden)
 		return
 	}
 	if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
-		h.log.Warn("refused request with a foreign Origin", "origin", origin, "remote", r.RemoteAddr)
+		h.log.Warn("refused request with a foreign Origin", logkey.Origin, origin, logkey.Remote, r.RemoteAddr)
 		refuse(w, http.StatusForbidden)
 		return
 	}
@@ -181,7 +182,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sid := r.Header.Get(sessionIDHeader)
 	c, err := h.authenticate(r)
 	if err != nil {
-		h.log.Info("refused unauthenticated request", "remote", r.RemoteAddr, "error", err)
+		h.log.Info("refused unauthenticated request", logkey.Remote, r.RemoteAddr, logkey.Err, err)
 		if sid != "" {
 			h.endIfRevoked(sid)
 		}
@@ -199,7 +200,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, fmt.Sprintf("request entity too large: this endpoint reads messages of at most %d bytes ([daemon] mcp_max_message_bytes)", tooBig.Limit), http.StatusRequestEntityTooLarge)
 				return
 			}
-			h.log.Info("refused a request whose body did not arrive", "remote", r.RemoteAddr, "error", err)
+			h.log.Info("refused a request whose body did not arrive", logkey.Remote, r.RemoteAddr, logkey.Err, err)
 			refuse(w, http.StatusBadRequest)
 			return
 		}
@@ -272,7 +273,7 @@ func (h *handler) lookup(sid string, c caller) (*binding, int) {
 		return nil, http.StatusNotFound
 	}
 	if subtle.ConstantTimeCompare(b.hash[:], c.hash[:]) != 1 {
-		h.log.Warn("refused a session id presented with another token", "harness", b.id.Harness, "operator", b.operator)
+		h.log.Warn("refused a session id presented with another token", logkey.Harness, b.id.Harness, logkey.Operator, b.operator)
 		return nil, http.StatusForbidden
 	}
 	return b, 0
@@ -286,7 +287,7 @@ func (h *handler) endIfRevoked(sid string) {
 	b := h.bound[sid]
 	h.mu.Unlock()
 	if b != nil && !b.operator && !h.stillValid(b) {
-		h.log.Info("token revoked; ending its HTTP session", "harness", b.id.Harness)
+		h.log.Info("token revoked; ending its HTTP session", logkey.Harness, b.id.Harness)
 		h.end(sid, b)
 	}
 }
@@ -311,7 +312,7 @@ func (h *handler) sweep() {
 		case findSession(b.server, sid) == nil:
 			h.forget(sid)
 		case !h.stillValid(b):
-			h.log.Info("credential no longer valid; ending its HTTP session", "harness", b.id.Harness, "operator", b.operator)
+			h.log.Info("credential no longer valid; ending its HTTP session", logkey.Harness, b.id.Harness, logkey.Operator, b.operator)
 			h.end(sid, b)
 		}
 	}
@@ -327,7 +328,7 @@ func (h *handler) end(sid string, b *binding) {
 func (h *handler) closeSession(sid string, b *binding) {
 	if ss := findSession(b.server, sid); ss != nil {
 		if err := ss.Close(); err != nil {
-			h.log.Debug("closing HTTP session", "harness", b.id.Harness, "error", err)
+			h.log.Debug("closing HTTP session", logkey.Harness, b.id.Harness, logkey.Err, err)
 		}
 	}
 }
@@ -360,10 +361,10 @@ func (h *handler) bindNew(hdr http.Header, status int, ns *newSession) {
 	h.bound[sid] = nb
 	evicted := h.evictLocked(sid, nb)
 	h.mu.Unlock()
-	h.log.Info("HTTP session started", "harness", ns.c.id.Harness, "operator", ns.c.operator)
+	h.log.Info("HTTP session started", logkey.Harness, ns.c.id.Harness, logkey.Operator, ns.c.operator)
 	for vsid, vb := range evicted {
 		h.log.Info("session cap reached; ending the least recently used session of this credential",
-			"harness", vb.id.Harness, "operator", vb.operator, "cap", h.opt.MaxSessionsPerCredential)
+			logkey.Harness, vb.id.Harness, logkey.Operator, vb.operator, logkey.Cap, h.opt.MaxSessionsPerCredential)
 		h.closeSession(vsid, vb)
 	}
 }

@@ -1,6 +1,10 @@
 package httpmcp
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/harness-dev/harness/internal/logkey"
+)
 
 // MetricsPath is where the operator reads the daemon's metrics in the
 // Prometheus text format (DESIGN §15).
@@ -17,13 +21,13 @@ func (h *handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := h.authenticate(r)
 	if err != nil {
-		h.log.Info("refused unauthenticated metrics request", "remote", r.RemoteAddr, "error", err)
+		h.log.Info("refused unauthenticated metrics request", logkey.Remote, r.RemoteAddr, logkey.Err, err)
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		refuse(w, http.StatusUnauthorized)
 		return
 	}
 	if !c.operator {
-		h.log.Warn("refused metrics to a harness token", "harness", c.id.Harness)
+		h.log.Warn("refused metrics to a harness token", logkey.Harness, c.id.Harness)
 		refuse(w, http.StatusForbidden)
 		return
 	}

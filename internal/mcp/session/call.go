@@ -11,6 +11,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/facade"
 )
 
@@ -66,13 +67,13 @@ func (l *live) callFacade(ctx context.Context, t facade.Tool, args json.RawMessa
 	res, err := l.m.ops.Call(ctx, api.Caller{Kind: api.Session, Harness: l.id.Harness}, t.Op, args)
 	if err != nil {
 		err = fmt.Errorf("%s: %w", t.Name, err)
-		l.m.log.Info("tool call failed", "session", l.label(), "tool", t.Name, "code", errcode.Of(err), "error", err)
+		l.m.log.Info("tool call failed", logkey.Session, l.label(), logkey.Tool, t.Name, logkey.Code, errcode.Of(err), logkey.Err, err)
 		return errorResult(err)
 	}
 	out, err := successResult(t.ResultKey, res)
 	if err != nil {
 		err = fmt.Errorf("%s: %w: %w", t.Name, err, errcode.ErrInternal)
-		l.m.log.Error("tool result does not marshal", "session", l.label(), "tool", t.Name, "error", err)
+		l.m.log.Error("tool result does not marshal", logkey.Session, l.label(), logkey.Tool, t.Name, logkey.Err, err)
 		return errorResult(err)
 	}
 	return out
@@ -102,12 +103,12 @@ func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name 
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", name, err)
-		l.m.log.Info("upstream call failed", "session", l.label(), "tool", errcode.Clip(name, 128), "code", errcode.Of(err), "error", err)
+		l.m.log.Info("upstream call failed", logkey.Session, l.label(), logkey.Tool, errcode.Clip(name, 128), logkey.Code, errcode.Of(err), logkey.Err, err)
 		return l.untyped(name, errorResult(err))
 	}
 	if res == nil {
 		err := fmt.Errorf("%s: upstream returned no result: %w", name, errcode.ErrInternal)
-		l.m.log.Error("upstream call returned nothing", "session", l.label(), "tool", errcode.Clip(name, 128))
+		l.m.log.Error("upstream call returned nothing", logkey.Session, l.label(), logkey.Tool, errcode.Clip(name, 128))
 		return l.untyped(name, errorResult(err))
 	}
 	if res.Content == nil {
@@ -118,7 +119,7 @@ func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name 
 
 // refuse logs a call that was answered without running anything.
 func (l *live) refuse(tool string, err error) *mcp.CallToolResult {
-	l.m.log.Info("tool call refused", "session", l.label(), "tool", errcode.Clip(tool, 128), "code", errcode.Of(err), "error", err)
+	l.m.log.Info("tool call refused", logkey.Session, l.label(), logkey.Tool, errcode.Clip(tool, 128), logkey.Code, errcode.Of(err), logkey.Err, err)
 	return errorResult(err)
 }
 

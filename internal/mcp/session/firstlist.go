@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -27,7 +28,7 @@ func (l *live) firstListMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			l.m.ups.WaitStarting(wctx, l.project())
 			cancel()
 			if waited := time.Since(begin); waited > 100*time.Millisecond {
-				l.m.log.Info("first tools/list waited for starting upstreams", "session", l.label(), "waited", waited.Round(time.Millisecond))
+				l.m.log.Info("first tools/list waited for starting upstreams", logkey.Session, l.label(), logkey.Waited, waited.Round(time.Millisecond))
 			}
 			l.refresh()
 		}

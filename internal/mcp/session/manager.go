@@ -23,6 +23,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/jsonl"
 )
@@ -123,7 +124,7 @@ func NewManager(ops Ops, auth Authority, ups Upstreams, prompts func() Prompts, 
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{
 		ops: ops, auth: auth, ups: ups, prompts: prompts,
-		log: logger.With("component", "mcp-session"), version: version,
+		log: logger.With(logkey.Component, "mcp-session"), version: version,
 		ctx: ctx, cancel: cancel,
 		live: make(map[*live]struct{}),
 	}
@@ -199,7 +200,7 @@ func (m *Manager) Serve(ctx context.Context, rwc io.ReadWriteCloser, id Identity
 	// reader holding a half-closed peer's EOF back waits on the connection.)
 	m.closeLogged(tr, id)
 	if err := <-done; err != nil {
-		m.log.Debug("session ended after close", "session", l.label(), "error", err)
+		m.log.Debug("session ended after close", logkey.Session, l.label(), logkey.Err, err)
 	}
 	return reason
 }
@@ -216,7 +217,7 @@ func (m *Manager) NewServer(id Identity) *mcp.Server {
 	if err != nil {
 		// Closed: a server nobody tracks still answers by the same rules,
 		// and Close has already run, so there is nothing to end later.
-		m.log.Warn("new server after close", "harness", id.Harness, "error", err)
+		m.log.Warn("new server after close", logkey.Harness, id.Harness, logkey.Err, err)
 		l = m.build(id)
 		l.refresh()
 	}
@@ -275,7 +276,7 @@ func (m *Manager) Close() {
 	for _, l := range unowned {
 		for ss := range l.server.Sessions() {
 			if err := ss.Close(); err != nil {
-				m.log.Warn("closing session", "session", l.label(), "error", err)
+				m.log.Warn("closing session", logkey.Session, l.label(), logkey.Err, err)
 			}
 		}
 	}
@@ -311,7 +312,7 @@ func (m *Manager) unregister(l *live) {
 
 func (m *Manager) closeLogged(c io.Closer, id Identity) {
 	if err := c.Close(); err != nil && !errors.Is(err, io.ErrClosedPipe) {
-		m.log.Debug("closing session stream", "harness", id.Harness, "error", err)
+		m.log.Debug("closing session stream", logkey.Harness, id.Harness, logkey.Err, err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/facade"
 )
@@ -43,7 +44,7 @@ func (l *live) refreshTools() {
 		for _, ut := range l.m.ups.Tools(l.project()) {
 			t := ut.Tool
 			if t == nil || facade.Reserved(t.Name) || !strings.HasPrefix(t.Name, ut.Key+broker.Separator) {
-				l.m.log.Warn("skipping upstream tool outside the KEY__tool namespace", "session", l.label(), "tool", toolName(t))
+				l.m.log.Warn("skipping upstream tool outside the KEY__tool namespace", logkey.Session, l.label(), logkey.Tool, toolName(t))
 				continue
 			}
 			if !grant.Allows(ut.Key, ut.Class) {
@@ -51,7 +52,7 @@ func (l *live) refreshTools() {
 			}
 			b, err := json.Marshal(t)
 			if err != nil {
-				l.m.log.Warn("skipping upstream tool that does not marshal", "session", l.label(), "tool", t.Name, "error", err)
+				l.m.log.Warn("skipping upstream tool that does not marshal", logkey.Session, l.label(), logkey.Tool, t.Name, logkey.Err, err)
 				continue
 			}
 			want[t.Name] = wanted[*mcp.Tool]{"upstream:" + string(b), t}
@@ -73,7 +74,7 @@ func (l *live) refreshTools() {
 			continue
 		}
 		if err := l.addTool(w.item); err != nil {
-			l.m.log.Warn("skipping tool the MCP server refuses", "session", l.label(), "tool", name, "error", err)
+			l.m.log.Warn("skipping tool the MCP server refuses", logkey.Session, l.label(), logkey.Tool, name, logkey.Err, err)
 			if _, had := l.tools[name]; had {
 				// The old definition no longer matches its upstream.
 				delete(l.tools, name)
@@ -132,7 +133,7 @@ func (l *live) refreshPrompts() {
 			}
 			b, err := json.Marshal(p)
 			if err != nil {
-				l.m.log.Warn("skipping prompt that does not marshal", "session", l.label(), "prompt", p.Name, "error", err)
+				l.m.log.Warn("skipping prompt that does not marshal", logkey.Session, l.label(), logkey.Prompt, p.Name, logkey.Err, err)
 				continue
 			}
 			want[p.Name] = wanted[*mcp.Prompt]{string(b), p}
@@ -173,7 +174,7 @@ func (l *live) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.Get
 	}
 	res, err := ps.Get(req.Params.Name, req.Params.Arguments)
 	if err != nil {
-		l.m.log.Info("prompt refused", "session", l.label(), "prompt", req.Params.Name, "error", err)
+		l.m.log.Info("prompt refused", logkey.Session, l.label(), logkey.Prompt, req.Params.Name, logkey.Err, err)
 		// The prompts package names the prompt and the argument already.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
