@@ -119,7 +119,7 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 func TestReadTimeoutDoesNotCutLongResponses(t *testing.T) {
 	const readTimeout = 100 * time.Millisecond
 	e := newEnv(t, func(_ *Options, s *http.Server) { s.ReadTimeout = readTimeout })
-	e.auth.add("tok-web", "web", "read")
+	e.auth.Add("tok-web", "web", "read")
 	changed := make(chan struct{}, 1)
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "0"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -137,16 +137,14 @@ func TestReadTimeoutDoesNotCutLongResponses(t *testing.T) {
 	}
 	defer cs.Close()
 
-	e.ops.mu.Lock()
-	e.ops.delay = 5 * readTimeout
-	e.ops.mu.Unlock()
+	e.ops.SetDelay(5 * readTimeout)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "harness_list", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
 		t.Fatalf("a call longer than the read timeout: %+v, %v", res, err)
 	}
 
 	// The GET stream has been open for longer than the read timeout by now.
-	e.auth.add("tok-web", "web", "read", "write")
+	e.auth.Add("tok-web", "web", "read", "write")
 	e.sessions.Refresh()
 	select {
 	case <-changed:

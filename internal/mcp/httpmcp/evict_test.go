@@ -48,8 +48,8 @@ func (e *env) alive(t *testing.T, token, sid string) bool {
 // untouched.
 func TestSessionCapEvictsLeastRecentlyUsedIdle(t *testing.T) {
 	e := newEnv(t, func(o *Options, _ *http.Server) { o.MaxSessionsPerCredential = 3 })
-	e.auth.add("tok-web", "web", "read")
-	e.auth.add("tok-ops", "ops", "read")
+	e.auth.Add("tok-web", "web", "read")
+	e.auth.Add("tok-ops", "ops", "read")
 	other := e.initSession(t, "tok-ops")
 
 	s1 := e.initSession(t, "tok-web")

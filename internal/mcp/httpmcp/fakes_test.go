@@ -2,11 +2,9 @@ package httpmcp
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -17,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/mcp/mcptest"
 	"github.com/harness-dev/harness/internal/mcp/session"
 )
 
@@ -26,97 +25,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const waitFor = 10 * time.Second
 
 var (
-	readTools = []string{"harness_daemon_info", "harness_describe", "harness_get_trajectory", "harness_jobs", "harness_list", "harness_list_trajectories", "harness_logs", "harness_runs", "harness_screen", "harness_triggers"}
-	allTools  = []string{"harness_daemon_info", "harness_describe", "harness_get_trajectory", "harness_jobs", "harness_list", "harness_list_trajectories", "harness_logs", "harness_restart", "harness_runs", "harness_screen", "harness_start", "harness_stop", "harness_trigger", "harness_triggers"}
+	readTools = mcptest.FacadeTools(api.Read)
+	allTools  = mcptest.FacadeTools(api.Read, api.Write)
 )
-
-// fakeOps records the caller of every control call; each call takes delay.
-type fakeOps struct {
-	mu      sync.Mutex
-	callers []api.Caller
-	delay   time.Duration
-}
-
-func (f *fakeOps) Call(ctx context.Context, caller api.Caller, op string, _ json.RawMessage) (any, error) {
-	f.mu.Lock()
-	f.callers = append(f.callers, caller)
-	delay := f.delay
-	f.mu.Unlock()
-	if delay > 0 {
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return map[string]any{"op": op}, nil
-}
-
-func (f *fakeOps) recorded() []api.Caller {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.callers)
-}
-
-// fakeAuth is the token registry and live config of session's tests.
-type fakeAuth struct {
-	mu       sync.Mutex
-	tokens   map[string]string
-	allowed  map[string][]string
-	operator []string
-}
-
-func (a *fakeAuth) ResolveToken(token string) (string, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	h, ok := a.tokens[token]
-	return h, ok
-}
-
-func (a *fakeAuth) Grant(h string) (api.Grant, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	allow, ok := a.allowed[h]
-	if !ok {
-		return api.Grant{}, false
-	}
-	g, err := api.ParseGrant(allow)
-	if err != nil {
-		panic(err) // a typo in a test
-	}
-	return g, true
-}
-
-func (a *fakeAuth) OperatorGrant() api.Grant {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	g, err := api.ParseGrant(a.operator)
-	if err != nil {
-		panic(err) // a typo in a test
-	}
-	return g
-}
-
-func (a *fakeAuth) setOperator(allow ...string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.operator = allow
-}
-
-func (a *fakeAuth) Project(string) string { return "" }
-
-func (a *fakeAuth) add(token, harness string, allow ...string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.tokens[token] = harness
-	a.allowed[harness] = append([]string{}, allow...)
-}
-
-func (a *fakeAuth) revoke(token string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.tokens, token)
-}
 
 // countingSessions counts the servers built, to prove one per session, and
 // keeps them to count the sessions still alive.
@@ -155,8 +66,8 @@ const operatorToken = "0123456789abcdef0123456789abcdef0123456789abcdef012345678
 
 // env is a real session.Manager behind the handler on a loopback listener.
 type env struct {
-	ops      *fakeOps
-	auth     *fakeAuth
+	ops      *mcptest.Ops
+	auth     *mcptest.Auth
 	sessions *countingSessions
 	h        *handler
 	srv      *httptest.Server
@@ -168,7 +79,7 @@ type env struct {
 // with its Options and server changed by each of opts.
 func newEnv(t *testing.T, opts ...func(*Options, *http.Server)) *env {
 	t.Helper()
-	e := &env{ops: &fakeOps{}, auth: &fakeAuth{tokens: map[string]string{}, allowed: map[string][]string{}, operator: []string{"read"}}}
+	e := &env{ops: mcptest.NewOps(), auth: mcptest.NewAuth()}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m := session.NewManager(e.ops, e.auth, nil, nil, logger, "test")
 	t.Cleanup(m.Close)

@@ -54,8 +54,8 @@ func auth(token string) map[string]string {
 
 func TestHarnessTokenSeesItsScope(t *testing.T) {
 	e := newEnv(t)
-	e.auth.add("tok-web", "web", "read")
-	e.auth.add("tok-ops", "ops", "read", "write")
+	e.auth.Add("tok-web", "web", "read")
+	e.auth.Add("tok-ops", "ops", "read", "write")
 
 	web := e.mustConnect(t, "tok-web")
 	if got := toolNames(t, web); !slices.Equal(got, readTools) {
@@ -73,12 +73,12 @@ func TestHarnessTokenSeesItsScope(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("harness_list: %+v, %v", res, err)
 	}
-	if got := e.ops.recorded(); !slices.Contains(got, api.Caller{Kind: api.Session, Harness: "web"}) {
+	if got := e.ops.Callers(); !slices.Contains(got, api.Caller{Kind: api.Session, Harness: "web"}) {
 		t.Fatalf("callers %+v, want web's session", got)
 	}
 
 	// The scope is the live config's: widening web's grant shows up.
-	e.auth.add("tok-web", "web", "read", "write")
+	e.auth.Add("tok-web", "web", "read", "write")
 	e.sessions.Refresh()
 	if got := toolNames(t, web); !slices.Equal(got, allTools) {
 		t.Fatalf("web after widening %v", got)
@@ -101,7 +101,7 @@ func TestOperatorTokenReadsAndWritesOnlyWhenAllowed(t *testing.T) {
 
 	// The grant is the live config's, as for a harness: the open session
 	// carries on and, after the reload's Refresh, lists the new tools.
-	e.auth.setOperator("read", "harness:write")
+	e.auth.SetOperator("read", "harness:write")
 	e.sessions.Refresh()
 	if got := toolNames(t, cs); !slices.Equal(got, allTools) {
 		t.Fatalf("operator (read, harness:write) tools %v", got)
@@ -112,12 +112,12 @@ func TestOperatorTokenReadsAndWritesOnlyWhenAllowed(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("operator write call: %+v, %v", res, err)
 	}
-	if got := e.ops.recorded(); !slices.Equal(got, []api.Caller{{Kind: api.Session}}) {
+	if got := e.ops.Callers(); !slices.Equal(got, []api.Caller{{Kind: api.Session}}) {
 		t.Fatalf("callers %+v, want one unattributed session", got)
 	}
 
 	// Narrowing holds from the very next call, listed or not.
-	e.auth.setOperator("read")
+	e.auth.SetOperator("read")
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "harness_start", Arguments: map[string]any{"name": "x"}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "not_permitted") {
 		t.Fatalf("operator write after narrowing: %+v, %v", res, err)
@@ -130,7 +130,7 @@ func TestOperatorTokenReadsAndWritesOnlyWhenAllowed(t *testing.T) {
 
 func TestMissingOrWrongTokenIs401WithoutDetail(t *testing.T) {
 	e := newEnv(t)
-	e.auth.add("tok-web", "web", "read")
+	e.auth.Add("tok-web", "web", "read")
 	for name, hdr := range map[string]map[string]string{
 		"none":         nil,
 		"wrong":        auth("nope"),
@@ -155,11 +155,11 @@ func TestMissingOrWrongTokenIs401WithoutDetail(t *testing.T) {
 
 func TestRevokedTokenGets401AndItsSessionEnds(t *testing.T) {
 	e := newEnv(t)
-	e.auth.add("tok-web", "web", "read")
+	e.auth.Add("tok-web", "web", "read")
 	cs := e.mustConnect(t, "tok-web")
 	toolNames(t, cs)
 
-	e.auth.revoke("tok-web")
+	e.auth.Revoke("tok-web")
 	resp, body := e.raw(t, Path, listBody, map[string]string{"Authorization": "Bearer tok-web", sessionIDHeader: cs.ID()})
 	if resp.StatusCode != http.StatusUnauthorized || body != "unauthorized\n" {
 		t.Fatalf("revoked token: %d %q", resp.StatusCode, body)
@@ -171,7 +171,7 @@ func TestRevokedTokenGets401AndItsSessionEnds(t *testing.T) {
 	}
 
 	// Even with the token back, the session it had is gone.
-	e.auth.add("tok-web", "web", "read")
+	e.auth.Add("tok-web", "web", "read")
 	if resp, _ := e.raw(t, Path, listBody, map[string]string{"Authorization": "Bearer tok-web", sessionIDHeader: cs.ID()}); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("ended session: %d, want 404", resp.StatusCode)
 	}
@@ -179,14 +179,14 @@ func TestRevokedTokenGets401AndItsSessionEnds(t *testing.T) {
 
 func TestSweepEndsSessionsOfRevokedTokens(t *testing.T) {
 	e := newEnv(t)
-	e.auth.add("tok-old", "web", "read")
+	e.auth.Add("tok-old", "web", "read")
 	old := e.mustConnect(t, "tok-old")
 	toolNames(t, old)
-	e.auth.revoke("tok-old") // the run ended; its client never comes back
+	e.auth.Revoke("tok-old") // the run ended; its client never comes back
 
-	e.auth.add("tok-new", "web", "read")
+	e.auth.Add("tok-new", "web", "read")
 	e.mustConnect(t, "tok-new") // a new session sweeps
-	e.auth.add("tok-old", "web", "read")
+	e.auth.Add("tok-old", "web", "read")
 	if resp, _ := e.raw(t, Path, listBody, map[string]string{"Authorization": "Bearer tok-old", sessionIDHeader: old.ID()}); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("swept session: %d, want 404", resp.StatusCode)
 	}
@@ -194,8 +194,8 @@ func TestSweepEndsSessionsOfRevokedTokens(t *testing.T) {
 
 func TestSessionIsBoundToItsToken(t *testing.T) {
 	e := newEnv(t)
-	e.auth.add("tok-web", "web", "read", "write")
-	e.auth.add("tok-other", "other", "read")
+	e.auth.Add("tok-web", "web", "read", "write")
+	e.auth.Add("tok-other", "other", "read")
 	cs := e.mustConnect(t, "tok-web")
 	toolNames(t, cs)
 

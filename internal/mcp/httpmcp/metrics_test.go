@@ -8,15 +8,16 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/harness-dev/harness/internal/mcp/mcptest"
 	"github.com/harness-dev/harness/internal/mcp/session"
 )
 
 // metricsEnv serves the handler with a stand-in metrics handler.
-func metricsEnv(t *testing.T) (addr string, auth *fakeAuth) {
+func metricsEnv(t *testing.T) (addr string, auth *mcptest.Auth) {
 	t.Helper()
-	auth = &fakeAuth{tokens: map[string]string{}, allowed: map[string][]string{}}
+	auth = mcptest.NewAuth()
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	m := session.NewManager(&fakeOps{}, auth, nil, nil, logger, "test")
+	m := session.NewManager(mcptest.NewOps(), auth, nil, nil, logger, "test")
 	t.Cleanup(m.Close)
 	ln, err := Listen("127.0.0.1:0")
 	if err != nil {
@@ -62,7 +63,7 @@ func get(t *testing.T, method, url, token, host string) (int, http.Header, strin
 
 func TestMetricsNeedTheOperatorToken(t *testing.T) {
 	addr, auth := metricsEnv(t)
-	auth.add("tok-web", "web", "read", "write")
+	auth.Add("tok-web", "web", "read", "write")
 	url := "http://" + addr + MetricsPath
 	code, hdr, _ := get(t, http.MethodGet, url, "", "")
 	if code != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") != "Bearer" {

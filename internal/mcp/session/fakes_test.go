@@ -18,6 +18,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/mcp/broker"
+	"github.com/harness-dev/harness/internal/mcp/mcptest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -25,120 +26,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // waitFor bounds every wait on an event, so a missing event fails the test
 // instead of hanging it.
 const waitFor = 10 * time.Second
-
-type opCall struct {
-	caller api.Caller
-	op     string
-	args   string
-}
-
-// fakeOps records every call; ops listed in block wait until their channel
-// is closed (or the call's context ends) and announce themselves on started.
-type fakeOps struct {
-	mu      sync.Mutex
-	calls   []opCall
-	results map[string]any
-	errs    map[string]error
-	block   map[string]chan struct{}
-	started chan string
-}
-
-func newFakeOps() *fakeOps {
-	return &fakeOps{results: map[string]any{}, errs: map[string]error{}, block: map[string]chan struct{}{}, started: make(chan string, 16)}
-}
-
-func (f *fakeOps) Call(ctx context.Context, caller api.Caller, op string, args json.RawMessage) (any, error) {
-	f.mu.Lock()
-	f.calls = append(f.calls, opCall{caller, op, string(args)})
-	res, err, block := f.results[op], f.errs[op], f.block[op]
-	f.mu.Unlock()
-	if block != nil {
-		f.started <- op
-		select {
-		case <-block:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("fake %s: %w", op, ctx.Err())
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if res == nil {
-		return map[string]any{"op": op}, nil
-	}
-	return res, nil
-}
-
-func (f *fakeOps) recorded() []opCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.calls)
-}
-
-type fakeAuth struct {
-	mu       sync.Mutex
-	tokens   map[string]string
-	allowed  map[string][]string
-	projects map[string]string
-	operator []string
-}
-
-func newFakeAuth() *fakeAuth {
-	return &fakeAuth{tokens: map[string]string{}, allowed: map[string][]string{}, projects: map[string]string{}}
-}
-
-func (a *fakeAuth) ResolveToken(token string) (string, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	h, ok := a.tokens[token]
-	return h, ok
-}
-
-func (a *fakeAuth) Grant(h string) (api.Grant, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	allow, ok := a.allowed[h]
-	if !ok {
-		return api.Grant{}, false
-	}
-	return mustGrant(allow...), true
-}
-
-func (a *fakeAuth) OperatorGrant() api.Grant {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.operator == nil {
-		return api.DefaultGrant()
-	}
-	return mustGrant(a.operator...)
-}
-
-func (a *fakeAuth) setOperator(allow ...string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.operator = append([]string{}, allow...)
-}
-
-// mustGrant parses a grant the test wrote; a typo panics the test.
-func mustGrant(allow ...string) api.Grant {
-	g, err := api.ParseGrant(allow)
-	if err != nil {
-		panic(err)
-	}
-	return g
-}
-
-func (a *fakeAuth) Project(h string) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.projects[h]
-}
-
-func (a *fakeAuth) setAllowed(h string, allow ...string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.allowed[h] = append([]string{}, allow...) // never nil: nil means "harness gone"
-}
 
 type upCall struct {
 	project, name, args string
@@ -270,8 +157,8 @@ func (p *fakePrompts) set(ps ...*mcp.Prompt) {
 
 // env is one Manager with its fakes.
 type env struct {
-	ops     *fakeOps
-	auth    *fakeAuth
+	ops     *mcptest.Ops
+	auth    *mcptest.Auth
 	ups     *fakeUps
 	prompts *fakePrompts
 	m       *Manager
@@ -279,7 +166,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{ops: newFakeOps(), auth: newFakeAuth(), ups: &fakeUps{tools: map[string][]*mcp.Tool{}}, prompts: &fakePrompts{}}
+	e := &env{ops: mcptest.NewOps(), auth: mcptest.NewAuth(), ups: &fakeUps{tools: map[string][]*mcp.Tool{}}, prompts: &fakePrompts{}}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	e.m = NewManager(e.ops, e.auth, e.ups, func() Prompts { return e.prompts }, logger, "test")
 	t.Cleanup(e.m.Close)
@@ -400,6 +287,6 @@ func wait[T any](t *testing.T, ch <-chan T, what string) T {
 }
 
 var (
-	readTools = []string{"harness_daemon_info", "harness_describe", "harness_get_trajectory", "harness_jobs", "harness_list", "harness_list_trajectories", "harness_logs", "harness_runs", "harness_screen", "harness_triggers"}
-	allTools  = []string{"harness_daemon_info", "harness_describe", "harness_get_trajectory", "harness_jobs", "harness_list", "harness_list_trajectories", "harness_logs", "harness_restart", "harness_runs", "harness_screen", "harness_start", "harness_stop", "harness_trigger", "harness_triggers"}
+	readTools = mcptest.FacadeTools(api.Read)
+	allTools  = mcptest.FacadeTools(api.Read, api.Write)
 )

@@ -45,7 +45,7 @@ func TestNamespacedGrantsDecideTheView(t *testing.T) {
 		{[]string{"read", "write"}, allTools, []string{"gitea__delete_repo", "gitea__search", "jira__create", "jira__issue"}},
 		{[]string{"write", "input"}, []string{"harness_restart", "harness_send", "harness_start", "harness_stop", "harness_trigger"}, []string{"gitea__delete_repo", "jira__create"}},
 	} {
-		e.auth.setAllowed("web", c.allow...)
+		e.auth.SetAllowed("web", c.allow...)
 		cs, _ := e.connect(t, Identity{Harness: "web"})
 		names := toolNames(t, cs)
 		facade := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !strings.HasPrefix(n, "harness_") })
@@ -58,7 +58,7 @@ func TestNamespacedGrantsDecideTheView(t *testing.T) {
 func TestACallOutsideTheGrantIsNotPermittedNamingTheGrant(t *testing.T) {
 	e := newEnv(t)
 	twoUpstreams(e)
-	e.auth.setAllowed("web", "read", "gitea:write")
+	e.auth.SetAllowed("web", "read", "gitea:write")
 	cs, _ := e.connect(t, Identity{Harness: "web"})
 
 	res := call(t, cs, "jira__create", `{}`)
@@ -87,7 +87,7 @@ func TestACallOutsideTheGrantIsNotPermittedNamingTheGrant(t *testing.T) {
 	if len(calls) != 1 || calls[0].name != "gitea__delete_repo" {
 		t.Fatalf("upstream calls %+v: a refused call reached the upstream", calls)
 	}
-	if ops := e.ops.recorded(); len(ops) != 0 {
+	if ops := e.ops.Recorded(); len(ops) != 0 {
 		t.Fatalf("control calls %+v", ops)
 	}
 
@@ -96,7 +96,7 @@ func TestACallOutsideTheGrantIsNotPermittedNamingTheGrant(t *testing.T) {
 	if code := errCode(t, call(t, cs, "gitea__nope", `{}`)); code != errcode.UnknownTool {
 		t.Fatalf("gitea__nope: %s", code)
 	}
-	e.auth.setAllowed("web", "harness:read")
+	e.auth.SetAllowed("web", "harness:read")
 	res = call(t, cs, "gitea__nope", `{}`)
 	if code := errCode(t, res); code != errcode.NotPermitted || !strings.Contains(text(t, res), "granted nothing in gitea") {
 		t.Fatalf("gitea__nope under harness:read: %s %q", code, text(t, res))
@@ -133,7 +133,7 @@ func TestOperatorGrantIsLive(t *testing.T) {
 	if got := toolNames(t, cs); !slices.Equal(upstreamNames(got), []string{"gitea__search", "jira__issue"}) || slices.Contains(got, "harness_stop") {
 		t.Fatalf("operator by default lists %v", got)
 	}
-	e.auth.setOperator("read", "harness:write", "jira:write")
+	e.auth.SetOperator("read", "harness:write", "jira:write")
 	e.m.Refresh()
 	wait(t, n.tools, "list_changed after widening the operator grant")
 	got := toolNames(t, cs)
@@ -143,7 +143,7 @@ func TestOperatorGrantIsLive(t *testing.T) {
 	if res := call(t, cs, "harness_stop", `{"name":"x"}`); res.IsError {
 		t.Fatalf("operator stop: %s", text(t, res))
 	}
-	e.auth.setOperator("read")
+	e.auth.SetOperator("read")
 	res := call(t, cs, "jira__create", `{}`)
 	if code := errCode(t, res); code != errcode.NotPermitted || !strings.Contains(text(t, res), "mcp_http_operator_allow") {
 		t.Fatalf("operator after narrowing: %s %q", code, text(t, res))
@@ -155,8 +155,8 @@ func TestOperatorGrantIsLive(t *testing.T) {
 func TestReclassifiedToolReachesTheSessionsItConcerns(t *testing.T) {
 	e := newEnv(t)
 	twoUpstreams(e)
-	e.auth.setAllowed("reader", "read")
-	e.auth.setAllowed("writer", "read", "write")
+	e.auth.SetAllowed("reader", "read")
+	e.auth.SetAllowed("writer", "read", "write")
 	reader, rn := e.connect(t, Identity{Harness: "reader"})
 	writer, wn := e.connect(t, Identity{Harness: "writer"})
 	toolNames(t, reader)
@@ -192,13 +192,13 @@ func TestRefusalOfATypedToolHasNoStructuredBody(t *testing.T) {
 		{Name: "fs__move_file", InputSchema: obj},
 	}
 	e.ups.mu.Unlock()
-	e.auth.setAllowed("web", "read", "write")
+	e.auth.SetAllowed("web", "read", "write")
 	cs, _ := e.connect(t, Identity{Harness: "web"})
 	if got := upstreamNames(toolNames(t, cs)); !slices.Equal(got, []string{"fs__move_file", "fs__write_file"}) {
 		t.Fatalf("tools %v", got)
 	}
 
-	e.auth.setAllowed("web", "read") // narrowed; the client still has its listing
+	e.auth.SetAllowed("web", "read") // narrowed; the client still has its listing
 	res := call(t, cs, "fs__write_file", `{}`)
 	var body errcode.Body
 	if err := json.Unmarshal([]byte(text(t, res)), &body); err != nil || !res.IsError || body.Code != errcode.NotPermitted {

@@ -15,7 +15,7 @@ func TestInputIsItsOwnClass(t *testing.T) {
 	e := newEnv(t)
 	args := `{"name":"gemini","keys":["Enter"]}`
 
-	e.auth.setAllowed("web", "read", "write")
+	e.auth.SetAllowed("web", "read", "write")
 	rw, _ := e.connect(t, Identity{Harness: "web"})
 	if got := toolNames(t, rw); slices.Contains(got, "harness_send") || !slices.Equal(got, allTools) {
 		t.Fatalf("read+write session lists %v", got)
@@ -28,11 +28,11 @@ func TestInputIsItsOwnClass(t *testing.T) {
 	if code := errCode(t, call(t, control, "harness_send", args)); code != errcode.NotPermitted {
 		t.Fatalf("send under --allow-control: %s", code)
 	}
-	if calls := e.ops.recorded(); len(calls) != 0 {
+	if calls := e.ops.Recorded(); len(calls) != 0 {
 		t.Fatalf("a refused send reached control: %+v", calls)
 	}
 
-	e.auth.setAllowed("ops", "read", "harness:input")
+	e.auth.SetAllowed("ops", "read", "harness:input")
 	in, _ := e.connect(t, Identity{Harness: "ops"})
 	if got := toolNames(t, in); !slices.Contains(got, "harness_send") || slices.Contains(got, "harness_stop") {
 		t.Fatalf("read+harness:input session lists %v", got)
@@ -40,8 +40,8 @@ func TestInputIsItsOwnClass(t *testing.T) {
 	if res := call(t, in, "harness_send", args); res.IsError {
 		t.Fatalf("send with input: %s", text(t, res))
 	}
-	calls := e.ops.recorded()
-	if len(calls) != 1 || calls[0].op != "send" || calls[0].args != args || calls[0].caller.Harness != "ops" {
+	calls := e.ops.Recorded()
+	if len(calls) != 1 || calls[0].Op != "send" || calls[0].Args != args || calls[0].Caller.Harness != "ops" {
 		t.Fatalf("recorded %+v", calls)
 	}
 	// The schema turns a misspelt or mistyped argument into invalid_argument
@@ -51,7 +51,7 @@ func TestInputIsItsOwnClass(t *testing.T) {
 			t.Errorf("send %s: %s", bad, code)
 		}
 	}
-	if n := len(e.ops.recorded()); n != 1 {
+	if n := len(e.ops.Recorded()); n != 1 {
 		t.Fatalf("invalid sends reached control: %d calls", n)
 	}
 }

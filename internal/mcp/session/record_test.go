@@ -13,6 +13,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/mcp/mcptest"
 )
 
 // fakeRecorder keeps what the sessions report.
@@ -42,9 +43,9 @@ func (f *fakeRecorder) take() []api.CallRecord {
 	return out
 }
 
-// runAuth is fakeAuth that also knows each token's run.
+// runAuth is the fake authority that also knows each token's run.
 type runAuth struct {
-	*fakeAuth
+	*mcptest.Auth
 	runs map[string]uint64
 }
 
@@ -57,9 +58,9 @@ func recordingEnv(t *testing.T) (*env, *fakeRecorder) {
 	t.Helper()
 	e := newEnv(t)
 	e.m.Close()
-	e.auth.tokens["tok-web"] = "p1/web"
-	e.auth.projects["p1/web"] = "p1"
-	e.auth.setAllowed("p1/web", "read")
+	e.auth.SetToken("tok-web", "p1/web")
+	e.auth.SetProject("p1/web", "p1")
+	e.auth.SetAllowed("p1/web", "read")
 	e.m = NewManager(e.ops, runAuth{e.auth, map[string]uint64{"tok-web": 42}}, e.ups, func() Prompts { return e.prompts }, nil, "test")
 	t.Cleanup(e.m.Close)
 	rec := &fakeRecorder{}

@@ -24,7 +24,7 @@ func TestHandshakeIsClassicInitialize(t *testing.T) {
 
 func TestDefaultScopeListsReadToolsAndRefusesStop(t *testing.T) {
 	e := newEnv(t)
-	e.ops.results["list"] = []map[string]any{{"name": "web", "state": "running"}}
+	e.ops.Results["list"] = []map[string]any{{"name": "web", "state": "running"}}
 	cs, _ := e.connect(t, Identity{Harness: "web"}) // no mcp_allow: default ["read"]
 
 	if got := toolNames(t, cs); !slices.Equal(got, readTools) {
@@ -33,7 +33,7 @@ func TestDefaultScopeListsReadToolsAndRefusesStop(t *testing.T) {
 	if code := errCode(t, call(t, cs, "harness_stop", `{"name":"web"}`)); code != errcode.NotPermitted {
 		t.Fatalf("code %s, want not_permitted", code)
 	}
-	if calls := e.ops.recorded(); len(calls) != 0 {
+	if calls := e.ops.Recorded(); len(calls) != 0 {
 		t.Fatalf("a refused call reached control: %+v", calls)
 	}
 
@@ -49,17 +49,17 @@ func TestDefaultScopeListsReadToolsAndRefusesStop(t *testing.T) {
 	if string(sc) != want {
 		t.Fatalf("structuredContent %s, want %s", sc, want)
 	}
-	calls := e.ops.recorded()
-	if len(calls) != 1 || calls[0].op != "list" || calls[0].args != `{}` ||
-		calls[0].caller != (api.Caller{Kind: api.Session, Harness: "web"}) {
+	calls := e.ops.Recorded()
+	if len(calls) != 1 || calls[0].Op != "list" || calls[0].Args != `{}` ||
+		calls[0].Caller != (api.Caller{Kind: api.Session, Harness: "web"}) {
 		t.Fatalf("recorded %+v", calls)
 	}
 }
 
 func TestGrantedWriteRestartsWithArgumentsUnchanged(t *testing.T) {
 	e := newEnv(t)
-	e.auth.setAllowed("web", "read", "write")
-	e.ops.results["restart"] = map[string]any{"results": []map[string]any{{"name": "sibling", "state": "running", "changed": true}}}
+	e.auth.SetAllowed("web", "read", "write")
+	e.ops.Results["restart"] = map[string]any{"results": []map[string]any{{"name": "sibling", "state": "running", "changed": true}}}
 	cs, _ := e.connect(t, Identity{Harness: "web"})
 
 	if got := toolNames(t, cs); !slices.Equal(got, allTools) {
@@ -73,8 +73,8 @@ func TestGrantedWriteRestartsWithArgumentsUnchanged(t *testing.T) {
 	if got := text(t, res); got != `{"results":[{"changed":true,"name":"sibling","state":"running"}]}` {
 		t.Fatalf("text %s", got)
 	}
-	calls := e.ops.recorded()
-	if len(calls) != 1 || calls[0].op != "restart" || calls[0].args != args {
+	calls := e.ops.Recorded()
+	if len(calls) != 1 || calls[0].Op != "restart" || calls[0].Args != args {
 		t.Fatalf("recorded %+v", calls)
 	}
 }
@@ -95,7 +95,7 @@ func TestUnattributedScopeFollowsAllowControl(t *testing.T) {
 	if res := call(t, control, "harness_start", `{"name":"web"}`); res.IsError {
 		t.Fatalf("start with --allow-control: %s", text(t, res))
 	}
-	if calls := e.ops.recorded(); len(calls) != 1 || calls[0].op != "start" || calls[0].caller.Harness != "" {
+	if calls := e.ops.Recorded(); len(calls) != 1 || calls[0].Op != "start" || calls[0].Caller.Harness != "" {
 		t.Fatalf("recorded %+v", calls)
 	}
 }
@@ -113,14 +113,14 @@ func TestAllowControlAddsNothingToAnAttributedSession(t *testing.T) {
 	if !strings.Contains(text(t, res), "mcp_allow") {
 		t.Fatalf("refusal does not say what grants it: %s", text(t, res))
 	}
-	if calls := e.ops.recorded(); len(calls) != 0 {
+	if calls := e.ops.Recorded(); len(calls) != 0 {
 		t.Fatalf("recorded %+v", calls)
 	}
 }
 
 func TestEmptyMCPAllowGrantsNothing(t *testing.T) {
 	e := newEnv(t)
-	e.auth.setAllowed("web") // explicit empty list, not the default
+	e.auth.SetAllowed("web") // explicit empty list, not the default
 	cs, _ := e.connect(t, Identity{Harness: "web"})
 	if got := toolNames(t, cs); len(got) != 0 {
 		t.Fatalf("tools %v, want none", got)
@@ -138,7 +138,7 @@ func TestWideningThenRefreshNotifiesAndTakesEffect(t *testing.T) {
 		t.Fatalf("before widening: %s", code)
 	}
 
-	e.auth.setAllowed("web", "read", "write")
+	e.auth.SetAllowed("web", "read", "write")
 	e.m.Refresh()
 	wait(t, n.tools, "tools/list_changed after widening")
 	if got := toolNames(t, cs); !slices.Equal(got, allTools) {
@@ -150,7 +150,7 @@ func TestWideningThenRefreshNotifiesAndTakesEffect(t *testing.T) {
 
 	// Narrowing is judged on the very next call, before the client re-lists
 	// and even before Refresh runs.
-	e.auth.setAllowed("web", "read")
+	e.auth.SetAllowed("web", "read")
 	if code := errCode(t, call(t, cs, "harness_stop", `{"name":"x"}`)); code != errcode.NotPermitted {
 		t.Fatalf("after narrowing: %s", code)
 	}
@@ -169,7 +169,7 @@ func TestWideningThenRefreshNotifiesAndTakesEffect(t *testing.T) {
 		t.Fatal("a session whose view did not change got list_changed")
 	default:
 	}
-	if calls := e.ops.recorded(); len(calls) != 1 || calls[0].op != "stop" {
+	if calls := e.ops.Recorded(); len(calls) != 1 || calls[0].Op != "stop" {
 		t.Fatalf("recorded %+v", calls)
 	}
 }
@@ -189,7 +189,7 @@ func TestUnknownToolIsAResultAndTheSessionGoesOn(t *testing.T) {
 
 func TestOperationErrorsKeepTheirCode(t *testing.T) {
 	e := newEnv(t)
-	e.ops.errs["describe"] = errcode.Errorf(errcode.UnknownHarness, "harness %q", "ghost")
+	e.ops.Errs["describe"] = errcode.Errorf(errcode.UnknownHarness, "harness %q", "ghost")
 	cs, _ := e.connect(t, Identity{})
 	res := call(t, cs, "harness_describe", `{"name":"ghost"}`)
 	if code := errCode(t, res); code != errcode.UnknownHarness {
@@ -213,14 +213,14 @@ func TestInvalidArgumentsNeverReachControl(t *testing.T) {
 			t.Fatalf("%s %s: code %s", c.tool, c.args, code)
 		}
 	}
-	if calls := e.ops.recorded(); len(calls) != 0 {
+	if calls := e.ops.Recorded(); len(calls) != 0 {
 		t.Fatalf("recorded %+v", calls)
 	}
 }
 
 func TestLogsArgumentsPassThrough(t *testing.T) {
 	e := newEnv(t)
-	e.ops.results["logs"] = map[string]any{"format": "summary", "entries": []any{}, "next_cursor": 7, "truncated": false}
+	e.ops.Results["logs"] = map[string]any{"format": "summary", "entries": []any{}, "next_cursor": 7, "truncated": false}
 	cs, _ := e.connect(t, Identity{})
 	args := `{"name":"web","format":"summary","cursor":5,"max_bytes":1024,"lines":10}`
 	res := call(t, cs, "harness_logs", args)
@@ -231,14 +231,14 @@ func TestLogsArgumentsPassThrough(t *testing.T) {
 	if err := json.Unmarshal([]byte(text(t, res)), &got); err != nil || got["next_cursor"] != float64(7) {
 		t.Fatalf("result %s (%v)", text(t, res), err)
 	}
-	if calls := e.ops.recorded(); len(calls) != 1 || calls[0].args != args {
+	if calls := e.ops.Recorded(); len(calls) != 1 || calls[0].Args != args {
 		t.Fatalf("recorded %+v", calls)
 	}
 }
 
 func TestNilArrayResultIsAnEmptyList(t *testing.T) {
 	e := newEnv(t)
-	e.ops.results["runs"] = []map[string]any(nil)
+	e.ops.Results["runs"] = []map[string]any(nil)
 	cs, _ := e.connect(t, Identity{})
 	if got := text(t, call(t, cs, "harness_runs", `{"name":"web","limit":2}`)); got != `{"runs":[]}` {
 		t.Fatalf("text %s", got)
@@ -247,7 +247,7 @@ func TestNilArrayResultIsAnEmptyList(t *testing.T) {
 
 func TestAuthenticate(t *testing.T) {
 	e := newEnv(t)
-	e.auth.tokens["tok-web"] = "web"
+	e.auth.SetToken("tok-web", "web")
 	id, err := e.m.Authenticate("", true)
 	if err != nil || id != (Identity{AllowControl: true}) {
 		t.Fatalf("no token: %+v, %v", id, err)
@@ -266,13 +266,13 @@ func TestScopeIsLookedUpPerCall(t *testing.T) {
 	// The handshake happens under one mcp_allow and every call is judged by
 	// the current one, with no Refresh in between.
 	e := newEnv(t)
-	e.auth.setAllowed("web", "read", "write")
+	e.auth.SetAllowed("web", "read", "write")
 	cs, _ := e.connect(t, Identity{Harness: "web"})
-	e.auth.setAllowed("web", "read")
+	e.auth.SetAllowed("web", "read")
 	if code := errCode(t, call(t, cs, "harness_restart", `{"name":"web"}`)); code != errcode.NotPermitted {
 		t.Fatalf("code %s", code)
 	}
-	e.auth.setAllowed("web", "write", "read")
+	e.auth.SetAllowed("web", "write", "read")
 	if res := call(t, cs, "harness_restart", `{"name":"web"}`); res.IsError {
 		t.Fatalf("restart: %s", text(t, res))
 	}
@@ -282,10 +282,8 @@ func TestScopeIsLookedUpPerCall(t *testing.T) {
 // whose token was revoked may call nothing, facade or upstream.
 func TestRevokedTokenGrantsNothing(t *testing.T) {
 	e := newEnv(t)
-	e.auth.mu.Lock()
-	e.auth.tokens["tok-boss"] = "boss"
-	e.auth.allowed["boss"] = []string{"read", "write"}
-	e.auth.mu.Unlock()
+	e.auth.SetToken("tok-boss", "boss")
+	e.auth.SetAllowed("boss", "read", "write")
 	id, err := e.m.Authenticate("tok-boss", false)
 	if err != nil {
 		t.Fatal(err)
@@ -294,15 +292,13 @@ func TestRevokedTokenGrantsNothing(t *testing.T) {
 	if res := call(t, cs, "harness_list", `{}`); res.IsError {
 		t.Fatalf("before revocation: %+v", res)
 	}
-	e.auth.mu.Lock()
-	delete(e.auth.tokens, "tok-boss")
-	e.auth.mu.Unlock()
+	e.auth.Revoke("tok-boss")
 	for _, name := range []string{"harness_stop", "harness_list"} {
 		if code := errCode(t, call(t, cs, name, `{"name":"x"}`)); code != errcode.NotPermitted {
 			t.Fatalf("%s after revocation: %s", name, code)
 		}
 	}
-	if n := len(e.ops.calls); n != 1 {
+	if n := len(e.ops.Recorded()); n != 1 {
 		t.Fatalf("ops ran %d times; only the call before revocation may run", n)
 	}
 }

@@ -15,12 +15,13 @@ import (
 
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/fdtest"
+	"github.com/harness-dev/harness/internal/mcp/mcptest"
 )
 
 func TestSlowCallDoesNotHoldUpAFastOne(t *testing.T) {
 	e := newEnv(t)
 	release := make(chan struct{})
-	e.ops.block["trigger"] = release
+	e.ops.Block["trigger"] = release
 	cs, _ := e.connect(t, Identity{AllowControl: true})
 
 	slow := make(chan *mcp.CallToolResult, 1)
@@ -31,7 +32,7 @@ func TestSlowCallDoesNotHoldUpAFastOne(t *testing.T) {
 		}
 		slow <- res
 	}()
-	wait(t, e.ops.started, "the slow call to reach control")
+	wait(t, e.ops.Started, "the slow call to reach control")
 
 	if res := call(t, cs, "harness_list", `{}`); res.IsError {
 		t.Fatalf("fast call: %s", text(t, res))
@@ -56,7 +57,7 @@ func TestUpstreamToolsKeepTheirSchemaAndRoute(t *testing.T) {
 		{Name: "harness_fake", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: roHint}, // reserved: skipped
 	}
 	e.ups.tools["p1"] = []*mcp.Tool{{Name: "jira__issue", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: roHint}}
-	e.auth.projects["p1-web"] = "p1"
+	e.auth.SetProject("p1-web", "p1")
 
 	cs, n := e.connect(t, Identity{})
 	res, err := cs.ListTools(context.Background(), nil)
@@ -129,7 +130,7 @@ func TestUpstreamChangesReachSessionsOnRefresh(t *testing.T) {
 }
 
 func TestNoBrokerMeansUnknownNamespace(t *testing.T) {
-	m := NewManager(newFakeOps(), newFakeAuth(), nil, nil, nil, "test")
+	m := NewManager(mcptest.NewOps(), mcptest.NewAuth(), nil, nil, nil, "test")
 	t.Cleanup(m.Close)
 	e := &env{m: m}
 	cs, _ := e.connect(t, Identity{})
@@ -177,7 +178,7 @@ func TestPromptsListedFetchedAndRefreshed(t *testing.T) {
 
 func TestCloseEndsSessionsAndCancelsCalls(t *testing.T) {
 	e := newEnv(t)
-	e.ops.block["trigger"] = make(chan struct{}) // never released: only Close ends it
+	e.ops.Block["trigger"] = make(chan struct{}) // never released: only Close ends it
 	server, client := net.Pipe()
 	served := make(chan error, 1)
 	go func() { served <- e.m.Serve(context.Background(), server, Identity{AllowControl: true}) }()
@@ -196,7 +197,7 @@ func TestCloseEndsSessionsAndCancelsCalls(t *testing.T) {
 		}
 		callErr <- err
 	}()
-	wait(t, e.ops.started, "the call to reach control")
+	wait(t, e.ops.Started, "the call to reach control")
 
 	e.m.Close()
 	if err := wait(t, served, "Serve to return"); !errors.Is(err, ErrClosed) {
@@ -258,7 +259,7 @@ func TestNewServerFollowsRefresh(t *testing.T) {
 	if got := toolNames(t, cs); !slices.Equal(got, readTools) {
 		t.Fatalf("tools %v", got)
 	}
-	e.auth.setAllowed("web", "read", "write")
+	e.auth.SetAllowed("web", "read", "write")
 	e.m.Refresh()
 	wait(t, changed, "list_changed on an HTTP-style server")
 	if res := call(t, cs, "harness_stop", `{"name":"web"}`); res.IsError {
@@ -302,7 +303,7 @@ func TestCloseEndsAHalfClosedSessionWithACallInFlight(t *testing.T) {
 	for _, how := range []string{"Close", "context"} {
 		t.Run(how, func(t *testing.T) {
 			e := newEnv(t)
-			e.ops.block["trigger"] = make(chan struct{}) // never released
+			e.ops.Block["trigger"] = make(chan struct{}) // never released
 			server, client := fdtest.SocketPair(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -320,7 +321,7 @@ func TestCloseEndsAHalfClosedSessionWithACallInFlight(t *testing.T) {
 			if err := client.(*net.UnixConn).CloseWrite(); err != nil {
 				t.Fatal(err)
 			}
-			wait(t, e.ops.started, "the call to reach control")
+			wait(t, e.ops.Started, "the call to reach control")
 			want := error(ErrClosed)
 			if how == "Close" {
 				e.m.Close()

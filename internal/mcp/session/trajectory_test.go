@@ -11,8 +11,8 @@ import (
 // arguments unchanged, and a refusal keeps its code and message.
 func TestTrajectoryToolsRouteToTheirOps(t *testing.T) {
 	e := newEnv(t)
-	e.ops.results["list_trajectories"] = []map[string]any{{"run": 3, "entries": 2}}
-	e.ops.results["get_trajectory"] = map[string]any{"name": "job", "run": 3, "entries": []any{}, "next_cursor": 9, "truncated": false}
+	e.ops.Results["list_trajectories"] = []map[string]any{{"run": 3, "entries": 2}}
+	e.ops.Results["get_trajectory"] = map[string]any{"name": "job", "run": 3, "entries": []any{}, "next_cursor": 9, "truncated": false}
 	cs, _ := e.connect(t, Identity{})
 
 	if got := text(t, call(t, cs, "harness_list_trajectories", `{"name":"job"}`)); got != `{"trajectories":[{"entries":2,"run":3}]}` {
@@ -22,12 +22,12 @@ func TestTrajectoryToolsRouteToTheirOps(t *testing.T) {
 	if res := call(t, cs, "harness_get_trajectory", args); res.IsError {
 		t.Fatalf("get: %s", text(t, res))
 	}
-	calls := e.ops.recorded()
-	if len(calls) != 2 || calls[0].op != "list_trajectories" || calls[1].op != "get_trajectory" || calls[1].args != args {
+	calls := e.ops.Recorded()
+	if len(calls) != 2 || calls[0].Op != "list_trajectories" || calls[1].Op != "get_trajectory" || calls[1].Args != args {
 		t.Fatalf("recorded %+v", calls)
 	}
 
-	e.ops.errs["list_trajectories"] = errcode.Errorf(errcode.NotPermitted, "set harvest_trajectory = true in [harness.web]")
+	e.ops.Errs["list_trajectories"] = errcode.Errorf(errcode.NotPermitted, "set harvest_trajectory = true in [harness.web]")
 	if code := errCode(t, call(t, cs, "harness_list_trajectories", `{"name":"web"}`)); code != errcode.NotPermitted {
 		t.Fatalf("code %s, want not_permitted", code)
 	}
