@@ -25,18 +25,6 @@ import (
 // next dialog (how to authenticate) shows. It runs offline, in a fresh
 // HOME, as TUI_FINDINGS describes.
 
-// geminiBin is Gemini CLI's executable in interop/tui. (Issue 15's
-// interop/tui_test.go has the same lookup as tuiBin; one of the two goes
-// at the merge.)
-func geminiBin(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(interopDir, "tui", "node_modules", ".bin", "gemini")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is missing: run npm ci in interop/tui before go test (scripts/test does): %v", p, err)
-	}
-	return p
-}
-
 // geminiTable is a harness running Gemini CLI in its own HOME and work
 // directory under dir, and the HOME (for the processes check).
 func geminiTable(t *testing.T, name, dir string) (string, string) {
@@ -48,7 +36,7 @@ func geminiTable(t *testing.T, name, dir string) (string, string) {
 		}
 	}
 	return fmt.Sprintf("\n[harness.%s]\ncmd = %q\nworkdir = %q\nenv = { HOME = %q, TERM = \"xterm-256color\" }\nstop_grace = 3\n",
-		name, geminiBin(t), work, home), home
+		name, tuiBin(t, "gemini"), work, home), home
 }
 
 // tokenTable is a harness that only writes its MCP token for the test's

@@ -88,6 +88,22 @@ func (b *bridgeProc) line() string {
 	return s
 }
 
+// The handshake a script writes to harness mcp: initialize (id 0), then
+// initialized.
+const (
+	initializeLine  = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`
+	initializedLine = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+)
+
+// initialize does the handshake and reads initialize's answer.
+func (b *bridgeProc) initialize() {
+	b.t.Helper()
+	b.send(initializeLine, initializedLine)
+	if got := b.line(); !strings.Contains(got, `"id":0,"result"`) {
+		b.t.Fatalf("initialize answered %q", got)
+	}
+}
+
 // ping checks the session answers.
 func (b *bridgeProc) ping(id int) {
 	b.t.Helper()

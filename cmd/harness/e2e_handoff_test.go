@@ -139,8 +139,8 @@ func TestMCP_MalformedLineIsAnsweredAndTheSessionGoesOn(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			b := startBridge(t, f.socket, mode.env)
 			b.send(
-				`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
-				`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+				initializeLine,
+				initializedLine,
 				`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"harness_list","arguments":{}}}`,
 				`this is not json`,
 				`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"harness_describe","arguments":{"name":"sleeper"}}}`,

@@ -99,9 +99,7 @@ func TestMCP_ClientGoneCancelsItsCallsUpstream(t *testing.T) {
 				probe := f.mcpSession("", false, nil)
 				waitTool(t, f, probe, "x__slow")
 				b := startBridge(t, f.socket, mode.env)
-				b.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
-					`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-				b.line()
+				b.initialize()
 				b.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x__slow","arguments":{"ms":600000},"_meta":{"progressToken":"p1"}}}`)
 				// The upstream's progress notification says the call is in flight.
 				if got := b.line(); !strings.Contains(got, "notifications/progress") {
@@ -138,9 +136,7 @@ func TestMCP_CancelledCallGetsNoAnswer(t *testing.T) {
 			probe := f.mcpSession("", false, nil)
 			waitTool(t, f, probe, "x__slow")
 			b := startBridge(t, f.socket, mode.env)
-			b.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
-				`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-			b.line()
+			b.initialize()
 			b.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x__slow","arguments":{"ms":600000},"_meta":{"progressToken":"p1"}}}`)
 			if got := b.line(); !strings.Contains(got, "notifications/progress") {
 				t.Fatalf("want the call's progress first, got %q", got)

@@ -329,8 +329,8 @@ func TestMCP_PipedRequestsAreAllAnswered(t *testing.T) {
 		return strings.Contains(out, "running")
 	})
 	reqs := strings.Join([]string{
-		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		initializeLine,
+		initializedLine,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__slow","arguments":{"ms":300}}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"hi"}}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"harness_list","arguments":{}}}`,
