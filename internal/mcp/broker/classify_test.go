@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -54,7 +55,17 @@ func TestClassifyHintOverrideAndExclude(t *testing.T) {
 // its call is refused as unknown; Permit sees the class the call resolved.
 func TestBrokerClassesFollowThePolicy(t *testing.T) {
 	b := newBroker(t, Options{}, map[string]Upstream{"alpha": {Key: "alpha"}})
+	// Listening from before the first listing, whose own notice comes
+	// from the session's goroutine after the upstream shows connected:
+	// it is awaited here, so that it cannot pass for a later one.
+	fired := make(chan struct{}, 4)
+	defer b.OnChange(func() { fired <- struct{}{} })()
 	attach(t, b, "alpha", "alpha", 1)
+	select {
+	case <-fired:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first listing fired no change listener")
+	}
 
 	classes := func() map[string]api.Class {
 		out := map[string]api.Class{}
@@ -80,8 +91,6 @@ func TestBrokerClassesFollowThePolicy(t *testing.T) {
 		t.Fatalf("annotations not passed through: %+v", echoAnn)
 	}
 
-	fired := make(chan struct{}, 4)
-	defer b.OnChange(func() { fired <- struct{}{} })()
 	b.Configure(map[string]Upstream{"alpha": {Key: "alpha", Tools: Policy{
 		WriteTools: []string{"echo"}, ReadTools: []string{"add_tool", "echo"}, ExcludeTools: []string{"env"},
 	}}})
