@@ -11,21 +11,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/harness-dev/harness/internal/calllog"
-	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // callLogDir is where the call log lives under the state dir.
 const callLogDir = "calls"
 
-// openCallLog opens the MCP call log (issue 20) with the config's
-// call_log_args in force.
-func openCallLog(stateDir string, cfg *config.Config, log *slog.Logger) (*calllog.Log, error) {
+// openCallLog opens the MCP call log (issue 20); applyLive sets
+// call_log_args before any session can record.
+func openCallLog(stateDir string, log *slog.Logger) (*calllog.Log, error) {
 	l, err := calllog.Open(filepath.Join(stateDir, callLogDir), calllog.Options{Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	l.SetKeepArgs(cfg.Daemon.CallLogArgs)
 	return l, nil
 }
 

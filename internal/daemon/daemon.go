@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/calllog"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/logkey"
@@ -121,7 +122,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if n := runStore.CloseDangling("daemon-exit"); n > 0 {
 		log.Info("closed runs left open by a previous daemon", logkey.Count, n)
 	}
-	calls, err := openCallLog(paths.StateDir, cfg, log)
+	calls, err := openCallLog(paths.StateDir, log)
 	if err != nil {
 		return err
 	}
@@ -211,12 +212,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 		OnEvent: func(ev supervise.Event) { srv.Publish(ev) },
 		OnReload: func() {
 			srv.Publish(api.Event{Kind: api.EventReload, Time: time.Now()})
-			if mgr != nil {
-				mgr.SetMaxMessage(ctlRef.Load().Config().Daemon.MCPMaxMessage)
+			if c := ctlRef.Load(); c != nil && mgr != nil {
+				applyLive(c.Config().Daemon, mgr, calls)
 				mgr.Refresh()
-			}
-			if c := ctlRef.Load(); c != nil {
-				calls.SetKeepArgs(c.Config().Daemon.CallLogArgs)
 			}
 			// watch_config or the prompt directories may have changed.
 			// Not inline: the watcher itself may be the one reloading.
@@ -232,8 +230,8 @@ func Run(ctx context.Context, opt Options) (err error) {
 	ctlRef.Store(ctl)
 	watch.ctl = ctl
 	mgr = session.NewManager(ctl, authority{tokens: tokens, ctl: ctl}, brk, promptSet.current, log, opt.Version)
-	mgr.SetMaxMessage(ctl.Config().Daemon.MCPMaxMessage)
 	mgr.SetCallRecorder(calls)
+	applyLive(ctl.Config().Daemon, mgr, calls)
 	cancelBrokerWatch := brk.OnChange(mgr.Refresh)
 	srv.Handler = handler{ctl: ctl, mgr: mgr, log: log}
 
@@ -335,4 +333,11 @@ func resolvePaths(opt Options) (api.Paths, error) {
 		return p
 	}
 	return api.Paths{Config: abs(cfgPath), Socket: abs(sock), StateDir: abs(state)}, nil
+}
+
+// applyLive puts in force the [daemon] keys that apply without a restart,
+// at start and after every reload.
+func applyLive(d config.Daemon, mgr *session.Manager, calls *calllog.Log) {
+	mgr.SetMaxMessage(d.MCPMaxMessage)
+	calls.SetKeepArgs(d.CallLogArgs)
 }
