@@ -113,6 +113,8 @@ Try, in another terminal:
   export HARNESS_SOCKET=%s
   %[2]s list                      # ticker runs, crashy restarts, degrades, then fails
   %[2]s logs ticker --follow      # activity entries; add --raw for terminal bytes
+  %[2]s screen ticker             # what its terminal shows now
+  %[2]s top                       # the dashboard (q quits)
   %[2]s runs crashy               # every spawn with its exit code
   %[2]s trigger nightly --wait    # run the job now and follow it
   %[2]s jobs; %[2]s triggers
