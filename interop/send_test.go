@@ -35,8 +35,8 @@ func geminiTable(t *testing.T, name, dir string) (string, string) {
 			t.Fatal(err)
 		}
 	}
-	return fmt.Sprintf("\n[harness.%s]\ncmd = %q\nworkdir = %q\nenv = { HOME = %q, TERM = \"xterm-256color\" }\nstop_grace = 3\n",
-		name, tuiBin(t, "gemini"), work, home), home
+	return fmt.Sprintf("\n[harness.%s]\ncmd = %q\nworkdir = %q\nenv = %s\nstop_grace = 3\n",
+		name, tuiBin(t, "gemini"), work, tuiEnv(home)), home
 }
 
 // tokenTable is a harness that only writes its MCP token for the test's

@@ -73,9 +73,9 @@ func newTUIFleet(t *testing.T, name, pkg, workdir, bin string, args ...string) *
 cmd = %q
 args = [%s]
 workdir = %q
-env = { HOME = %q, TERM = "xterm-256color" }
+env = %s
 stop_grace = 3
-`, name, bin, strings.Join(quoted, ", "), work, home))
+`, name, bin, strings.Join(quoted, ", "), work, tuiEnv(home)))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	c, err := client.Dial(ctx, f.socket)
@@ -93,6 +93,15 @@ stop_grace = 3
 		t.Fatalf("start %s: exit %d: %s", name, code, errOut)
 	}
 	return tf
+}
+
+// tuiEnv is the env table of a TUI agent under test: its own HOME, a
+// colour terminal, and CI set to "false". CI runners export CI=true and
+// harness passes the daemon's environment on; Gemini CLI then refuses its
+// interactive start-up and exits asking for an auth method, so the
+// dialogs these tests answer never show.
+func tuiEnv(home string) string {
+	return fmt.Sprintf("{ HOME = %q, TERM = \"xterm-256color\", CI = \"false\" }", home)
 }
 
 // settle returns the screen once the agent has drawn something, been
