@@ -96,12 +96,12 @@ stop_grace = 3
 }
 
 // tuiEnv is the env table of a TUI agent under test: its own HOME, a
-// colour terminal, and CI set to "false". CI runners export CI=true and
-// harness passes the daemon's environment on; Gemini CLI then refuses its
-// interactive start-up and exits asking for an auth method, so the
-// dialogs these tests answer never show.
+// colour terminal, and CI and GITHUB_ACTIONS set to "false". CI runners
+// export them as "true" and harness passes the daemon's environment on;
+// Gemini CLI then takes itself for headless (isHeadlessMode), skips its
+// dialogs and exits asking for an auth method.
 func tuiEnv(home string) string {
-	return fmt.Sprintf("{ HOME = %q, TERM = \"xterm-256color\", CI = \"false\" }", home)
+	return fmt.Sprintf("{ HOME = %q, TERM = \"xterm-256color\", CI = \"false\", GITHUB_ACTIONS = \"false\" }", home)
 }
 
 // settle returns the screen once the agent has drawn something, been
