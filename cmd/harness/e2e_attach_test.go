@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/term"
 )
@@ -136,25 +140,44 @@ func (f *fleet) emulatorScreen(name string) term.Snapshot {
 	return em.Snapshot(term.SnapshotOptions{ANSI: true})
 }
 
-// tuiHarness draws a coloured line, then reports its terminal's size at
-// start and on every SIGWINCH, and answers each typed line. (bash runs a
-// trap only between commands, so read waits in short slices.)
-const tuiHarness = `
-[harness.tui]
-cmd = "bash"
-args = ["--norc", "--noprofile", "-c", '''
-trap 'echo "size $(stty size)"' WINCH
-printf '\033[1;31mRED\033[0m plain \033[42mGREEN\033[0m\n'
-echo "size $(stty size)"
-while :; do
-  IFS= read -r -t 0.1 l; s=$?
-  if [ $s -eq 0 ]; then echo "got: $l"; elif [ $s -le 128 ]; then exit 0; fi
-done
-''']
-term_size = "100x30"
-stop_grace = 2
-enabled = true
-`
+// tuiHarness is this test binary in mode "sizes" (sizesChild), sized
+// 100x30.
+var tuiHarness = childHarness("tui", "sizes", "term_size = \"100x30\"\nenabled = true")
+
+// sizesChild draws a coloured line, then reports its terminal's size at
+// start and on every SIGWINCH, and answers each line typed with "got: ".
+// It ends when its terminal does. (A bash loop with a WINCH trap lost a
+// signal now and then on a loaded machine.)
+func sizesChild() int {
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	fmt.Print("\x1b[1;31mRED\x1b[0m plain \x1b[42mGREEN\x1b[0m\n")
+	size := func() {
+		if rows, cols, err := pty.Getsize(os.Stdin); err == nil {
+			fmt.Printf("size %d %d\n", rows, cols)
+		}
+	}
+	size()
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	for {
+		select {
+		case <-winch:
+			size()
+		case l, ok := <-lines:
+			if !ok {
+				return 0
+			}
+			fmt.Printf("got: %s\n", l)
+		}
+	}
+}
 
 // TestScenario_AttachInARealTerminal drives `harness attach` in tmux: a
 // late read-only viewer sees what the emulator shows, colours and cursor

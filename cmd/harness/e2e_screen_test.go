@@ -30,6 +30,8 @@ func runChild(mode string) int {
 		termtest.DrawTUI(os.Stdout)
 		time.Sleep(time.Hour)
 		return 0
+	case "sizes":
+		return sizesChild()
 	}
 	fmt.Fprintln(os.Stderr, "unknown child mode", mode)
 	return 2
