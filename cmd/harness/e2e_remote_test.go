@@ -169,6 +169,10 @@ func TestScenario_RemoteUpstreamThroughHarnessMCP(t *testing.T) {
 	if got := text(t, callTool(t, s.ClientSession, "remote__echo", map[string]any{"text": "over http"})); got != "over http" {
 		t.Fatalf("remote__echo answered %q", got)
 	}
+	// A server that echoes the request's headers hands back no token.
+	if got := text(t, callTool(t, s.ClientSession, "remote__whoami", map[string]any{})); got != "you sent Authorization: (hidden)" {
+		t.Fatalf("remote__whoami answered %q", got)
+	}
 	res := callTool(t, s.ClientSession, "remote__fail", map[string]any{"message": "nope"})
 	if !res.IsError || text(t, res) != "upstream remote: nope" {
 		t.Fatalf("an upstream error keeps its message, naming the upstream: %+v", res)

@@ -157,6 +157,9 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
 	var route *progressRoute
 	if progressToken != nil && notify != nil {
+		if c != nil && c.remote != nil {
+			notify = c.remote.scrubProgress(notify)
+		}
 		tok, r, done := b.route(ctx, key, progressToken, notify)
 		defer done()
 		params.SetProgressToken(tok)
@@ -186,6 +189,11 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	}
 	if res == nil {
 		return nil, fmt.Errorf("broker: upstream %s: tools/call %s: empty result: %w", key, tool, errcode.ErrInternal)
+	}
+	if status != nil {
+		if res, err = c.remote.scrubResult(res); err != nil {
+			return nil, err
+		}
 	}
 	if res.IsError {
 		attribute(res, key, tool)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,9 +85,12 @@ func (b *Broker) ConnectRemote(ctx context.Context, unit string, run uint64, url
 // upstream: its HTTP client, the last error status it saw and how to
 // scrub its secrets.
 type remoteConn struct {
-	key       string
-	shown     string // the URL as it may be shown (endpoint.Redact)
-	scrub     func(string) string
+	key   string
+	shown string // the URL as it may be shown (endpoint.Redact)
+	scrub func(string) string
+	// scrubJSON is scrub for JSON text (each secret also as JSON escapes
+	// it), nil when there is nothing to hide.
+	scrubJSON func(string) string
 	transport *http.Transport // this connection's own: no idle socket outlives it
 	client    *http.Client
 
@@ -96,11 +100,58 @@ type remoteConn struct {
 
 func newRemoteConn(key, url string, header http.Header, secrets []string, count func([]byte)) *remoteConn {
 	rc := &remoteConn{key: key, shown: endpoint.Redact(url), scrub: endpoint.Scrub(secrets)}
+	var inJSON []string
+	for _, s := range secrets {
+		if len(s) < endpoint.MinSecret {
+			continue
+		}
+		q, _ := json.Marshal(s) // a string always marshals
+		inJSON = append(inJSON, s, string(q[1:len(q)-1]))
+	}
+	if len(inJSON) > 0 {
+		rc.scrubJSON = endpoint.Scrub(inJSON)
+	}
 	rc.transport = http.DefaultTransport.(*http.Transport).Clone()
 	// No client timeout: the SSE streams are long-lived. initialize is
 	// bounded by the connect timeout and each call by its context.
 	rc.client = &http.Client{Transport: &headerTransport{base: rc.transport, header: header, rc: rc, count: count}}
 	return rc
+}
+
+// scrubResult hides this connection's secrets in a tool result: a server
+// that echoes the request (a whoami tool, an error quoting its headers)
+// must not hand the credential to the agent that called it. A result
+// without a secret is returned as it came.
+func (rc *remoteConn) scrubResult(res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	if rc.scrubJSON == nil {
+		return res, nil
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("broker: upstream %s: encode a result to scrub it: %v: %w", rc.key, err, errcode.ErrInternal)
+	}
+	clean := rc.scrubJSON(string(raw))
+	if clean == string(raw) {
+		return res, nil
+	}
+	out := new(mcp.CallToolResult)
+	if err := json.Unmarshal([]byte(clean), out); err != nil {
+		return nil, fmt.Errorf("broker: upstream %s: decode a scrubbed result: %v: %w", rc.key, err, errcode.ErrInternal)
+	}
+	return out, nil
+}
+
+// scrubProgress is notify with the secrets hidden from each progress
+// message.
+func (rc *remoteConn) scrubProgress(notify func(context.Context, *mcp.ProgressNotificationParams) error) func(context.Context, *mcp.ProgressNotificationParams) error {
+	return func(ctx context.Context, p *mcp.ProgressNotificationParams) error {
+		if clean := rc.scrub(p.Message); clean != p.Message {
+			c := *p
+			c.Message = clean
+			p = &c
+		}
+		return notify(ctx, p)
+	}
 }
 
 // note records the status of an answer from the server.

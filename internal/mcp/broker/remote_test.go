@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -334,5 +335,65 @@ func TestSSECounterCountsProgressEvents(t *testing.T) {
 	}
 	if len(got) != 2 || !strings.Contains(got[0], `"a"`) || !strings.Contains(got[1], `"b"`) {
 		t.Fatalf("counted %q", got)
+	}
+}
+
+// TestScenario_RemoteResultsHideTheCredential: a server that echoes the
+// request's Authorization header in its result (text and structured
+// content) hands the caller "(hidden)" instead of the token.
+func TestScenario_RemoteResultsHideTheCredential(t *testing.T) {
+	f := newRemoteFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.connect(ctx, 1, remoteToken)
+	if r := f.started(); r.err != nil {
+		t.Fatalf("start %+v", r)
+	}
+	waitFor(t, f.b, "connected", connected(f.b, "mcp.r"))
+	res := call(t, f.b, "", "r__whoami", map[string]any{})
+	raw, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, res); got != "you sent Authorization: (hidden)" {
+		t.Fatalf("whoami text %q", got)
+	}
+	if !strings.Contains(string(raw), `"structuredContent":{"authorization":"(hidden)"}`) {
+		t.Fatalf("whoami structured content: %s", raw)
+	}
+	f.noSecret(string(raw))
+	if f.srv.Authorized() == 0 {
+		t.Fatal("the server saw no request with the token")
+	}
+}
+
+// TestRemoteScrubResultAndProgress: secrets are hidden however JSON
+// escapes them, a result without one comes back as it was, and progress
+// messages are scrubbed too.
+func TestRemoteScrubResultAndProgress(t *testing.T) {
+	const odd = `tok<en>"&\x`
+	rc := newRemoteConn("r", "http://127.0.0.1/mcp", nil, []string{odd, "plain-secret"}, nil)
+	in := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a " + odd + " b plain-secret"}},
+		StructuredContent: map[string]any{"k": odd}}
+	out, err := rc.scrubResult(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(out)
+	if strings.Contains(string(raw), "plain-secret") || strings.Contains(string(raw), "en>") || strings.Contains(string(raw), `en\u003e`) {
+		t.Fatalf("a secret survived: %s", raw)
+	}
+	if got := out.Content[0].(*mcp.TextContent).Text; got != "a (hidden) b (hidden)" {
+		t.Fatalf("text %q", got)
+	}
+	clean := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "nothing to hide"}}}
+	if same, err := rc.scrubResult(clean); err != nil || same != clean {
+		t.Fatalf("a clean result was rebuilt: %v %p %p", err, same, clean)
+	}
+	var msg string
+	notify := rc.scrubProgress(func(_ context.Context, p *mcp.ProgressNotificationParams) error { msg = p.Message; return nil })
+	p := &mcp.ProgressNotificationParams{Message: "step with plain-secret"}
+	if err := notify(context.Background(), p); err != nil || msg != "step with (hidden)" || p.Message != "step with plain-secret" {
+		t.Fatalf("progress message %q (the sender's copy %q)", msg, p.Message)
 	}
 }

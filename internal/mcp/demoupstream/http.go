@@ -1,6 +1,7 @@
 package demoupstream
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -32,8 +33,24 @@ type HTTPServer struct {
 }
 
 // NewHTTPServer returns a stopped server for the demo server called name.
+// Over HTTP it has one tool more, whoami, which answers with the request's
+// Authorization header, as a careless server might, in its text and its
+// structured content (the tests show harness hides it from the caller).
 func NewHTTPServer(name string) *HTTPServer {
-	return &HTTPServer{mcp: NewServer(name)}
+	srv := NewServer(name)
+	mcp.AddTool(srv, &mcp.Tool{Name: "whoami", Annotations: readOnly(), Description: "Echo the request's Authorization header."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, whoamiOut, error) {
+			var auth string
+			if req.Extra != nil {
+				auth = req.Extra.Header.Get("Authorization")
+			}
+			return text("you sent Authorization: " + auth), whoamiOut{Authorization: auth}, nil
+		})
+	return &HTTPServer{mcp: srv}
+}
+
+type whoamiOut struct {
+	Authorization string `json:"authorization"`
 }
 
 // RequireBearer makes every request need "Authorization: Bearer token";
