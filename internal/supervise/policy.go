@@ -62,7 +62,8 @@ type Limits struct {
 	OutputDrain time.Duration
 }
 
-// WithDefaults returns l with every zero field set to its default.
+// WithDefaults returns l with every zero field set to its default. It is
+// idempotent, so a layer that defaults limits it was given changes nothing.
 func (l Limits) WithDefaults() Limits {
 	if l.CrashThreshold <= 0 {
 		l.CrashThreshold = DefaultCrashThreshold
@@ -77,9 +78,7 @@ func (l Limits) WithDefaults() Limits {
 		l.MinBackoff = DefaultMinBackoff
 	}
 	if l.Jitter == 0 {
-		l.Jitter = DefaultJitter
-	} else if l.Jitter < 0 {
-		l.Jitter = 0
+		l.Jitter = DefaultJitter // a negative one stays: "none" must survive a second call
 	}
 	if l.HealthyAfter <= 0 {
 		l.HealthyAfter = DefaultHealthyAfter

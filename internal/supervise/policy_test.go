@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"math/rand/v2"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -295,4 +296,21 @@ func TestScenario_UpstreamThatNeverInitializesFails(t *testing.T) {
 			t.Fatalf("gave up after %s, want %s", got, want)
 		}
 	})
+}
+
+// TestLimitsWithDefaultsIsIdempotent: defaulting twice is defaulting once;
+// in particular a disabled jitter (negative) stays disabled.
+func TestLimitsWithDefaultsIsIdempotent(t *testing.T) {
+	for _, l := range []Limits{{}, {Jitter: -1}, {Jitter: 0.5, MaxAttempts: 3}, {CrashThreshold: 2, StopGrace: time.Second}} {
+		once := l.WithDefaults()
+		if twice := once.WithDefaults(); twice != once {
+			t.Errorf("%+v: once %+v, twice %+v", l, once, twice)
+		}
+	}
+	lim := Limits{Jitter: -1}.WithDefaults().WithDefaults()
+	for range 20 {
+		if got := Backoff(time.Second, 2, lim, rand.Float64); got != 4*time.Second {
+			t.Fatalf("a disabled jitter spread the delay: %s", got)
+		}
+	}
 }
