@@ -353,6 +353,7 @@ func (a *actor) onMainExit(ev mainExitEv) {
 		return
 	}
 	p.mainExited = true
+	a.publish() // before the log line: who reads it sees the run without a pid
 	code := "exited"
 	if ps := p.cmd.ProcessState; ps != nil {
 		code = ps.String()
