@@ -11,6 +11,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
+	"github.com/harness-dev/harness/internal/endpoint"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
@@ -101,10 +102,6 @@ func processView(p config.Process, restart string, allow []string) api.UnitConfi
 	}
 }
 
-// HiddenValue stands for an env value describe does not show an MCP
-// session.
-const HiddenValue = "(hidden)"
-
 // hiddenValues keeps env's keys with every value replaced.
 func hiddenValues(env map[string]string) map[string]string {
 	if env == nil {
@@ -112,7 +109,7 @@ func hiddenValues(env map[string]string) map[string]string {
 	}
 	out := make(map[string]string, len(env))
 	for k := range env {
-		out[k] = HiddenValue
+		out[k] = endpoint.Hidden
 	}
 	return out
 }

@@ -66,7 +66,7 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 				return "", errors.New(`"${" without its closing "}"`)
 			}
 			name := s[i+2 : i+2+end]
-			if !validName(name) {
+			if !ValidName(name) {
 				return "", fmt.Errorf("${%s}: a variable name is letters, digits and _, not starting with a digit", name)
 			}
 			v, ok := lookup(name)
@@ -82,7 +82,10 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 	return b.String(), nil
 }
 
-func validName(k string) bool {
+// ValidName reports whether k is a variable name: letters, digits and
+// underscores, not starting with a digit (what an env_file and ${NAME}
+// accept).
+func ValidName(k string) bool {
 	if k == "" || (k[0] >= '0' && k[0] <= '9') {
 		return false
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/harness-dev/harness/internal/endpoint"
 	"github.com/harness-dev/harness/internal/proctree"
 )
 
@@ -53,7 +54,7 @@ func parseEnvLine(line string) (kv string, ok bool, err error) {
 	if !found {
 		return "", false, fmt.Errorf("expected KEY=VALUE")
 	}
-	if !validEnvKey(key) {
+	if !endpoint.ValidName(key) {
 		return "", false, fmt.Errorf("invalid variable name")
 	}
 	val = strings.TrimLeft(val, " \t")
@@ -114,18 +115,6 @@ func unquoteDouble(s string) (val, rest string, err error) {
 		}
 	}
 	return "", "", fmt.Errorf("unterminated double quote")
-}
-
-func validEnvKey(k string) bool {
-	if k == "" || (k[0] >= '0' && k[0] <= '9') {
-		return false
-	}
-	for _, c := range []byte(k) {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // envList is an ordered environment where a later Set replaces an earlier
