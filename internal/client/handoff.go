@@ -153,7 +153,7 @@ type savedModes struct {
 func saveModes(files ...*os.File) savedModes {
 	s := savedModes{files: files, blocking: make([]bool, len(files))}
 	for i, f := range files {
-		_ = withFD(f, func(fd int) {
+		_ = protocol.WithFD(f, func(fd int) {
 			flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 			s.blocking[i] = err == nil && flags&unix.O_NONBLOCK == 0
 		})
@@ -165,17 +165,7 @@ func saveModes(files ...*os.File) savedModes {
 func (s savedModes) restore() {
 	for i, f := range s.files {
 		if s.blocking[i] {
-			_ = withFD(f, func(fd int) { _ = unix.SetNonblock(fd, false) })
+			_ = protocol.WithFD(f, func(fd int) { _ = unix.SetNonblock(fd, false) })
 		}
 	}
-}
-
-// withFD runs fn with f's descriptor, without os.File.Fd's side effect of
-// making a pollable file blocking.
-func withFD(f *os.File, fn func(fd int)) error {
-	raw, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	return raw.Control(func(fd uintptr) { fn(int(fd)) })
 }

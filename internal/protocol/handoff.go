@@ -72,12 +72,8 @@ func Passable(f *os.File) bool {
 	if f == nil {
 		return false
 	}
-	raw, err := f.SyscallConn()
-	if err != nil {
-		return false
-	}
 	ok := false
-	if cerr := raw.Control(func(fd uintptr) { ok = pipeOrSocket(int(fd)) }); cerr != nil {
+	if err := WithFD(f, func(fd int) { ok = pipeOrSocket(fd) }); err != nil {
 		return false
 	}
 	return ok
@@ -104,8 +100,8 @@ func SendStdio(conn *net.UnixConn, stdin, stdout *os.File) error {
 		return err
 	}
 	var outErr, sendErr error
-	err = withFD(stdin, func(in int) {
-		outErr = withFD(stdout, func(out int) {
+	err = WithFD(stdin, func(in int) {
+		outErr = WithFD(stdout, func(out int) {
 			var n, oobn int
 			n, oobn, sendErr = conn.WriteMsgUnix(frame, unix.UnixRights(in, out), nil)
 			if sendErr == nil && (n != len(frame) || oobn == 0) {
@@ -119,9 +115,9 @@ func SendStdio(conn *net.UnixConn, stdin, stdout *os.File) error {
 	return nil
 }
 
-// withFD runs fn with f's descriptor, without os.File.Fd's side effect of
+// WithFD runs fn with f's descriptor, without os.File.Fd's side effect of
 // making a pollable file blocking.
-func withFD(f *os.File, fn func(fd int)) error {
+func WithFD(f *os.File, fn func(fd int)) error {
 	raw, err := f.SyscallConn()
 	if err != nil {
 		return err
