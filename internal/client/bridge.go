@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -76,25 +75,7 @@ func Bridge(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, err
 	// A client that closed its stdout too is gone: say so to the daemon by
 	// closing the stream, so it cancels the calls it still runs for us
 	// rather than hold them for answers nobody will read.
-	watchDone := make(chan struct{})
-	defer close(watchDone)
-	if gone := hangup.Check(out); gone != nil {
-		go func() {
-			t := time.NewTicker(hangupPoll)
-			defer t.Stop()
-			for {
-				select {
-				case <-watchDone:
-					return
-				case <-t.C:
-					if gone() {
-						_ = conn.Close()
-						return
-					}
-				}
-			}
-		}()
-	}
+	defer hangup.Watch(out, func() { _ = conn.Close() })()
 	err := <-fromDaemon
 	cut := !inEnded.Load() // before closing stdin ends its copy below
 	pout.close()
@@ -116,9 +97,6 @@ func Bridge(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer, err
 	}
 	return nil
 }
-
-// hangupPoll is how often the bridge checks that its client still reads.
-const hangupPoll = 200 * time.Millisecond
 
 // polled is a poller-backed duplicate of a pipe or socket: O_NONBLOCK is
 // set on the open file description, which the original shares.

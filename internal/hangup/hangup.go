@@ -7,6 +7,7 @@ package hangup
 
 import (
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,4 +36,34 @@ func Check(w any) func() bool {
 		})
 		return gone || err != nil // a closed descriptor reaches nobody either
 	}
+}
+
+// Poll is how often Watch checks.
+const Poll = 200 * time.Millisecond
+
+// Watch calls onGone once when w's reader is gone, checking every Poll,
+// until stop is called. When w has no descriptor to ask (Check returns
+// nil) nothing is watched and stop does nothing.
+func Watch(w any, onGone func()) (stop func()) {
+	gone := Check(w)
+	if gone == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(Poll)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if gone() {
+					onGone()
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
 }
