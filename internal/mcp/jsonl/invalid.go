@@ -39,11 +39,17 @@ func (c *Conn) answerInvalid(why error) error {
 		}
 		detail = detail[:cut] + "…"
 	}
-	msg, err := json.Marshal(text + ": " + detail)
+	return c.writeError([]byte("null"), code, text+": "+detail)
+}
+
+// writeError writes one error response for id (raw JSON), under writeMu.
+// A failed write ends the connection's wait for answers it owes.
+func (c *Conn) writeError(id []byte, code int, message string) error {
+	msg, err := json.Marshal(message)
 	if err != nil {
 		return fmt.Errorf("jsonl: encoding an error answer: %w", err)
 	}
-	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%s}}`+"\n", code, msg)
+	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, msg)
 	c.writeMu.Lock()
 	_, err = c.w.Write(line)
 	c.writeMu.Unlock()

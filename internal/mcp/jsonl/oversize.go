@@ -42,19 +42,7 @@ func (c *Conn) answerOversized(size int, id []byte) error {
 	if id == nil || !validID(id) {
 		id = []byte("null")
 	}
-	msg, err := json.Marshal(fmt.Sprintf("Invalid Request: a message of %d bytes exceeds this session's limit of %d bytes", size, c.limit))
-	if err != nil {
-		return fmt.Errorf("jsonl: encoding an error answer: %w", err)
-	}
-	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, codeInvalidRequest, msg)
-	c.writeMu.Lock()
-	_, err = c.w.Write(line)
-	c.writeMu.Unlock()
-	if err != nil {
-		c.answered(nil, true)
-		return fmt.Errorf("jsonl: write: %w", err)
-	}
-	return nil
+	return c.writeError(id, codeInvalidRequest, fmt.Sprintf("Invalid Request: a message of %d bytes exceeds this session's limit of %d bytes", size, c.limit))
 }
 
 // validID accepts what JSON-RPC allows as an id: a string or a number.
