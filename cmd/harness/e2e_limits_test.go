@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -84,6 +85,22 @@ func TestMCP_OversizedMessagesAreRefusedWithoutBeingRead(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body[:n]), "mcp_max_message_bytes") {
 		t.Errorf("HTTP POST of 2 MB: %d %s", resp.StatusCode, body[:n])
+	}
+}
+
+// A limit raised over the go-sdk's own 4 MiB default applies over HTTP
+// too: a 5 MiB call reaches the tool (its answer says the harness is
+// unknown, clipped), where the SDK would have refused it with 413.
+func TestMCP_RaisedMessageLimitAppliesOverHTTP(t *testing.T) {
+	f := newFleet(t, "[daemon]\nmcp_max_message_bytes = 8388608\nmcp_http = \"127.0.0.1:0\"\n"+sleeperConfig)
+	s := httpSession(t, f.mcpURL(), strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token")))
+	big := strings.Repeat("x", 5<<20)
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "harness_describe", Arguments: map[string]any{"name": big}})
+	if err != nil {
+		t.Fatalf("a 5 MiB call under an 8 MiB limit: %v", err)
+	}
+	if code := errorCode(t, res); code != "unknown_harness" {
+		t.Fatalf("a 5 MiB call under an 8 MiB limit answered %q: %s", code, errcode.Clip(text(t, res), 300))
 	}
 }
 

@@ -110,6 +110,11 @@ func NewHandler(opt Options) http.Handler {
 		// ServeHTTP has checked Host and Origin already, by the same rule
 		// but case-insensitively (the go-sdk refuses "LOCALHOST").
 		DisableLocalhostProtection: true,
+		// ServeHTTP has read every POST body already, bounded by
+		// maxMessage ([daemon] mcp_max_message_bytes), and hands the SDK
+		// the bytes: its own default of 4 MiB would refuse what a raised
+		// limit allows.
+		MaxRequestBodyBytes: -1,
 	})
 	return h
 }
