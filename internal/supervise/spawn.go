@@ -171,11 +171,7 @@ func (a *actor) spawn(cause runs.Cause) error {
 	if !a.deps.AwaitReady {
 		p.healthyTimer = a.arm(a.deps.Limits.HealthyAfter, p.gen, timerHealthy)
 	}
-	if a.hist.Degraded {
-		a.setState(StateDegraded)
-	} else {
-		a.setState(StateRunning)
-	}
+	a.setState(a.upState())
 	return nil
 }
 

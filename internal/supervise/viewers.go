@@ -80,7 +80,6 @@ func (f *fanout) ended(state, message string) {
 	f.live, f.state = false, state
 	for v := range f.viewers {
 		v.pushEventLocked(api.AttachEvent{Kind: api.AttachEnded, Name: f.name, RunID: f.run, State: state, Message: message})
-		v.ended = true
 		delete(f.viewers, v)
 	}
 }
@@ -169,7 +168,8 @@ func repaint(s term.Snapshot, paste bool) string {
 // clampSize bounds a viewer's size to what the terminal accepts, so a tiny
 // or huge window still attaches.
 func clampSize(cols, rows int) (uint16, uint16) {
-	return uint16(min(max(cols, term.MinCols), term.MaxCols)), uint16(min(max(rows, term.MinRows), term.MaxRows))
+	c, r := term.ClampSize(cols, rows)
+	return uint16(c), uint16(r)
 }
 
 func isNotRunning(err error) bool { return errors.Is(err, ErrNotRunning) }
@@ -186,8 +186,7 @@ type Viewer struct {
 	queue   []viewItem
 	pending int    // output bytes queued
 	lagging bool   // output was dropped: repaint at the next read
-	ended   bool   // the unit ended (the AttachEnded notice is queued)
-	closed  bool   // Close was called
+	closed  bool   // Close was called, or the AttachEnded notice was read
 	run     uint64 // the run this viewer has been told of
 }
 
@@ -281,9 +280,6 @@ func (v *Viewer) take() (out []byte, ev *api.AttachEvent, ok bool, err error) {
 		snap := v.f.t.Snapshot(term.SnapshotOptions{ANSI: true})
 		return []byte(repaint(snap, v.f.t.BracketedPaste())), nil, true, nil
 	}
-	if v.ended {
-		return nil, nil, false, io.EOF
-	}
 	return nil, nil, false, nil
 }
 
@@ -306,9 +302,6 @@ func (v *Viewer) Resize(ctx context.Context, cols, rows int) error {
 	c, r := clampSize(cols, rows)
 	return v.u.Resize(ctx, c, r)
 }
-
-// ReadOnly reports whether the viewer only watches.
-func (v *Viewer) ReadOnly() bool { return v.readOnly }
 
 // Close detaches the viewer; Next then returns io.EOF.
 func (v *Viewer) Close() {

@@ -78,7 +78,7 @@ func (o Options) withDefaults() Options {
 	if o.Rows <= 0 {
 		o.Rows = DefaultRows
 	}
-	o.Cols, o.Rows = clampSize(o.Cols, o.Rows)
+	o.Cols, o.Rows = ClampSize(o.Cols, o.Rows)
 	if o.IdleAfter <= 0 {
 		o.IdleAfter = DefaultIdleAfter
 	}
@@ -103,7 +103,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-func clampSize(cols, rows int) (int, int) {
+// ClampSize bounds a size to what a terminal accepts.
+func ClampSize(cols, rows int) (int, int) {
 	return min(max(cols, MinCols), MaxCols), min(max(rows, MinRows), MaxRows)
 }
 
@@ -167,9 +168,7 @@ func (t *Term) Reset(cols, rows int) {
 	if rows <= 0 {
 		rows = t.opt.Rows
 	}
-	t.resetLocked(cols, rows)
-	now := t.opt.Now() // the new run is silent since it started
-	t.since, t.lastOut, t.dirty = now, now, false
+	t.resetLocked(cols, rows) // the new run is silent since it started
 	if t.busy {
 		t.busy = false
 		t.opt.OnActivity(t.activityLocked())
@@ -182,7 +181,7 @@ func (t *Term) Reset(cols, rows int) {
 // up front), which a fleet of units that have not printed yet, or never
 // print, need not pay.
 func (t *Term) resetLocked(cols, rows int) {
-	cols, rows = clampSize(cols, rows)
+	cols, rows = ClampSize(cols, rows)
 	t.cols, t.rows = cols, rows
 	t.em, t.main, t.alt = nil, nil, nil
 	t.bufs = [2]**uv.RenderBuffer{}
@@ -433,7 +432,7 @@ func (t *Term) Resize(cols, rows int) {
 	if t.closed {
 		return
 	}
-	cols, rows = clampSize(cols, rows)
+	cols, rows = ClampSize(cols, rows)
 	if cols == t.cols && rows == t.rows {
 		return
 	}

@@ -179,13 +179,6 @@ func (a *Auth) SetAllowed(h string, allow ...string) {
 	a.allowed[h] = append([]string{}, allow...) // never nil: nil means "harness gone"
 }
 
-// Forget removes a harness from the configuration.
-func (a *Auth) Forget(h string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.allowed, h)
-}
-
 // SetProject puts a harness in a project.
 func (a *Auth) SetProject(h, project string) {
 	a.mu.Lock()
