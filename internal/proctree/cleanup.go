@@ -80,10 +80,6 @@ func CleanupLeftovers(path string, opt CleanupOptions) (killed int, err error) {
 	if match == nil && len(idents) == 0 {
 		return killed, truncateLedger(path)
 	}
-	if match == nil {
-		match = func(string) bool { return false }
-	}
-
 	c := &cleanup{match: match, idents: idents, logger: logger, groups: map[int]bool{}, hit: map[int]bool{}}
 	if c.pass(syscall.SIGTERM) > 0 && !c.waitGone(opt.Grace) {
 		c.pass(syscall.SIGKILL)
@@ -157,7 +153,7 @@ func leftoverMatcher(data ledgerFile) func(string) bool {
 
 // cleanup tracks one CleanupLeftovers run.
 type cleanup struct {
-	match  func(string) bool
+	match  func(string) bool // nil: no markers to look for (scan reads no environ)
 	idents map[Ident]bool // recorded processes and their descendants seen so far
 	logger *slog.Logger
 	groups map[int]bool // groups verified by a marked member at some pass
