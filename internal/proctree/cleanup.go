@@ -154,7 +154,7 @@ func leftoverMatcher(data ledgerFile) func(string) bool {
 // cleanup tracks one CleanupLeftovers run.
 type cleanup struct {
 	match  func(string) bool // nil: no markers to look for (scan reads no environ)
-	idents map[Ident]bool // recorded processes and their descendants seen so far
+	idents map[Ident]bool    // recorded processes and their descendants seen so far
 	logger *slog.Logger
 	groups map[int]bool // groups verified by a marked member at some pass
 	hit    map[int]bool // every pid signalled so far
