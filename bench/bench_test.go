@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,28 +12,11 @@ import (
 	"time"
 )
 
-// TestMain lets the test binary serve as the bench's relay process and
-// part 5's ticker, as the bench program does (it re-executes
+// TestMain lets the test binary serve the bench's hidden modes (relay,
+// ticker, TUI child, daemon), as the bench program does (it re-executes
 // os.Executable()).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == "-serve-ticker" {
-		serveTicker(os.Args[2])
-		os.Exit(0)
-	}
-	if len(os.Args) > 1 && os.Args[1] == "-serve-tui" {
-		if err := serveTUI(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "bench tui:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	if len(os.Args) > 1 && os.Args[1] == "-serve-relay" {
-		if err := serveRelay(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "bench relay:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	serveMode(os.Args)
 	os.Exit(m.Run())
 }
 

@@ -84,32 +84,36 @@ func defaults(quick bool) options {
 	return o
 }
 
+// serveMode runs the hidden mode args[1] names, if it names one, and
+// exits: the bench re-executes its own binary (this program, or the
+// package's test binary) as relay, ticker, TUI child and daemon.
+func serveMode(args []string) {
+	if len(args) < 2 {
+		return
+	}
+	var what string
+	var err error
+	switch {
+	case args[1] == "-serve-relay":
+		what, err = "bench relay", serveRelay(args[2:])
+	case args[1] == "-serve-ticker" && len(args) > 2:
+		serveTicker(args[2])
+	case args[1] == "-serve-tui":
+		what, err = "bench tui", serveTUI(args[2:])
+	case args[1] == "-serve-daemon":
+		what, err = "bench daemon", serveDaemon(args[2:])
+	default:
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, what+":", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "-serve-relay" {
-		if err := serveRelay(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "bench relay:", err)
-			os.Exit(1)
-		}
-		return
-	}
-	if len(os.Args) > 2 && os.Args[1] == "-serve-ticker" {
-		serveTicker(os.Args[2])
-		os.Exit(0)
-	}
-	if len(os.Args) > 1 && os.Args[1] == "-serve-tui" {
-		if err := serveTUI(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "bench tui:", err)
-			os.Exit(1)
-		}
-		return
-	}
-	if len(os.Args) > 1 && os.Args[1] == "-serve-daemon" {
-		if err := serveDaemon(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "bench daemon:", err)
-			os.Exit(1)
-		}
-		return
-	}
+	serveMode(os.Args)
 	quick := false
 	for _, a := range os.Args[1:] {
 		if a == "-quick" || a == "--quick" || a == "-quick=true" || a == "--quick=true" {

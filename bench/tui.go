@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -238,7 +239,7 @@ func (d *benchDaemon) waitTUISettled(ctx context.Context, n int, limit time.Dura
 // heapProfile has an in-process daemon (-cpuprofile mode) write its heap
 // profile to dir/name.heap.pprof (SIGUSR1, see serveDaemon) and waits for it.
 func (d *benchDaemon) heapProfile(dir, name string) error {
-	path := dirJoin(dir, name+".heap.pprof")
+	path := filepath.Join(dir, name+".heap.pprof")
 	_ = os.Remove(path)
 	if err := d.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		return err
@@ -251,5 +252,3 @@ func (d *benchDaemon) heapProfile(dir, name string) error {
 	}
 	return fmt.Errorf("no heap profile at %s", path)
 }
-
-func dirJoin(dir, name string) string { return strings.TrimSuffix(dir, "/") + "/" + name }
