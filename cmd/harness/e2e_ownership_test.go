@@ -289,6 +289,20 @@ restart = "no"
 	if r := f.lastRun("d"); r.Ended != nil {
 		t.Fatalf("run ended while a process of it runs: %+v", r)
 	}
+	// The run has a terminal to show and an activity, as attach has.
+	var scr struct {
+		RunID uint64 `json:"run_id"`
+	}
+	f.mustJSON(&scr, "screen", "d")
+	type row struct {
+		Name     string `json:"name"`
+		Activity string `json:"activity"`
+	}
+	var rows []row
+	f.mustJSON(&rows, "list")
+	if i := slices.IndexFunc(rows, func(r row) bool { return r.Name == "d" }); scr.RunID == 0 || i < 0 || rows[i].Activity == "" {
+		t.Fatalf("a run past its main process: screen run_id %d, list %+v", scr.RunID, rows)
+	}
 
 	// restart ends the child with the run, then starts a new one.
 	f.mustRun("restart", "d")

@@ -29,7 +29,7 @@ const (
 
 // terminalOf finds the terminal of a harness that has a process: an
 // unknown name is unknown_harness, an upstream (a stdio unit, no
-// terminal) invalid_argument, a harness without a process not_running.
+// terminal) invalid_argument, a harness without a run not_running.
 func (c *Control) terminalOf(name string) (*unit, *term.Term, supervise.Status, error) {
 	u, err := c.lookup(name)
 	if err != nil {
@@ -40,7 +40,7 @@ func (c *Control) terminalOf(name string) (*unit, *term.Term, supervise.Status, 
 		return nil, nil, supervise.Status{}, errcode.Errorf(errcode.InvalidArgument, "%s is an MCP upstream on pipes: it has no terminal", name)
 	}
 	st := u.sup.Status()
-	if st.PID == 0 {
+	if !st.HasRun() {
 		return nil, nil, st, errcode.Errorf(errcode.NotRunning, "%s is %s: it has no process to show", name, st.State)
 	}
 	return u, t, st, nil
@@ -173,7 +173,7 @@ func activityView(a term.Activity, now time.Time) (state string, idleS float64, 
 // list row; other rows keep their shape.
 func withActivity(ui *api.UnitInfo, u *unit, st supervise.Status) {
 	t := u.sup.Term()
-	if t == nil || st.PID == 0 {
+	if t == nil || !st.HasRun() {
 		return
 	}
 	state, idle, since := activityView(t.Activity(), time.Now())

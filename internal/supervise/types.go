@@ -145,3 +145,8 @@ type Status struct {
 	ConfigChanged bool
 	Cols, Rows    uint16
 }
+
+// HasRun reports whether the unit has a current run: a process, or in
+// cgroup mode a run that goes on after its main process exited (PID is
+// then 0).
+func (s Status) HasRun() bool { return !s.StartedAt.IsZero() }
