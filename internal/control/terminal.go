@@ -55,6 +55,21 @@ func seconds(name string, v float64) (time.Duration, error) {
 	return time.Duration(v * float64(time.Second)), nil
 }
 
+// idleWait checks the idle_s and timeout_s of a wait; a timeout of 0 is
+// def.
+func idleWait(idleS, timeoutS float64, def time.Duration) (idle, timeout time.Duration, err error) {
+	if idle, err = seconds("idle_s", idleS); err != nil {
+		return 0, 0, err
+	}
+	if timeout, err = seconds("timeout_s", timeoutS); err != nil {
+		return 0, 0, err
+	}
+	if timeout == 0 {
+		timeout = def
+	}
+	return idle, timeout, nil
+}
+
 // errRunEnded cancels a wait whose run ended.
 var errRunEnded = errors.New("the run ended")
 
@@ -88,16 +103,9 @@ func (c *Control) waitIdle(ctx context.Context, name string, t *term.Term, run u
 // Wait answers `wait`: it returns once the harness has been idle for
 // idle_s (at least its idle_after), or says timed_out after timeout_s.
 func (c *Control) Wait(ctx context.Context, a api.WaitArgs) (api.WaitResult, error) {
-	idle, err := seconds("idle_s", a.IdleS)
+	idle, timeout, err := idleWait(a.IdleS, a.TimeoutS, DefaultWaitTimeout)
 	if err != nil {
 		return api.WaitResult{}, err
-	}
-	timeout, err := seconds("timeout_s", a.TimeoutS)
-	if err != nil {
-		return api.WaitResult{}, err
-	}
-	if timeout == 0 {
-		timeout = DefaultWaitTimeout
 	}
 	_, t, st, err := c.terminalOf(a.Name)
 	if err != nil {
@@ -117,16 +125,9 @@ func (c *Control) Screen(ctx context.Context, a api.ScreenArgs) (api.Screen, err
 	if a.Scrollback < 0 || a.Scrollback > MaxScrollback {
 		return api.Screen{}, errcode.Errorf(errcode.InvalidArgument, "scrollback must be between 0 and %d (the lines a harness keeps)", MaxScrollback)
 	}
-	idle, err := seconds("idle_s", a.IdleS)
+	idle, timeout, err := idleWait(a.IdleS, a.TimeoutS, DefaultScreenTimeout)
 	if err != nil {
 		return api.Screen{}, err
-	}
-	timeout, err := seconds("timeout_s", a.TimeoutS)
-	if err != nil {
-		return api.Screen{}, err
-	}
-	if timeout == 0 {
-		timeout = DefaultScreenTimeout
 	}
 	u, t, st, err := c.terminalOf(a.Name)
 	if err != nil {
