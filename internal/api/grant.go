@@ -34,7 +34,7 @@ func ParseScope(s string) (Scope, error) {
 	if !qualified {
 		ns, cls = "", s
 	}
-	if qualified && !validNamespace(ns) {
+	if qualified && !ValidNamespace(ns) {
 		return Scope{}, fmt.Errorf("%q: invalid namespace %q (want %q or an upstream key: lowercase letters, digits and \"-\")", s, ns, FacadeNamespace)
 	}
 	c, err := ParseClass(cls)
@@ -44,8 +44,9 @@ func ParseScope(s string) (Scope, error) {
 	return Scope{Namespace: ns, Class: c}, nil
 }
 
-// validNamespace is the syntax of an upstream key (which "harness" has too).
-func validNamespace(ns string) bool {
+// ValidNamespace reports whether ns has the syntax of an upstream key
+// (which "harness" has too): lowercase letters, digits and "-".
+func ValidNamespace(ns string) bool {
 	if ns == "" {
 		return false
 	}

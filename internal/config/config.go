@@ -299,7 +299,4 @@ func displayName(path string) string {
 	return filepath.Base(path)
 }
 
-var (
-	harnessNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	upstreamKeyRE = regexp.MustCompile(`^[a-z0-9-]+$`)
-)
+var harnessNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

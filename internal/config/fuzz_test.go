@@ -102,7 +102,7 @@ func checkConfig(t *testing.T, cfg *Config) {
 		}
 	}
 	for key, u := range cfg.Upstreams {
-		if key == "prompts" || strings.HasPrefix(key, "harness") || !upstreamKeyRE.MatchString(key) || strings.TrimSpace(u.Cmd) == "" {
+		if key == "prompts" || strings.HasPrefix(key, "harness") || !api.ValidNamespace(key) || strings.TrimSpace(u.Cmd) == "" {
 			t.Fatalf("upstream %q = %+v", key, u)
 		}
 	}

@@ -123,7 +123,7 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 	switch {
 	case strings.HasPrefix(key, "harness"):
 		d.add(path, "key %q is reserved: it would shadow the facade's harness_* tools", key)
-	case !upstreamKeyRE.MatchString(key):
+	case !api.ValidNamespace(key):
 		d.add(path, `invalid upstream key %q: use lowercase letters, digits and "-"`, key)
 	}
 	u := &Upstream{
