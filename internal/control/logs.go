@@ -71,12 +71,14 @@ func summary(l *logs.Log, a api.LogsArgs) api.LogsSummary {
 	} else {
 		cur := *a.Cursor
 		all, oldest := l.EntriesAfter(cur, maxLines)
-		if newest := newestID(l); len(all) == 0 && cur > newest {
-			// Not a position this log has reached: answering with the
-			// cursor would have the follower skip every entry up to it.
-			res.Note = fmt.Sprintf("cursor %d is past the newest entry (%d); continue from next_cursor", cur, newest)
-			res.NextCursor = newest
-			return res
+		if len(all) == 0 {
+			if newest := newestID(l); cur > newest {
+				// Not a position this log has reached: answering with the
+				// cursor would have the follower skip every entry up to it.
+				res.Note = fmt.Sprintf("cursor %d is past the newest entry (%d); continue from next_cursor", cur, newest)
+				res.NextCursor = newest
+				return res
+			}
 		}
 		if oldest > 0 && cur+1 < oldest {
 			res.Note = fmt.Sprintf("cursor %d has aged out; the oldest retained entry is %d, returning the retained tail", cur, oldest)

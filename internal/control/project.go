@@ -30,8 +30,8 @@ func (c *Control) projectSpecs(p *config.Project) map[string]unitSpec {
 
 // checkProjectLocked refuses a project that would collide with the global fleet:
 // its name may not be a global harness name and its upstream keys may not
-// be global upstream keys (project upstreams add, never override). api.Caller
-// holds c.mu.
+// be global upstream keys (project upstreams add, never override). The
+// caller holds c.mu.
 func (c *Control) checkProjectLocked(p *config.Project) error {
 	if c.closing.Load() {
 		return errcode.Errorf(errcode.DaemonUnavailable, "the daemon is shutting down")
