@@ -104,16 +104,7 @@ func (t *Term) rowTextsLocked(scr *vt.Screen) []string {
 // the cursor over) is a space, a wide character's second cell adds
 // nothing, trailing blanks are trimmed.
 func (t *Term) rowTextLocked(l uv.Line) string {
-	b := t.rowBuf[:0]
-	for x := range t.cols {
-		var c *uv.Cell
-		if x < len(l) {
-			c = &l[x]
-		}
-		b = appendCell(b, c)
-	}
-	t.rowBuf = b
-	return trimRight(b)
+	return t.lineTextLocked(l[:min(len(l), t.cols)])
 }
 
 // lineText is the text of a line that left a screen.
@@ -128,8 +119,6 @@ func (t *Term) lineTextLocked(l uv.Line) string {
 
 func appendCell(b []byte, c *uv.Cell) []byte {
 	switch {
-	case c == nil:
-		return append(b, ' ')
 	case c.Width == 0 && c.Content == "":
 		return b // the second half of a wide character
 	case c.Content == "":
