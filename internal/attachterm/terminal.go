@@ -59,33 +59,23 @@ func Open(stdin, stdout *os.File) (*Terminal, error) {
 }
 
 func isTerminal(f *os.File) bool {
-	ok := false
-	raw, err := f.SyscallConn()
-	if err != nil {
-		return false
-	}
-	_ = raw.Control(func(fd uintptr) {
-		_, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
-		ok = err == nil
-	})
-	return ok
+	return control(f, func(fd int) error {
+		_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+		return err
+	}) == nil
 }
 
 func statFile(f *os.File, st *syscall.Stat_t) error {
-	raw, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) { serr = syscall.Fstat(int(fd), st) }); err != nil {
-		return err
-	}
-	return serr
+	return control(f, func(fd int) error { return syscall.Fstat(fd, st) })
 }
 
 // control runs fn on the terminal's descriptor.
-func (t *Terminal) control(fn func(fd int) error) error {
-	raw, err := t.f.SyscallConn()
+func (t *Terminal) control(fn func(fd int) error) error { return control(t.f, fn) }
+
+// control runs fn on f's descriptor without os.File.Fd, which would make
+// a pollable file blocking.
+func control(f *os.File, fn func(fd int) error) error {
+	raw, err := f.SyscallConn()
 	if err != nil {
 		return err
 	}
