@@ -72,10 +72,7 @@ var fleetColumns = []column{
 		} else {
 			pid = r.unit.PID
 		}
-		if pid == 0 {
-			return "-"
-		}
-		return strconv.Itoa(pid)
+		return pidText(pid)
 	}},
 	{title: "DESCRIPTION", short: "DESC", min: 12, max: 12, drop: optional, grow: true, cell: func(r row, _ time.Time) string {
 		if r.kind == rowUpstream {

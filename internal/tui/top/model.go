@@ -497,8 +497,9 @@ func (m *Model) armClock() tea.Cmd {
 	if m.clockArmed {
 		return nil
 	}
+	now := m.o.Now()
 	for _, u := range m.units {
-		if _, ok := u.idleFor(m.o.Now()); ok {
+		if _, ok := u.idleFor(now); ok {
 			m.clockArmed = true
 			return m.o.After(time.Second, clockMsg{})
 		}

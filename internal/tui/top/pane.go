@@ -1,7 +1,9 @@
 package top
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -221,6 +223,8 @@ func (m *Model) onRuns(msg runsMsg) tea.Cmd {
 		m.runs.err = errText(msg.err)
 		return nil
 	}
+	// Sorted once here, not at every frame of the runs view.
+	slices.SortFunc(msg.runs, func(a, b api.Run) int { return cmp.Compare(b.ID, a.ID) }) // newest first
 	m.runs.err, m.runs.runs, m.runs.loaded = "", msg.runs, true
 	return nil
 }

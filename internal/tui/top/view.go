@@ -2,7 +2,6 @@ package top
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -261,8 +260,7 @@ func (m *Model) renderRuns(lines []string, now time.Time) []string {
 	case len(m.runs.runs) == 0:
 		body = []string{"(no runs yet)"}
 	default:
-		rs := slices.Clone(m.runs.runs)
-		slices.SortFunc(rs, func(a, b api.Run) int { return int(b.ID) - int(a.ID) }) // newest first
+		rs := m.runs.runs // newest first (onRuns)
 		m.scroll = min(m.scroll, max(len(rs)-h, 0))
 		for _, r := range rs[min(m.scroll, len(rs)):] {
 			vals := []string{strconv.FormatUint(r.ID, 10), string(r.Cause), pidText(r.PID), clock(r.StartedAt, now), "-", "running"}
