@@ -89,7 +89,7 @@ func runCallLog(ctx context.Context, o options, tmp string, rep *report) error {
 			return err
 		}
 		defer v.sess.Close()
-		if _, err := callSeq(ctx, v.sess, o.Warmup*10); err != nil {
+		if _, err := timedCalls(ctx, v.sess, logTool, logArgs, o.Warmup*10); err != nil {
 			return fmt.Errorf("call log %s: warm-up: %w", v.name, err)
 		}
 	}
@@ -101,7 +101,7 @@ func runCallLog(ctx context.Context, o options, tmp string, rep *report) error {
 		for i := range variants {
 			v := variants[(i+b)%len(variants)]
 			before := selfCPU()
-			lat, err := callSeq(ctx, v.sess, min(logBatch, o.LogCalls))
+			lat, err := timedCalls(ctx, v.sess, logTool, logArgs, min(logBatch, o.LogCalls))
 			if err != nil {
 				return fmt.Errorf("call log %s: %w", v.name, err)
 			}
@@ -147,15 +147,16 @@ func ns(d time.Duration) string {
 	return fmt.Sprintf("%.1f µs", float64(d)/1e3)
 }
 
-// callSeq makes n sequential part 4 calls and returns their latencies.
-func callSeq(ctx context.Context, s *mcp.ClientSession, n int) ([]time.Duration, error) {
+// timedCalls makes n sequential calls of tool with args on s and returns
+// their latencies; a failed call or a tool error ends it.
+func timedCalls(ctx context.Context, s *mcp.ClientSession, tool string, args any, n int) ([]time.Duration, error) {
 	lat := make([]time.Duration, 0, n)
 	for range n {
 		t0 := time.Now()
-		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: logTool, Arguments: logArgs})
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 		el := time.Since(t0)
 		if err == nil && res.IsError {
-			err = fmt.Errorf("%s: tool error: %+v", logTool, res.Content)
+			err = fmt.Errorf("%s: tool error: %+v", tool, res.Content)
 		}
 		if err != nil {
 			return nil, err

@@ -173,23 +173,9 @@ func measure(ctx context.Context, sess []*mcp.ClientSession, tool string, calls 
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, s := range sess {
-		lat[i] = make([]time.Duration, 0, calls)
 		wg.Go(func() {
-			args := map[string]any{"text": "hello from the bench"}
 			<-start
-			for range calls {
-				t0 := time.Now()
-				res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-				el := time.Since(t0)
-				if err == nil && res.IsError {
-					err = fmt.Errorf("%s: tool error: %+v", tool, res.Content)
-				}
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				lat[i] = append(lat[i], el)
-			}
+			lat[i], errs[i] = timedCalls(ctx, s, tool, map[string]any{"text": "hello from the bench"}, calls)
 		})
 	}
 	t0 := time.Now()
