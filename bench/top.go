@@ -86,30 +86,31 @@ func runTop(ctx context.Context, o options, bin, tmp string, rep *report) error 
 	// Idle: nothing changes for o.TopIdle. The selection is a stopped
 	// harness (no preview to follow), then a running one (its preview
 	// looks for new output once a second).
-	if o.TopSamples%2 == 1 { // the last sample stopped it: leave it stopped
-	} else if err := d.ctl.Call(ctx, api.OpStop, api.NamesArgs{Names: []string{name}}, nil); err != nil {
-		return err
+	if o.TopSamples%2 == 0 { // else the last sample stopped it already
+		if err := d.ctl.Call(ctx, api.OpStop, api.NamesArgs{Names: []string{name}}, nil); err != nil {
+			return err
+		}
 	}
 	if _, err := tm.waitRow(name, "stopped", 10*time.Second); err != nil {
 		return err
 	}
-	idle := func(label string) (top, daemon time.Duration, err error) {
+	idle := func(label string) (top, daemon time.Duration) {
 		o.progress("part 5: idle %s for %s", label, o.TopIdle)
 		time.Sleep(300 * time.Millisecond) // let the last answers land
 		t0, d0 := procCPU(topPID), procCPU(d.pid())
 		time.Sleep(o.TopIdle)
 		t1, d1 := procCPU(topPID), procCPU(d.pid())
-		return t1 - t0, d1 - d0, nil
+		return t1 - t0, d1 - d0
 	}
 	pct := func(cpu time.Duration) float64 { return 100 * float64(cpu) / float64(o.TopIdle) }
-	topStopped, dStopped, _ := idle("with a stopped harness selected")
+	topStopped, dStopped := idle("with a stopped harness selected")
 	if _, err := tm.send("Home"); err != nil { // h000, running
 		return err
 	}
 	if _, err := tm.wait("preview of h000 (running)", 10*time.Second); err != nil {
 		return err
 	}
-	topRunning, dRunning, _ := idle("with a running harness selected")
+	topRunning, dRunning := idle("with a running harness selected")
 
 	// What a process that only keeps bubbletea's frame clock costs: a Go
 	// ticker at top's frame rate (this program in -serve-ticker mode).

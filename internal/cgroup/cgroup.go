@@ -206,11 +206,7 @@ func (g *Group) WaitEmpty(done <-chan struct{}) error {
 
 // Remove deletes the empty leaf.
 func (g *Group) Remove() error {
-	err := errors.Join(g.CloseFD(), removeDir(g.dir))
-	if err != nil {
-		return err
-	}
-	return nil
+	return errors.Join(g.CloseFD(), removeDir(g.dir))
 }
 
 // removeDir deletes one empty cgroup. The kernel may report it busy for a
