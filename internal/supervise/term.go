@@ -78,6 +78,7 @@ func (a *actor) onResize(m resizeCmd) {
 	}
 	p.cols, p.rows = m.cols, m.rows
 	a.u.term.Resize(int(m.cols), int(m.rows))
+	a.publish() // before the reply: the caller's next Status has the size
 	m.reply <- nil
 }
 
