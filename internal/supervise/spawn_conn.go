@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -92,19 +91,9 @@ func (a *actor) upState() State {
 // never from the daemon's environment. Errors name the file, the header
 // and the variable, never a value.
 func resolveRemote(cfg UnitConfig) (endpoint.Target, error) {
-	vars := map[string]string{}
-	if cfg.EnvFile != "" {
-		kvs, err := ParseEnvFile(cfg.EnvFile)
-		if err != nil {
-			return endpoint.Target{}, err
-		}
-		for _, kv := range kvs {
-			k, v, _ := strings.Cut(kv, "=")
-			vars[k] = v
-		}
-	}
-	for k, v := range cfg.Env {
-		vars[k] = v
+	vars, err := endpoint.Vars(cfg.EnvFile, cfg.Env)
+	if err != nil {
+		return endpoint.Target{}, err
 	}
 	t, err := endpoint.Resolve(cfg.URL, cfg.Headers, func(k string) (string, bool) {
 		v, ok := vars[k]
