@@ -30,4 +30,6 @@ type Event struct {
 	Message  string    `json:"message,omitempty"`
 	Activity string    `json:"activity,omitempty"` // EventActivity: "busy" or "idle"
 	Time     time.Time `json:"time,omitzero"`
+	// Agent is the new agent state of an EventAgent event.
+	Agent *AgentView `json:"agent,omitempty"`
 }

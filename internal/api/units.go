@@ -32,6 +32,9 @@ type UnitInfo struct {
 	Activity  string     `json:"activity,omitempty"`
 	IdleS     *float64   `json:"idle_s,omitempty"`
 	IdleSince *time.Time `json:"idle_since,omitempty"`
+	// AgentView is the agent of a harness and, while it has a run, what
+	// that agent is doing (DESIGN §16); absent for upstreams.
+	AgentView
 }
 
 // Description is the answer of `describe`: the list fields plus the unit's

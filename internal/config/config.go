@@ -107,6 +107,14 @@ type Harness struct {
 	// 3) the silence after which the harness counts as idle.
 	TermCols, TermRows int
 	IdleAfter          time.Duration
+	// Agent (agent) names the adapter of the program cmd runs (DESIGN
+	// §16); when the key is absent it is inferred from cmd's base name
+	// (agent.Infer), so it is always a registered adapter's name.
+	Agent string
+	// MCPWire (mcp_wire, default true) gives each run of a known agent
+	// an MCP configuration that reaches harness; false leaves the
+	// agent's MCP configuration to the user.
+	MCPWire bool
 }
 
 // IsJob reports whether h is a job (DESIGN §7): it has a schedule or it is

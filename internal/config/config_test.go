@@ -182,6 +182,15 @@ func TestParseValid(t *testing.T) {
 			h := c.Harnesses["a"]
 			return h.TermCols == 80 && h.TermRows == 24 && h.IdleAfter == 1500*time.Millisecond
 		}},
+		{"agent inferred from cmd", "[harness.a]\ncmd='/usr/bin/claude'\n[harness.b]\ncmd='codex'\n[harness.c]\ncmd='gemini'\n[harness.d]\ncmd='sh'", func(c *Config) bool {
+			h := c.Harnesses
+			return h["a"].Agent == "claude-code" && h["b"].Agent == "codex" && h["c"].Agent == "gemini" &&
+				h["d"].Agent == "generic" && h["a"].MCPWire && h["d"].MCPWire
+		}},
+		{"agent and mcp_wire set", "[harness.a]\ncmd='npx'\nagent='gemini'\nmcp_wire=false\n[harness.b]\ncmd='claude'\nagent='generic'", func(c *Config) bool {
+			a, b := c.Harnesses["a"], c.Harnesses["b"]
+			return a.Agent == "gemini" && !a.MCPWire && b.Agent == "generic" && b.MCPWire
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := Parse("harness.toml", []byte(tt.src))
@@ -297,6 +306,10 @@ func TestParseErrors(t *testing.T) {
 			`harness.toml:7: harness.b.term_size: terminal size "1x40" out of range (want 2..1000 columns and 2..500 rows)`,
 			"harness.toml:8: harness.b.idle_after: must be a number of seconds, not a string",
 			"harness.toml:11: harness.c.term_size: must be a string, not an integer"}},
+		{"agent keys", "[harness.a]\ncmd='x'\nagent='cursor'\nmcp_wire='no'\n[harness.b]\ncmd='x'\nagent=1\n", []string{
+			`harness.toml:3: harness.a.agent: unknown agent "cursor" (want one of "claude-code", "codex", "gemini", "generic")`,
+			"harness.toml:4: harness.a.mcp_wire: must be true or false, not a string",
+			"harness.toml:7: harness.b.agent: must be a string, not an integer"}},
 		{"nan and huge int", "[harness.a]\ncmd='x'\nrestart_delay = nan\nstop_grace = 9223372037\n", []string{
 			"harness.toml:3: harness.a.restart_delay: must be >= 0 seconds, not NaN",
 			"harness.toml:4: harness.a.stop_grace: 9223372037 seconds is too long"}},

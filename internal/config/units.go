@@ -2,8 +2,10 @@ package config
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/harness-dev/harness/internal/agent"
 	"github.com/harness-dev/harness/internal/api"
 )
 
@@ -29,6 +31,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 		MCPAllow: api.DefaultGrant(),
 		Project:  project,
 		TermCols: DefaultTermCols, TermRows: DefaultTermRows, IdleAfter: DefaultIdleAfter,
+		MCPWire: true,
 	}
 	restartSet := false
 	for _, k := range sortedKeys(t) {
@@ -72,11 +75,18 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 			h.TermCols, h.TermRows = d.termSize(kp, val)
 		case "idle_after":
 			h.IdleAfter = d.idleAfter(kp, val)
+		case "agent":
+			h.Agent = d.agent(kp, val)
+		case "mcp_wire":
+			h.MCPWire = d.boolean(kp, val)
 		default:
 			d.unknown(kp, val)
 		}
 	}
 	d.requireCmd(path, t, h.Cmd)
+	if h.Agent == "" {
+		h.Agent = agent.Infer(h.Cmd)
+	}
 	if !restartSet {
 		h.Restart = RestartAlways
 		if h.Schedule != "" {
@@ -226,4 +236,23 @@ func (d *decoder) processKey(k string, kp []string, val any, p *Process) bool {
 		return false
 	}
 	return true
+}
+
+// agent decodes agent = "NAME": a registered adapter. A bad value is
+// reported and the harness falls back to inference.
+func (d *decoder) agent(path []string, v any) string {
+	s, ok := d.str(path, v)
+	if !ok {
+		return ""
+	}
+	if _, known := agent.Lookup(s); !known {
+		names := agent.Names()
+		quoted := make([]string, len(names))
+		for i, n := range names {
+			quoted[i] = strconv.Quote(n)
+		}
+		d.add(path, "unknown agent %q (want one of %s)", s, strings.Join(quoted, ", "))
+		return ""
+	}
+	return s
 }

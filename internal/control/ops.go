@@ -52,6 +52,7 @@ func (c *Control) info(u *unit, st supervise.Status) api.UnitInfo {
 		ui.Project = up.Project
 	}
 	withActivity(&ui, u, st)
+	withAgent(&ui, u, st)
 	return ui
 }
 

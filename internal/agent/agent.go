@@ -1,0 +1,222 @@
+// Package agent knows the agent programs harness runs (DESIGN §16): one
+// Adapter per program, each in a file of its own (claudecode.go, codex.go,
+// gemini.go, generic.go) and registered by name. An adapter is data and
+// small pure functions: the command names it is inferred from, the screen
+// rules that say what the agent is doing, the keys that answer its
+// dialogs, and (DESIGN §17) how a run asks it for a prompt, a model, an
+// approval mode, a turn bound, a non-interactive job or a resumed session.
+//
+// Nothing here starts a goroutine or touches a unit: the supervisor and
+// control call these functions with what they read (a screen's rows, a
+// busy/idle state, a run's options) and keep the results.
+//
+// Adding an agent: see "Adding a fourth agent" in docs/architecture.md.
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/harness-dev/harness/internal/api"
+)
+
+// Names of the built-in adapters.
+const (
+	ClaudeCode = "claude-code"
+	Codex      = "codex"
+	Gemini     = "gemini"
+	Generic    = "generic"
+)
+
+// Adapter is one agent program. Name is required; every other field is
+// optional, and a nil function means the agent has no such feature (the
+// generic adapter has none of them).
+type Adapter struct {
+	// Name is the value of `agent = "…"` that selects the adapter.
+	Name string
+	// Commands are the base names of cmd (without directory, and without
+	// a ".js"/".cmd"/".exe" suffix) that select the adapter when agent is
+	// not set: "claude" for Claude Code.
+	Commands []string
+
+	// Rules read the agent's state off its screen (rules.go), first
+	// match wins; with none, or when none matches, the state is the
+	// floor: working while busy, ready while idle.
+	Rules []Rule
+
+	// Argv returns the arguments a run adds after the harness's own args
+	// for o (DESIGN §17: prompt of a job, model, approval, max_turns,
+	// resume). It returns an error wrapping ErrUnsupported for an option
+	// the agent has no flag for. Nil: the agent supports no option, and
+	// Args answers ErrUnsupported for any non-zero RunOptions.
+	Argv func(o RunOptions) ([]string, error)
+
+	// JobResult reads the machine-readable output of a non-interactive
+	// run (RunOptions.Job: Claude Code's `-p --output-format
+	// stream-json`, Codex's `exec --json`, Gemini's `-p
+	// --output-format json`) into its result. Nil when the agent has no
+	// such mode.
+	JobResult func(out []byte) (JobResult, error)
+
+	// UsageLimit recognises a usage-limit message the agent shows or
+	// writes (a screen row, an error line) and the time it says the limit
+	// resets, read in now's location (a bare "resets 3pm" is the next
+	// 3pm). ok is false when text is no usage-limit message; a zero until
+	// with ok means the agent did not say when.
+	UsageLimit func(text string, now time.Time) (until time.Time, ok bool)
+}
+
+// RunOptions are what a harness asks of one run of its agent (DESIGN §17).
+// The zero value asks for nothing: the agent starts as the user's own
+// args say.
+type RunOptions struct {
+	// Prompt is the task. For a Job it goes into the argv (the agent's
+	// print/exec mode); for an interactive run it is typed once the agent
+	// is first ready, not passed here (Argv ignores it then).
+	Prompt string
+	// Model selects the model ("" leaves the agent's default).
+	Model string
+	// Approval is "" (the agent's default), ApprovalAsk or ApprovalAuto.
+	Approval Approval
+	// MaxTurns bounds the agent's turns (0: no bound).
+	MaxTurns int
+	// Job runs the agent non-interactively with machine-readable output;
+	// JobResult reads it.
+	Job bool
+	// ResumeSession continues that session (a session_id of an earlier
+	// run); "" starts a new conversation.
+	ResumeSession string
+}
+
+// Approval is how an agent asks before it runs a tool.
+type Approval string
+
+// The approval modes of DESIGN §17.
+const (
+	// ApprovalAsk: the agent asks before every tool that changes
+	// something (the dialogs harness shows as waiting(permission)).
+	ApprovalAsk Approval = "ask"
+	// ApprovalAuto: the agent runs tools without asking.
+	ApprovalAuto Approval = "auto"
+)
+
+// JobResult is what a non-interactive run reports at its end.
+type JobResult struct {
+	SessionID string
+	Result    string // the final answer's text
+	IsError   bool
+	Usage     Usage
+	CostUSD   float64 // as the agent reports it; 0 when it does not
+	// Limited is set when the run ended on a usage limit, with Until when
+	// known.
+	Limited bool
+	Until   time.Time
+}
+
+// Usage counts a run's tokens.
+type Usage struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cache_read"`
+	CacheWrite int64 `json:"cache_write"`
+}
+
+// ErrUnsupported is wrapped by Args for an option the agent cannot honour.
+var ErrUnsupported = errors.New("not supported by this agent")
+
+// Args returns the arguments a run of the agent adds for o, or an error
+// wrapping ErrUnsupported when o asks for something the adapter cannot
+// do. Zero options add nothing to any adapter.
+func (a *Adapter) Args(o RunOptions) ([]string, error) {
+	if o == (RunOptions{}) {
+		return nil, nil
+	}
+	if a.Argv == nil {
+		return nil, fmt.Errorf("agent %s: run options: %w", a.Name, ErrUnsupported)
+	}
+	return a.Argv(o)
+}
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]*Adapter{}
+)
+
+// Register adds an adapter; each adapter file registers itself in init.
+// It panics on an empty or duplicate name, or a command another adapter
+// already claims: both are programming errors.
+func Register(a *Adapter) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if a.Name == "" {
+		panic("agent: Register: empty name")
+	}
+	if _, dup := registry[a.Name]; dup {
+		panic("agent: Register: duplicate adapter " + a.Name)
+	}
+	for _, other := range registry {
+		for _, c := range a.Commands {
+			if slices.Contains(other.Commands, c) {
+				panic(fmt.Sprintf("agent: Register: %s and %s both claim command %q", a.Name, other.Name, c))
+			}
+		}
+	}
+	registry[a.Name] = a
+}
+
+// Lookup returns the adapter registered under name.
+func Lookup(name string) (*Adapter, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	a, ok := registry[name]
+	return a, ok
+}
+
+// MustLookup returns the adapter registered under name, or the generic
+// one: for callers that hold a name config already checked.
+func MustLookup(name string) *Adapter {
+	if a, ok := Lookup(name); ok {
+		return a
+	}
+	a, _ := Lookup(Generic)
+	return a
+}
+
+// Names returns the registered adapter names, sorted.
+func Names() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Infer returns the name of the adapter for a harness whose cmd is cmd and
+// that sets no agent: the adapter claiming cmd's base name, else generic.
+// "/usr/local/bin/claude", "codex" and "gemini.js" are inferred; "npx"
+// (whose argument names the program) and "sh" are generic.
+func Infer(cmd string) string {
+	base := filepath.Base(strings.TrimSpace(cmd))
+	for _, ext := range []string{".js", ".mjs", ".cmd", ".exe"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	regMu.RLock()
+	defer regMu.RUnlock()
+	for _, a := range registry {
+		if slices.Contains(a.Commands, base) {
+			return a.Name
+		}
+	}
+	return Generic
+}
+
+// Status is what an agent is doing: the wire's view of it.
+type Status = api.AgentView
