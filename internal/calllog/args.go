@@ -17,7 +17,7 @@ const argsBound = 16 << 10
 // cutArgs returns the arguments to store: every string cut at
 // ArgStringBound, the whole at most argsBound. It runs on the writer
 // goroutine, never on the call path.
-func cutArgs(raw json.RawMessage) json.RawMessage {
+func cutArgs(raw json.RawMessage, mask func(string) string) json.RawMessage {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
 	}
@@ -27,7 +27,10 @@ func cutArgs(raw json.RawMessage) json.RawMessage {
 	if err := dec.Decode(&v); err != nil {
 		return note(fmt.Sprintf("arguments are not JSON (%d bytes)", len(raw)))
 	}
-	b, err := json.Marshal(cutValue(v))
+	if mask == nil {
+		mask = func(s string) string { return s }
+	}
+	b, err := json.Marshal(cutValue(v, mask))
 	if err != nil {
 		return note(fmt.Sprintf("arguments do not encode (%d bytes)", len(raw)))
 	}
@@ -43,19 +46,21 @@ func note(why string) json.RawMessage {
 	return b
 }
 
-func cutValue(v any) any {
+// cutValue masks and cuts every string of v (masked first, so a secret
+// cut in half is still found whole).
+func cutValue(v any, mask func(string) string) any {
 	switch x := v.(type) {
 	case string:
-		return cutString(x, ArgStringBound)
+		return cutString(mask(x), ArgStringBound)
 	case []any:
 		for i := range x {
-			x[i] = cutValue(x[i])
+			x[i] = cutValue(x[i], mask)
 		}
 		return x
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[cutString(k, ArgStringBound)] = cutValue(e)
+			out[cutString(mask(k), ArgStringBound)] = cutValue(e, mask)
 		}
 		return out
 	}

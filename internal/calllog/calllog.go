@@ -66,6 +66,10 @@ type Options struct {
 	Ring         int
 	RingBytes    int
 	Logger       *slog.Logger
+	// Mask, when set, rewrites every kept argument string (and object
+	// key) before it is stored or answered (DESIGN §22: secrets become
+	// "[masked]"). It runs on the writer goroutine.
+	Mask func(string) string
 }
 
 func (o Options) withDefaults() Options {
@@ -152,7 +156,7 @@ func open(dir string, opt Options, wrap func(io.Writer) io.Writer) (*Log, error)
 	}
 	l.lastID = last
 	l.ring = newRing(opt.Ring, opt.RingBytes, last)
-	l.w = writer{dir: dir, maxBytes: opt.MaxFileBytes, keep: opt.KeepFiles, wrap: wrap, nextID: last}
+	l.w = writer{dir: dir, maxBytes: opt.MaxFileBytes, keep: opt.KeepFiles, wrap: wrap, mask: opt.Mask, nextID: last}
 	if err := l.w.open(); err != nil {
 		return nil, fmt.Errorf("calllog: open: %w", err)
 	}

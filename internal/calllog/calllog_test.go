@@ -429,7 +429,7 @@ func TestCutArgs(t *testing.T) {
 		{`{"a":{"b":["héllo",1.50,true,null]}}`, `{"a":{"b":["héllo",1.50,true,null]}}`},
 		{`not json`, `{"_omitted":"arguments are not JSON (8 bytes)"}`},
 	} {
-		if got := string(cutArgs(json.RawMessage(tt.in))); got != tt.want {
+		if got := string(cutArgs(json.RawMessage(tt.in), nil)); got != tt.want {
 			t.Errorf("cutArgs(%s) = %s, want %s", tt.in, got, tt.want)
 		}
 	}
@@ -443,7 +443,7 @@ func TestCutArgs(t *testing.T) {
 		many[fmt.Sprint(i)] = strings.Repeat("v", 200)
 	}
 	b, _ := json.Marshal(many)
-	if got := string(cutArgs(b)); !strings.Contains(got, "_omitted") {
+	if got := string(cutArgs(b, nil)); !strings.Contains(got, "_omitted") {
 		t.Errorf("oversized arguments kept: %d bytes", len(got))
 	}
 }
@@ -507,5 +507,15 @@ func TestMemoryStaysBoundedWhileTheWriterIsBehind(t *testing.T) {
 	// Past the ring, queries read the files: nothing is missing.
 	if all := query(t, l, api.CallsArgs{Limit: MaxLimit}); len(all.Calls) != 65 {
 		t.Errorf("%d records, want 65", len(all.Calls))
+	}
+}
+
+func TestScenario_CutArgsMasksKeysAndValuesBeforeCutting(t *testing.T) {
+	mask := func(s string) string { return strings.ReplaceAll(s, "s3cret", "[masked]") }
+	long := "s3cret" + strings.Repeat("z", 300)
+	in, _ := json.Marshal(map[string]any{"k s3cret": []any{"v s3cret", long}})
+	got := string(cutArgs(in, mask))
+	if strings.Contains(got, "s3cret") || strings.Count(got, "[masked]") != 3 {
+		t.Fatalf("cutArgs = %s", got)
 	}
 }

@@ -20,7 +20,8 @@ type writer struct {
 	maxBytes int64
 	keep     int
 	wrap     func(io.Writer) io.Writer
-	nextID   uint64 // last id given out
+	mask     func(string) string // Options.Mask
+	nextID   uint64              // last id given out
 
 	f      *os.File
 	out    io.Writer // f, or what wrap made of it
@@ -70,7 +71,7 @@ func (w *writer) write(recs []api.CallRecord, lost func(int, error)) []api.CallR
 	for i := range recs {
 		r := recs[i]
 		r.ID = w.nextID + 1
-		r.Args = cutArgs(r.Args)
+		r.Args = cutArgs(r.Args, w.mask)
 		line, err := json.Marshal(&r)
 		if err != nil {
 			lost(1, fmt.Errorf("encode record: %w", err))

@@ -17,6 +17,7 @@ import (
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
+	"github.com/harness-dev/harness/internal/mask"
 	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/schedule"
 	"github.com/harness-dev/harness/internal/supervise"
@@ -120,6 +121,10 @@ type Options struct {
 	Ownership api.Ownership
 	// Calls is the MCP call log (calls.go); nil keeps none.
 	Calls CallLog
+	// Masker hides secrets in what operations render (screen, logs);
+	// control loads it with the fleet's secrets at every applied
+	// configuration (mask.go). nil masks the credential shapes only.
+	Masker *mask.Masker
 }
 
 // Control owns the fleet and answers every control operation.

@@ -192,6 +192,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (api.ReloadResult, error)
 		c.log.Warn("config warning", logkey.Warning, w)
 	}
 	c.finish(ch)
+	c.refreshMask()
 	c.startAll(toStart, api.CauseAutostart, false)
 	if !boot {
 		// At boot the projects are restored next; saving now would

@@ -48,6 +48,10 @@ func (c *Control) Logs(_ context.Context, a api.LogsArgs) (any, error) {
 		}
 		st := u.sup.Status()
 		r := raw(u.log, a)
+		// The ring keeps the program's bytes; a reader gets them masked
+		// (DESIGN §22), except a secret split by a control sequence or by
+		// the window's edge.
+		r.Text = c.opt.Masker.String(r.Text)
 		r.Cols, r.Rows = int(st.Cols), int(st.Rows)
 		return r, nil
 	default:

@@ -105,6 +105,7 @@ func (c *Control) registerProject(p *config.Project) (api.ProjectResult, error) 
 	c.mu.Unlock()
 	c.configureBroker()
 	c.finish(ch)
+	c.refreshMask()
 	c.startAll(toStart, api.CauseManual, true)
 	for _, u := range toStart {
 		res.Started = append(res.Started, u.name)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/calllog"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/mask"
 )
 
 // callLogDir is where the call log lives under the state dir.
@@ -19,8 +20,8 @@ const callLogDir = "calls"
 
 // openCallLog opens the MCP call log (issue 20); applyLive sets
 // call_log_args before any session can record.
-func openCallLog(stateDir string, log *slog.Logger) (*calllog.Log, error) {
-	l, err := calllog.Open(filepath.Join(stateDir, callLogDir), calllog.Options{Logger: log})
+func openCallLog(stateDir string, log *slog.Logger, m *mask.Masker) (*calllog.Log, error) {
+	l, err := calllog.Open(filepath.Join(stateDir, callLogDir), calllog.Options{Logger: log, Mask: m.Func()})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}

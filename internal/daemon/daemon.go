@@ -23,6 +23,7 @@ import (
 	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
+	"github.com/harness-dev/harness/internal/mask"
 	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/session"
 	"github.com/harness-dev/harness/internal/proctree"
@@ -122,7 +123,10 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if n := runStore.CloseDangling("daemon-exit"); n > 0 {
 		log.Info("closed runs left open by a previous daemon", logkey.Count, n)
 	}
-	calls, err := openCallLog(paths.StateDir, log)
+	// The one masker (DESIGN §22): control loads it with the fleet's
+	// secrets at every applied configuration.
+	masker := mask.New()
+	calls, err := openCallLog(paths.StateDir, log, masker)
 	if err != nil {
 		return err
 	}
@@ -192,10 +196,11 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Prompts:    promptSet,
 		State:      stateFile{filepath.Join(paths.StateDir, "state.json")},
 		OpenLog: func(name string, onEntry func(logs.Entry)) (*logs.Log, error) {
-			return logs.Open(logDir, name, logs.Options{OnEntry: onEntry})
+			return logs.Open(logDir, name, logs.Options{OnEntry: onEntry, Mask: masker.Func()})
 		},
 		Trajectories: trajStore,
 		Calls:        calls,
+		Masker:       masker,
 		NewDeps: func(name string, kind supervise.Kind) (supervise.Deps, error) {
 			return supervise.Deps{
 				Tokens:     tokens,

@@ -3,6 +3,7 @@ package logs
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -52,5 +53,33 @@ func TestOnEntrySeesEveryEntryInIDOrder(t *testing.T) {
 	}
 	if last := got[len(got)-1]; last.Text != "no newline yet" {
 		t.Fatalf("last entry %+v, want the flushed partial line", last)
+	}
+}
+
+// TestScenario_MaskRewritesEntriesNotTheRing: Options.Mask rewrites every
+// entry (output and event) before readers and OnEntry see it; the raw ring
+// keeps the program's bytes.
+func TestScenario_MaskRewritesEntriesNotTheRing(t *testing.T) {
+	var hooked []string
+	mask := func(s string) string { return strings.ReplaceAll(s, "s3cret", "[masked]") }
+	l, err := Open(t.TempDir(), "u", Options{Mask: mask, OnEntry: func(e Entry) { hooked = append(hooked, e.Text) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.SetRun(1)
+	fmt.Fprintf(l, "pw s3cret\n")
+	l.Output("again s3cret")
+	l.Event(1, "event s3cret")
+	var texts []string
+	for _, e := range l.Tail(10) {
+		texts = append(texts, e.Text)
+	}
+	want := []string{"pw [masked]", "again [masked]", "event [masked]"}
+	if !reflect.DeepEqual(texts, want) || !reflect.DeepEqual(hooked, want) {
+		t.Fatalf("entries %q, hook %q, want %q", texts, hooked, want)
+	}
+	if raw, _, _ := l.Raw(0, 0); string(raw) != "pw s3cret\n" {
+		t.Fatalf("ring %q", raw)
 	}
 }

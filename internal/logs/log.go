@@ -53,6 +53,12 @@ type Options struct {
 	// the log's write lock held (that is what orders the calls), so it
 	// must be cheap, must not block, and must not call back into the Log.
 	OnEntry func(Entry)
+
+	// Mask, when set, rewrites the text of every entry before anyone sees
+	// it (secrets become "[masked]", DESIGN §22), so readers, OnEntry and
+	// the trajectories it feeds never hold them. The raw ring and its
+	// mirror file keep the program's bytes. It runs under the write lock.
+	Mask func(string) string
 }
 
 func (o Options) withDefaults() Options {
@@ -302,6 +308,9 @@ func (l *Log) commit(raw []byte) {
 		for i := range l.pend {
 			l.pend[i].ID = l.ids.take()
 			l.pend[i].Time = now
+			if l.opt.Mask != nil {
+				l.pend[i].Text = l.opt.Mask(l.pend[i].Text)
+			}
 		}
 	}
 	if len(raw) == 0 && len(l.pend) == 0 {
