@@ -52,6 +52,9 @@ type Daemon struct {
 	// MCPHTTPOperatorAllow (mcp_http_operator_allow, default ["read"]) is
 	// what the operator token may call over HTTP, in mcp_allow's grammar.
 	MCPHTTPOperatorAllow api.Grant
+	// MCPHTTPOperatorTools (mcp_http_operator_tools, default "all") is how
+	// the operator token's sessions list tools, as a harness's mcp_tools.
+	MCPHTTPOperatorTools api.ToolMode
 	// MCPMaxMessage (mcp_max_message_bytes, default DefaultMCPMaxMessage)
 	// bounds one MCP message from a client, over the socket or HTTP; a
 	// larger one is answered with an error and not read into memory.
@@ -95,11 +98,14 @@ func (r RestartPolicy) Valid() bool {
 type Harness struct {
 	Name string
 	Process
-	Description       string
-	Enabled           bool // autostart intent
-	Restart           RestartPolicy
-	MCPAllow          api.Grant // CLASS or NAMESPACE:CLASS entries (DESIGN §13)
-	Schedule          string    // cron.ParseStandard syntax; "" when none
+	Description string
+	Enabled     bool // autostart intent
+	Restart     RestartPolicy
+	MCPAllow    api.Grant // CLASS or NAMESPACE:CLASS entries (DESIGN §13)
+	// MCPTools (mcp_tools, default "all") is how its sessions list tools:
+	// "search" lists the facade plus harness_find_tools/harness_call_tool.
+	MCPTools          api.ToolMode
+	Schedule          string // cron.ParseStandard syntax; "" when none
 	HarvestTrajectory bool
 	Project           string // "" for global harnesses
 	// TermCols x TermRows (term_size = "COLSxROWS", default 120x40) is
@@ -248,7 +254,7 @@ func Parse(path string, data []byte) (*Config, error) {
 
 func empty() *Config {
 	return &Config{
-		Daemon:    Daemon{MCPHTTPOperatorAllow: api.DefaultGrant(), MCPMaxMessage: DefaultMCPMaxMessage},
+		Daemon:    Daemon{MCPHTTPOperatorAllow: api.DefaultGrant(), MCPHTTPOperatorTools: api.ToolsAll, MCPMaxMessage: DefaultMCPMaxMessage},
 		Harnesses: map[string]*Harness{},
 		Order:     []string{},
 		Profiles:  map[string]*Profile{},

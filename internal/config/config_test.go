@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
@@ -171,6 +172,10 @@ func TestParseValid(t *testing.T) {
 				return g.Allows("fs", "write") && g.Allows("harness", "write") && !g.Allows("other", "write")
 			}},
 		{"call_log_args", "[daemon]\ncall_log_args = true", func(c *Config) bool { return c.Daemon.CallLogArgs }},
+		{"mcp_tools", "[daemon]\nmcp_http_operator_tools = 'search'\n[harness.a]\ncmd='x'\nmcp_tools='search'\n[harness.b]\ncmd='y'",
+			func(c *Config) bool {
+				return c.Daemon.MCPHTTPOperatorTools == api.ToolsSearch && c.Harnesses["a"].MCPTools == api.ToolsSearch && c.Harnesses["b"].MCPTools == api.ToolsAll
+			}},
 		{"call_log_args off by default", "[daemon]\nwatch_config = true", func(c *Config) bool { return !c.Daemon.CallLogArgs }},
 		{"upstream key with digits", "[mcp.a-1]\ncmd='x'", func(c *Config) bool { return c.Upstreams["a-1"] != nil }},
 		{"profile without members", "[profile.p]", func(c *Config) bool { return c.Profiles["p"] != nil }},
@@ -275,6 +280,8 @@ func TestParseErrors(t *testing.T) {
 		{"operator allow", "[daemon]\nmcp_http_operator_allow = ['admin', 'gh:write']\n", []string{
 			`harness.toml:2: daemon.mcp_http_operator_allow: "admin": unknown class "admin" (want "read", "write" or "input")`,
 			`harness.toml:2: daemon.mcp_http_operator_allow: "gh:write": unknown namespace "gh" (want "harness" or the key of an [mcp.KEY] upstream in this file; it declares none)`}},
+		{"mcp_tools", "[harness.a]\ncmd = 'x'\nmcp_tools = 'some'\n",
+			[]string{`harness.toml:3: harness.a.mcp_tools: invalid tool mode "some" (want "all" or "search")`}},
 		{"call_log_args", "[daemon]\ncall_log_args = 'yes'\n",
 			[]string{"harness.toml:2: daemon.call_log_args: must be true or false, not a string"}},
 		{"mcp_allow", "[harness.a]\ncmd='x'\nmcp_allow = ['read', 'exec']\n",

@@ -235,6 +235,8 @@ func (d *decoder) daemon(v any, out *Daemon) {
 			}
 		case "mcp_http_operator_allow":
 			out.MCPHTTPOperatorAllow = d.grant(kp, val)
+		case "mcp_http_operator_tools":
+			out.MCPHTTPOperatorTools = d.toolMode(kp, val)
 		case "mcp_max_message_bytes":
 			n, ok := val.(int64)
 			switch {

@@ -29,6 +29,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 		Name:     name,
 		Process:  Process{RestartDelay: DefaultRestartDelay, StopGrace: DefaultStopGrace},
 		MCPAllow: api.DefaultGrant(),
+		MCPTools: api.ToolsAll,
 		Project:  project,
 		TermCols: DefaultTermCols, TermRows: DefaultTermRows, IdleAfter: DefaultIdleAfter,
 		MCPWire: true,
@@ -71,6 +72,9 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 			}
 		case "harvest_trajectory":
 			h.HarvestTrajectory = d.boolean(kp, val)
+		case "mcp_tools":
+			// Not authority: how tools are listed, so a project may set it.
+			h.MCPTools = d.toolMode(kp, val)
 		case "term_size":
 			h.TermCols, h.TermRows = d.termSize(kp, val)
 		case "idle_after":
@@ -255,4 +259,17 @@ func (d *decoder) agent(path []string, v any) string {
 		return ""
 	}
 	return s
+}
+
+// toolMode decodes mcp_tools and mcp_http_operator_tools.
+func (d *decoder) toolMode(path []string, v any) api.ToolMode {
+	s, ok := d.str(path, v)
+	if !ok {
+		return api.ToolsAll
+	}
+	if m := api.ToolMode(s); m != "" && m.Valid() {
+		return m
+	}
+	d.add(path, `invalid tool mode %q (want "all" or "search")`, s)
+	return api.ToolsAll
 }

@@ -91,6 +91,20 @@ func (a authority) OperatorGrant() api.Grant {
 	return a.ctl.Config().Daemon.MCPHTTPOperatorAllow
 }
 
+// ToolMode is the harness's mcp_tools in force (session.ToolModes).
+func (a authority) ToolMode(harness string) api.ToolMode {
+	h, ok := a.ctl.HarnessConfig(harness)
+	if !ok {
+		return api.ToolsAll
+	}
+	return h.MCPTools
+}
+
+// OperatorToolMode is [daemon] mcp_http_operator_tools in force.
+func (a authority) OperatorToolMode() api.ToolMode {
+	return a.ctl.Config().Daemon.MCPHTTPOperatorTools
+}
+
 func (a authority) Project(harness string) string {
 	h, ok := a.ctl.HarnessConfig(harness)
 	if !ok {

@@ -39,9 +39,24 @@ func (l *live) callMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 func (l *live) callTool(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	ctx, cancel := l.m.bound(ctx)
 	defer cancel()
+	return l.dispatch(ctx, req)
+}
+
+// dispatch runs one call, directly or for harness_call_tool. It never
+// returns nil.
+func (l *live) dispatch(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	name := req.Params.Name
 	args := objectArgs(req.Params.Arguments)
 
+	if isSearchTool(name) {
+		switch {
+		case l.toolMode() != api.ToolsSearch:
+			return l.refuse(name, errcode.Errorf(errcode.UnknownTool, "tool %s: this session lists every tool (mcp_tools = \"all\"); call them directly", name))
+		case name == FindToolsName:
+			return l.findTools(ctx, args)
+		}
+		return l.callVia(ctx, req, args)
+	}
 	if t, ok := facade.Lookup(name); ok {
 		return l.callFacade(ctx, t, args)
 	}

@@ -363,6 +363,9 @@ type live struct {
 	// listedOnce is set by the session's first tools/list, which waits for
 	// starting upstreams (firstListMiddleware).
 	listedOnce atomic.Bool
+	// foundOnce is set by the first harness_find_tools, which waits the
+	// same way (search.go).
+	foundOnce atomic.Bool
 
 	// viewMu serialises refreshes of this one session; calls never take it.
 	viewMu  sync.Mutex

@@ -61,6 +61,7 @@ func (l *live) recordMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // The handler runs on the middleware's goroutine.
 type callNote struct {
 	class api.Class // the class permission was checked against
+	tool  string    // the tool harness_call_tool called, "" otherwise
 }
 
 type callNoteKey struct{}
@@ -122,7 +123,12 @@ func (l *live) record(rec CallRecorder, start time.Time, d time.Duration, req mc
 	case *mcp.CallToolRequest:
 		ss = q.Session
 		if p := q.Params; p != nil {
-			r.Kind, r.Tool, r.Class = api.CallTool, p.Name, toolClass(p.Name, note)
+			r.Kind, r.Tool = api.CallTool, p.Name
+			if note.tool != "" {
+				// Recorded as the tool it reached, as a direct call is.
+				r.Tool = note.tool
+			}
+			r.Class = toolClass(r.Tool, note)
 			r.RequestBytes = len(p.Arguments)
 			if rec.KeepArgs() {
 				r.Args = p.Arguments

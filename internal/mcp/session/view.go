@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,7 +11,6 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
-	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/facade"
 )
 
@@ -40,16 +38,17 @@ func (l *live) refreshTools() {
 			want[t.Name] = wanted[*mcp.Tool]{"facade", facadeTool(t)}
 		}
 	}
-	if l.m.ups != nil {
-		for _, ut := range l.m.ups.Tools(l.project()) {
-			t := ut.Tool
-			if t == nil || facade.Reserved(t.Name) || !strings.HasPrefix(t.Name, ut.Key+broker.Separator) {
-				l.m.log.Warn("skipping upstream tool outside the KEY__tool namespace", logkey.Session, l.label(), logkey.Tool, toolName(t))
-				continue
+	if l.toolMode() == api.ToolsSearch {
+		// Upstream tools are found and called through the search tools.
+		if !grant.Empty() {
+			for _, t := range searchTools {
+				tc := *t // each server keeps its own
+				want[t.Name] = wanted[*mcp.Tool]{"search", &tc}
 			}
-			if !grant.Allows(ut.Key, ut.Class) {
-				continue
-			}
+		}
+	} else {
+		for _, c := range l.upstreamTools(grant) {
+			t := c.tool
 			b, err := json.Marshal(t)
 			if err != nil {
 				l.m.log.Warn("skipping upstream tool that does not marshal", logkey.Session, l.label(), logkey.Tool, t.Name, logkey.Err, err)
