@@ -259,7 +259,7 @@ func TestScenario_AttachInARealTerminal(t *testing.T) {
 	}
 	x.typeLine("rw", "clear; "+attach+" mcp.up; echo upstream-exit=$?")
 	x.waitText("rw", "upstream-exit=1")
-	if s := x.pane("rw"); !strings.Contains(s, "mcp.up is a stdio MCP upstream: it has no terminal") {
+	if s := x.pane("rw"); !strings.Contains(s, "mcp.up is an MCP upstream: it has no terminal") {
 		t.Fatalf("attach to an upstream:\n%s", s)
 	}
 	f.mustRun("start", "tui")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -20,6 +21,25 @@ var opsWithoutVerb = map[string]string{}
 // called by a verb (its callsOps annotation) or listed above with a reason,
 // and no verb claims an op that does not exist.
 func TestEveryOpHasAVerb(t *testing.T) {
+	for _, p := range verbProblems(newRoot(&globals{}, io.Discard, io.Discard), api.Ops(), opsWithoutVerb) {
+		t.Error(p)
+	}
+}
+
+// TestScenario_AnOpWithoutAVerbFails shows the check above catches an op
+// no verb calls, and an excuse for an op that has a verb.
+func TestScenario_AnOpWithoutAVerbFails(t *testing.T) {
+	root := newRoot(&globals{}, io.Discard, io.Discard)
+	ops := append(api.Ops(), "frobnicate")
+	if p := verbProblems(root, ops, opsWithoutVerb); len(p) != 1 || !strings.Contains(p[0], `"frobnicate"`) {
+		t.Errorf("an op without a verb: %v", p)
+	}
+	if p := verbProblems(root, api.Ops(), map[string]string{api.OpList: "none"}); len(p) != 1 {
+		t.Errorf("an excused op with a verb: %v", p)
+	}
+}
+
+func verbProblems(root *cobra.Command, ops []string, excuses map[string]string) []string {
 	claimed := map[string][]string{}
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -32,19 +52,21 @@ func TestEveryOpHasAVerb(t *testing.T) {
 			walk(sub)
 		}
 	}
-	walk(newRoot(&globals{}, io.Discard, io.Discard))
-	for _, op := range api.Ops() {
-		_, excused := opsWithoutVerb[op]
+	walk(root)
+	var problems []string
+	for _, op := range ops {
+		_, excused := excuses[op]
 		switch {
 		case len(claimed[op]) == 0 && !excused:
-			t.Errorf("op %q has no CLI verb and no stated reason in opsWithoutVerb", op)
+			problems = append(problems, fmt.Sprintf("op %q has no CLI verb and no stated reason in opsWithoutVerb", op))
 		case len(claimed[op]) > 0 && excused:
-			t.Errorf("op %q has a verb (%v) but is listed in opsWithoutVerb", op, claimed[op])
+			problems = append(problems, fmt.Sprintf("op %q has a verb (%v) but is listed in opsWithoutVerb", op, claimed[op]))
 		}
 	}
 	for op, verbs := range claimed {
-		if !slices.Contains(api.Ops(), op) {
-			t.Errorf("verbs %v call %q, which is not in api.Ops", verbs, op)
+		if !slices.Contains(ops, op) {
+			problems = append(problems, fmt.Sprintf("verbs %v call %q, which is not in api.Ops", verbs, op))
 		}
 	}
+	return problems
 }

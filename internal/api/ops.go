@@ -32,17 +32,6 @@ const (
 // turns on Event frames for the connection.
 const OpSubscribe = "subscribe"
 
-// Ops lists every control operation, in the order of the constants above.
-func Ops() []string {
-	return []string{
-		OpList, OpDescribe, OpLogs, OpStart, OpStop, OpRestart, OpRuns, OpJobs,
-		OpTriggers, OpTrigger, OpProfiles, OpUseProfile, OpReload, OpDaemonInfo,
-		OpShutdown, OpMCPStatus, OpProjectUp, OpProjectDown, OpListTrajectories,
-		OpGetTrajectory, OpCalls,
-		OpSend, OpScreen, OpWait,
-	}
-}
-
 // NoArgs is the argument of operations that take none. Like every argument
 // type it is decoded strictly: {} is the only accepted value.
 type NoArgs struct{}

@@ -33,8 +33,8 @@ func (r Run) Ended() bool { return r.EndedAt != nil }
 
 // RunsArgs are the arguments of `runs`.
 type RunsArgs struct {
-	Name  string `json:"name"`
-	Limit int    `json:"limit"`
+	Name  string `json:"name" jsonschema:"only runs of this harness" mcp:"minLength=1"`
+	Limit int    `json:"limit" jsonschema:"at most this many runs, newest first" mcp:"minimum=1"`
 }
 
 // JobInfo is one row of `jobs`.
@@ -60,9 +60,9 @@ type Trigger struct {
 
 // TriggerArgs are the arguments of `trigger`.
 type TriggerArgs struct {
-	Name     string  `json:"name"`
-	Wait     bool    `json:"wait"`
-	TimeoutS float64 `json:"timeout_s"`
+	Name     string  `json:"name" jsonschema:"job name" mcp:"required,minLength=1"`
+	Wait     bool    `json:"wait" jsonschema:"follow the run to its end and return exit code, duration and log tail"`
+	TimeoutS float64 `json:"timeout_s" jsonschema:"with wait: give up following after this many seconds (at most a day)" mcp:"exclusiveMinimum=0,maximum=86400"`
 }
 
 // TriggerResult is the answer of `trigger`.
@@ -81,10 +81,10 @@ type TriggerResult struct {
 
 // TrajectoryArgs are the arguments of `get_trajectory`, in the CLI's words.
 type TrajectoryArgs struct {
-	Name     string  `json:"name"`
-	Run      uint64  `json:"run"`
-	Cursor   *uint64 `json:"cursor"`
-	MaxBytes int     `json:"max_bytes"`
+	Name     string  `json:"name" jsonschema:"harness name" mcp:"required,minLength=1"`
+	Run      uint64  `json:"run" jsonschema:"run id, from harness_list_trajectories" mcp:"required,minimum=1"`
+	Cursor   *uint64 `json:"cursor" jsonschema:"return only entries newer than this id (the previous next_cursor)" mcp:"minimum=0"`
+	MaxBytes int     `json:"max_bytes" jsonschema:"cap on the answer's size (default 256 KiB)" mcp:"minimum=1"`
 }
 
 // TrajectoryInfo is one row of `list_trajectories`: a kept transcript joined

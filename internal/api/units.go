@@ -4,14 +4,14 @@ import "time"
 
 // ListArgs filter `list`: with a project, only that project's units.
 type ListArgs struct {
-	Project string `json:"project"`
+	Project string `json:"project" jsonschema:"only the harnesses of this project" mcp:"minLength=1"`
 	// ProjectPath selects the project by its file (what `harness ps` knows).
-	ProjectPath string `json:"project_path"`
+	ProjectPath string `json:"project_path" mcp:"-: a project file's path, what harness ps knows from its working directory; a session names the project"`
 }
 
 // NameArg is the argument of operations that take one harness name.
 type NameArg struct {
-	Name string `json:"name"`
+	Name string `json:"name" jsonschema:"harness name (project/name for project harnesses)" mcp:"required,minLength=1"`
 }
 
 // UnitInfo is one row of `list` (DESIGN §9).
@@ -77,9 +77,9 @@ type UnitConfigView struct {
 
 // NamesArgs selects units for start, stop and restart.
 type NamesArgs struct {
-	Name  string   `json:"name"`
-	Names []string `json:"names"`
-	All   bool     `json:"all"`
+	Name  string   `json:"name" jsonschema:"harness name (project/name for project harnesses)" mcp:"required,minLength=1"`
+	Names []string `json:"names" mcp:"-: a facade call acts on one harness (DESIGN §10 names its arguments); several at once is the CLI's"`
+	All   bool     `json:"all" mcp:"-: a facade call acts on one harness (DESIGN §10 names its arguments); the whole fleet at once is the CLI's"`
 }
 
 // ActionResult is the answer of start, stop, restart and use_profile.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -314,7 +315,7 @@ func (c *Control) Call(ctx context.Context, caller api.Caller, op string, args j
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	res, err := run(c, withCaller(ctx, caller), args)
+	res, err := run.call(c, withCaller(ctx, caller), args)
 	if err != nil {
 		c.log.Debug("operation failed", logkey.Op, op, logkey.Caller, caller.Kind, logkey.Harness, caller.Harness, logkey.Err, err)
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -337,14 +338,18 @@ func callerOf(ctx context.Context) api.Caller {
 	return c
 }
 
-// opFunc is one entry of the op table: it decodes its arguments and runs
-// the operation.
-type opFunc func(c *Control, ctx context.Context, args json.RawMessage) (any, error)
+// opFunc is one entry of the op table: call decodes its arguments and runs
+// the operation; args and result are the method's types, which a test
+// holds to the op's api.Spec.
+type opFunc struct {
+	call         func(c *Control, ctx context.Context, args json.RawMessage) (any, error)
+	args, result reflect.Type
+}
 
 // opTable maps every op name of the wire (api.Ops) to its method. A new
-// operation is a method of this shape, a line here, its name and types in
-// internal/api; the tests hold this table, api.Ops, the facade and the
-// CLI's verbs to each other.
+// operation is a method of this shape, a line here, its name, types and
+// spec line in internal/api; the tests hold this table to the specs (names
+// and types), and the facade and the CLI's verbs to them.
 var opTable = map[string]opFunc{
 	api.OpList:             op((*Control).List),
 	api.OpDescribe:         op((*Control).Describe),
@@ -376,7 +381,7 @@ var opTable = map[string]opFunc{
 // strictly: an unknown field or a wrong type is invalid_argument, not
 // silently ignored.
 func op[A, R any](f func(*Control, context.Context, A) (R, error)) opFunc {
-	return func(c *Control, ctx context.Context, raw json.RawMessage) (any, error) {
+	call := func(c *Control, ctx context.Context, raw json.RawMessage) (any, error) {
 		var a A
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
@@ -385,6 +390,7 @@ func op[A, R any](f func(*Control, context.Context, A) (R, error)) opFunc {
 		}
 		return f(c, ctx, a)
 	}
+	return opFunc{call: call, args: reflect.TypeFor[A](), result: reflect.TypeFor[R]()}
 }
 
 // Shutdown answers `shutdown`: the daemon stops every unit and exits. It

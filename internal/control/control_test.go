@@ -27,6 +27,14 @@ func TestOpTableAnswersExactlyTheWireOps(t *testing.T) {
 	if !slices.Equal(table, wire) {
 		t.Fatalf("op table %v\napi.Ops    %v", table, wire)
 	}
+	// The method's types are the spec's: the facade derives its schema
+	// from the spec's Args, so they must be what control decodes.
+	for _, sp := range api.Specs() {
+		fn := opTable[sp.Op]
+		if fn.args != sp.Args || fn.result != sp.Result {
+			t.Errorf("op %q: method takes %v and answers %v; spec says %v and %v", sp.Op, fn.args, fn.result, sp.Args, sp.Result)
+		}
+	}
 }
 
 func TestCall_UnknownOpAndStrictArguments(t *testing.T) {

@@ -130,15 +130,15 @@ func (c *Control) Attach(ctx context.Context, a api.AttachArgs) (*supervise.View
 	return v, nil
 }
 
-// terminalUnit finds a harness that has a terminal: an upstream (a stdio
-// MCP server) is invalid_argument.
+// terminalUnit finds a harness that has a terminal: an upstream (an MCP
+// server, a process on pipes or a remote endpoint) is invalid_argument.
 func (c *Control) terminalUnit(name string) (*unit, error) {
 	u, err := c.lookup(name)
 	if err != nil {
 		return nil, err
 	}
 	if u.kind == supervise.KindUpstream {
-		return nil, errcode.Errorf(errcode.InvalidArgument, "%s is a stdio MCP upstream: it has no terminal", name)
+		return nil, errcode.Errorf(errcode.InvalidArgument, "%s is an MCP upstream: it has no terminal", name)
 	}
 	return u, nil
 }

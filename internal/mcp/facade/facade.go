@@ -2,14 +2,16 @@
 // operations of DESIGN §10 exposed as MCP tools. Each tool has a name in the
 // reserved "harness_" namespace, a read/write/input class used for scoping, the
 // control operation it calls, and a JSON Schema describing every argument.
-// Arguments are passed to the control operation unchanged, so the schema
-// uses the CLI's words.
+// The tools are api's op specs that carry a Tool; the schemas are derived
+// from the ops' argument types. Arguments are passed to the control
+// operation unchanged, so the schema uses the CLI's words.
 package facade
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -41,75 +43,28 @@ type Tool struct {
 	ResultKey string
 }
 
-// Schemas are written out by hand so the wire contract is visible in one
-// place; additionalProperties=false turns a misspelt argument into an
-// invalid_argument result instead of a silently ignored key.
-const (
-	noArgs     = `{"type":"object","properties":{},"additionalProperties":false}`
-	nameOnly   = `{"type":"object","properties":{"name":{"type":"string","minLength":1,"description":"harness name (project/name for project harnesses)"}},"required":["name"],"additionalProperties":false}`
-	logsSchema = `{"type":"object","properties":{` +
-		`"name":{"type":"string","minLength":1,"description":"harness name"},` +
-		`"format":{"type":"string","enum":["summary","raw"],"default":"summary","description":"summary: activity entries paged by cursor; raw: output bytes paged by offset"},` +
-		`"cursor":{"type":"integer","minimum":0,"description":"summary: return only entries newer than this id (the previous next_cursor)"},` +
-		`"offset":{"type":"integer","minimum":0,"description":"raw: absolute byte offset to start from (the previous next_offset)"},` +
-		`"max_bytes":{"type":"integer","minimum":1,"description":"cap on the answer's size (default 256 KiB)"},` +
-		`"lines":{"type":"integer","minimum":1,"description":"return at most this many trailing lines or entries"}` +
-		`},"required":["name"],"additionalProperties":false}`
-	runsSchema = `{"type":"object","properties":{` +
-		`"name":{"type":"string","minLength":1,"description":"only runs of this harness"},` +
-		`"limit":{"type":"integer","minimum":1,"description":"at most this many runs, newest first"}` +
-		`},"additionalProperties":false}`
-	getTrajectorySchema = `{"type":"object","properties":{` +
-		`"name":{"type":"string","minLength":1,"description":"harness name"},` +
-		`"run":{"type":"integer","minimum":1,"description":"run id, from harness_list_trajectories"},` +
-		`"cursor":{"type":"integer","minimum":0,"description":"return only entries newer than this id (the previous next_cursor)"},` +
-		`"max_bytes":{"type":"integer","minimum":1,"description":"cap on the answer's size (default 256 KiB)"}` +
-		`},"required":["name","run"],"additionalProperties":false}`
-	triggerSchema = `{"type":"object","properties":{` +
-		`"name":{"type":"string","minLength":1,"description":"job name"},` +
-		`"wait":{"type":"boolean","description":"follow the run to its end and return exit code, duration and log tail"},` +
-		`"timeout_s":{"type":"integer","minimum":1,"maximum":86400,"description":"with wait: give up following after this many seconds (at most a day)"}` +
-		`},"required":["name"],"additionalProperties":false}`
-	sendSchema = `{"type":"object","properties":{` +
-		`"name":{"type":"string","minLength":1,"description":"harness name"},` +
-		`"text":{"type":"string","description":"literal text to type (sent as a bracketed paste when the program enabled it); text and keys together at most 16 KiB"},` +
-		`"keys":{"type":"array","items":{"type":"string"},"description":"named keys typed after the text, in order: Enter, Tab, Esc, Up, Down, Left, Right, Backspace, Space, C-a … C-z"},` +
-		`"enter":{"type":"boolean","description":"press Enter after the text and keys"}` +
-		`},"required":["name"],"additionalProperties":false}`
-)
-
-var registry = []Tool{
-	{Name: "harness_list", Class: api.Read, Op: api.OpList, ResultKey: "harnesses", InputSchema: json.RawMessage(noArgs),
-		Description: "List every harness with its state, enabled flag, pid, restart count, last exit code, description and project."},
-	{Name: "harness_describe", Class: api.Read, Op: api.OpDescribe, InputSchema: json.RawMessage(nameOnly),
-		Description: "Describe one harness: the list fields plus its config, whether the config changed since it started, and its current run."},
-	{Name: "harness_logs", Class: api.Read, Op: api.OpLogs, InputSchema: json.RawMessage(logsSchema),
-		Description: "Poll a harness's output. summary (default) returns activity entries and next_cursor; pass it back as cursor for newer entries. raw returns output bytes with next_offset; pass it back as offset. Answers are capped and say truncated."},
-	{Name: "harness_runs", Class: api.Read, Op: api.OpRuns, ResultKey: "runs", InputSchema: json.RawMessage(runsSchema),
-		Description: "Run history (one run per spawn): id, harness, cause, pid, start, end, exit code or signal."},
-	{Name: "harness_jobs", Class: api.Read, Op: api.OpJobs, ResultKey: "jobs", InputSchema: json.RawMessage(noArgs),
-		Description: "List jobs: harnesses with a schedule or a run-to-completion restart policy."},
-	{Name: "harness_triggers", Class: api.Read, Op: api.OpTriggers, ResultKey: "triggers", InputSchema: json.RawMessage(noArgs),
-		Description: "List scheduled triggers with their next firing and skipped firings."},
-	{Name: "harness_daemon_info", Class: api.Read, Op: api.OpDaemonInfo, InputSchema: json.RawMessage(noArgs),
-		Description: "Daemon version, protocol, pid, uptime, paths, active profile and warnings."},
-	{Name: "harness_list_trajectories", Class: api.Read, Op: api.OpListTrajectories, ResultKey: "trajectories", InputSchema: json.RawMessage(nameOnly),
-		Description: "List the kept run transcripts of a harness that sets harvest_trajectory = true: run id, cause, start, end, exit code, entries and size."},
-	{Name: "harness_get_trajectory", Class: api.Read, Op: api.OpGetTrajectory, InputSchema: json.RawMessage(getTrajectorySchema),
-		Description: "Read the transcript of one run (its activity entries, kept after the run ended) of a harness that sets harvest_trajectory = true. Pass next_cursor back as cursor for later entries; answers are capped and say truncated."},
-	{Name: "harness_screen", Class: api.Read, Op: api.OpScreen, InputSchema: json.RawMessage(screenSchema),
-		Description: screenDescription},
-	{Name: "harness_start", Class: api.Write, Op: api.OpStart, InputSchema: json.RawMessage(nameOnly),
-		Description: "Start a harness (idempotent: an already running harness is left alone)."},
-	{Name: "harness_stop", Class: api.Write, Op: api.OpStop, InputSchema: json.RawMessage(nameOnly),
-		Description: "Stop a harness (idempotent: an already stopped harness is left alone)."},
-	{Name: "harness_restart", Class: api.Write, Op: api.OpRestart, InputSchema: json.RawMessage(nameOnly),
-		Description: "Restart a harness, exactly as `harness restart NAME` would."},
-	{Name: "harness_trigger", Class: api.Write, Op: api.OpTrigger, InputSchema: json.RawMessage(triggerSchema),
-		Description: "Start a job now. With wait, follow the run to its end (bounded by timeout_s) and return exit code, duration and log tail."},
-	{Name: "harness_send", Class: api.Input, Op: api.OpSend, InputSchema: json.RawMessage(sendSchema),
-		Description: "Type into a running harness's terminal, as a person at its keyboard would: text, then named keys, then Enter. Use it to answer the harness's prompts; read its screen before and after (harness_screen with idle_s)."},
-}
+// registry is every facade tool, read tools first, built from api's op
+// specs: a spec with a Tool is a tool here, its input schema derived from
+// its argument type (schema.go).
+var registry = func() []Tool {
+	var tools []Tool
+	for _, sp := range api.Specs() {
+		if sp.Tool == nil {
+			continue
+		}
+		schema, err := inputSchema(sp.Args)
+		if err != nil {
+			panic(fmt.Sprintf("facade: tool %s: %v", sp.Tool.Name, err))
+		}
+		tools = append(tools, Tool{
+			Name: sp.Tool.Name, Class: sp.Class, Op: sp.Op, Description: sp.Tool.Description,
+			InputSchema: schema, ResultKey: sp.Tool.ResultKey,
+		})
+	}
+	order := map[api.Class]int{api.Read: 0, api.Write: 1, api.Input: 2}
+	slices.SortStableFunc(tools, func(a, b Tool) int { return order[a.Class] - order[b.Class] })
+	return tools
+}()
 
 var byName = func() map[string]int {
 	m := make(map[string]int, len(registry))

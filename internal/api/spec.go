@@ -1,0 +1,218 @@
+package api
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+)
+
+// Spec says what one control operation is: its name, the class a caller
+// must be granted to call it, its argument and result types, and whether an
+// MCP session reaches it as a facade tool. The specs are the one table every
+// door checks against: control answers exactly these ops (its test holds
+// the op table's types to Args and Result), the facade builds its tools and
+// their input schemas from them, the CLI has a verb for each, and a grant
+// (mcp_allow, a bridge's --grant, a dashboard session) is judged by Class.
+type Spec struct {
+	Op    string
+	Class Class
+	// Args and Result are the types control decodes and answers. Result is
+	// `any` for an op with more than one answer shape (logs).
+	Args, Result reflect.Type
+	// Tool is the facade tool exposing the op to MCP sessions; nil when
+	// sessions cannot call the op.
+	Tool *ToolSpec
+}
+
+// ToolSpec is the MCP side of an op. The input schema is derived from the
+// op's Args type (internal/mcp/facade): a field's `jsonschema` tag is its
+// description, its `mcp` tag its bounds (see SchemaTag).
+type ToolSpec struct {
+	// Name is the client-visible name, "harness_" + the op.
+	Name string
+	// ResultKey names the key an array result is wrapped under, because MCP
+	// structuredContent must be an object; empty for an object result.
+	ResultKey string
+	// Description is shown to the model.
+	Description string
+}
+
+// SchemaTag is the struct tag key that bounds a facade argument, as a comma
+// separated list: `required`, `minLength=N`, `minimum=X`, `maximum=X`,
+// `exclusiveMinimum=X`, `enum=a|b`, `default=V`. A field that a facade tool
+// must not expose says `-: why` (the reason is required).
+const SchemaTag = "mcp"
+
+// Door operations are answered by the socket server or a stream mode, not
+// by control; they have a class (a grant is checked for them too) but no
+// handler in the op table.
+const (
+	// OpAttach opens an attach stream (protocol mode attach). A viewer that
+	// may type is Input; a read-only one is Read (AttachClass).
+	OpAttach = "attach"
+)
+
+// spec is a Spec for a control op of argument type A and result type R.
+func spec[A, R any](op string, class Class) Spec {
+	return Spec{Op: op, Class: class, Args: reflect.TypeFor[A](), Result: reflect.TypeFor[R]()}
+}
+
+// tool exposes s as the facade tool "harness_<op>".
+func (s Spec) tool(resultKey, description string) Spec {
+	s.Tool = &ToolSpec{Name: "harness_" + s.Op, ResultKey: resultKey, Description: description}
+	return s
+}
+
+// specs: one line per control operation (DESIGN §8, §10). A new op is its
+// name constant, its types and a line here; control, the facade and the
+// CLI's verb test then say what is missing.
+var specs = []Spec{
+	spec[ListArgs, []UnitInfo](OpList, Read).tool("harnesses",
+		"List every harness with its state, enabled flag, pid, restart count, last exit code, description and project."),
+	spec[NameArg, Description](OpDescribe, Read).tool("",
+		"Describe one harness: the list fields plus its config, whether the config changed since it started, and its current run."),
+	spec[LogsArgs, any](OpLogs, Read).tool("",
+		"Poll a harness's output. summary (default) returns activity entries and next_cursor; pass it back as cursor for newer entries. raw returns output bytes with next_offset; pass it back as offset. Answers are capped and say truncated."),
+	spec[NamesArgs, ActionResult](OpStart, Write).tool("",
+		"Start a harness (idempotent: an already running harness is left alone)."),
+	spec[NamesArgs, ActionResult](OpStop, Write).tool("",
+		"Stop a harness (idempotent: an already stopped harness is left alone)."),
+	spec[NamesArgs, ActionResult](OpRestart, Write).tool("",
+		"Restart a harness, exactly as `harness restart NAME` would."),
+	spec[RunsArgs, []Run](OpRuns, Read).tool("runs",
+		"Run history (one run per spawn): id, harness, cause, pid, start, end, exit code or signal."),
+	spec[NoArgs, []JobInfo](OpJobs, Read).tool("jobs",
+		"List jobs: harnesses with a schedule or a run-to-completion restart policy."),
+	spec[NoArgs, []Trigger](OpTriggers, Read).tool("triggers",
+		"List scheduled triggers with their next firing and skipped firings."),
+	spec[TriggerArgs, TriggerResult](OpTrigger, Write).tool("",
+		"Start a job now. With wait, follow the run to its end (bounded by timeout_s) and return exit code, duration and log tail."),
+	spec[NoArgs, []ProfileInfo](OpProfiles, Read),
+	spec[NameArg, ActionResult](OpUseProfile, Write),
+	spec[NoArgs, ReloadResult](OpReload, Write),
+	spec[NoArgs, DaemonInfo](OpDaemonInfo, Read).tool("",
+		"Daemon version, protocol, pid, uptime, paths, active profile and warnings."),
+	spec[NoArgs, OK](OpShutdown, Write),
+	spec[NoArgs, []UpstreamStatus](OpMCPStatus, Read),
+	spec[ProjectArgs, ProjectResult](OpProjectUp, Write),
+	spec[ProjectArgs, ProjectResult](OpProjectDown, Write),
+	spec[NameArg, []TrajectoryInfo](OpListTrajectories, Read).tool("trajectories",
+		"List the kept run transcripts of a harness that sets harvest_trajectory = true: run id, cause, start, end, exit code, entries and size."),
+	spec[TrajectoryArgs, Trajectory](OpGetTrajectory, Read).tool("",
+		"Read the transcript of one run (its activity entries, kept after the run ended) of a harness that sets harvest_trajectory = true. Pass next_cursor back as cursor for later entries; answers are capped and say truncated."),
+	spec[CallsArgs, CallsResult](OpCalls, Read),
+	spec[SendArgs, SendResult](OpSend, Input).tool("",
+		"Type into a running harness's terminal, as a person at its keyboard would: text, then named keys, then Enter. Use it to answer the harness's prompts; read its screen before and after (harness_screen with idle_s)."),
+	spec[ScreenArgs, Screen](OpScreen, Read).tool("", screenDescription),
+	spec[WaitArgs, WaitResult](OpWait, Read),
+}
+
+// doorClasses are the classes of the door operations (not in specs: no
+// handler in control).
+var doorClasses = map[string]Class{
+	OpSubscribe: Read,
+	OpAttach:    Input,
+}
+
+// screenDescription tells a model what harness_screen answers.
+const screenDescription = "Show what a running harness's terminal shows now: its rows as text (trailing blanks trimmed), cursor, size, title, whether it is on the alternate screen, and whether it is busy (printing) or idle, with idle_s. With idle_s, wait until it has been quiet that long first (bounded by timeout_s; a note says if it timed out): use it to read a TUI agent's dialog or answer once it has settled. A harness that is not running answers not_running."
+
+var specByOp = func() map[string]int {
+	m := make(map[string]int, len(specs))
+	for i, s := range specs {
+		if _, dup := m[s.Op]; dup {
+			panic(fmt.Sprintf("api: op %q has two specs", s.Op))
+		}
+		m[s.Op] = i
+	}
+	return m
+}()
+
+// Specs returns the spec of every control operation, in the order of the
+// table. The slice is a copy.
+func Specs() []Spec {
+	out := slices.Clone(specs)
+	for i := range out {
+		out[i].Tool = cloneTool(out[i].Tool)
+	}
+	return out
+}
+
+// SpecOf returns the spec of a control operation.
+func SpecOf(op string) (Spec, bool) {
+	i, ok := specByOp[op]
+	if !ok {
+		return Spec{}, false
+	}
+	s := specs[i]
+	s.Tool = cloneTool(s.Tool)
+	return s, true
+}
+
+func cloneTool(t *ToolSpec) *ToolSpec {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	return &c
+}
+
+// ClassOf is the class a caller must be granted to call op: a control
+// operation's, or a door's (subscribe is read; attach is input, see
+// AttachClass for a read-only viewer). ok is false for an unknown op, which
+// no grant allows.
+func ClassOf(op string) (c Class, ok bool) {
+	if i, ok := specByOp[op]; ok {
+		return specs[i].Class, true
+	}
+	c, ok = doorClasses[op]
+	return c, ok
+}
+
+// AttachClass is the class of an attach stream: a viewer that may type (and
+// resize) is input, a read-only viewer is read.
+func AttachClass(readOnly bool) Class {
+	if readOnly {
+		return Read
+	}
+	return Input
+}
+
+// Ops lists every control operation, in the order of the spec table.
+func Ops() []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.Op
+	}
+	return out
+}
+
+// checkSpecs reports what is wrong with a spec table: an op without a known
+// class, arguments that are not an object, a facade tool misnamed, without
+// a description, or whose ResultKey disagrees with its result's shape.
+func checkSpecs(table []Spec) []error {
+	var errs []error
+	for _, s := range table {
+		if !slices.Contains(Classes(), s.Class) {
+			errs = append(errs, fmt.Errorf("op %q: class %q is not one of %v", s.Op, s.Class, Classes()))
+		}
+		if s.Args == nil || s.Args.Kind() != reflect.Struct {
+			errs = append(errs, fmt.Errorf("op %q: arguments %v are not a struct (a JSON object)", s.Op, s.Args))
+		}
+		if s.Result == nil {
+			errs = append(errs, fmt.Errorf("op %q: no result type", s.Op))
+		}
+		if t := s.Tool; t != nil {
+			if t.Name != "harness_"+s.Op {
+				errs = append(errs, fmt.Errorf("op %q: tool name %q, want harness_%s", s.Op, t.Name, s.Op))
+			}
+			if t.Description == "" {
+				errs = append(errs, fmt.Errorf("tool %s: no description", t.Name))
+			}
+			if isArray := s.Result != nil && s.Result.Kind() == reflect.Slice; isArray != (t.ResultKey != "") {
+				errs = append(errs, fmt.Errorf("tool %s: result %v with ResultKey %q (an array result needs one, an object none)", t.Name, s.Result, t.ResultKey))
+			}
+		}
+	}
+	return errs
+}
