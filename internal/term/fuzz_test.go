@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzFeed feeds arbitrary bytes in arbitrary pieces, with samples, clears
@@ -63,6 +64,55 @@ func FuzzFeed(f *testing.F) {
 			if strings.ContainsAny(l, "\r\n") {
 				t.Fatalf("screen row %q", l)
 			}
+		}
+	})
+}
+
+// maxNsPerByte is what feeding may cost on average, per byte of output,
+// on the screens FuzzFeedCost uses: well above what text and real
+// programs' sequences cost there (under 3 µs), far below one unclamped
+// count. fixedCost allows for what a run pays once whatever its length
+// (the first switch to the alternate screen allocates its cells).
+const (
+	maxNsPerByte = 10_000
+	fixedCost    = 200 * time.Microsecond
+)
+
+// FuzzFeedCost feeds arbitrary bytes to a 40x12 or a 20x6 screen and
+// fails, besides on a panic, when they cost more than maxNsPerByte on
+// average: a sequence whose count escaped the clamp costs seconds. (A
+// sequence that rightly acts on the whole screen costs about 70 ns a cell,
+// so the screens are small enough for the bound to hold for any bytes.)
+// The time is the least of three feeds to fresh Terms, so that a busy
+// machine does not fail it; under the race detector only panics count.
+// scripts/test fuzzes it for 20 s.
+func FuzzFeedCost(f *testing.F) {
+	f.Add([]byte("x\x1b[99999999b"), false)
+	f.Add([]byte("\x1b[99999999I\x1b[99999999Z\x1b[99999999X"), true)
+	f.Add([]byte("\x1b[99999999@\x1b[99999999P\x1b[99999999L\x1b[99999999M\x1b[99999999S\x1b[99999999T"), false)
+	f.Add([]byte("\x9b99999999b\x1b[4294967297b\x1b[?1049h\x1b[99999999;99999999Hz\x1b[2J\x1b#8"), true)
+	f.Fuzz(func(t *testing.T, data []byte, small bool) {
+		cols, rows := 40, 12
+		if small {
+			cols, rows = 20, 6
+		}
+		feed := func() time.Duration {
+			tm := New(Options{Cols: cols, Rows: rows})
+			defer tm.Close()
+			tm.Feed([]byte{' '}) // builds the emulator, which is not the input's cost
+			start := time.Now()
+			tm.Feed(data)
+			return time.Since(start)
+		}
+		took := feed()
+		budget := time.Duration(len(data))*maxNsPerByte + fixedCost
+		if raceOn || took <= budget {
+			return
+		}
+		took = min(took, feed(), feed())
+		if took > budget {
+			t.Fatalf("%d bytes took %v on %dx%d: %.1f µs a byte", len(data), took, cols, rows,
+				float64(took.Nanoseconds())/float64(len(data))/1000)
 		}
 	})
 }

@@ -32,11 +32,10 @@ func (a Activity) IdleFor(now time.Time) time.Duration {
 	return max(0, now.Sub(a.Since))
 }
 
-// Activity returns the current state.
+// Activity returns the current state. It never waits for output being fed
+// (list and describe call it for every harness).
 func (t *Term) Activity() Activity {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.activityLocked()
+	return t.shown.Load().act
 }
 
 func (t *Term) activityLocked() Activity {
@@ -82,6 +81,7 @@ func (t *Term) outputLocked() {
 	if !t.busy {
 		t.busy = true
 		t.since = now
+		t.publishLocked()
 		t.opt.OnActivity(t.activityLocked())
 	}
 	if t.idleTimer == nil {
@@ -110,6 +110,7 @@ func (t *Term) onIdleTimer() {
 	t.takeLocked(takeAll)
 	t.busy = false
 	t.since = t.lastOut
+	t.publishLocked()
 	t.opt.OnActivity(t.activityLocked())
 	t.parkLocked() // until the next output
 }

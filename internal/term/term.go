@@ -22,6 +22,7 @@ import (
 	"io"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -46,11 +47,25 @@ const (
 	MinRows, MaxRows = 2, 500
 )
 
-// piece is how many bytes the emulator is fed at a time. Lines leaving the
-// screen are collected after each piece, so the emulator's own buffer of
-// such lines (capture) never overflows: a piece scrolls at most one line
-// per byte plus a screenful per CSI S / CSI M, and those drain first.
-const piece = 256
+// piece is how many bytes the emulator is fed at a time, under the lock,
+// on a screen of pieceCells cells or fewer; a larger screen is fed in
+// proportionally smaller pieces (at least minPiece bytes), since a
+// sequence that scrolls, inserts or clears costs up to a screenful of
+// cells: 256 bytes of ED 2 on the largest screen took 2.4 s in one go.
+// Lines leaving the screen are collected after each piece, so the
+// emulator's own buffer of such lines (capture) never overflows: a piece
+// scrolls at most one line per byte plus a screenful per CSI S / CSI M /
+// REP (clamped, see clamp), and those drain first.
+const (
+	piece      = 256
+	pieceCells = DefaultCols * DefaultRows
+	minPiece   = 8
+)
+
+// pieceFor is the piece size on a cols x rows screen.
+func pieceFor(cols, rows int) int {
+	return max(minPiece, min(piece, piece*pieceCells/(cols*rows)))
+}
 
 // Options configure a Term. A zero field takes its default.
 type Options struct {
@@ -124,12 +139,17 @@ type Term struct {
 	hist      history
 	act       activity
 	rowBuf    []byte // scratch for row text
+	clamp     *clamp // the emulator's input filter
+	// shown is what readers that must not wait for the emulator read
+	// (list, describe, send): published under mu at every change.
+	shown atomic.Pointer[shown]
 	// bufs are the cell grids of the main and alternate screens (fields
 	// of the emulator's screens); parked holds a screen's grid in compact
 	// form while the unit is idle, its grid then a 1x1 placeholder (park.go).
 	bufs     [2]**uv.RenderBuffer
 	parked   [2]*parkedScreen
 	noParked bool // tests: a twin that never parks
+	noClamp  bool // tests: a twin fed without the clamp
 	// captureParked: the screens' capture buffers are dropped while parked.
 	captureParked bool
 
@@ -146,10 +166,27 @@ type Term struct {
 // of the configured size, idle since now.
 func New(opt Options) *Term {
 	opt = opt.withDefaults()
-	t := &Term{opt: opt}
+	t := &Term{opt: opt, clamp: newClamp()}
 	t.hist = history{maxLines: opt.Scrollback, maxBytes: opt.ScrollbackBytes}
 	t.resetLocked(opt.Cols, opt.Rows)
+	t.publishLocked()
 	return t
+}
+
+// shown is the part of a Term's state that is read without its lock.
+type shown struct {
+	act        Activity
+	cols, rows int
+	paste      bool
+}
+
+// publishLocked makes the current activity, size and paste mode visible to
+// the lock-free readers.
+func (t *Term) publishLocked() {
+	n := shown{act: t.activityLocked(), cols: t.cols, rows: t.rows, paste: t.paste}
+	if old := t.shown.Load(); old == nil || *old != n {
+		t.shown.Store(&n)
+	}
 }
 
 // Reset starts a new run on a fresh screen of cols x rows (0 keeps the
@@ -173,6 +210,7 @@ func (t *Term) Reset(cols, rows int) {
 		t.busy = false
 		t.opt.OnActivity(t.activityLocked())
 	}
+	t.publishLocked()
 }
 
 // resetLocked forgets the screen state: a blank screen of cols x rows. The
@@ -184,6 +222,7 @@ func (t *Term) resetLocked(cols, rows int) {
 	cols, rows = ClampSize(cols, rows)
 	t.cols, t.rows = cols, rows
 	t.em, t.main, t.alt = nil, nil, nil
+	t.clamp.reset()
 	t.bufs = [2]**uv.RenderBuffer{}
 	t.parked, t.captureParked = [2]*parkedScreen{}, false
 	t.title, t.paste, t.fed = "", false, false
@@ -306,6 +345,7 @@ func (t *Term) registerHandlersLocked() {
 	drainFirst := func(ansi.Params) bool { t.drainLocked(); return false }
 	t.em.RegisterCsiHandler('S', drainFirst)
 	t.em.RegisterCsiHandler('M', drainFirst)
+	t.em.RegisterCsiHandler('b', drainFirst) // REP scrolls up to a screenful (clamp)
 	// Erase display 2 and 3 are done here: the emulator's ED 2 would push
 	// the rows into scrollback as if they had scrolled, and ED 3 would drop
 	// them unseen; activity needs to tell a clear from a scroll.
@@ -362,26 +402,41 @@ func (t *Term) onAltScreenLocked(on bool) {
 }
 
 // Feed takes output of the current run. It never blocks on anything but the
-// Term's lock.
+// Term's lock, and holds that for one piece at a time: a reader (a screen,
+// a send, a viewer joining) waits for at most one piece, whatever the
+// program prints. Control sequences are clamped to the screen first (see
+// clamp), so no piece costs more than a few screenfuls of cells.
 func (t *Term) Feed(p []byte) {
-	if len(p) == 0 {
-		return
+	for len(p) > 0 {
+		n := t.feedPiece(p)
+		if n == 0 {
+			return
+		}
+		p = p[n:]
 	}
+}
+
+// feedPiece feeds the first piece of p under the lock and says how many
+// bytes it took; 0 once closed.
+func (t *Term) feedPiece(p []byte) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return
+		return 0
 	}
 	t.emulatorLocked()
 	t.liveLocked()
-	for len(p) > 0 {
-		n := min(len(p), piece)
-		_, _ = t.em.Write(p[:n]) // fails only after Close, which we never call
-		t.drainLocked()
-		p = p[n:]
+	n := min(len(p), pieceFor(t.cols, t.rows))
+	q := p[:n]
+	if !t.noClamp {
+		q = t.clamp.filter(q, t.cols, t.rows)
 	}
+	_, _ = t.em.Write(q) // fails only after Close, which we never call
+	t.drainLocked()
 	t.fed = true
 	t.outputLocked()
+	t.publishLocked()
+	return n
 }
 
 // drainLocked collects the lines that left either screen since the last drain.
@@ -438,6 +493,7 @@ func (t *Term) Resize(cols, rows int) {
 	}
 	t.takeLocked(takeAll)
 	t.cols, t.rows = cols, rows
+	defer t.publishLocked()
 	t.act.resized()
 	if t.em == nil {
 		return // the emulator is built at this size
@@ -453,19 +509,18 @@ func (t *Term) Resize(cols, rows int) {
 	}
 }
 
-// Size returns the current screen size.
+// Size returns the current screen size. It does not wait for output being
+// fed.
 func (t *Term) Size() (cols, rows int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.cols, t.rows
+	s := t.shown.Load()
+	return s.cols, s.rows
 }
 
 // BracketedPaste reports whether the program asked for bracketed paste
-// (DECSET 2004), so input can be wrapped as it expects.
+// (DECSET 2004), so input can be wrapped as it expects. It does not wait
+// for output being fed.
 func (t *Term) BracketedPaste() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.paste
+	return t.shown.Load().paste
 }
 
 // Flush turns everything the screen shows that is not an activity line yet
@@ -487,6 +542,7 @@ func (t *Term) Close() {
 	defer t.mu.Unlock()
 	t.closed = true
 	t.busy = false // no timer will say so; WaitIdle goes by the silence
+	t.publishLocked()
 	for _, tm := range []*time.Timer{t.idleTimer, t.sampleTimer} {
 		if tm != nil {
 			tm.Stop()
