@@ -18,9 +18,9 @@ import (
 // Real TUI agents from npm (pinned in tui/package-lock.json, installed by
 // scripts/test), run as harnesses offline in a fresh HOME: what their
 // first dialog looks like through `harness screen`, and what their
-// activity entries keep of it (issue 15). Claude Code is not among them:
-// its package is a 356 MB binary, and offline it exits at once unless
-// told to use another provider.
+// activity entries keep of it (issue 15). Claude Code, pinned there too,
+// needs a model server to get past its start-up: agent_test.go runs it
+// (and the other two) against internal/agent/modelapi.
 
 // tuiBin is the executable of an agent installed in interop/tui.
 func tuiBin(t *testing.T, name string) string {
@@ -57,6 +57,13 @@ type tuiFleet struct {
 
 func newTUIFleet(t *testing.T, name, pkg, workdir, bin string, args ...string) *tuiFleet {
 	t.Helper()
+	return newTUIFleetEnv(t, name, pkg, workdir, bin, func(home, _ string) string { return tuiEnv(home) }, args...)
+}
+
+// newTUIFleetEnv is newTUIFleet with the harness's env table made by env
+// from the run's HOME and work directory (which exist by then).
+func newTUIFleetEnv(t *testing.T, name, pkg, workdir, bin string, env func(home, work string) string, args ...string) *tuiFleet {
+	t.Helper()
 	dir := t.TempDir()
 	home, work := filepath.Join(dir, "home"), filepath.Join(dir, workdir)
 	for _, d := range []string{home, work} {
@@ -75,7 +82,7 @@ args = [%s]
 workdir = %q
 env = %s
 stop_grace = 3
-`, name, bin, strings.Join(quoted, ", "), work, tuiEnv(home)))
+`, name, bin, strings.Join(quoted, ", "), work, env(home, work)))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	c, err := client.Dial(ctx, f.socket)

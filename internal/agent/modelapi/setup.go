@@ -1,0 +1,86 @@
+package modelapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// AgentOptions say how much of an agent's first run to skip.
+type AgentOptions struct {
+	// Trusted pre-answers the first-run dialogs (Claude Code's folder
+	// trust and API key, Gemini CLI's folder trust, Codex's trust), so the
+	// agent starts at its prompt. Without it the dialogs show.
+	Trusted bool
+}
+
+// TestKey is the API key every agent is given: any string passes the
+// scripted server.
+const TestKey = "sk-test-harness-0123456789abcdefghij"
+
+// AgentEnv prepares home (a fresh directory the run uses as $HOME) for
+// agent ("claude-code", "codex" or "gemini") to talk to s from workdir,
+// and returns the environment the run needs (as agents-offline.md says:
+// its own HOME, the base URL and a key, CI=false, no auto-update).
+func (s *Server) AgentEnv(agent, home, workdir string, o AgentOptions) (map[string]string, error) {
+	env := map[string]string{
+		"HOME": home, "TERM": "xterm-256color", "CI": "false", "GITHUB_ACTIONS": "false",
+	}
+	switch agent {
+	case "claude-code":
+		env["ANTHROPIC_BASE_URL"] = s.URL
+		env["ANTHROPIC_API_KEY"] = TestKey
+		env["DISABLE_AUTOUPDATER"] = "1"
+		state := map[string]any{"hasCompletedOnboarding": true}
+		if o.Trusted {
+			state["projects"] = map[string]any{workdir: map[string]any{"hasTrustDialogAccepted": true}}
+			state["customApiKeyResponses"] = map[string]any{"approved": []string{TestKey[len(TestKey)-20:]}, "rejected": []string{}}
+		}
+		return env, writeJSON(filepath.Join(home, ".claude.json"), state)
+	case "codex":
+		env["MOCK_KEY"] = TestKey
+		cfg := fmt.Sprintf(`model = "gpt-5"
+model_provider = "mock"
+
+[model_providers.mock]
+name = "mock"
+base_url = "%s/v1"
+env_key = "MOCK_KEY"
+wire_api = "responses"
+`, s.URL)
+		if o.Trusted {
+			cfg += fmt.Sprintf("\n[projects.%q]\ntrust_level = \"trusted\"\n", workdir)
+		}
+		return env, writeFile(filepath.Join(home, ".codex", "config.toml"), []byte(cfg))
+	case "gemini":
+		env["GEMINI_API_KEY"] = TestKey
+		env["GOOGLE_GEMINI_BASE_URL"] = s.URL
+		settings := map[string]any{"security": map[string]any{
+			"auth": map[string]any{"selectedType": "gemini-api-key"},
+		}}
+		if o.Trusted {
+			settings["security"].(map[string]any)["folderTrust"] = map[string]any{"enabled": false}
+		}
+		return env, writeJSON(filepath.Join(home, ".gemini", "settings.json"), settings)
+	}
+	return nil, fmt.Errorf("modelapi: no setup for agent %q", agent)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFile(path, b)
+}
+
+func writeFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("modelapi: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("modelapi: %w", err)
+	}
+	return nil
+}
