@@ -22,9 +22,9 @@ func runsCmd(g *globals) *cobra.Command {
 			}
 			return a, nil
 		},
-		header: "ID\tHARNESS\tCAUSE\tPID\tSTARTED\tENDED\tEXIT\tSIGNAL",
+		header: "ID\tHARNESS\tCAUSE\tPID\tSTARTED\tENDED\tEXIT\tSIGNAL\tOUTCOME\tNOTE",
 		row: func(r api.Run) []string {
-			return []string{fmt.Sprint(r.ID), r.Harness, string(r.Cause), pidStr(r.PID), when(&r.StartedAt), when(r.EndedAt), intPtr(r.ExitCode), r.Signal}
+			return []string{fmt.Sprint(r.ID), r.Harness, string(r.Cause), pidStr(r.PID), when(&r.StartedAt), when(r.EndedAt), intPtr(r.ExitCode), r.Signal, orDash(string(r.Outcome)), r.Note}
 		},
 	}, func(cmd *cobra.Command) {
 		cmd.Flags().IntVar(&limit, "limit", 0, "at most this many (newest)")
@@ -61,8 +61,18 @@ func triggerCmd(g *globals) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "trigger NAME",
-		Short: "Start a job now; with --wait, follow it and exit with its exit status",
-		Args:  cobra.ExactArgs(1),
+		Short: "Start a job now; with --wait, follow it and exit with its outcome",
+		Long: `Start a job now, through its on_overlap policy (skip, queue or replace).
+
+With --wait, follow the run to its end; the exit status says its outcome:
+  0     ok
+  N     failed: the run's own exit code (128+n when signal n ended it; 1 when unknown)
+  124   timed_out (the job's timeout ended it), or --timeout gave up waiting
+  130   interrupted (stopped, restarted, replaced, or the daemon went away)
+  65    loop (the loop guard ended it)
+  75    it did not run now: skipped, queued, held or limited
+Without --wait the status is 0 once the firing is decided.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a := api.TriggerArgs{Name: g.unitName(cmd, args[0]), Wait: wait, TimeoutS: timeout.Seconds()}
 			var res api.TriggerResult
@@ -78,6 +88,8 @@ func triggerCmd(g *globals) *cobra.Command {
 				switch {
 				case res.Skipped:
 					fmt.Fprintf(w, "%s: skipped, run %d is active\n", res.Name, res.ActiveRun)
+				case res.Queued:
+					fmt.Fprintf(w, "%s: queued, runs once run %d ends\n", res.Name, res.ActiveRun)
 				case !res.Waited:
 					fmt.Fprintf(w, "%s: started run %d\n", res.Name, res.RunID)
 				default:
@@ -87,21 +99,16 @@ func triggerCmd(g *globals) *cobra.Command {
 					if res.TimedOut {
 						fmt.Fprintf(w, "%s: run %d still running after %s\n", res.Name, res.RunID, timeout)
 					} else {
-						fmt.Fprintf(w, "%s: run %d exited %s%s after %dms\n", res.Name, res.RunID, intPtr(res.ExitCode), sigSuffix(res.Signal), res.DurationMS)
+						fmt.Fprintf(w, "%s: run %d %s: exited %s%s after %dms%s\n", res.Name, res.RunID, orDash(string(res.Outcome)),
+							intPtr(res.ExitCode), sigSuffix(res.Signal), res.DurationMS, noteSuffix(res.Note))
 					}
 				}
 			}
-			if res.Waited {
-				switch {
-				case res.TimedOut:
-					return exitError{124}
-				case res.ExitCode != nil:
-					if *res.ExitCode != 0 {
-						return exitError{*res.ExitCode}
-					}
-				case res.Signal != "":
-					return exitError{128 + signalNumber(res.Signal)}
-				}
+			if !wait {
+				return nil
+			}
+			if code := triggerStatus(res); code != 0 {
+				return exitError{code}
 			}
 			return nil
 		},
@@ -119,4 +126,44 @@ func signalNumber(name string) int {
 		return int(n)
 	}
 	return int(unix.SIGKILL)
+}
+
+// triggerStatus is the exit status of `trigger --wait` for its answer (the
+// table in the verb's help).
+func triggerStatus(res api.TriggerResult) int {
+	switch {
+	case res.Skipped || res.Queued:
+		return 75
+	case res.TimedOut:
+		return 124
+	}
+	switch res.Outcome {
+	case api.RunOK:
+		return 0
+	case api.RunTimedOut:
+		return 124
+	case api.RunInterrupted:
+		return 130
+	case api.RunLoop:
+		return 65
+	case api.RunHeld, api.RunLimited, api.RunSkipped:
+		return 75
+	}
+	switch {
+	case res.ExitCode != nil:
+		if *res.ExitCode != 0 {
+			return *res.ExitCode
+		}
+		return 1 // failed with exit 0 cannot happen; never report success for it
+	case res.Signal != "":
+		return 128 + signalNumber(res.Signal)
+	}
+	return 1
+}
+
+func noteSuffix(note string) string {
+	if note == "" {
+		return ""
+	}
+	return " (" + note + ")"
 }

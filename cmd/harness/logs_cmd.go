@@ -18,12 +18,13 @@ func logsCmd(g *globals) *cobra.Command {
 	var lines, maxBytes int
 	var cursor uint64
 	var offset int64
+	var run uint64
 	cmd := &cobra.Command{
 		Use:   "logs NAME",
 		Short: "Show a harness's activity entries, or its raw terminal output with --raw",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a := api.LogsArgs{Name: g.unitName(cmd, args[0]), Format: api.LogsSummaryFormat, Lines: lines, MaxBytes: maxBytes}
+			a := api.LogsArgs{Name: g.unitName(cmd, args[0]), Format: api.LogsSummaryFormat, Lines: lines, MaxBytes: maxBytes, Run: run}
 			if rawFmt {
 				a.Format = api.LogsRawFormat
 			}
@@ -97,6 +98,7 @@ func logsCmd(g *globals) *cobra.Command {
 	f.Uint64Var(&cursor, "cursor", 0, "only entries newer than this id (summary)")
 	f.Int64Var(&offset, "offset", 0, "start at this absolute byte offset (raw)")
 	f.BoolVarP(&follow, "follow", "f", false, "keep printing new output until interrupted")
+	f.Uint64Var(&run, "run", 0, "only the entries of this run (see `harness runs NAME`)")
 	addJSON(cmd, g)
 	return callsOps(cmd, api.OpLogs)
 }

@@ -34,6 +34,8 @@ type LogsArgs struct {
 	Offset   *int64  `json:"offset" jsonschema:"raw: absolute byte offset to start from (the previous next_offset)" mcp:"minimum=0"`
 	MaxBytes int     `json:"max_bytes" jsonschema:"cap on the answer's size (default 256 KiB)" mcp:"minimum=1"`
 	Lines    int     `json:"lines" jsonschema:"return at most this many trailing lines or entries" mcp:"minimum=1"`
+	// Run keeps only the entries of that run (summary format).
+	Run uint64 `json:"run,omitempty" jsonschema:"summary: only the entries of this run (an id from harness_runs)" mcp:"minimum=1"`
 }
 
 // LogsSummary is the summary answer of `logs`: activity entries.

@@ -26,6 +26,36 @@ type Run struct {
 	EndedAt   *time.Time `json:"ended_at"`
 	ExitCode  *int       `json:"exit_code"`
 	Signal    string     `json:"signal"`
+	// Outcome says how the run ended (DESIGN §17); empty while it runs.
+	// Note says more when there is more to say: the timeout, how many
+	// firings were missed, the repeated tool call.
+	Outcome RunOutcome `json:"outcome,omitempty"`
+	Note    string     `json:"note,omitempty"`
+}
+
+// RunOutcome is how a run ended (DESIGN §17).
+type RunOutcome string
+
+// The outcomes of DESIGN §17.
+const (
+	RunOK          RunOutcome = "ok"          // exited 0
+	RunFailed      RunOutcome = "failed"      // exited non-zero, by a signal, or never spawned
+	RunTimedOut    RunOutcome = "timed_out"   // stopped by its timeout
+	RunSkipped     RunOutcome = "skipped"     // a firing while the job was active (on_overlap skip)
+	RunMissed      RunOutcome = "missed"      // firings due while the daemon was down
+	RunInterrupted RunOutcome = "interrupted" // stopped, restarted, replaced, or the daemon went away
+	RunLimited     RunOutcome = "limited"     // the agent reached a usage limit
+	RunLoop        RunOutcome = "loop"        // the loop guard ended it
+	RunHeld        RunOutcome = "held"        // a firing refused by a hold
+)
+
+// ExitOutcome is the outcome of a run that ended on its own: ok for exit
+// code 0, failed otherwise.
+func ExitOutcome(exitCode *int, signal string) RunOutcome {
+	if exitCode != nil && *exitCode == 0 && signal == "" {
+		return RunOK
+	}
+	return RunFailed
 }
 
 // Ended reports whether the run has ended.
@@ -77,6 +107,14 @@ type TriggerResult struct {
 	Signal     string     `json:"signal,omitempty"`
 	DurationMS int64      `json:"duration_ms"`
 	Tail       []LogEntry `json:"tail"`
+	// Outcome of the run waited for (DESIGN §17); "skipped" for a firing
+	// refused because the job was active. Queued: on_overlap = "queue"
+	// will run it once the active run ends. Replaced: the active run was
+	// stopped for this one (on_overlap = "replace").
+	Outcome  RunOutcome `json:"outcome,omitempty"`
+	Note     string     `json:"note,omitempty"`
+	Queued   bool       `json:"queued,omitempty"`
+	Replaced uint64     `json:"replaced,omitempty"`
 }
 
 // TrajectoryArgs are the arguments of `get_trajectory`, in the CLI's words.

@@ -80,7 +80,7 @@ var specs = []Spec{
 	spec[NamesArgs, ActionResult](OpRestart, Write).tool("",
 		"Restart a harness, exactly as `harness restart NAME` would."),
 	spec[RunsArgs, []Run](OpRuns, Read).tool("runs",
-		"Run history (one run per spawn): id, harness, cause, pid, start, end, exit code or signal."),
+		"Run history (one run per spawn, plus skipped and missed firings): id, harness, cause, pid, start, end, exit code or signal, outcome (ok, failed, timed_out, skipped, missed, interrupted, limited, loop, held) and note."),
 	spec[NoArgs, []JobInfo](OpJobs, Read).tool("jobs",
 		"List jobs: harnesses with a schedule or a run-to-completion restart policy."),
 	spec[NoArgs, []Trigger](OpTriggers, Read).tool("triggers",

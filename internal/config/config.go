@@ -121,6 +121,8 @@ type Harness struct {
 	// an MCP configuration that reaches harness; false leaves the
 	// agent's MCP configuration to the user.
 	MCPWire bool
+	// Job holds timeout, on_overlap, catch_up and keep_runs (jobs.go).
+	Job JobControls
 }
 
 // IsJob reports whether h is a job (DESIGN §7): it has a schedule or it is

@@ -37,7 +37,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 	restartSet := false
 	for _, k := range sortedKeys(t) {
 		kp, val := child(path, k), t[k]
-		if d.processKey(k, kp, val, &h.Process) {
+		if d.processKey(k, kp, val, &h.Process) || d.jobKey(k, kp, val, &h.Job) {
 			continue
 		}
 		switch k {
@@ -108,6 +108,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 			d.add(sp, "cannot be combined with restart = %q", h.Restart)
 		}
 	}
+	d.checkJob(path, t, h)
 	return h
 }
 

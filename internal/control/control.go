@@ -216,6 +216,7 @@ func New(cfg *config.Config, opt Options) (*Control, error) {
 // is enabled or that belong to an autostart profile.
 func (c *Control) Boot(ctx context.Context) {
 	c.sched.Start()
+	c.catchUp(time.Now())
 	c.mu.RLock()
 	var toStart []*unit
 	for _, u := range c.units {

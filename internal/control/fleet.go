@@ -35,6 +35,8 @@ type unit struct {
 	harvest *harvestFlag
 	// gone is set when the unit leaves the configuration.
 	gone atomic.Bool
+	// queued is a job's firing waiting for its active run (jobs.go).
+	queued queuedFiring
 }
 
 // unitTables is the configuration of one unit: exactly one of h and up.
@@ -78,6 +80,7 @@ func UpstreamUnitName(project, key string) string {
 func (c *Control) harnessUnitConfig(name string, h *config.Harness) supervise.UnitConfig {
 	uc := processUnitConfig(name, supervise.KindHarness, h.Process, supervise.Policy(h.Restart))
 	uc.Cols, uc.Rows, uc.IdleAfter = uint16(h.TermCols), uint16(h.TermRows), h.IdleAfter
+	uc.Timeout = h.Job.Timeout
 	uc.ExtraEnv = []string{"HARNESS_SOCKET=" + c.opt.SocketPath}
 	if c.opt.MCPURL != "" {
 		uc.ExtraEnv = append(uc.ExtraEnv, "HARNESS_MCP_URL="+c.opt.MCPURL)
@@ -316,6 +319,10 @@ type unitUpdate struct {
 func (c *Control) finish(ch reconciled) *sync.WaitGroup {
 	for _, up := range ch.updates {
 		up.u.sup.Update(up.cfg)
+		c.keepRuns(up.u)
+	}
+	for _, u := range ch.added {
+		c.keepRuns(u)
 	}
 	return c.retire(ch.removed)
 }
@@ -425,7 +432,9 @@ func (c *Control) onEvent(u *unit, ev supervise.Event) {
 		}
 	}
 	if ev.Kind == supervise.EventState {
-		c.noteIntent(u, u.sup.Status().Enabled)
+		st := u.sup.Status()
+		c.noteIntent(u, st.Enabled)
+		c.jobStateChanged(u, st.State)
 	}
 	if c.opt.OnEvent != nil {
 		c.opt.OnEvent(ev)

@@ -41,8 +41,14 @@ func (c *Control) Logs(_ context.Context, a api.LogsArgs) (any, error) {
 		if a.Offset != nil {
 			return nil, errcode.Errorf(errcode.InvalidArgument, "offset pages the raw format; summary pages by cursor")
 		}
+		if a.Run != 0 {
+			return c.runSummary(u, a)
+		}
 		return summary(u.log, a), nil
 	case "raw":
+		if a.Run != 0 {
+			return nil, errcode.Errorf(errcode.InvalidArgument, "run selects entries of the summary format; raw output is not kept per run")
+		}
 		if a.Cursor != nil {
 			return nil, errcode.Errorf(errcode.InvalidArgument, "cursor pages the summary format; raw pages by offset")
 		}
@@ -200,4 +206,65 @@ func lastLines(data []byte, from int64, n int) ([]byte, int64) {
 		}
 	}
 	return data, from
+}
+
+// runSummary is `logs NAME --run N`: the retained entries of one run of
+// the unit, paged like summary (the newest without a cursor, the ones
+// after it with one).
+func (c *Control) runSummary(u *unit, a api.LogsArgs) (api.LogsSummary, error) {
+	r, known := c.opt.Runs.Get(a.Run)
+	if known && r.Harness != u.name {
+		return api.LogsSummary{}, errcode.Errorf(errcode.InvalidArgument, "run %d is a run of %s, not of %s", a.Run, r.Harness, u.name)
+	}
+	u.log.Flush()
+	var after uint64
+	if a.Cursor != nil {
+		after = *a.Cursor
+	}
+	all, _ := u.log.EntriesAfter(after, 0)
+	var mine []logs.Entry
+	for _, e := range all {
+		if e.RunID == a.Run {
+			mine = append(mine, e)
+		}
+	}
+	if len(mine) == 0 && !known && a.Cursor == nil {
+		return api.LogsSummary{}, errcode.Errorf(errcode.InvalidArgument, "%s has no run %d in its history", u.name, a.Run)
+	}
+	lines := a.Lines
+	if lines == 0 {
+		lines = DefaultLines
+	}
+	res := api.LogsSummary{Format: "summary", Entries: []logs.Entry{}, NextCursor: after}
+	if a.Cursor == nil {
+		mine = tail(mine, lines)
+	} else if len(mine) > lines {
+		mine, res.Truncated = mine[:lines], true
+	}
+	size, fit := 0, 0
+	for i := range mine {
+		e := mine[i]
+		if a.Cursor == nil { // keep the newest
+			e = mine[len(mine)-1-i]
+		}
+		if size += entrySize(e); size > a.MaxBytes {
+			break
+		}
+		fit++
+	}
+	if fit < len(mine) {
+		res.Truncated = true
+		if a.Cursor == nil {
+			mine = mine[len(mine)-fit:]
+		} else {
+			mine = mine[:fit]
+		}
+	}
+	if len(mine) > 0 {
+		res.Entries = mine
+		res.NextCursor = mine[len(mine)-1].ID
+	} else if a.Cursor == nil {
+		res.Note = fmt.Sprintf("no entries of run %d are retained", a.Run)
+	}
+	return res, nil
 }

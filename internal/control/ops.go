@@ -274,22 +274,6 @@ func (c *Control) Triggers(context.Context, api.NoArgs) ([]api.Trigger, error) {
 	return ts, nil
 }
 
-// fire is the scheduler's callback: start the job unless it is active.
-func (c *Control) fire(job string) bool {
-	u, err := c.lookup(job)
-	if err != nil {
-		c.log.Warn("schedule fired for a unit that is gone", logkey.Job, job)
-		return false
-	}
-	if isActive(u.sup.Status().State) {
-		return false
-	}
-	if _, err := c.runNow(context.Background(), u, api.CauseSchedule); err != nil {
-		c.log.Error("scheduled start failed", logkey.Job, job, logkey.Err, err)
-	}
-	return true
-}
-
 // runNow starts a job that is not active and returns its new run. From
 // restarting it cancels the pending policy retry and runs at once (Start
 // would leave the retry to its timer).
@@ -333,13 +317,9 @@ func (c *Control) Trigger(ctx context.Context, a api.TriggerArgs) (api.TriggerRe
 		return api.TriggerResult{}, errcode.Errorf(errcode.InvalidArgument, "timeout_s must be between 0 and %g (%s)", MaxTriggerTimeout.Seconds(), MaxTriggerTimeout)
 	}
 	res := api.TriggerResult{Name: a.Name}
-	if st := u.sup.Status(); isActive(st.State) {
-		res.Skipped, res.ActiveRun = true, st.RunID
-		return res, nil
-	}
-	run, err := c.runNow(ctx, u, api.CauseTrigger)
-	if err != nil {
-		return res, fmt.Errorf("%s: %w", a.Name, err)
+	run, done, err := c.triggerFiring(ctx, u, &res)
+	if err != nil || done {
+		return res, err
 	}
 	res.RunID = run
 	if !a.Wait {
@@ -361,7 +341,7 @@ func (c *Control) Trigger(ctx context.Context, a api.TriggerArgs) (api.TriggerRe
 		}
 		return res, fmt.Errorf("trigger %s: wait for run %d: %w", a.Name, res.RunID, err)
 	}
-	res.ExitCode, res.Signal = r.ExitCode, r.Signal
+	res.ExitCode, res.Signal, res.Outcome, res.Note = r.ExitCode, r.Signal, r.Outcome, r.Note
 	if r.EndedAt != nil {
 		res.DurationMS = r.EndedAt.Sub(r.StartedAt).Milliseconds()
 	}

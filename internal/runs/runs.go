@@ -67,8 +67,9 @@ type waiter struct {
 
 // Store is the run history. All methods are safe for concurrent use.
 type Store struct {
-	path   string
-	retain int
+	path     string
+	retain   int
+	retainOf map[string]int // keep_runs per unit, over retain
 
 	mu      sync.Mutex
 	f       *os.File
@@ -89,14 +90,15 @@ func Open(path string, retainPerUnit int) (*Store, error) {
 		retainPerUnit = DefaultRetain
 	}
 	s := &Store{
-		path:    path,
-		retain:  retainPerUnit,
-		now:     time.Now,
-		runs:    map[uint64]*Run{},
-		byUnit:  map[string][]uint64{},
-		nextID:  1,
-		waiters: map[uint64]*waiter{},
-		closed:  make(chan struct{}),
+		path:     path,
+		retain:   retainPerUnit,
+		retainOf: map[string]int{},
+		now:      time.Now,
+		runs:     map[uint64]*Run{},
+		byUnit:   map[string][]uint64{},
+		nextID:   1,
+		waiters:  map[uint64]*waiter{},
+		closed:   make(chan struct{}),
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("runs: open %s: %w", path, err)
@@ -193,7 +195,11 @@ func (s *Store) dropFromUnit(unit string, id uint64) {
 // run that has not ended is kept: it is still somebody's current run.
 func (s *Store) trim(unit string) {
 	ids := s.byUnit[unit]
-	excess := len(ids) - s.retain
+	retain := s.retain
+	if n, ok := s.retainOf[unit]; ok {
+		retain = n
+	}
+	excess := len(ids) - retain
 	for i := 0; i < len(ids) && excess > 0; {
 		if r := s.runs[ids[i]]; r.Ended() {
 			delete(s.runs, ids[i])
@@ -258,9 +264,25 @@ func (s *Store) SetPID(id uint64, pid int) error {
 }
 
 // End records that a run ended now, with its exit code or the signal that
-// ended it, and wakes every Wait on it. The run is ended in memory even if
-// persisting fails; that failure is returned.
+// ended it (outcome ok for code 0, failed otherwise), and wakes every Wait
+// on it. The run is ended in memory even if persisting fails; that failure
+// is returned.
 func (s *Store) End(id uint64, exitCode *int, signal string) error {
+	return s.Finish(id, Ending{ExitCode: exitCode, Signal: signal})
+}
+
+// Ending is how a run ended. An empty Outcome is derived from the exit
+// status (api.ExitOutcome).
+type Ending struct {
+	ExitCode *int
+	Signal   string
+	Outcome  api.RunOutcome
+	Note     string
+}
+
+// Finish is End with the outcome given by who ended the run (a timeout,
+// a stop, the loop guard).
+func (s *Store) Finish(id uint64, e Ending) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.lookup(id)
@@ -270,22 +292,65 @@ func (s *Store) End(id uint64, exitCode *int, signal string) error {
 	if r.Ended() {
 		return fmt.Errorf("runs: end %d: already ended at %s", id, r.EndedAt.Format(time.RFC3339))
 	}
-	s.end(r, exitCode, signal)
+	s.end(r, e)
 	if err := s.persist(*r); err != nil {
 		return fmt.Errorf("runs: end %d: %w", id, err)
 	}
 	return nil
 }
 
+// Record adds a run that never spawned and ended at once: a skipped,
+// missed or held firing (DESIGN §17), so the history shows it.
+func (s *Store) Record(unit string, cause Cause, outcome api.RunOutcome, note string) (Run, error) {
+	if unit == "" {
+		return Run{}, errors.New("runs: record: empty unit name")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return Run{}, fmt.Errorf("runs: record %s: %w", unit, err)
+	}
+	run := Run{ID: s.nextID, Harness: unit, Cause: cause, StartedAt: s.now()}
+	s.put(run)
+	r := s.runs[run.ID]
+	s.end(r, Ending{Outcome: outcome, Note: note})
+	if err := s.persist(*r); err != nil {
+		delete(s.runs, run.ID)
+		s.dropFromUnit(unit, run.ID)
+		return Run{}, fmt.Errorf("runs: record %s: %w", unit, err)
+	}
+	s.trim(unit)
+	return cloneRun(*r), nil
+}
+
+// SetRetain bounds the history of one unit (keep_runs); n <= 0 goes back
+// to the store's bound. Older ended runs beyond it go now.
+func (s *Store) SetRetain(unit string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n <= 0 {
+		delete(s.retainOf, unit)
+	} else {
+		s.retainOf[unit] = n
+	}
+	if _, ok := s.byUnit[unit]; ok {
+		s.trim(unit)
+	}
+}
+
 // end marks r ended and wakes its waiters. Called under mu.
-func (s *Store) end(r *Run, exitCode *int, signal string) {
+func (s *Store) end(r *Run, e Ending) {
 	t := s.now()
 	r.EndedAt = &t
-	if exitCode != nil {
-		c := *exitCode
+	if e.ExitCode != nil {
+		c := *e.ExitCode
 		r.ExitCode = &c
 	}
-	r.Signal = signal
+	r.Signal = e.Signal
+	r.Outcome, r.Note = e.Outcome, e.Note
+	if r.Outcome == "" {
+		r.Outcome = api.ExitOutcome(e.ExitCode, e.Signal)
+	}
 	if w, ok := s.waiters[r.ID]; ok {
 		w.run = cloneRun(*r)
 		close(w.done)
@@ -311,7 +376,7 @@ func (s *Store) CloseDangling(signal string) int {
 	}
 	slices.SortFunc(open, func(a, b *Run) int { return cmpID(a.ID, b.ID) })
 	for _, r := range open {
-		s.end(r, nil, signal)
+		s.end(r, Ending{Signal: signal, Outcome: api.RunInterrupted, Note: "the daemon ended while it ran"})
 		if err := s.persist(*r); err != nil {
 			err = fmt.Errorf("runs: close dangling run %d: %w", r.ID, err)
 			slog.Warn("runs: persist failed", logkey.Err, err)

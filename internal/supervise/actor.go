@@ -45,6 +45,7 @@ const (
 	timerTerm                     // upstream stop: stdin grace is over, send SIGTERM
 	timerKill                     // stop grace is over, send SIGKILL
 	timerHealthy                  // the run stayed up long enough to reset the history
+	timerTimeout                  // the run's timeout is over
 )
 
 // actor owns all state of one unit; only its goroutine touches it.
@@ -102,6 +103,8 @@ func (a *actor) handle(msg any) {
 		a.onUpdate(m)
 	case resizeCmd:
 		a.onResize(m)
+	case endCmd:
+		a.onEnd(m)
 	case exitEv:
 		a.onExit(m)
 	case timerEv:
@@ -204,6 +207,9 @@ func (a *actor) beginStop() {
 		return
 	}
 	p.stopping = true
+	if p.outcome == "" {
+		p.outcome = api.RunInterrupted
+	}
 	a.setState(StateStopping)
 	grace := a.stopGrace()
 	if p.stdin != nil {
@@ -250,7 +256,7 @@ func (a *actor) onTimer(ev timerEv) {
 		if err := a.spawn(api.CauseRestart); err != nil {
 			a.deps.Logger.Warn("supervise: policy restart failed", logkey.Err, err)
 		}
-	case timerTerm, timerKill, timerHealthy:
+	case timerTerm, timerKill, timerHealthy, timerTimeout:
 		p := a.proc
 		if p == nil || p.gen != ev.gen {
 			return // the process it was armed for is gone
@@ -265,6 +271,8 @@ func (a *actor) onTimer(ev timerEv) {
 				a.deps.Log.Event(p.run, "stop grace over: sending SIGKILL")
 			}
 			p.own.signal(p, syscall.SIGKILL)
+		case timerTimeout:
+			a.onTimeout(p)
 		case timerHealthy:
 			a.hist = History{}
 			if a.state == StateDegraded {
@@ -297,7 +305,7 @@ func (a *actor) onExit(ev exitEv) {
 		// reads its tail right away.
 		a.u.term.Flush()
 	}
-	if err := a.deps.Runs.End(p.run, ev.code, ev.signal); err != nil {
+	if err := a.deps.Runs.Finish(p.run, ending(p, ev.code, ev.signal)); err != nil {
 		a.deps.Logger.Error("supervise: end run", logkey.Run, p.run, logkey.Err, err)
 	}
 	text := "exited"

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/cgroup"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/proctree"
@@ -55,11 +56,16 @@ type proc struct {
 	// ioDone is closed when the output reader (if any) has finished.
 	ioDone chan struct{}
 
-	termTimer, killTimer, healthyTimer *time.Timer
+	termTimer, killTimer, healthyTimer, timeoutTimer *time.Timer
+
+	// outcome and note are set when the run is ended on purpose (a stop,
+	// its timeout, EndRun) and recorded when it exits.
+	outcome api.RunOutcome
+	note    string
 }
 
 func (p *proc) stopTimers() {
-	for _, t := range []*time.Timer{p.termTimer, p.killTimer, p.healthyTimer, p.abandonTimer} {
+	for _, t := range []*time.Timer{p.termTimer, p.killTimer, p.healthyTimer, p.abandonTimer, p.timeoutTimer} {
 		if t != nil {
 			t.Stop()
 		}
@@ -136,7 +142,7 @@ func (a *actor) spawn(cause runs.Cause) error {
 	}
 	if err != nil {
 		a.deps.Tokens.Revoke(cfg.Name, run.ID)
-		if endErr := a.deps.Runs.End(run.ID, nil, ""); endErr != nil {
+		if endErr := a.deps.Runs.Finish(run.ID, runs.Ending{Outcome: api.RunFailed, Note: err.Error()}); endErr != nil {
 			a.deps.Logger.Error("supervise: end run", logkey.Run, run.ID, logkey.Err, endErr)
 		}
 		return a.spawnFailed(a.errSpawn(err))
@@ -168,6 +174,9 @@ func (a *actor) spawn(cause runs.Cause) error {
 		onStarted()
 	}
 	go a.wait(p)
+	if cfg.Timeout > 0 {
+		p.timeoutTimer = a.arm(cfg.Timeout, p.gen, timerTimeout)
+	}
 	if !a.deps.AwaitReady {
 		p.healthyTimer = a.arm(a.deps.Limits.HealthyAfter, p.gen, timerHealthy)
 	}

@@ -46,6 +46,10 @@ type UnitConfig struct {
 	// EnvFile and Env only.
 	URL     string
 	Headers map[string]string
+	// Timeout, when set, stops a run that lasts longer (outcome
+	// timed_out); the unit does not restart after it. It applies from the
+	// next spawn.
+	Timeout time.Duration
 }
 
 // spawnEqual reports whether a and b spawn the same process, i.e. whether a

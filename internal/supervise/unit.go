@@ -175,6 +175,8 @@ func (u *Unit) call(ctx context.Context, c any) error {
 		reply = c.reply
 	case resizeCmd:
 		reply = c.reply
+	case endCmd:
+		reply = c.reply
 	}
 	select {
 	case u.inbox <- c:

@@ -1,0 +1,82 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// Overlap says what a firing does while the job's previous run is still
+// active (on_overlap, DESIGN §17).
+type Overlap string
+
+// The values of on_overlap.
+const (
+	OverlapSkip    Overlap = "skip"    // record the firing as skipped (the default)
+	OverlapQueue   Overlap = "queue"   // run once the active run ends (at most one waits)
+	OverlapReplace Overlap = "replace" // stop the active run, then run
+)
+
+// MaxKeepRuns bounds keep_runs.
+const MaxKeepRuns = 100000
+
+// JobControls are the keys of a job's runs (DESIGN §17): Timeout (0: none),
+// OnOverlap, CatchUp (a firing missed while the daemon was down runs once
+// at start) and KeepRuns (the run history bound of this harness; 0: the
+// daemon's).
+type JobControls struct {
+	Timeout   time.Duration
+	OnOverlap Overlap
+	CatchUp   bool
+	KeepRuns  int
+}
+
+// jobKey decodes one job-control key into j and reports whether k was one.
+func (d *decoder) jobKey(k string, kp []string, val any, j *JobControls) bool {
+	switch k {
+	case "timeout":
+		j.Timeout = d.seconds(kp, val, 0)
+	case "on_overlap":
+		if s, ok := d.str(kp, val); ok {
+			switch o := Overlap(s); o {
+			case OverlapSkip, OverlapQueue, OverlapReplace:
+				j.OnOverlap = o
+			default:
+				d.add(kp, `invalid on_overlap %q (want "skip", "queue" or "replace")`, s)
+			}
+		}
+	case "catch_up":
+		j.CatchUp = d.boolean(kp, val)
+	case "keep_runs":
+		n, ok := val.(int64)
+		switch {
+		case !ok:
+			d.add(kp, "must be a number of runs, not %s", tomlType(val))
+		case n < 1 || n > MaxKeepRuns:
+			d.add(kp, "%d is out of range (want 1..%d)", n, MaxKeepRuns)
+		default:
+			j.KeepRuns = int(n)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// checkJob holds the job-control keys to jobs: a harness kept running has
+// no firings to overlap and no end to time.
+func (d *decoder) checkJob(path []string, t map[string]any, h *Harness) {
+	if h.Job.OnOverlap == "" {
+		h.Job.OnOverlap = OverlapSkip
+	}
+	if h.IsJob() {
+		if _, ok := t["catch_up"]; ok && h.Schedule == "" {
+			d.add(child(path, "catch_up"), "needs a schedule")
+		}
+		return
+	}
+	for _, k := range []string{"timeout", "on_overlap", "catch_up"} {
+		if _, ok := t[k]; ok {
+			d.add(child(path, k), "%s", fmt.Sprintf(`applies to jobs only (a schedule, or restart = "no" or "on-failure"), not restart = %q`, h.Restart))
+		}
+	}
+}
