@@ -28,7 +28,10 @@ const (
 	DaemonUnavailable   Code = "daemon_unavailable"
 	VersionMismatch     Code = "version_mismatch"
 	NotRunning          Code = "not_running"
-	Internal            Code = "internal"
+	// Held: a hold refuses the start (DESIGN §17); the message names the
+	// reason and until when.
+	Held     Code = "held"
+	Internal Code = "internal"
 )
 
 // Sentinel is the error type behind every sentinel below. Compare with
@@ -53,6 +56,7 @@ var (
 	ErrDaemonUnavailable   = &Sentinel{DaemonUnavailable}
 	ErrVersionMismatch     = &Sentinel{VersionMismatch}
 	ErrNotRunning          = &Sentinel{NotRunning}
+	ErrHeld                = &Sentinel{Held}
 	ErrInternal            = &Sentinel{Internal}
 )
 
@@ -62,7 +66,7 @@ func init() {
 	for _, s := range []*Sentinel{
 		ErrUnknownHarness, ErrNotPermitted, ErrUnknownTool, ErrUnknownNamespace,
 		ErrUpstreamUnavailable, ErrInvalidArgument, ErrConfigInvalid, ErrNotAJob,
-		ErrDaemonUnavailable, ErrVersionMismatch, ErrNotRunning, ErrInternal,
+		ErrDaemonUnavailable, ErrVersionMismatch, ErrNotRunning, ErrHeld, ErrInternal,
 	} {
 		byCode[s.code] = s
 	}
