@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,4 +67,54 @@ func TestScenario_ACSIStormDoesNotFreezeTheDaemon(t *testing.T) {
 		t.Errorf("stop took %v", stopTook)
 	}
 	f.waitState("storm", "stopped")
+}
+
+// TestScenario_JSONRPCIdsComeBackAsSent: a Python client writing one
+// message and reading its answer before the next (as the fault campaign's
+// did) gets an Invalid Request error with id null for a request with id
+// null, and the session goes on; ids 1.5, 1e40 and "\u0041" come back byte
+// for byte (they came back as 1, -9223372036854775808 and "A"), with and
+// without the stdio hand-off.
+func TestScenario_JSONRPCIdsComeBackAsSent(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatal("python3 is needed (CI has it): ", err)
+	}
+	f := newFleet(t, "")
+	asks := []string{
+		`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1e40,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"\u0041","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	}
+	for _, mode := range bridgeModes {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "python3", append([]string{"testdata/idclient.py", harnessBin, f.socket}, asks...)...)
+			cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN=", "HARNESS_SOCKET=", mode.env)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("python client: %v\n%s", err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) != 1+len(asks) {
+				t.Fatalf("%d answers, want %d:\n%s", len(lines), 1+len(asks), out)
+			}
+			null := lines[1]
+			var e struct {
+				ID    json.RawMessage    `json:"id"`
+				Error struct{ Code int } `json:"error"`
+			}
+			if json.Unmarshal([]byte(null), &e) != nil || string(e.ID) != "null" || e.Error.Code != -32600 {
+				t.Errorf("id null: got %s, want an Invalid Request error (-32600) with id null", null)
+			}
+			for i, want := range []string{`"id":1.5,`, `"id":1e40,`, `"id":"\u0041",`, `"id":1,`, `"id":2,`} {
+				if got := lines[2+i]; !strings.Contains(got, want) || !strings.Contains(got, `"result"`) {
+					t.Errorf("answer %d: got %s, want a result with %s", i, got, want)
+				}
+			}
+		})
+	}
 }

@@ -32,36 +32,61 @@ type envelope struct {
 	version, id, method, params, result, err []byte
 }
 
+// decode is decodeRaw for a connection: a request with id null is
+// refused, and a call whose id the SDK would not write back as it came
+// gets a stand-in (rawid.go).
+func (c *Conn) decode(data []byte) (jsonrpc.Message, error) {
+	msg, rawID, err := decodeRaw(data)
+	if err != nil {
+		return nil, err
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		if rawID != nil && !req.ID.IsValid() {
+			return nil, errNullID
+		}
+		c.standInFor(req, rawID)
+		c.standInOfCancelled(req)
+	}
+	return msg, nil
+}
+
 // decode turns one JSON-RPC object into a Request or a Response, keeping
 // params, result and error data raw (copied: data is a reused buffer).
 func decode(data []byte) (jsonrpc.Message, error) {
+	msg, _, err := decodeRaw(data)
+	return msg, err
+}
+
+// decodeRaw is decode that also returns the raw id (nil when absent; it
+// aliases data).
+func decodeRaw(data []byte) (jsonrpc.Message, []byte, error) {
 	if !json.Valid(data) {
 		var v struct{}
 		err := json.Unmarshal(data, &v) // the syntax error, for the caller and for incomplete()
-		return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
 	}
 	if data[0] != '{' {
-		return nil, fmt.Errorf("%w: not a JSON object", ErrInvalidMessage)
+		return nil, nil, fmt.Errorf("%w: not a JSON object", ErrInvalidMessage)
 	}
 	env, err := splitEnvelope(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
 	}
 	if !bytes.Equal(env.version, []byte(`"2.0"`)) {
 		var version string
 		if err := json.Unmarshal(env.version, &version); err != nil || version != "2.0" {
-			return nil, fmt.Errorf("%w: jsonrpc version %s, want \"2.0\"", ErrInvalidMessage, env.version)
+			return nil, nil, fmt.Errorf("%w: jsonrpc version %s, want \"2.0\"", ErrInvalidMessage, env.version)
 		}
 	}
 	var rawID any
 	if env.id != nil {
 		if rawID, err = scalar(env.id); err != nil {
-			return nil, fmt.Errorf("%w: id: %v", ErrInvalidMessage, err)
+			return nil, nil, fmt.Errorf("%w: id: %v", ErrInvalidMessage, err)
 		}
 	}
 	id, err := jsonrpc.MakeID(rawID)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
 	}
 	if env.method != nil {
 		var method string
@@ -69,27 +94,27 @@ func decode(data []byte) (jsonrpc.Message, error) {
 			m, err := scalar(env.method)
 			s, ok := m.(string)
 			if err != nil || !ok {
-				return nil, fmt.Errorf("%w: method: %s is not a string", ErrInvalidMessage, env.method)
+				return nil, nil, fmt.Errorf("%w: method: %s is not a string", ErrInvalidMessage, env.method)
 			}
 			method = s
 		}
-		return &jsonrpc.Request{ID: id, Method: method, Params: clone(env.params)}, nil
+		return &jsonrpc.Request{ID: id, Method: method, Params: clone(env.params)}, env.id, nil
 	}
 	if !id.IsValid() {
-		return nil, fmt.Errorf("%w: a response without an id", ErrInvalidMessage)
+		return nil, nil, fmt.Errorf("%w: a response without an id", ErrInvalidMessage)
 	}
 	if env.result == nil && env.err == nil {
-		return nil, fmt.Errorf("%w: neither a method nor a result or error", ErrInvalidMessage)
+		return nil, nil, fmt.Errorf("%w: neither a method nor a result or error", ErrInvalidMessage)
 	}
 	resp := &jsonrpc.Response{ID: id, Result: clone(env.result)}
 	if env.err != nil && !bytes.Equal(env.err, []byte("null")) {
 		var we jsonrpc.Error
 		if err := json.Unmarshal(env.err, &we); err != nil {
-			return nil, fmt.Errorf("%w: error: %v", ErrInvalidMessage, err)
+			return nil, nil, fmt.Errorf("%w: error: %v", ErrInvalidMessage, err)
 		}
 		resp.Error = &we
 	}
-	return resp, nil
+	return resp, env.id, nil
 }
 
 // clone copies raw out of the reused read buffer; nil stays nil.

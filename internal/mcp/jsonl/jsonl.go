@@ -127,6 +127,9 @@ type Conn struct {
 
 	writeMu sync.Mutex // one message at a time on the wire
 
+	rawMu sync.Mutex
+	raw   rawIDs // calls whose ids the SDK would not echo as written (rawid.go)
+
 	batchMu sync.Mutex
 	batches map[any]*batch // request id -> its inbound batch
 
@@ -223,7 +226,7 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		var msg jsonrpc.Message
 		if data[0] == '[' {
 			msg, err = c.readBatch(data)
-		} else if msg, err = decode(data); err == nil {
+		} else if msg, err = c.decode(data); err == nil {
 			c.expectAnswer(msg)
 			c.noteCancelled(msg)
 		}
@@ -366,7 +369,7 @@ func (c *Conn) readBatch(data []byte) (jsonrpc.Message, error) {
 	b := &batch{}
 	ids := map[any]bool{}
 	for _, raw := range raws {
-		msg, err := decode(raw)
+		msg, err := c.decode(raw)
 		if err != nil {
 			return nil, err
 		}
@@ -421,8 +424,12 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("jsonl: encoding message: %w", err)
 	}
 	if isResp && !c.inBatch(resp) && c.dropCancelled(resp) {
+		c.restoreID(resp, nil)
 		c.answered(resp.ID.Raw(), false)
 		return nil
+	}
+	if isResp {
+		data = c.restoreID(resp, data)
 	}
 	if isResp {
 		var complete bool
