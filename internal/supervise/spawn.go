@@ -104,16 +104,22 @@ func (a *actor) spawn(cause runs.Cause) error {
 		return a.spawnConn(cause)
 	}
 	cfg := a.cfg.clone()
-	a.setState(StateStarting)
 	cmd, fileEnv, err := prepare(cfg)
 	if err != nil {
+		a.setState(StateStarting)
 		return a.spawnFailed(a.errSpawn(err))
 	}
 	run, err := a.deps.Runs.Begin(cfg.Name, cause)
 	if err != nil {
+		a.setState(StateStarting)
 		return a.spawnFailed(a.errSpawn(fmt.Errorf("begin run: %w", err)))
 	}
+	// The run is published with starting, before anything can print: an
+	// event (state, or busy/idle from the terminal, which reads the
+	// snapshot) never carries the previous run or none.
 	a.runID = run.ID
+	a.setState(StateStarting)
+	a.publish() // the state may have been starting already (a restart)
 	if a.u.term != nil {
 		a.u.term.Flush() // lines of the previous run stay with it
 	}
@@ -170,9 +176,6 @@ func (a *actor) spawn(cause runs.Cause) error {
 	}
 	a.deps.Log.Event(run.ID, fmt.Sprintf("spawned pid %d", p.pid))
 	a.deps.Logger.Info("supervise: spawned", logkey.Run, run.ID, logkey.PID, p.pid, logkey.Cause, cause)
-	if onStarted != nil {
-		onStarted()
-	}
 	go a.wait(p)
 	if cfg.Timeout > 0 {
 		p.timeoutTimer = a.arm(cfg.Timeout, p.gen, timerTimeout)
@@ -180,7 +183,13 @@ func (a *actor) spawn(cause runs.Cause) error {
 	if !a.deps.AwaitReady {
 		p.healthyTimer = a.arm(a.deps.Limits.HealthyAfter, p.gen, timerHealthy)
 	}
+	// Run, pid and state are published before the output reader starts
+	// (onStarted), so whatever the output causes sees this run.
 	a.setState(a.upState())
+	a.publish()
+	if onStarted != nil {
+		onStarted()
+	}
 	return nil
 }
 

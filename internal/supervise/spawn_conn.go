@@ -49,6 +49,7 @@ func (a *actor) spawnConn(cause runs.Cause) error {
 		return a.spawnFailed(a.errConnect(fmt.Errorf("begin run: %w", err)))
 	}
 	a.runID = run.ID
+	a.publish() // the run while starting, before the broker can report on it
 	a.deps.Log.SetRun(run.ID)
 
 	a.gen++
