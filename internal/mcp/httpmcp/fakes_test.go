@@ -33,10 +33,17 @@ var (
 // keeps them to count the sessions still alive.
 type countingSessions struct {
 	*session.Manager
-	built atomic.Int32
+	built  atomic.Int32
+	shared atomic.Int32
 
 	mu      sync.Mutex
 	servers []*mcp.Server
+}
+
+// NewSharedServer counts the stateless servers apart.
+func (c *countingSessions) NewSharedServer(id session.Identity) *mcp.Server {
+	c.shared.Add(1)
+	return c.Manager.NewSharedServer(id)
 }
 
 func (c *countingSessions) NewServer(id session.Identity) *mcp.Server {
@@ -150,12 +157,24 @@ func httpClient(t *testing.T, token string) *http.Client {
 }
 
 // connect opens a go-sdk client session over Streamable HTTP with token.
+// connect opens a session-based (2025-11-25) session; connectStateless
+// speaks 2026-07-28.
 func (e *env) connect(t *testing.T, token string) (*mcp.ClientSession, error) {
+	t.Helper()
+	return e.connectAt(t, token, "2025-11-25")
+}
+
+func (e *env) connectStateless(t *testing.T, token string) (*mcp.ClientSession, error) {
+	t.Helper()
+	return e.connectAt(t, token, "")
+}
+
+func (e *env) connectAt(t *testing.T, token, version string) (*mcp.ClientSession, error) {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "0"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url, HTTPClient: httpClient(t, token), MaxRetries: -1}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url, HTTPClient: httpClient(t, token), MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		return nil, err
 	}

@@ -96,9 +96,10 @@ func NewHandler(opt Options) http.Handler {
 		opt.MaxSessionsPerCredential = DefaultMaxSessionsPerCredential
 	}
 	h := &handler{
-		opt:   opt,
-		log:   log,
-		bound: map[string]*binding{},
+		opt:     opt,
+		log:     log,
+		bound:   map[string]*binding{},
+		shareds: map[[32]byte]*shared{},
 	}
 	if opt.OperatorToken != "" {
 		sum := sha256.Sum256([]byte(opt.OperatorToken))
@@ -116,6 +117,12 @@ func NewHandler(opt Options) http.Handler {
 		// limit allows.
 		MaxRequestBodyBytes: -1,
 	})
+	h.stateless = mcp.NewStreamableHTTPHandler(h.getStatelessServer, &mcp.StreamableHTTPOptions{
+		Logger:                     log,
+		Stateless:                  true,
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        -1,
+	})
 	return h
 }
 
@@ -124,13 +131,17 @@ type handler struct {
 	log      *slog.Logger
 	operator *[32]byte // hash of the operator token; nil when there is none
 	sdk      *mcp.StreamableHTTPHandler
+	// stateless serves MCP 2026-07-28 requests (stateless.go).
+	stateless *mcp.StreamableHTTPHandler
 
 	probeOnce sync.Once
 	probe     *mcp.Server
 
 	mu    sync.Mutex
 	bound map[string]*binding // MCP session id -> the credential that created it
-	clock uint64              // counts requests to bound sessions, for LRU eviction
+	// shareds are the servers of stateless requests, per credential hash.
+	shareds map[[32]byte]*shared
+	clock   uint64 // counts requests to bound sessions, for LRU eviction
 }
 
 // caller is the credential of one request.
@@ -209,6 +220,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			refuse(w, http.StatusBadRequest)
 			return
 		}
+	}
+
+	if ss, ok := h.opt.Sessions.(SharedSessions); ok && wantsStateless(r) {
+		h.serveStateless(w, r, c, ss)
+		return
 	}
 
 	if sid != "" {

@@ -224,6 +224,36 @@ func (m *Manager) NewServer(id Identity) *mcp.Server {
 	return l.server
 }
 
+// NewSharedServer builds the server of one identity for a transport that
+// connects a short session per request (stateless Streamable HTTP, MCP
+// 2026-07-28): many sessions, one after another or at once, share it. It
+// also negotiates 2026-07-28. It follows Refresh until DropServer.
+func (m *Manager) NewSharedServer(id Identity) *mcp.Server {
+	l := m.buildWith(id, mcp.SupportedProtocolVersions())
+	l.shared = true
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		l.refresh()
+		return l.server
+	}
+	m.live[l] = struct{}{}
+	m.mu.Unlock()
+	l.refresh()
+	return l.server
+}
+
+// DropServer stops refreshing a server NewSharedServer built.
+func (m *Manager) DropServer(s *mcp.Server) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for l := range m.live {
+		if l.server == s {
+			delete(m.live, l)
+		}
+	}
+}
+
 // unclaimedGrace is how long a server built for an HTTP initialize may go
 // without a session before Refresh forgets it.
 const unclaimedGrace = time.Minute
@@ -248,7 +278,7 @@ func (m *Manager) Refresh() {
 // Caller holds m.mu.
 func (m *Manager) pruneLocked() {
 	for l := range m.live {
-		if !l.owned && sessionCount(l.server) == 0 && (l.connected.Load() || time.Since(l.built) > unclaimedGrace) {
+		if !l.owned && !l.shared && sessionCount(l.server) == 0 && (l.connected.Load() || time.Since(l.built) > unclaimedGrace) {
 			delete(m.live, l)
 		}
 	}
@@ -317,11 +347,14 @@ func (m *Manager) closeLogged(c io.Closer, id Identity) {
 }
 
 // build makes the go-sdk server of one session, with no tools yet.
-func (m *Manager) build(id Identity) *live {
+func (m *Manager) build(id Identity) *live { return m.buildWith(id, handshakeVersions()) }
+
+// buildWith is build negotiating versions.
+func (m *Manager) buildWith(id Identity, versions []string) *live {
 	l := &live{m: m, id: id, tools: map[string]string{}, prompts: map[string]string{}, typedTools: map[string]bool{}, built: time.Now()}
 	l.server = mcp.NewServer(&mcp.Implementation{Name: "harness", Version: m.version}, &mcp.ServerOptions{
 		Logger:                    m.log,
-		SupportedProtocolVersions: handshakeVersions(),
+		SupportedProtocolVersions: versions,
 		// Advertised even when empty, so a session that starts with no
 		// prompts still learns about prompts a reload adds.
 		Capabilities: &mcp.ServerCapabilities{
@@ -335,9 +368,10 @@ func (m *Manager) build(id Identity) *live {
 }
 
 // handshakeVersions are the protocol versions negotiated with the classic
-// initialize handshake. Leaving out 2026-07-28 and later makes the go-sdk
-// client's server/discover probe fail with the supported list, so it falls
-// back to initialize at 2025-11-25, as the TypeScript client does directly.
+// initialize handshake (the socket, and session-based HTTP). 2026-07-28 and
+// later are served statelessly (NewSharedServer, httpmcp/stateless.go); a
+// go-sdk client's server/discover that reaches a session-based server fails
+// with the supported list, so it falls back to initialize at 2025-11-25.
 func handshakeVersions() []string {
 	return slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= "2026-07-28" })
 }
@@ -356,6 +390,7 @@ type live struct {
 	id        Identity
 	server    *mcp.Server
 	owned     bool        // run by Serve, which unregisters it
+	shared    bool        // NewSharedServer's: kept until DropServer
 	connected atomic.Bool // initialized at least once (for pruning NewServer sessions)
 	built     time.Time   // when NewServer made it (for pruning ones never initialized)
 	rec       callerInfo  // who calls, for the call log (record.go)

@@ -89,9 +89,13 @@ func (l *live) callerInfo() *callerInfo {
 	ci := &l.rec
 	ci.once.Do(func() {
 		ci.transport = api.TransportHTTP
-		if l.owned {
+		switch {
+		case l.owned:
 			ci.transport = api.TransportSocket
 			ci.session = newSessionID()
+		case l.shared:
+			// Stateless HTTP sessions have no id: name the caller's server.
+			ci.session = "http-" + strings.TrimPrefix(newSessionID(), "sock-")
 		}
 		switch {
 		case l.id.Harness != "":

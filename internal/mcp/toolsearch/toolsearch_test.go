@@ -65,7 +65,7 @@ func TestTerms_StemsMeet(t *testing.T) {
 			t.Errorf("%v stem to %v", group, stems)
 		}
 	}
-	if got := Terms("readTextFile get-sum KEY__tool") /* "tool" is a stop word */; !slices.Equal(got, []string{"read", "text", "fil", "get", "sum", "key"}) {
+	if got := Terms("readTextFile get-sum KEY__tool"); /* "tool" is a stop word */ !slices.Equal(got, []string{"read", "text", "fil", "get", "sum", "key"}) {
 		t.Errorf("split: %v", got)
 	}
 }
