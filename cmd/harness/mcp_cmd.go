@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
+	"github.com/harness-dev/harness/internal/dashtoken"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/mcp/httpmcp"
 )
@@ -141,13 +144,55 @@ func mcpHTTPSnippet(clientName, url string) (string, error) {
 }
 
 // mcpTokenCmd prints the operator token of the HTTP endpoint, creating it
-// (0600, in the state dir) on first use.
+// (0600, in the state dir) on first use; with --dashboard it mints a web
+// dashboard token with a grant of its own (DESIGN §19), and --revoke or
+// --list manage those.
 func mcpTokenCmd(g *globals) *cobra.Command {
+	var dashboard, list bool
+	var grant []string
+	var revoke string
 	cmd := &cobra.Command{
 		Use:   "token",
-		Short: "Print the operator token for the MCP HTTP endpoint",
+		Short: "Print the operator token for the MCP HTTP endpoint, or mint a dashboard token",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case revoke != "":
+				n, err := dashtoken.Revoke(g.statePath(), revoke)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return emit(cmd.OutOrStdout(), map[string]int{"revoked": n})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked %d dashboard token(s)\n", n)
+				return nil
+			case list:
+				ts, err := dashtoken.List(g.statePath())
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return emit(cmd.OutOrStdout(), ts)
+				}
+				for _, t := range ts {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s  %-24s  %s\n", t.ID, strings.Join(t.Grant, ","), t.Created.Format(time.RFC3339))
+				}
+				return nil
+			case dashboard:
+				tok, t, err := dashtoken.Mint(g.statePath(), splitClasses(grant), time.Now())
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return emit(cmd.OutOrStdout(), map[string]any{"token": tok, "id": t.ID, "grant": t.Grant})
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), tok)
+				fmt.Fprintf(cmd.ErrOrStderr(), "dashboard token %s (grant %s); revoke with: harness mcp token --revoke %s\n", t.ID, strings.Join(t.Grant, ","), t.ID)
+				return nil
+			case len(grant) > 0:
+				return errcode.Errorf(errcode.InvalidArgument, "mcp token: --grant goes with --dashboard")
+			}
 			tok, err := httpmcp.LoadOrCreateOperatorToken(g.statePath())
 			if err != nil {
 				return err
@@ -159,8 +204,25 @@ func mcpTokenCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&dashboard, "dashboard", false, "mint a token for the web dashboard (shown once; the state dir keeps only its hash)")
+	cmd.Flags().StringSliceVar(&grant, "grant", nil, "the dashboard token's grant: read, write, input (default read)")
+	cmd.Flags().StringVar(&revoke, "revoke", "", "revoke the dashboard token with this id (or all)")
+	cmd.Flags().BoolVar(&list, "list", false, "list the dashboard tokens (ids and grants, never the tokens)")
 	addJSON(cmd, g)
 	return cmd
+}
+
+// splitClasses accepts "read,write" as well as repeated --grant flags.
+func splitClasses(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for _, c := range strings.Split(s, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // mcpSnippet renders the stdio server entry for one client; a socket other

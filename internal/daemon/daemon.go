@@ -250,7 +250,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	var httpErr chan error
 	if httpEP != nil {
 		maxMessage := func() int { return ctl.Config().Daemon.MCPMaxMessage }
-		if err := httpEP.serve(mgr, paths.StateDir, maxMessage, metricsHandler(calls, log), log); err != nil {
+		if err := httpEP.serve(mgr, paths.StateDir, maxMessage, metricsHandler(calls, log), webBackend{ctl: ctl, srv: srv}, log); err != nil {
 			log.Error("mcp http endpoint not served", logkey.Err, err)
 		}
 		httpErr = httpEP.err

@@ -13,6 +13,7 @@ import (
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/httpmcp"
 	"github.com/harness-dev/harness/internal/mcp/session"
+	"github.com/harness-dev/harness/internal/web"
 )
 
 // httpEndpoint is the optional Streamable HTTP face of the MCP sessions
@@ -22,6 +23,7 @@ type httpEndpoint struct {
 	srv *http.Server
 	url string
 	err chan error
+	web *web.Server // the dashboard on the same listener; nil when not served
 }
 
 // listenHTTP binds the endpoint before anything spawns, so harnesses can be
@@ -39,20 +41,29 @@ func listenHTTP(cfg *config.Config) (*httpEndpoint, error) {
 
 // serve starts answering; the session layer applies the operator's grant
 // in force (the authority reads it from the live config). metrics is
-// served at /metrics to the operator.
-func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage func() int, metrics http.Handler, log *slog.Logger) error {
+// served at /metrics to the operator. dash, when set, is the dashboard's
+// backend: the web dashboard answers every other path (DESIGN §19).
+func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage func() int, metrics http.Handler, dash web.Backend, log *slog.Logger) error {
 	tok, err := httpmcp.LoadOrCreateOperatorToken(stateDir)
 	if err != nil {
 		return fmt.Errorf("mcp_http: operator token: %w", err)
 	}
-	e.srv = httpmcp.NewServer(httpmcp.NewHandler(httpmcp.Options{
+	var h http.Handler = httpmcp.NewHandler(httpmcp.Options{
 		Sessions:      mgr,
 		OperatorToken: tok,
 		IdleTimeout:   30 * time.Minute,
 		MaxMessage:    maxMessage,
 		Logger:        log,
 		Metrics:       metrics,
-	}), log)
+	})
+	if dash != nil {
+		e.web, err = web.New(web.Options{Backend: dash, OperatorToken: tok, StateDir: stateDir, Logger: log})
+		if err != nil {
+			return fmt.Errorf("dashboard: %w", err)
+		}
+		h = doors{mcp: h, web: e.web}
+	}
+	e.srv = httpmcp.NewServer(h, log)
 	maxConns := httpmcp.DefaultMaxConns()
 	ln := httpmcp.LimitListener(e.ln, maxConns)
 	go func() {
@@ -65,6 +76,11 @@ func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage f
 }
 
 func (e *httpEndpoint) shutdown(ctx context.Context) error {
+	if e.web != nil {
+		// Its event streams and terminals never go idle: end them first,
+		// or Shutdown would wait for them until ctx ends.
+		e.web.Close()
+	}
 	if e.srv == nil {
 		return e.ln.Close()
 	}

@@ -75,6 +75,7 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	subs      map[*conn]struct{}
+	taps      map[chan api.Event]struct{} // in-process subscribers (Subscribe)
 	wg        sync.WaitGroup
 
 	dropped atomic.Uint64
@@ -188,6 +189,13 @@ func (s *Server) Publish(ev api.Event) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for ch := range s.taps {
+		select {
+		case ch <- ev:
+		default:
+			s.dropped.Add(1)
+		}
+	}
 	for c := range s.subs {
 		select {
 		case c.events <- ev:
@@ -199,6 +207,26 @@ func (s *Server) Publish(ev api.Event) {
 					logkey.Conn, c.id, logkey.Client, c.hello.Client, logkey.Buffer, cap(c.events))
 			}
 		}
+	}
+}
+
+// Subscribe is an in-process subscription to what Publish fans out (the
+// web dashboard's event stream), with a queue of buf events, until cancel
+// is called. Like a slow socket subscriber, a full queue loses events
+// (counted in DroppedEvents); the channel is never closed.
+func (s *Server) Subscribe(buf int) (events <-chan api.Event, cancel func()) {
+	s.init()
+	ch := make(chan api.Event, buf)
+	s.mu.Lock()
+	if s.taps == nil {
+		s.taps = make(map[chan api.Event]struct{})
+	}
+	s.taps[ch] = struct{}{}
+	s.mu.Unlock()
+	return ch, func() {
+		s.mu.Lock()
+		delete(s.taps, ch)
+		s.mu.Unlock()
 	}
 }
 

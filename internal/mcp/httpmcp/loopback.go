@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/netip"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/httpguard"
 )
 
 // OperatorTokenFile is the name of the operator token file in the state dir.
@@ -34,50 +33,13 @@ func CheckLoopback(addr string) error {
 	return nil
 }
 
-// isLoopbackHost reports whether host (without port or brackets) is
-// localhost or a loopback IP.
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil || ip.Zone() != "" {
-		return false
-	}
-	return ip.Unmap().IsLoopback()
-}
+// isLoopbackHost, loopbackHostHeader and loopbackOrigin are the checks of
+// internal/httpguard, which the web dashboard on the same listener shares.
+func isLoopbackHost(host string) bool { return httpguard.LoopbackName(host) }
 
-// loopbackHostHeader reports whether a Host header value names a loopback
-// host: localhost, 127.0.0.0/8 or ::1, bracketed or not, with or without a
-// port. The port is not compared with the one served: an SSH tunnel
-// (`ssh -L 9000:127.0.0.1:7330`) or a loopback reverse proxy forwards
-// "localhost:9000", and the name alone is what DNS rebinding forges.
-func loopbackHostHeader(hostport string) bool {
-	host := hostport
-	if h, port, err := net.SplitHostPort(hostport); err == nil {
-		if strings.Trim(port, "0123456789") != "" {
-			return false
-		}
-		host = h
-	} else if len(host) > 2 && host[0] == '[' && host[len(host)-1] == ']' {
-		host = host[1 : len(host)-1]
-	}
-	return isLoopbackHost(host)
-}
+func loopbackHostHeader(hostport string) bool { return httpguard.LoopbackHost(hostport) }
 
-// loopbackOrigin reports whether an Origin header value is an http or https
-// origin on a loopback host (any port). "null" and every other scheme are
-// refused.
-func loopbackOrigin(origin string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Opaque != "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return false
-	}
-	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
-		return false
-	}
-	return u.Host != "" && loopbackHostHeader(u.Host)
-}
+func loopbackOrigin(origin string) bool { return httpguard.LoopbackOrigin(origin) }
 
 // Listen checks that addr is loopback and listens on it (TCP).
 func Listen(addr string) (net.Listener, error) {

@@ -1,0 +1,195 @@
+// The dashboard's one script (DESIGN §19). The pages work without it
+// (forms post and redirect back); with it they stay live from /events,
+// actions post without reloading the page, the fleet filters as you type,
+// and a harness page runs its terminal (vendor/xterm) over /h/NAME/attach.
+(function () {
+  'use strict';
+  var meta = document.querySelector('meta[name="csrf-token"]');
+  var csrf = meta ? meta.content : '';
+  var toast = document.getElementById('toast');
+
+  function say(msg, bad) {
+    if (!toast) return;
+    toast.textContent = msg;
+    toast.className = bad ? 'bad' : '';
+    toast.hidden = false;
+    clearTimeout(say.t);
+    say.t = setTimeout(function () { toast.hidden = true; }, bad ? 8000 : 3000);
+  }
+
+  // The fleet filter: words that must all appear in a row.
+  var filter = document.getElementById('filter');
+  function applyFilter() {
+    if (!filter) return;
+    var words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
+    document.querySelectorAll('tr.unit').forEach(function (tr) {
+      var hay = (tr.getAttribute('data-filter') || '').toLowerCase();
+      tr.hidden = !words.every(function (w) { return hay.indexOf(w) >= 0; });
+    });
+    document.querySelectorAll('section.group').forEach(function (g) {
+      g.hidden = !g.querySelector('tr.unit:not([hidden])');
+    });
+  }
+  if (filter) {
+    filter.addEventListener('input', applyFilter);
+    filter.form.addEventListener('submit', function (e) { e.preventDefault(); applyFilter(); });
+  }
+
+  // Live refresh: an event marks the page stale; one fetch of its live
+  // part at a time, coalescing the events that arrive meanwhile.
+  var live = document.getElementById('live');
+  var timer = null, inflight = false, again = false;
+  function refresh() {
+    if (!live) return;
+    if (inflight) { again = true; return; }
+    inflight = true;
+    fetch(live.getAttribute('data-fragment'), { credentials: 'same-origin', headers: { 'Accept': 'text/x-fragment' } })
+      .then(function (r) {
+        if (r.status === 401) { location.href = '/login'; return null; }
+        return r.ok ? r.text() : null;
+      })
+      .then(function (html) {
+        if (html !== null && html !== undefined) {
+          live.innerHTML = html;
+          applyFilter();
+          document.body.setAttribute('data-refreshed', String(Date.now()));
+        }
+      })
+      .catch(function () {})
+      .then(function () {
+        inflight = false;
+        if (again) { again = false; refresh(); }
+      });
+  }
+  function stale() {
+    if (timer) return;
+    timer = setTimeout(function () { timer = null; refresh(); }, 30);
+  }
+  if (live && window.EventSource) {
+    var es = new EventSource('/events');
+    es.addEventListener('unit', stale);
+    es.addEventListener('resync', stale);
+    es.addEventListener('signedout', function () { location.href = '/login'; });
+    es.onopen = function () { document.body.setAttribute('data-live', '1'); stale(); };
+  }
+
+  // Actions post with the CSRF header and stay on the page.
+  document.addEventListener('submit', function (e) {
+    var f = e.target;
+    if (f.method.toLowerCase() !== 'post' || f.getAttribute('action') === '/logout') return;
+    e.preventDefault();
+    var body = new URLSearchParams(new FormData(f));
+    var buttons = f.querySelectorAll('button');
+    buttons.forEach(function (b) { b.disabled = true; });
+    fetch(f.getAttribute('action'), {
+      method: 'POST', credentials: 'same-origin', body: body,
+      headers: { 'X-CSRF-Token': csrf, 'Content-Type': 'application/x-www-form-urlencoded' }
+    }).then(function (r) {
+      return r.text().then(function (t) {
+        if (!r.ok) { say(t.trim() || r.statusText, true); return; }
+        say((f.getAttribute('action').split('/').pop()) + ': done');
+        if (f.id === 'send') { var i = f.querySelector('input[name="text"]'); if (i) i.value = ''; }
+        refresh();
+      });
+    }).catch(function (err) { say(String(err), true); })
+      .then(function () { buttons.forEach(function (b) { b.disabled = false; }); });
+  });
+
+  // The terminal.
+  var el = document.getElementById('term');
+  if (el && window.Terminal) terminal(el);
+
+  function terminal(el) {
+    var name = el.getAttribute('data-name');
+    var writer = el.getAttribute('data-writer') === '1';
+    var status = document.getElementById('term-status');
+    var term = new window.Terminal({ fontSize: 13, fontFamily: 'monospace', scrollback: 2000, cursorBlink: writer });
+    term.open(el);
+    var enc = new TextEncoder();
+    var ws = null, retry = 500, ended = false;
+    var api = { term: term, writer: writer, notices: [], listeners: [], send: function (s) { if (ws) ws.send(enc.encode(s)); } };
+    window.harnessAttach = api;
+
+    function setStatus(s) { if (status) status.textContent = s; el.setAttribute('data-status', s); }
+
+    function size() {
+      var probe = document.createElement('span');
+      probe.style.cssText = 'position:absolute;visibility:hidden;font:13px monospace;white-space:pre';
+      probe.textContent = 'WWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWW';
+      document.body.appendChild(probe);
+      var cw = probe.getBoundingClientRect().width / 50;
+      document.body.removeChild(probe);
+      var cols = Math.floor((el.clientWidth - 16) / (cw || 8));
+      return { cols: Math.max(20, Math.min(300, cols)), rows: 30 };
+    }
+
+    function connect() {
+      var want = size();
+      if (writer) term.resize(want.cols, want.rows);
+      var proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+      ws = new WebSocket(proto + '//' + location.host + '/h/' + encodeURIComponent(name) + '/attach');
+      ws.binaryType = 'arraybuffer';
+      setStatus('connecting…');
+      ws.onopen = function () {
+        ws.send(JSON.stringify({ csrf: csrf, cols: want.cols, rows: want.rows }));
+      };
+      ws.onmessage = function (m) {
+        if (typeof m.data !== 'string') {
+          var bytes = new Uint8Array(m.data);
+          term.write(bytes);
+          api.listeners.forEach(function (f) { f(bytes); });
+          return;
+        }
+        var ev = JSON.parse(m.data);
+        api.notices.push(ev);
+        if (ev.kind === 'attached') {
+          retry = 500;
+          if (ev.cols && ev.rows) term.resize(ev.cols, ev.rows);
+          setStatus(writer ? 'live' : 'live, read-only');
+          el.setAttribute('data-attached', '1');
+        } else if (ev.kind === 'restarted') {
+          setStatus('restarted (run ' + ev.run_id + ')');
+        } else if (ev.kind === 'ended') {
+          ended = true;
+          setStatus('ended: ' + (ev.message || ev.state || ''));
+        } else {
+          say(ev.message || ev.kind, true);
+        }
+      };
+      ws.onclose = function () {
+        ws = null;
+        el.removeAttribute('data-attached');
+        if (ended) return;
+        setStatus('disconnected; retrying…');
+        setTimeout(connect, retry);
+        retry = Math.min(retry * 2, 5000);
+      };
+    }
+
+    term.onData(function (d) { if (ws && ws.readyState === 1) ws.send(enc.encode(d)); });
+    if (writer) {
+      var rt = null;
+      window.addEventListener('resize', function () {
+        clearTimeout(rt);
+        rt = setTimeout(function () {
+          var s = size();
+          if (s.cols === term.cols && s.rows === term.rows) return;
+          term.resize(s.cols, s.rows);
+          if (ws && ws.readyState === 1) ws.send(JSON.stringify({ type: 'resize', cols: s.cols, rows: s.rows }));
+        }, 200);
+      });
+    }
+    // A stopped harness that starts again gets a fresh viewer.
+    if (window.EventSource) {
+      var es2 = new EventSource('/events');
+      es2.addEventListener('unit', function (m) {
+        var ev = JSON.parse(m.data);
+        if (ev.unit === name && ev.kind === 'state' && ev.state === 'running' && ended) {
+          ended = false;
+          connect();
+        }
+      });
+    }
+    connect();
+  }
+})();

@@ -1,0 +1,194 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/logkey"
+)
+
+// cookieName is the session cookie: HttpOnly, SameSite=Strict, path /.
+const cookieName = "harness_session"
+
+// csrfField is the form field (and csrfHeader the header the script sets)
+// that carries a session's CSRF token on every state-changing request.
+const (
+	csrfField  = "csrf"
+	csrfHeader = "X-CSRF-Token"
+)
+
+// session is one sign-in. The cookie holds only its random id.
+type session struct {
+	id       string
+	csrf     string
+	operator bool   // signed in with the operator token
+	tokenID  string // else the dashboard token's id
+	expires  time.Time
+}
+
+// who names the session's credential in logs, never the token itself.
+func (s *session) who() string {
+	if s.operator {
+		return "operator"
+	}
+	return "dashboard token " + s.tokenID
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b)
+}
+
+// session finds the request's session and the grant in force: the live
+// operator grant, or the dashboard token's grant while the token is in the
+// store. An expired session, or one whose token was revoked, is ended.
+func (s *Server) session(r *http.Request) (*session, api.Grant, bool) {
+	c, err := r.Cookie(cookieName)
+	if err != nil || c.Value == "" {
+		return nil, api.Grant{}, false
+	}
+	s.mu.Lock()
+	sess := s.sessions[c.Value]
+	if sess != nil && !s.now().Before(sess.expires) {
+		delete(s.sessions, sess.id)
+		s.log.Info("dashboard session expired", logkey.Session, sess.who())
+		sess = nil
+	}
+	s.mu.Unlock()
+	if sess == nil {
+		return nil, api.Grant{}, false
+	}
+	if sess.operator {
+		return sess, s.b.OperatorGrant(), true
+	}
+	t, ok := s.tokens.Live(sess.tokenID)
+	if !ok {
+		s.endSession(sess)
+		s.log.Info("dashboard token revoked; its session ended", logkey.Session, sess.who())
+		return nil, api.Grant{}, false
+	}
+	g, err := api.ParseGrant(t.Grant)
+	if err != nil {
+		return nil, api.Grant{}, false
+	}
+	return sess, g, true
+}
+
+func (s *Server) endSession(sess *session) {
+	s.mu.Lock()
+	delete(s.sessions, sess.id)
+	s.mu.Unlock()
+}
+
+// checkCSRF compares the request's CSRF token (header or form field) with
+// the session's in constant time.
+func (s *Server) checkCSRF(r *http.Request, sess *session) bool {
+	got := r.Header.Get(csrfHeader)
+	if got == "" {
+		r.Body = http.MaxBytesReader(nil, r.Body, maxForm)
+		if err := r.ParseForm(); err != nil {
+			return false
+		}
+		got = r.PostForm.Get(csrfField)
+	}
+	a := sha256.Sum256([]byte(got))
+	b := sha256.Sum256([]byte(sess.csrf))
+	return got != "" && subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// serveLogin shows the form (GET) or signs in (POST, field token).
+func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		s.render(w, r, http.StatusOK, "login.html", loginView{})
+	case http.MethodPost:
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		if err := r.ParseForm(); err != nil {
+			s.fail(w, r, http.StatusBadRequest, "malformed sign-in form")
+			return
+		}
+		if len(r.URL.Query()) > 0 {
+			// A token in the URL would sit in history and logs: refuse it.
+			s.fail(w, r, http.StatusBadRequest, "send the token in the form body, not in the URL")
+			return
+		}
+		tok := strings.TrimSpace(r.PostForm.Get("token"))
+		sess := s.signIn(tok)
+		if sess == nil {
+			s.log.Info("dashboard sign-in refused", logkey.Remote, r.RemoteAddr)
+			s.render(w, r, http.StatusUnauthorized, "login.html", loginView{Error: "That token is not valid (or was revoked)."})
+			return
+		}
+		http.SetCookie(w, &http.Cookie{
+			Name: cookieName, Value: sess.id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+			Secure: r.TLS != nil, Expires: sess.expires,
+		})
+		s.log.Info("dashboard sign-in", logkey.Session, sess.who(), logkey.Remote, r.RemoteAddr)
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+	default:
+		s.fail(w, r, http.StatusMethodNotAllowed, "method not allowed")
+	}
+}
+
+// signIn checks a presented token and opens a session for it.
+func (s *Server) signIn(tok string) *session {
+	if tok == "" {
+		return nil
+	}
+	sess := &session{id: randomHex(32), csrf: randomHex(32), expires: s.now().Add(s.opt.SessionTTL)}
+	a := sha256.Sum256([]byte(tok))
+	b := sha256.Sum256([]byte(s.opt.OperatorToken))
+	switch t, ok := s.tokens.Check(tok); {
+	case s.opt.OperatorToken != "" && subtle.ConstantTimeCompare(a[:], b[:]) == 1:
+		sess.operator = true
+	case ok:
+		sess.tokenID = t.ID
+	default:
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for id, old := range s.sessions {
+		if !now.Before(old.expires) {
+			delete(s.sessions, id)
+		}
+	}
+	if len(s.sessions) >= maxSessions {
+		var oldest *session
+		for _, old := range s.sessions {
+			if oldest == nil || old.expires.Before(oldest.expires) {
+				oldest = old
+			}
+		}
+		delete(s.sessions, oldest.id)
+	}
+	s.sessions[sess.id] = sess
+	return sess
+}
+
+// serveLogout ends the session (POST with its CSRF token).
+func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		s.fail(w, r, http.StatusMethodNotAllowed, "sign out with POST")
+		return
+	}
+	sess, _, ok := s.session(r)
+	if ok {
+		if !s.checkCSRF(r, sess) {
+			s.fail(w, r, http.StatusForbidden, "missing or wrong CSRF token: reload the page")
+			return
+		}
+		s.endSession(sess)
+		s.log.Info("dashboard sign-out", logkey.Session, sess.who())
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}

@@ -1,0 +1,124 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/harness-dev/harness/internal/api"
+)
+
+// hub fans the daemon's events out to the open event streams. It never
+// blocks on a stream: a stream whose queue is full is marked to resync
+// (its page fetches everything again), so one slow browser costs nothing
+// but its own freshness.
+type hub struct {
+	mu   sync.Mutex
+	subs map[*stream]struct{}
+}
+
+type stream struct {
+	ch     chan api.Event
+	resync chan struct{} // capacity 1: events were dropped
+}
+
+func newHub() *hub { return &hub{subs: map[*stream]struct{}{}} }
+
+func (h *hub) run(ctx context.Context, events <-chan api.Event) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-events:
+			h.publish(ev)
+		}
+	}
+}
+
+func (h *hub) publish(ev api.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for st := range h.subs {
+		select {
+		case st.ch <- ev:
+		default:
+			select {
+			case st.resync <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (h *hub) add() *stream {
+	st := &stream{ch: make(chan api.Event, eventBuffer), resync: make(chan struct{}, 1)}
+	h.mu.Lock()
+	h.subs[st] = struct{}{}
+	h.mu.Unlock()
+	return st
+}
+
+func (h *hub) remove(st *stream) {
+	h.mu.Lock()
+	delete(h.subs, st)
+	h.mu.Unlock()
+}
+
+// heartbeat is how often an idle event stream sends a comment, which also
+// re-checks that its session is still signed in.
+var heartbeat = 15 * time.Second
+
+// serveEvents is the server-sent event stream of the pages (GET /events):
+// "unit" events carry an api.Event, "resync" says some were dropped.
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rq *request) {
+	if !rq.may(api.Read) {
+		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
+		return
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	st := s.hub.add()
+	defer s.hub.remove(st)
+	write := func(format string, a ...any) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := fmt.Fprintf(w, format, a...); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !write("retry: 1000\n: signed in as %s\n\n", rq.sess.who()) {
+		return
+	}
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			return
+		case ev := <-st.ch:
+			data, err := json.Marshal(ev)
+			if err != nil || !write("event: unit\ndata: %s\n\n", data) {
+				return
+			}
+		case <-st.resync:
+			if !write("event: resync\ndata: {}\n\n") {
+				return
+			}
+		case <-tick.C:
+			if _, _, ok := s.session(r); !ok {
+				_ = write("event: signedout\ndata: {}\n\n")
+				return
+			}
+			if !write(": ping\n\n") {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,443 @@
+package web
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
+)
+
+// Ops the dashboard calls that the wire may not have yet: the agent
+// answer (DESIGN §16) and turns. A page shows what they return when the
+// daemon has them; an action on a daemon without them fails with the
+// daemon's invalid_argument.
+const (
+	opAnswer = "answer"
+	opTurns  = "turns"
+)
+
+type pages struct{ t *template.Template }
+
+func parsePages() (*pages, error) {
+	t, err := template.New("").Funcs(template.FuncMap{
+		"ago":      ago,
+		"until":    until,
+		"exitText": exitText,
+		"holdText": holdText,
+	}).ParseFS(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("web: templates: %w", err)
+	}
+	return &pages{t: t}, nil
+}
+
+// page is what every full page carries besides its own view.
+type page struct {
+	Title string
+	CSRF  string
+	Who   string
+	Grant string
+	May   map[string]bool // by class name, for the templates
+	View  any
+}
+
+func (s *Server) newPage(rq *request, title string, view any) page {
+	return page{
+		Title: title, CSRF: rq.sess.csrf, Who: rq.sess.who(), Grant: strings.Join(rq.grant.Strings(), ","),
+		May:  map[string]bool{"read": rq.may(api.Read), "write": rq.may(api.Write), "input": rq.may(api.Input)},
+		View: view,
+	}
+}
+
+// render executes a template into a buffer first, so a failure is a clean
+// 500 with a message, never half a page.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := s.pages.t.ExecuteTemplate(&buf, name, data); err != nil {
+		s.log.Error("rendering a page", logkey.Path, name, logkey.Err, err)
+		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(buf.Bytes())
+	}
+}
+
+type errorView struct {
+	Status  int
+	Message string
+}
+
+type loginView struct{ Error string }
+
+// fail answers a refusal or an error with its status and a plain message
+// (a page for a browser's navigation, text for the script's fetches).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		w.Header().Set("Connection", "close")
+	}
+	if strings.Contains(r.Header.Get("Accept"), "text/html") && r.Header.Get(csrfHeader) == "" {
+		s.render(w, r, status, "error.html", errorView{Status: status, Message: msg})
+		return
+	}
+	http.Error(w, msg, status)
+}
+
+// failOp answers an operation's error with the status its code means.
+func (s *Server) failOp(w http.ResponseWriter, r *http.Request, err error) {
+	code := errcode.Of(err)
+	status := http.StatusBadRequest
+	switch code {
+	case errcode.UnknownHarness:
+		status = http.StatusNotFound
+	case errcode.NotPermitted:
+		status = http.StatusForbidden
+	case errcode.Internal, errcode.DaemonUnavailable:
+		status = http.StatusInternalServerError
+	case errcode.NotRunning, "not_waiting", "held": // the last two: DESIGN §16-17
+		status = http.StatusConflict
+	}
+	if errors.Is(err, context.Canceled) {
+		status = http.StatusServiceUnavailable
+	}
+	s.fail(w, r, status, fmt.Sprintf("%s: %v", code, err))
+}
+
+// unitView is a list/describe row with the agent fields of DESIGN §16-17,
+// decoded when the daemon sends them.
+type unitView struct {
+	api.UnitInfo
+	AgentState string          `json:"agent_state,omitempty"`
+	WaitingFor string          `json:"waiting_for,omitempty"`
+	Prompt     string          `json:"prompt,omitempty"`
+	RawChoices json.RawMessage `json:"choices,omitempty"`
+	Hold       json.RawMessage `json:"hold,omitempty"`
+	Held       bool            `json:"held,omitempty"`
+	LastError  string          `json:"last_error,omitempty"`
+	CurrentRun *api.Run        `json:"current_run,omitempty"`
+}
+
+// choice is one answer a waiting prompt offers.
+type choice struct {
+	Key   string `json:"key"`
+	Label string `json:"label"`
+}
+
+// Choices reads the prompt's choices as strings or {key,label} objects.
+func (u unitView) Choices() []choice {
+	if len(u.RawChoices) == 0 {
+		return nil
+	}
+	var strs []string
+	if json.Unmarshal(u.RawChoices, &strs) == nil {
+		out := make([]choice, len(strs))
+		for i, s := range strs {
+			out[i] = choice{Key: s, Label: s}
+		}
+		return out
+	}
+	var objs []struct {
+		Key   string `json:"key"`
+		ID    string `json:"id"`
+		Label string `json:"label"`
+		Text  string `json:"text"`
+	}
+	if json.Unmarshal(u.RawChoices, &objs) != nil {
+		return nil
+	}
+	out := make([]choice, 0, len(objs))
+	for i, o := range objs {
+		c := choice{Key: cmp.Or(o.Key, o.ID, strconv.Itoa(i+1)), Label: cmp.Or(o.Label, o.Text, o.Key, o.ID)}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Waiting reports whether the agent waits for its user.
+func (u unitView) Waiting() bool { return u.AgentState == "waiting" }
+
+// HoldText says why a unit is held, if it is.
+func (u unitView) HoldText() string {
+	if t := holdText(u.Hold); t != "" {
+		return t
+	}
+	if u.Held {
+		return "held"
+	}
+	return ""
+}
+
+type group struct {
+	Project string
+	Units   []unitView
+}
+
+type fleetView struct {
+	Groups  []group
+	Count   int
+	Waiting int
+	Filter  string
+}
+
+func (s *Server) fleet(ctx context.Context, filter string) (fleetView, error) {
+	var units []unitView
+	if err := s.call(ctx, api.OpList, api.ListArgs{}, &units); err != nil {
+		return fleetView{}, err
+	}
+	v := fleetView{Filter: filter}
+	by := map[string][]unitView{}
+	for _, u := range units {
+		if filter != "" && !matches(u, filter) {
+			continue
+		}
+		by[u.Project] = append(by[u.Project], u)
+		v.Count++
+		if u.Waiting() {
+			v.Waiting++
+		}
+	}
+	for p, us := range by {
+		slices.SortStableFunc(us, func(a, b unitView) int {
+			if a.Waiting() != b.Waiting() {
+				if a.Waiting() {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+		v.Groups = append(v.Groups, group{Project: p, Units: us})
+	}
+	slices.SortFunc(v.Groups, func(a, b group) int {
+		// Groups with a waiting agent first, then global, then by name.
+		wa, wb := a.Units[0].Waiting(), b.Units[0].Waiting()
+		if wa != wb {
+			if wa {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Project, b.Project)
+	})
+	return v, nil
+}
+
+func matches(u unitView, filter string) bool {
+	hay := strings.ToLower(strings.Join([]string{u.Name, u.State, u.Project, u.AgentState, u.Activity, u.Description}, " "))
+	for _, w := range strings.Fields(strings.ToLower(filter)) {
+		if !strings.Contains(hay, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) serveFleet(w http.ResponseWriter, r *http.Request, rq *request) {
+	if !rq.may(api.Read) {
+		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
+		return
+	}
+	v, err := s.fleet(r.Context(), r.URL.Query().Get("q"))
+	if err != nil {
+		s.failOp(w, r, err)
+		return
+	}
+	p := s.newPage(rq, "Fleet", v)
+	if r.URL.Query().Get("fragment") != "" {
+		s.render(w, r, http.StatusOK, "fleet-live", p)
+		return
+	}
+	s.render(w, r, http.StatusOK, "fleet.html", p)
+}
+
+type harnessView struct {
+	Unit     unitView
+	Runs     []api.Run
+	Calls    []api.CallRecord
+	Turns    json.RawMessage
+	Terminal bool
+	Notice   string
+}
+
+func (s *Server) harness(ctx context.Context, name string) (harnessView, error) {
+	var v harnessView
+	if err := s.call(ctx, api.OpDescribe, api.NameArg{Name: name}, &v.Unit); err != nil {
+		return v, err
+	}
+	// Runs and calls are part of the page; a failure of one leaves it out
+	// with a note rather than hiding the harness.
+	var notes []string
+	if err := s.call(ctx, api.OpRuns, map[string]any{"name": name, "limit": 10}, &v.Runs); err != nil {
+		notes = append(notes, "runs: "+err.Error())
+	}
+	slices.Reverse(v.Runs) // newest first
+	var calls api.CallsResult
+	if err := s.call(ctx, api.OpCalls, api.CallsArgs{Harness: name, Limit: 20}, &calls); err == nil {
+		v.Calls = calls.Calls
+		slices.Reverse(v.Calls)
+	}
+	var turns json.RawMessage
+	if err := s.call(ctx, opTurns, api.NameArg{Name: name}, &turns); err == nil {
+		v.Turns = turns
+	}
+	v.Notice = strings.Join(notes, "; ")
+	v.Terminal = !strings.HasPrefix(name, "mcp.") // upstreams have no terminal
+	return v, nil
+}
+
+func (s *Server) serveHarness(w http.ResponseWriter, r *http.Request, rq *request, name string) {
+	if !rq.may(api.Read) {
+		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
+		return
+	}
+	v, err := s.harness(r.Context(), name)
+	if err != nil {
+		s.failOp(w, r, err)
+		return
+	}
+	p := s.newPage(rq, name, v)
+	if r.URL.Query().Get("fragment") != "" {
+		s.render(w, r, http.StatusOK, "harness-live", p)
+		return
+	}
+	s.render(w, r, http.StatusOK, "harness.html", p)
+}
+
+type callsView struct {
+	Calls   []api.CallRecord
+	Harness string
+	Tool    string
+	Since   string
+	Dropped uint64
+}
+
+func (s *Server) serveCalls(w http.ResponseWriter, r *http.Request, rq *request) {
+	if !rq.may(api.Read) {
+		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
+		return
+	}
+	q := r.URL.Query()
+	v := callsView{Harness: q.Get("harness"), Tool: q.Get("tool"), Since: q.Get("since")}
+	args := api.CallsArgs{Harness: v.Harness, Tool: v.Tool, Limit: 200}
+	if v.Since != "" {
+		d, err := time.ParseDuration(v.Since)
+		if err != nil || d <= 0 {
+			s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("since %s: want a duration such as 10m or 2h", errcode.Quote(v.Since)))
+			return
+		}
+		t := s.now().Add(-d)
+		args.Since = &t
+	}
+	var res api.CallsResult
+	if err := s.call(r.Context(), api.OpCalls, args, &res); err != nil {
+		s.failOp(w, r, err)
+		return
+	}
+	slices.Reverse(res.Calls)
+	v.Calls, v.Dropped = res.Calls, res.Dropped
+	s.render(w, r, http.StatusOK, "calls.html", s.newPage(rq, "Calls", v))
+}
+
+// ago renders a time as "12s ago".
+func ago(t any) string {
+	var tm time.Time
+	switch v := t.(type) {
+	case time.Time:
+		tm = v
+	case *time.Time:
+		if v == nil {
+			return ""
+		}
+		tm = *v
+	default:
+		return ""
+	}
+	if tm.IsZero() {
+		return ""
+	}
+	return roughDuration(time.Since(tm)) + " ago"
+}
+
+// until renders a future time as "in 3m".
+func until(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	d := time.Until(*t)
+	if d < 0 {
+		return "due"
+	}
+	return "in " + roughDuration(d)
+}
+
+func roughDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+func exitText(r api.Run) string {
+	switch {
+	case r.EndedAt == nil:
+		return "running"
+	case r.Signal != "":
+		return "signal " + r.Signal
+	case r.ExitCode != nil:
+		return "exit " + strconv.Itoa(*r.ExitCode)
+	default:
+		return "ended"
+	}
+}
+
+// holdText renders a hold (DESIGN §17) whatever its shape: a reason
+// string, or an object with a reason and an until.
+func holdText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" || string(raw) == "false" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o map[string]any
+	if json.Unmarshal(raw, &o) != nil {
+		return "held"
+	}
+	parts := []string{}
+	for _, k := range []string{"reason", "kind", "message"} {
+		if v, ok := o[k].(string); ok && v != "" {
+			parts = append(parts, v)
+			break
+		}
+	}
+	if v, ok := o["until"].(string); ok && v != "" {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			parts = append(parts, "until "+t.Local().Format("15:04"))
+		}
+	}
+	if len(parts) == 0 {
+		return "held"
+	}
+	return strings.Join(parts, " ")
+}
