@@ -91,13 +91,15 @@ const (
 	maxSessions = 256
 	// maxForm bounds a POST body (a sign-in, an action, typed text).
 	maxForm = 64 << 10
-	// writeTimeout bounds one write to a browser (an event, a terminal
-	// frame): a client that stops reading is disconnected.
-	writeTimeout = 10 * time.Second
 	// eventBuffer is each event stream's queue; past it the page is told to
 	// fetch everything again.
 	eventBuffer = 64
 )
+
+// writeTimeout bounds one write to a browser (an event, a terminal
+// frame): a client that stops reading is disconnected. A variable for the
+// tests.
+var writeTimeout = 10 * time.Second
 
 // Server is the dashboard's http.Handler.
 type Server struct {

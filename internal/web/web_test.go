@@ -1,0 +1,582 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"go.uber.org/goleak"
+
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/dashtoken"
+	"github.com/harness-dev/harness/internal/errcode"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeBackend answers list/describe/runs/calls/start/stop/send and
+// records what was called; its viewers are fakeViewers.
+type fakeBackend struct {
+	mu      sync.Mutex
+	calls   []string
+	events  chan api.Event
+	grant   api.Grant
+	viewer  *fakeViewer
+	attachs []api.AttachArgs
+}
+
+func newFake() *fakeBackend {
+	g, _ := api.ParseGrant([]string{"read", "write", "input"})
+	return &fakeBackend{events: make(chan api.Event, 16), grant: g}
+}
+
+func (b *fakeBackend) Call(_ context.Context, c api.Caller, op string, args json.RawMessage) (any, error) {
+	b.mu.Lock()
+	b.calls = append(b.calls, op+" "+string(args))
+	b.mu.Unlock()
+	if c.Kind != api.Dashboard {
+		return nil, errors.New("caller is not the dashboard")
+	}
+	switch op {
+	case api.OpList:
+		return []map[string]any{
+			{"name": "a", "state": "running", "project": "p", "restart_count": 2},
+			{"name": "w", "state": "running", "agent_state": "waiting", "prompt": "Allow Bash?", "choices": []string{"Yes", "No"}},
+		}, nil
+	case api.OpDescribe:
+		var a api.NameArg
+		_ = json.Unmarshal(args, &a)
+		if a.Name == "nope" {
+			return nil, errcode.Errorf(errcode.UnknownHarness, "harness %q", a.Name)
+		}
+		return map[string]any{"name": a.Name, "state": "running", "agent_state": "waiting", "prompt": "Allow Bash?",
+			"choices": []map[string]string{{"key": "1", "label": "Yes"}, {"key": "2", "label": "No"}}}, nil
+	case api.OpRuns:
+		return []api.Run{}, nil
+	case api.OpCalls:
+		return api.CallsResult{}, nil
+	case api.OpStart, api.OpStop, api.OpSend, opAnswer:
+		return map[string]bool{"ok": true}, nil
+	}
+	return nil, errcode.Errorf(errcode.InvalidArgument, "unknown operation %s", op)
+}
+
+func (b *fakeBackend) called(prefix string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.calls {
+		if strings.HasPrefix(c, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *fakeBackend) Attach(_ context.Context, a api.AttachArgs) (Viewer, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.attachs = append(b.attachs, a)
+	if b.viewer == nil {
+		b.viewer = newFakeViewer()
+	}
+	return b.viewer, nil
+}
+
+func (b *fakeBackend) attached() ([]api.AttachArgs, *fakeViewer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]api.AttachArgs(nil), b.attachs...), b.viewer
+}
+
+func (b *fakeBackend) Subscribe() (<-chan api.Event, func()) { return b.events, func() {} }
+func (b *fakeBackend) OperatorGrant() api.Grant              { return b.grant }
+
+// fakeViewer sends its attached notice, then whatever out carries; input
+// and resizes are recorded.
+type fakeViewer struct {
+	out    chan []byte
+	mu     sync.Mutex
+	input  bytes.Buffer
+	sized  int
+	closed chan struct{}
+	once   sync.Once
+	sent   bool
+}
+
+func newFakeViewer() *fakeViewer {
+	return &fakeViewer{out: make(chan []byte, 1024), closed: make(chan struct{})}
+}
+
+func (v *fakeViewer) Next(ctx context.Context) ([]byte, *api.AttachEvent, error) {
+	v.mu.Lock()
+	first := !v.sent
+	v.sent = true
+	v.mu.Unlock()
+	if first {
+		return nil, &api.AttachEvent{Kind: api.AttachAttached, Cols: 80, Rows: 24}, nil
+	}
+	select {
+	case p := <-v.out:
+		return p, nil, nil
+	case <-v.closed:
+		return nil, nil, io.EOF
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+}
+
+func (v *fakeViewer) Input(_ context.Context, p []byte) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.input.Write(p)
+	return nil
+}
+
+func (v *fakeViewer) Resize(context.Context, int, int) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sized++
+	return nil
+}
+
+func (v *fakeViewer) Close() { v.once.Do(func() { close(v.closed) }) }
+
+func (v *fakeViewer) typed() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.input.String()
+}
+
+type rig struct {
+	t     *testing.T
+	b     *fakeBackend
+	srv   *Server
+	ts    *httptest.Server
+	state string
+	now   time.Time
+	mu    sync.Mutex
+}
+
+const operatorToken = "op-secret-token"
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	r := &rig{t: t, b: newFake(), state: t.TempDir(), now: time.Now()}
+	srv, err := New(Options{Backend: r.b, OperatorToken: operatorToken, StateDir: r.state, SessionTTL: time.Hour,
+		Logger: slog.New(slog.DiscardHandler), Now: r.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.srv = srv
+	r.ts = httptest.NewServer(srv)
+	t.Cleanup(func() {
+		r.ts.CloseClientConnections()
+		r.ts.Close()
+		srv.Close()
+	})
+	return r
+}
+
+func (r *rig) clock() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.now
+}
+
+func (r *rig) advance(d time.Duration) {
+	r.mu.Lock()
+	r.now = r.now.Add(d)
+	r.mu.Unlock()
+}
+
+// client is a browser-like client: a cookie jar, no redirects followed.
+func (r *rig) client() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func (r *rig) signIn(c *http.Client, token string) int {
+	r.t.Helper()
+	resp, err := c.PostForm(r.ts.URL+"/login", url.Values{"token": {token}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf-token" content="([0-9a-f]+)"`)
+
+// page GETs path and returns the status, body and the page's CSRF token.
+func (r *rig) page(c *http.Client, path string) (int, string, string) {
+	r.t.Helper()
+	resp, err := c.Get(r.ts.URL + path)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	m := csrfRe.FindStringSubmatch(string(body))
+	tok := ""
+	if m != nil {
+		tok = m[1]
+	}
+	return resp.StatusCode, string(body), tok
+}
+
+func (r *rig) post(c *http.Client, path string, form url.Values, hdr map[string]string) (int, string) {
+	r.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, r.ts.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestScenario_SignInSetsAStrictCookieAndShowsTheFleetWaitingFirst(t *testing.T) {
+	r := newRig(t)
+	c := r.client()
+	if st, _, _ := r.page(c, "/"); st != http.StatusSeeOther {
+		t.Fatalf("GET / signed out = %d, want a redirect to /login", st)
+	}
+	if st := r.signIn(c, "wrong"); st != http.StatusUnauthorized {
+		t.Fatalf("sign in with a wrong token = %d", st)
+	}
+	resp, err := c.PostForm(r.ts.URL+"/login", url.Values{"token": {operatorToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	ck := resp.Cookies()
+	if len(ck) != 1 || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode || strings.Contains(ck[0].Value, operatorToken) {
+		t.Fatalf("cookies = %+v", ck)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline'; img") && strings.Contains(csp, "script-src 'self' 'unsafe-inline'") {
+		t.Fatalf("CSP = %q", csp)
+	}
+	st, body, _ := r.page(c, "/")
+	if st != 200 {
+		t.Fatalf("GET / = %d", st)
+	}
+	if strings.Contains(body, "<script>") || strings.Contains(body, "onclick=") {
+		t.Fatal("the page carries inline script")
+	}
+	iw, ia := strings.Index(body, `data-name="w"`), strings.Index(body, `data-name="a"`)
+	if iw < 0 || ia < 0 || iw > ia {
+		t.Fatalf("the waiting agent is not listed first (w at %d, a at %d)", iw, ia)
+	}
+	if !strings.Contains(body, "Allow Bash?") || !strings.Contains(body, "project p") {
+		t.Fatal("the fleet lacks the waiting prompt or the project group")
+	}
+	st, body, _ = r.page(c, "/h/w")
+	if st != 200 || !strings.Contains(body, `data-choice="1"`) || !strings.Contains(body, `data-choice="2"`) {
+		t.Fatalf("harness page = %d, want one button per choice:\n%s", st, body)
+	}
+	if st, body, _ := r.page(c, "/h/nope"); st != http.StatusNotFound || !strings.Contains(body, "unknown_harness") {
+		t.Fatalf("unknown harness = %d %q", st, body)
+	}
+}
+
+func TestScenario_TokenInTheURLIsRefused(t *testing.T) {
+	r := newRig(t)
+	resp, err := r.client().PostForm(r.ts.URL+"/login?token="+operatorToken, url.Values{"token": {operatorToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("token in the URL = %d, want 400", resp.StatusCode)
+	}
+}
+
+func TestScenario_PostsNeedTheCSRFTokenAndALoopbackOrigin(t *testing.T) {
+	r := newRig(t)
+	c := r.client()
+	r.signIn(c, operatorToken)
+	_, _, csrf := r.page(c, "/")
+	if csrf == "" {
+		t.Fatal("no CSRF token in the page")
+	}
+	if st, _ := r.post(c, "/h/a/stop", nil, nil); st != http.StatusForbidden {
+		t.Fatalf("POST without CSRF = %d", st)
+	}
+	if st, _ := r.post(c, "/h/a/stop", url.Values{"csrf": {"bad"}}, nil); st != http.StatusForbidden {
+		t.Fatalf("POST with a wrong CSRF = %d", st)
+	}
+	if r.b.called(api.OpStop) {
+		t.Fatal("a refused POST reached the op")
+	}
+	if st, _ := r.post(c, "/h/a/stop", url.Values{"csrf": {csrf}}, map[string]string{"Origin": "https://evil.example"}); st != http.StatusForbidden {
+		t.Fatalf("POST from a foreign origin = %d", st)
+	}
+	if st, _ := r.post(c, "/h/a/stop", url.Values{"csrf": {csrf}, "back": {"//evil.example/"}}, nil); st != http.StatusSeeOther {
+		t.Fatalf("POST with CSRF = %d", st)
+	}
+	if !r.b.called(api.OpStop + ` {"name":"a"}`) {
+		t.Fatal("the stop did not reach the op")
+	}
+	req, _ := http.NewRequest(http.MethodGet, r.ts.URL+"/", nil)
+	req.Host = "evil.example"
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a foreign Host = %d", resp.StatusCode)
+	}
+	if st, body := r.post(c, "/h/a/explode", url.Values{"csrf": {csrf}}, nil); st != http.StatusNotFound || strings.Contains(body, "goroutine") {
+		t.Fatalf("unknown action = %d %q", st, body)
+	}
+}
+
+func TestScenario_ReadOnlyDashboardTokenIsRefusedActionsAndKeys(t *testing.T) {
+	r := newRig(t)
+	tok, meta, err := dashtoken.Mint(r.state, []string{"read"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.client()
+	if st := r.signIn(c, tok); st != http.StatusSeeOther {
+		t.Fatalf("sign in with a dashboard token = %d", st)
+	}
+	_, body, csrf := r.page(c, "/h/w")
+	if !strings.Contains(body, "disabled") || strings.Contains(body, `class="act"`) {
+		t.Fatal("a read-only page shows live action buttons")
+	}
+	for _, p := range []string{"/h/w/answer", "/h/w/send", "/h/w/stop", "/h/w/start"} {
+		if st, _ := r.post(c, p, url.Values{"csrf": {csrf}, "choice": {"1"}, "text": {"x"}}, nil); st != http.StatusForbidden {
+			t.Errorf("read-only POST %s = %d", p, st)
+		}
+	}
+	if r.b.called(opAnswer) || r.b.called(api.OpSend) || r.b.called(api.OpStop) {
+		t.Fatal("a refused action reached the op")
+	}
+
+	// The terminal: read-only viewer, keys refused with a notice.
+	ws := r.dialAttach(c, "w", csrf)
+	readNotice(t, ws, api.AttachAttached)
+	if err := ws.Write(context.Background(), websocket.MessageBinary, []byte("rm -rf /\r")); err != nil {
+		t.Fatal(err)
+	}
+	if n := readNotice(t, ws, api.AttachNotice); !strings.Contains(n.Message, "read-only") {
+		t.Fatalf("notice = %+v", n)
+	}
+	as, v := r.b.attached()
+	if typed := v.typed(); typed != "" {
+		t.Fatalf("a read-only viewer typed %q", typed)
+	}
+	if a := as[0]; !a.ReadOnly || a.Cols != 0 {
+		t.Fatalf("attach args = %+v, want read-only without a size", a)
+	}
+	ws.Close(websocket.StatusNormalClosure, "")
+
+	// Revoked: the session ends at its next request.
+	if _, err := dashtoken.Revoke(r.state, meta.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := r.page(c, "/"); st != http.StatusSeeOther {
+		t.Fatalf("GET / after revoke = %d, want a redirect to sign in", st)
+	}
+}
+
+func TestScenario_SessionsExpireAndSignOutEnds(t *testing.T) {
+	r := newRig(t)
+	c := r.client()
+	r.signIn(c, operatorToken)
+	if st, _, _ := r.page(c, "/"); st != 200 {
+		t.Fatalf("GET / = %d", st)
+	}
+	r.advance(2 * time.Hour)
+	if st, _, _ := r.page(c, "/"); st != http.StatusSeeOther {
+		t.Fatalf("GET / after the TTL = %d", st)
+	}
+	r.signIn(c, operatorToken)
+	_, _, csrf := r.page(c, "/")
+	if st, _ := r.post(c, "/logout", nil, nil); st != http.StatusForbidden {
+		t.Fatalf("sign-out without CSRF = %d", st)
+	}
+	if st, _ := r.post(c, "/logout", url.Values{"csrf": {csrf}}, nil); st != http.StatusSeeOther {
+		t.Fatalf("sign-out = %d", st)
+	}
+	if st, _, _ := r.page(c, "/"); st != http.StatusSeeOther {
+		t.Fatalf("GET / after sign-out = %d", st)
+	}
+}
+
+func (r *rig) dialAttach(c *http.Client, name, csrf string) *websocket.Conn {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(r.ts.URL, "http") + "/h/" + name + "/attach"
+	ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	hello, _ := json.Marshal(attachHello{CSRF: csrf, Cols: 100, Rows: 30})
+	if err := ws.Write(ctx, websocket.MessageText, hello); err != nil {
+		r.t.Fatal(err)
+	}
+	return ws
+}
+
+func readNotice(t *testing.T, ws *websocket.Conn, kind string) api.AttachEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		typ, data, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("reading for a %s notice: %v", kind, err)
+		}
+		if typ != websocket.MessageText {
+			continue
+		}
+		var ev api.AttachEvent
+		if err := json.Unmarshal(data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == kind {
+			return ev
+		}
+	}
+}
+
+func TestScenario_TerminalWriterTypesAndAWrongCSRFIsRefused(t *testing.T) {
+	r := newRig(t)
+	c := r.client()
+	r.signIn(c, operatorToken)
+	_, _, csrf := r.page(c, "/h/a")
+
+	bad := r.dialAttach(c, "a", "nope")
+	_, _, err := bad.Read(context.Background())
+	if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+		t.Fatalf("attach with a wrong CSRF: %v", err)
+	}
+	if as, _ := r.b.attached(); len(as) != 0 {
+		t.Fatal("a refused attach reached the backend")
+	}
+
+	ws := r.dialAttach(c, "a", csrf)
+	defer ws.CloseNow()
+	readNotice(t, ws, api.AttachAttached)
+	as, v := r.b.attached()
+	if a := as[0]; a.ReadOnly || a.Cols != 100 || a.Rows != 30 {
+		t.Fatalf("attach args = %+v", a)
+	}
+	ctx := context.Background()
+	_ = ws.Write(ctx, websocket.MessageBinary, []byte("hi\r"))
+	_ = ws.Write(ctx, websocket.MessageText, []byte(`{"type":"resize","cols":90,"rows":20}`))
+	v.out <- []byte("echo")
+	typ, data, err := ws.Read(ctx)
+	if err != nil || typ != websocket.MessageBinary || string(data) != "echo" {
+		t.Fatalf("output = %v %q %v", typ, data, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for v.typed() != "hi\r" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := v.typed(); got != "hi\r" {
+		t.Fatalf("typed %q", got)
+	}
+	// An oversized frame closes the connection (1009), the daemon unharmed.
+	_ = ws.Write(ctx, websocket.MessageBinary, bytes.Repeat([]byte("x"), maxFrame+1))
+	for {
+		if _, _, err := ws.Read(ctx); err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+				t.Fatalf("oversized frame: %v", err)
+			}
+			break
+		}
+	}
+}
+
+func TestScenario_EventStreamCarriesEventsAndStopsWithTheServer(t *testing.T) {
+	r := newRig(t)
+	c := r.client()
+	r.signIn(c, operatorToken)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.ts.URL+"/events", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	buf := make([]byte, 4096)
+	var got strings.Builder
+	// The stream is subscribed once its first comment arrives.
+	for !strings.Contains(got.String(), "signed in") {
+		n, err := resp.Body.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Write(buf[:n])
+	}
+	r.b.events <- api.Event{Kind: api.EventState, Unit: "a", State: "stopped"}
+	for !strings.Contains(got.String(), `"state":"stopped"`) {
+		n, err := resp.Body.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Write(buf[:n])
+	}
+	if !strings.Contains(got.String(), "event: unit\n") {
+		t.Fatalf("stream = %q", got.String())
+	}
+}
+
+func TestScenario_ATerminalThatNeverReadsIsCutOff(t *testing.T) {
+	old := writeTimeout
+	writeTimeout = 200 * time.Millisecond
+	defer func() { writeTimeout = old }()
+	r := newRig(t)
+	c := r.client()
+	r.signIn(c, operatorToken)
+	_, _, csrf := r.page(c, "/h/a")
+	ws := r.dialAttach(c, "a", csrf)
+	defer ws.CloseNow()
+	readNotice(t, ws, api.AttachAttached)
+	_, v := r.b.attached()
+	// The program floods; the browser reads nothing more.
+	chunk := bytes.Repeat([]byte("y"), 32<<10)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case v.out <- chunk:
+			case <-v.closed:
+				return
+			}
+		}
+	}()
+	select {
+	case <-done: // the server gave up on the browser and closed its viewer
+	case <-time.After(20 * time.Second):
+		t.Fatal("a browser that never reads still holds its viewer")
+	}
+}
