@@ -11,7 +11,9 @@ import (
 )
 
 // actions are the POST /h/NAME/ACTION routes: the op each calls and the
-// class the session's grant must cover, checked before the op runs.
+// class the session's grant must cover (api.ClassOf, the class an MCP
+// session needs for the same op; the one here for an op the daemon does
+// not know yet), checked before the op runs.
 var actions = map[string]struct {
 	op    string
 	class api.Class
@@ -32,6 +34,9 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, rq *request
 	if !ok {
 		s.fail(w, r, http.StatusNotFound, fmt.Sprintf("no action %q (start, stop, restart, trigger, send, answer)", action))
 		return
+	}
+	if c, ok := api.ClassOf(a.op); ok {
+		a.class = c
 	}
 	if !rq.may(a.class) {
 		s.log.Warn("dashboard action refused by grant", logkey.Op, a.op, logkey.Harness, name, logkey.Session, rq.sess.who())

@@ -48,7 +48,7 @@ type attachControl struct {
 }
 
 func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request, name string) {
-	if !rq.may(api.Read) {
+	if !rq.may(api.AttachClass(true)) {
 		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
 		return
 	}
@@ -87,7 +87,7 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 		c.Close(websocket.StatusPolicyViolation, "missing or wrong CSRF token")
 		return
 	}
-	writer := rq.may(api.Input)
+	writer := rq.may(api.AttachClass(false))
 	args := api.AttachArgs{Name: name, ReadOnly: !writer}
 	if writer {
 		args.Cols, args.Rows = hello.Cols, hello.Rows
@@ -155,7 +155,7 @@ func (s *Server) attachInput(ctx context.Context, cancel context.CancelFunc, c *
 			c.Close(websocket.StatusPolicyViolation, "signed out")
 			return
 		}
-		if !writer || !grant.Allows(api.FacadeNamespace, api.Input) {
+		if !writer || !grant.Allows(api.FacadeNamespace, api.AttachClass(false)) {
 			refused++
 			if refused == 1 || refused%100 == 0 {
 				s.log.Warn("dashboard keys refused: no input grant", logkey.Harness, name, logkey.Count, refused)
