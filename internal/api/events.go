@@ -21,13 +21,16 @@ const (
 
 // Event is pushed to connections that subscribed (OpSubscribe).
 type Event struct {
-	Kind     string    `json:"kind"`
-	Unit     string    `json:"unit,omitempty"`
-	State    string    `json:"state,omitempty"`
-	RunID    uint64    `json:"run_id,omitempty"`
-	ExitCode *int      `json:"exit_code,omitempty"`
-	Signal   string    `json:"signal,omitempty"`
-	Message  string    `json:"message,omitempty"`
+	Kind     string `json:"kind"`
+	Unit     string `json:"unit,omitempty"`
+	State    string `json:"state,omitempty"`
+	RunID    uint64 `json:"run_id,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	Message  string `json:"message,omitempty"`
+	// EndCause is why an EventExit run ended when the daemon knows more
+	// than the exit status: EndCauseOOM.
+	EndCause string    `json:"end_cause,omitempty"`
 	Activity string    `json:"activity,omitempty"` // EventActivity: "busy" or "idle"
 	Time     time.Time `json:"time,omitzero"`
 	// Agent is the new agent state of an EventAgent event.

@@ -31,6 +31,9 @@ type Run struct {
 	// firings were missed, the repeated tool call.
 	Outcome RunOutcome `json:"outcome,omitempty"`
 	Note    string     `json:"note,omitempty"`
+	// EndCause says why the run ended when the daemon knows more than the
+	// exit status: EndCauseOOM (DESIGN §22).
+	EndCause string `json:"end_cause,omitempty"`
 }
 
 // RunOutcome is how a run ended (DESIGN §17).
@@ -57,6 +60,10 @@ func ExitOutcome(exitCode *int, signal string) RunOutcome {
 	}
 	return RunFailed
 }
+
+// EndCauseOOM: the OOM killer ended a process of the run (its cgroup
+// reached memory_max).
+const EndCauseOOM = "oom"
 
 // Ended reports whether the run has ended.
 func (r Run) Ended() bool { return r.EndedAt != nil }

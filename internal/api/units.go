@@ -52,6 +52,21 @@ type Description struct {
 	// every upstream key its sessions see): what its MCP sessions may call
 	// now, project rule applied (DESIGN §13). Absent for upstreams.
 	Grant map[string][]Class `json:"grant,omitempty"`
+	// Resources are the current run's cgroup event counters (cgroup mode
+	// with a run; DESIGN §22).
+	Resources *ResourceEvents `json:"resources,omitempty"`
+}
+
+// ResourceEvents count what the limits of a run's cgroup did.
+type ResourceEvents struct {
+	// PidsMax counts forks refused at tasks_max (pids.events max).
+	PidsMax int64 `json:"pids_max"`
+	// MemoryHigh counts throttling at memory_high (memory.events high).
+	MemoryHigh int64 `json:"memory_high"`
+	// MemoryMax counts reaching memory_max (memory.events max).
+	MemoryMax int64 `json:"memory_max"`
+	// OOMKills counts processes the OOM killer ended.
+	OOMKills int64 `json:"oom_kills"`
 }
 
 // UnitConfigView is the configuration of a harness as describe shows it. It
@@ -73,6 +88,11 @@ type UnitConfigView struct {
 	// never their values.
 	URL     string   `json:"url,omitempty"`
 	Headers []string `json:"headers,omitempty"`
+	// Resource limits (DESIGN §22): 0 is none; memory sizes in bytes.
+	TasksMax   int   `json:"tasks_max"`
+	MemoryMax  int64 `json:"memory_max,omitempty"`
+	MemoryHigh int64 `json:"memory_high,omitempty"`
+	CPUWeight  int   `json:"cpu_weight,omitempty"`
 }
 
 // NamesArgs selects units for start, stop and restart.

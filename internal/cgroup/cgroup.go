@@ -38,6 +38,11 @@ type Tree struct {
 	dir     string
 	id      uint64
 	watcher *watcher
+
+	// Resource controllers (limits.go), fixed at Create.
+	v2   []string // enabled in the v2 subtree
+	v1   []v1Hier // the subtree in v1 hierarchies, for the rest
+	ctrl map[string]ControllerState
 }
 
 // Create makes the subtree name in the cgroup at loc (it must not exist
@@ -72,7 +77,9 @@ func Create(loc Location, name string) (t *Tree, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tree{mount: loc.Mount, dir: dir, id: id, watcher: w}, nil
+	t = &Tree{mount: loc.Mount, dir: dir, id: id, watcher: w}
+	t.setupControllers(name)
+	return t, nil
 }
 
 // probeSpawn starts a process into dir the way every spawn will. The
@@ -113,15 +120,31 @@ func (t *Tree) Dir() string { return t.dir }
 // ID is the subtree's cgroup id (see DirID).
 func (t *Tree) ID() uint64 { return t.id }
 
-// NewRun makes the leaf of one run, DIR/UNIT/run-ID, and opens it for
-// SysProcAttr.CgroupFD. A unit's cgroup stays until Close; a run's leaf
-// goes with Group.Remove.
-func (t *Tree) NewRun(unit string, run uint64) (*Group, error) {
+// NewRun makes the leaf of one run, DIR/UNIT/run-ID, with the limits l
+// (limits.go), and opens it for SysProcAttr.CgroupFD; the process must be
+// started through Group.Start. A unit's cgroup stays until Close; a run's
+// leaf goes with Group.Remove.
+func (t *Tree) NewRun(unit string, run uint64, l Limits) (g *Group, err error) {
 	unitDir := filepath.Join(t.dir, escapeName(unit))
 	if err := os.Mkdir(unitDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("cgroup: unit %s: %w", unit, err)
 	}
-	dir := filepath.Join(unitDir, "run-"+strconv.FormatUint(run, 10))
+	if err := t.prepareUnit(unitDir); err != nil {
+		return nil, err
+	}
+	leaf := "run-" + strconv.FormatUint(run, 10)
+	v1, err := t.makeV1Leaves(escapeName(unit), leaf)
+	defer func() {
+		if err != nil {
+			for _, v := range v1 {
+				_ = removeDir(v.dir) // best effort: empty, never used
+			}
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(unitDir, leaf)
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("cgroup: unit %s run %d: %w", unit, run, err)
 	}
@@ -129,10 +152,13 @@ func (t *Tree) NewRun(unit string, run uint64) (*Group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: open %s: %w", dir, err)
 	}
-	g := &Group{mount: t.mount, dir: dir, fd: fd, w: t.watcher}
-	if populated, err := g.Populated(); err != nil || populated {
+	g = &Group{mount: t.mount, dir: dir, fd: fd, w: t.watcher, v1: v1}
+	if populated, perr := g.Populated(); perr != nil || populated {
 		// Run ids never repeat: a populated leaf is not this run's.
-		return nil, errors.Join(fmt.Errorf("cgroup: %s already holds processes", dir), err, g.CloseFD())
+		return nil, errors.Join(fmt.Errorf("cgroup: %s already holds processes", dir), perr, g.CloseFD())
+	}
+	if err = g.applyLimits(t.v2, l); err != nil {
+		return nil, errors.Join(err, g.CloseFD())
 	}
 	return g, nil
 }
@@ -141,6 +167,9 @@ func (t *Tree) NewRun(unit string, run uint64) (*Group, error) {
 // stops its watcher.
 func (t *Tree) Close() error {
 	err := removeTree(t.dir)
+	for _, h := range t.v1 {
+		err = errors.Join(err, removeTree(h.dir))
+	}
 	return errors.Join(err, t.watcher.close())
 }
 
@@ -164,6 +193,7 @@ type Group struct {
 	mount, dir string
 	fd         int // -1 once closed
 	w          *watcher
+	v1         []v1Leaf // the run's leaves in v1 hierarchies (limits.go)
 }
 
 // Dir is the leaf's directory.
@@ -206,7 +236,11 @@ func (g *Group) WaitEmpty(done <-chan struct{}) error {
 
 // Remove deletes the empty leaf.
 func (g *Group) Remove() error {
-	return errors.Join(g.CloseFD(), removeDir(g.dir))
+	errs := []error{g.CloseFD(), removeDir(g.dir)}
+	for _, v := range g.v1 {
+		errs = append(errs, removeDir(v.dir))
+	}
+	return errors.Join(errs...)
 }
 
 // removeDir deletes one empty cgroup. The kernel may report it busy for a

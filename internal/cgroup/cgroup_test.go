@@ -120,7 +120,7 @@ func alive(pid int) bool {
 
 func TestRunLeaf_HoldsEscapedChildren_KillEmptiesIt(t *testing.T) {
 	tr := testTree(t)
-	g, err := tr.NewRun("app/mcp.git", 7)
+	g, err := tr.NewRun("app/mcp.git", 7, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestRunLeaf_HoldsEscapedChildren_KillEmptiesIt(t *testing.T) {
 
 func TestWaitEmpty_Cancelled(t *testing.T) {
 	tr := testTree(t)
-	g, err := tr.NewRun("u", 1)
+	g, err := tr.NewRun("u", 1, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,12 +207,12 @@ func TestWaitEmpty_Cancelled(t *testing.T) {
 
 func TestNewRun_RefusesAPopulatedLeaf(t *testing.T) {
 	tr := testTree(t)
-	g, err := tr.NewRun("u", 3)
+	g, err := tr.NewRun("u", 3, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	startIn(t, g, "sleep")
-	if _, err := tr.NewRun("u", 3); err == nil || !strings.Contains(err.Error(), "already holds") {
+	if _, err := tr.NewRun("u", 3, Limits{}); err == nil || !strings.Contains(err.Error(), "already holds") {
 		t.Fatalf("NewRun on a populated leaf: %v", err)
 	}
 }
@@ -222,7 +222,7 @@ func TestEnd_EndsEverythingBelowAndRemovesIt(t *testing.T) {
 	tr := testTree(t)
 	var pids []int
 	for i, mode := range []string{"sleep", "escape"} {
-		g, err := tr.NewRun("unit", uint64(i+1))
+		g, err := tr.NewRun("unit", uint64(i+1), Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,9 +3,11 @@
 // placed into their leaf by clone3 (CLONE_INTO_CGROUP), signals to every
 // process of a leaf, cgroup.kill, and a wait for a leaf to become empty.
 //
-// Nothing here enables a controller: the daemon only needs membership,
-// which every cgroup v2 kernel tracks, so the "no internal processes" rule
-// never applies and the daemon may stay in the cgroup it was started in.
+// Membership is all the daemon needs to own a run, and every cgroup v2
+// kernel tracks it, so the daemon stays in the cgroup it was started in.
+// Resource controllers (limits.go) are enabled only in the daemon's own
+// subtree, which holds no process of its own, so the "no internal
+// processes" rule never applies.
 package cgroup
 
 import (

@@ -179,6 +179,8 @@ type Process struct {
 	Env          map[string]string
 	RestartDelay time.Duration
 	StopGrace    time.Duration
+	// Resources limit each run (cgroup mode; resources.go).
+	Resources Resources
 }
 
 // Prompts is the [mcp.prompts] table.

@@ -126,6 +126,13 @@ func TestParseValid(t *testing.T) {
 		check     func(*Config) bool
 	}{
 		{"empty file", "", func(c *Config) bool { return len(c.Harnesses) == 0 && len(c.Order) == 0 }},
+		{"default tasks_max", "[harness.a]\ncmd='x'\n[mcp.u]\ncmd='x'", func(c *Config) bool {
+			return c.Harnesses["a"].Resources == Resources{TasksMax: DefaultTasksMax} && c.Upstreams["u"].Resources.TasksMax == DefaultTasksMax
+		}},
+		{"resources", "[harness.a]\ncmd='x'\ntasks_max=0\nmemory_max='2G'\nmemory_high=536870912\ncpu_weight=10000\n[mcp.u]\ncmd='x'\nmemory_max='1GiB'\ntasks_max=256", func(c *Config) bool {
+			return c.Harnesses["a"].Resources == Resources{TasksMax: 0, MemoryMax: 2 << 30, MemoryHigh: 512 << 20, CPUWeight: 10000} &&
+				c.Upstreams["u"].Resources == Resources{TasksMax: 256, MemoryMax: 1 << 30}
+		}},
 		{"schedule on-failure", "[harness.j]\ncmd='x'\nschedule='0 3 * * *'\nrestart='on-failure'",
 			func(c *Config) bool { return c.Harnesses["j"].Restart == RestartOnFailure }},
 		{"schedule restart no", "[harness.j]\ncmd='x'\nschedule='@hourly'\nrestart='no'",
@@ -216,6 +223,11 @@ func TestParseErrors(t *testing.T) {
 		name, src string
 		want      []string
 	}{
+		{"bad resources", "[harness.a]\ncmd='x'\ntasks_max=-1\nmemory_max='lots'\ncpu_weight=0\n[mcp.u]\ncmd='x'\nmemory_max='1M'\nmemory_high='2M'\n", []string{
+			`harness.toml:3: harness.a.tasks_max: must be a whole number >= 0 (0 = no limit), not -1`,
+			`harness.toml:4: harness.a.memory_max: invalid size "lots": use bytes, or digits with K, M, G or T ("512M", "2G")`,
+			`harness.toml:5: harness.a.cpu_weight: must be a whole number from 1 to 10000, not 0`,
+			`harness.toml:9: mcp.u.memory_high: 2097152 bytes is above memory_max (1048576 bytes): it would never throttle`}},
 		{"missing upstream cmd", "[mcp.ok]\ncmd = 'x'\n\n[mcp.broken]\nargs = []\n",
 			[]string{"harness.toml:4: mcp.broken: cmd or url is required"}},
 		{"empty harness cmd", "[harness.a]\ndescription = 'd'\ncmd = ' '\n",

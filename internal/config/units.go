@@ -27,7 +27,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 	}
 	h := &Harness{
 		Name:     name,
-		Process:  Process{RestartDelay: DefaultRestartDelay, StopGrace: DefaultStopGrace},
+		Process:  Process{RestartDelay: DefaultRestartDelay, StopGrace: DefaultStopGrace, Resources: Resources{TasksMax: DefaultTasksMax}},
 		MCPAllow: api.DefaultGrant(),
 		MCPTools: api.ToolsAll,
 		Project:  project,
@@ -109,6 +109,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 		}
 	}
 	d.checkJob(path, t, h)
+	d.checkResources(path, h.Resources)
 	return h
 }
 
@@ -143,7 +144,7 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 	}
 	u := &Upstream{
 		Key:     key,
-		Process: Process{RestartDelay: DefaultRestartDelay, StopGrace: DefaultStopGrace},
+		Process: Process{RestartDelay: DefaultRestartDelay, StopGrace: DefaultStopGrace, Resources: Resources{TasksMax: DefaultTasksMax}},
 		Project: project,
 	}
 	for _, k := range sortedKeys(t) {
@@ -160,6 +161,7 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 	}
 	d.upstreamTarget(path, t, u)
 	d.overlaps(path, u.Tools)
+	d.checkResources(path, u.Resources)
 	return u
 }
 
@@ -238,7 +240,7 @@ func (d *decoder) processKey(k string, kp []string, val any, p *Process) bool {
 	case "stop_grace":
 		p.StopGrace = d.seconds(kp, val, DefaultStopGrace)
 	default:
-		return false
+		return d.resourceKey(k, kp, val, &p.Resources)
 	}
 	return true
 }

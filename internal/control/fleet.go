@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/cgroup"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
@@ -108,6 +109,8 @@ func processUnitConfig(name string, kind supervise.Kind, p config.Process, resta
 		Restart:      restart,
 		RestartDelay: p.RestartDelay,
 		StopGrace:    p.StopGrace,
+		Resources: cgroup.Limits{TasksMax: p.Resources.TasksMax, MemoryMax: p.Resources.MemoryMax,
+			MemoryHigh: p.Resources.MemoryHigh, CPUWeight: p.Resources.CPUWeight},
 	}
 }
 

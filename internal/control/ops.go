@@ -90,6 +90,10 @@ func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description,
 			d.CurrentRun = &r
 		}
 	}
+	if st.Cgroup != nil && st.HasRun() {
+		n := st.Cgroup.Counters()
+		d.Resources = &api.ResourceEvents{PidsMax: n.PidsMax, MemoryHigh: n.MemoryHigh, MemoryMax: n.MemoryMax, OOMKills: n.OOMKills}
+	}
 	return d, nil
 }
 
@@ -100,6 +104,8 @@ func processView(p config.Process, restart string, allow []string) api.UnitConfi
 		Cmd: p.Cmd, Args: nonNil(p.Args), Workdir: p.Workdir, EnvFile: p.EnvFile, Env: p.Env,
 		Restart: restart, RestartDelayS: p.RestartDelay.Seconds(), StopGraceS: p.StopGrace.Seconds(),
 		MCPAllow: allow,
+		TasksMax: p.Resources.TasksMax, MemoryMax: p.Resources.MemoryMax, MemoryHigh: p.Resources.MemoryHigh,
+		CPUWeight: p.Resources.CPUWeight,
 	}
 }
 

@@ -91,6 +91,9 @@ func setupOwnership(ctx context.Context, mode, socket, ledgerPath string, log *s
 		o.tree = tree
 		o.info = api.Ownership{Mode: modeCgroup, Cgroup: tree.Dir(),
 			Reason: fmt.Sprintf("cgroup v2 at %s; the daemon's cgroup %s is writable", loc.Mount, loc.Path)}
+		for _, c := range tree.ControllerStates() {
+			o.info.Controllers = append(o.info.Controllers, api.Controller{Name: c.Name, Version: c.Version, Why: c.Why})
+		}
 	}
 	if o.tree == nil {
 		o.tracker = proctree.NewTracker(ledger, log, 0)

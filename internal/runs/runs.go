@@ -278,6 +278,8 @@ type Ending struct {
 	Signal   string
 	Outcome  api.RunOutcome
 	Note     string
+	// EndCause is api.EndCauseOOM when the OOM killer ended the run.
+	EndCause string
 }
 
 // Finish is End with the outcome given by who ended the run (a timeout,
@@ -292,6 +294,7 @@ func (s *Store) Finish(id uint64, e Ending) error {
 	if r.Ended() {
 		return fmt.Errorf("runs: end %d: already ended at %s", id, r.EndedAt.Format(time.RFC3339))
 	}
+	r.EndCause = e.EndCause
 	s.end(r, e)
 	if err := s.persist(*r); err != nil {
 		return fmt.Errorf("runs: end %d: %w", id, err)

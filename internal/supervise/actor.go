@@ -18,6 +18,9 @@ type (
 		code   *int
 		signal string
 		err    error // from Wait, beyond the exit status (e.g. WaitDelay)
+		// oom: the OOM killer ended a process of the run (its cgroup's
+		// oom_kill count), so the run ends with cause oom.
+		oom bool
 		// conn: a connection run ended, connErr says why (nil: stopped).
 		conn    bool
 		connErr error
@@ -305,7 +308,13 @@ func (a *actor) onExit(ev exitEv) {
 		// reads its tail right away.
 		a.u.term.Flush()
 	}
-	if err := a.deps.Runs.Finish(p.run, ending(p, ev.code, ev.signal)); err != nil {
+	end := ending(p, ev.code, ev.signal)
+	endCause := ""
+	if ev.oom {
+		endCause = api.EndCauseOOM
+		end.EndCause = endCause
+	}
+	if err := a.deps.Runs.Finish(p.run, end); err != nil {
 		a.deps.Logger.Error("supervise: end run", logkey.Run, p.run, logkey.Err, err)
 	}
 	text := "exited"
@@ -320,8 +329,11 @@ func (a *actor) onExit(ev exitEv) {
 	case ev.code != nil:
 		text = fmt.Sprintf("exited with code %d", *ev.code)
 	}
+	if ev.oom {
+		text = "oom: " + text + " (the OOM killer ended a process at memory_max)"
+	}
 	a.deps.Log.Event(p.run, text)
-	a.emit(Event{Kind: EventExit, RunID: p.run, ExitCode: ev.code, Signal: ev.signal, Message: text})
+	a.emit(Event{Kind: EventExit, RunID: p.run, ExitCode: ev.code, Signal: ev.signal, Message: text, EndCause: endCause})
 
 	if p.stopping || !a.enabled {
 		// Stopped once the leftovers are gone too (onReaped).
@@ -533,6 +545,7 @@ func (a *actor) publish() {
 		}
 		s.StartedAt = p.startedAt
 		s.ConfigChanged = !spawnEqual(p.cfg, a.cfg)
+		s.Cgroup = p.cg
 	}
 	a.u.status.Store(s)
 }

@@ -44,7 +44,7 @@ func newOwner(a *actor) owner {
 type cgroupOwner struct{ a *actor }
 
 func (o cgroupOwner) place(p *proc, attrs *syscall.SysProcAttr) error {
-	g, err := o.a.deps.Cgroups.NewRun(p.cfg.Name, p.run)
+	g, err := o.a.deps.Cgroups.NewRun(p.cfg.Name, p.run, p.cfg.Resources)
 	if err != nil {
 		return err
 	}

@@ -226,6 +226,10 @@ func prepare(cfg UnitConfig) (*exec.Cmd, []string, error) {
 // startProcess runs start under the reaper (when there is one), so the
 // orphan reaper never steals the child's exit status.
 func (a *actor) startProcess(p *proc, start func() error) error {
+	if g := p.cg; g != nil {
+		fork := start
+		start = func() error { return g.Start(fork) } // into its cgroup v1 leaves too
+	}
 	startPID := func() (int, error) {
 		if err := start(); err != nil {
 			return 0, err
@@ -260,6 +264,9 @@ func (a *actor) wait(p *proc) {
 	}
 	drain.Stop()
 	ev := exitEv{gen: p.gen}
+	if p.cg != nil {
+		ev.oom = p.cg.Counters().OOMKills > 0
+	}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
 		ev.err = err

@@ -50,6 +50,8 @@ type UnitConfig struct {
 	// timed_out); the unit does not restart after it. It applies from the
 	// next spawn.
 	Timeout time.Duration
+	// Resources limit each run in cgroup mode (cgroup.Limits; zero: none).
+	Resources cgroup.Limits
 }
 
 // spawnEqual reports whether a and b spawn the same process, i.e. whether a
@@ -57,7 +59,8 @@ type UnitConfig struct {
 func spawnEqual(a, b UnitConfig) bool {
 	return a.Kind == b.Kind && a.Cmd == b.Cmd && slices.Equal(a.Args, b.Args) && a.Dir == b.Dir &&
 		a.EnvFile == b.EnvFile && maps.Equal(a.Env, b.Env) && slices.Equal(a.ExtraEnv, b.ExtraEnv) &&
-		a.Cols == b.Cols && a.Rows == b.Rows && a.URL == b.URL && maps.Equal(a.Headers, b.Headers)
+		a.Cols == b.Cols && a.Rows == b.Rows && a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
+		a.Resources == b.Resources
 }
 
 // clone returns a deep copy, so the actor never shares slices or maps with
@@ -148,6 +151,9 @@ type Status struct {
 	// config that differs from the current one.
 	ConfigChanged bool
 	Cols, Rows    uint16
+	// Cgroup is the current run's leaf in cgroup mode (for its event
+	// counters), nil otherwise.
+	Cgroup *cgroup.Group
 }
 
 // HasRun reports whether the unit has a current run: a process, or in

@@ -1,0 +1,100 @@
+package cgroup
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// needController fails the test unless the tree limits ctrl: a fork bomb
+// or an allocation loop is never started without its limit.
+func needController(t *testing.T, tr *Tree, ctrl string) {
+	t.Helper()
+	for _, c := range tr.ControllerStates() {
+		if c.Name == ctrl && c.Version == "" {
+			t.Fatalf("the %s controller is unavailable (%s): this test needs it (root, cgroup v2 with it delegated or a v1 hierarchy)", ctrl, c.Why)
+		}
+	}
+}
+
+// startSh starts sh -c script in g the way supervise does.
+func startSh(t *testing.T, g *Group, script string) *exec.Cmd {
+	t.Helper()
+	c := exec.Command("sh", "-c", script)
+	c.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: g.FD(), Setsid: true}
+	if err := g.Start(c.Start); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.CloseFD(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func waitCounter(t *testing.T, what string, d time.Duration, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestScenario_TasksMaxStopsAForkBombAtItsLimit(t *testing.T) {
+	tr := testTree(t)
+	needController(t, tr, Pids)
+	g, err := tr.NewRun("bomb", 1, Limits{TasksMax: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startSh(t, g, `bomb() { bomb | bomb & }; bomb; sleep 100`)
+	waitCounter(t, "pids.events max", 20*time.Second, func() bool { return g.Counters().PidsMax > 0 })
+	if n, _ := procs(g.Dir()); len(n) > 64 {
+		t.Fatalf("%d processes in a run limited to 64", len(n))
+	}
+	// The daemon's own thread never stayed in the run's cgroups.
+	self, _ := os.ReadFile("/proc/self/cgroup")
+	if strings.Contains(string(self), filepath.Base(tr.Dir())) {
+		t.Fatalf("the test process is in its run's cgroup: %s", self)
+	}
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.WaitEmpty(nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	if err := g.Remove(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestScenario_MemoryMaxEndsTheRunByTheOOMKiller(t *testing.T) {
+	tr := testTree(t)
+	needController(t, tr, Memory)
+	g, err := tr.NewRun("hog", 1, Limits{MemoryMax: 32 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startSh(t, g, `exec awk 'BEGIN { s = "x"; while (1) s = s s }'`)
+	err = c.Wait()
+	ws, _ := c.ProcessState.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the hog ended with %v, want SIGKILL by the OOM killer", err)
+	}
+	if n := g.Counters().OOMKills; n < 1 {
+		t.Fatalf("oom_kill count %d after the hog was killed", n)
+	}
+	if err := g.WaitEmpty(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Remove(); err != nil {
+		t.Fatal(err)
+	}
+}
