@@ -150,7 +150,12 @@ restart_delay = 0.5
 	})
 	f.mustRun("stop", "hog")
 	f.mustJSON(&rs, "runs", "hog")
-	first := rs[len(rs)-1] // newest first
+	first := rs[0]
+	for _, r := range rs {
+		if r.ID < first.ID {
+			first = r
+		}
+	}
 	if first.EndCause != "oom" || first.Signal != "SIGKILL" {
 		t.Errorf("first run: %+v", first)
 	}
