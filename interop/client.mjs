@@ -11,6 +11,7 @@
 //     {"op": "callTool", "conn": "a", "name": "...", "args": {...}, "progress": true, "timeoutMs": 60000},
 //     {"op": "listPrompts"}, {"op": "getPrompt", "name": "...", "args": {...}},
 //     {"op": "notifications"},    // the methods of the notifications received so far
+//     {"op": "asked"},            // the server's requests answered by connect's "elicit"/"sample"
 //     {"op": "waitNotification", "method": "notifications/tools/list_changed", "count": 1, "timeoutMs": 30000},
 //                                 // until the connection has received count of them in all
 //     {"op": "pause"},            // prints its line, then waits for one line on stdin
@@ -27,6 +28,7 @@ import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const rl = createInterface({ input: process.stdin, terminal: false });
 const lines = rl[Symbol.asyncIterator]();
@@ -80,6 +82,22 @@ async function connect(step) {
   // notification for a call that has already completed) go to stderr,
   // which the Go tests print on failure.
   client.onerror = (err) => console.error(`client.mjs: conn ${step.conn ?? "default"}: onerror: ${err?.message ?? err}`);
+  // Canned answers to the server's requests: "elicit" (an ElicitResult)
+  // and "sample" (a CreateMessageResult), with the matching capability
+  // in "capabilities". What was asked is kept for the "asked" op.
+  entry.asked = [];
+  if (step.elicit) {
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      entry.asked.push({ method: req.method, params: req.params });
+      return step.elicit;
+    });
+  }
+  if (step.sample) {
+    client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+      entry.asked.push({ method: req.method, params: req.params });
+      return step.sample;
+    });
+  }
   entry.notifications = [];
   entry.wake = []; // waitNotification steps waiting for the next one
   client.fallbackNotificationHandler = async (n) => {
@@ -140,6 +158,8 @@ async function run(step, out) {
       return conn(step).client.getPrompt({ name: step.name, arguments: step.args ?? {} }, opts);
     case "notifications":
       return { methods: conn(step).notifications };
+    case "asked":
+      return { asked: conn(step).asked };
     case "waitNotification": {
       const c = conn(step);
       const want = step.count ?? 1;

@@ -125,6 +125,10 @@ type upstream struct {
 	policy             Policy
 	callTimeout        time.Duration
 
+	// backs are the downstream sessions with calls in flight here, and
+	// how many each (back.go).
+	backs map[Back]int
+
 	run     uint64
 	conn    *conn              // the attached run, nil when none
 	session *mcp.ClientSession // non-nil exactly while connected

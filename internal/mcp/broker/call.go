@@ -154,6 +154,9 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, &callTimeoutError{key: key, after: timeout})
 		defer cancel()
 	}
+	if back, ok := ctx.Value(backKey{}).(Back); ok {
+		defer b.inFlight(u, back)()
+	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
 	var route *progressRoute
 	if progressToken != nil && notify != nil {

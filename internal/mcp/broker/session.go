@@ -38,7 +38,8 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 	tune func(*mcp.ClientOptions), connectFailed func()) error {
 	opts := &mcp.ClientOptions{
 		Logger: log,
-		// No roots, sampling or elicitation: the broker answers for nobody.
+		// No roots; sampling and elicitation are added by their handlers,
+		// which ask the session of the call in flight (back.go).
 		Capabilities: &mcp.ClientCapabilities{},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
@@ -50,6 +51,7 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 		// A proxy must hand input-required results back, not loop on them.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	}
+	b.backHandlers(opts, u.unit)
 	if tune != nil {
 		tune(opts)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/facade"
 )
 
@@ -112,6 +113,11 @@ func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name 
 		return req.Session.NotifyProgress(ctx, p)
 	}
 	permit := func(c api.Class) error { noteClass(ctx, c); return l.permit(grant, name, key, c) }
+	if req.Session != nil {
+		// The upstream's elicitation, sampling and log messages during the
+		// call are this session's (broker/back.go).
+		ctx = broker.WithBack(ctx, sessionBack{ss: req.Session, label: l.label()})
+	}
 	res, err := l.m.ups.Call(ctx, project, name, args, permit, req.Params.GetProgressToken(), notify)
 	if errcode.Of(err) == errcode.NotPermitted {
 		return l.untyped(name, l.refuse(name, err))

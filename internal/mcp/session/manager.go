@@ -360,6 +360,8 @@ func (m *Manager) buildWith(id Identity, versions []string) *live {
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:   &mcp.ToolCapabilities{ListChanged: true},
 			Prompts: &mcp.PromptCapabilities{ListChanged: true},
+			// Upstreams' log messages reach the session of the call.
+			Logging: &mcp.LoggingCapabilities{},
 		},
 		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { l.connected.Store(true) },
 	})
