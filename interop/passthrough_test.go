@@ -24,12 +24,12 @@ func TestTS_ElicitationAndSamplingReachTheCallingClient(t *testing.T) {
 	c, out := runTS(t,
 		capable,
 		connectStep("bare", f.bridge("--allow-control")),
-		opStep("cap", "callTool", "name", "everything__trigger-elicitation-request"),                                                  // 2
+		opStep("cap", "callTool", "name", "everything__trigger-elicitation-request"),                                                   // 2
 		opStep("cap", "callTool", "name", "everything__trigger-sampling-request", "args", map[string]any{"prompt": "six times seven"}), // 3
 		opStep("cap", "asked"), // 4
-		opStep("bare", "callTool", "name", "everything__trigger-elicitation-request"),                                                  // 5
+		opStep("bare", "callTool", "name", "everything__trigger-elicitation-request"),                                                   // 5
 		opStep("bare", "callTool", "name", "everything__trigger-sampling-request", "args", map[string]any{"prompt": "six times seven"}), // 6
-		opStep("bare", "callTool", "name", "everything__echo", "args", map[string]any{"message": "still here"}),                        // 7
+		opStep("bare", "callTool", "name", "everything__echo", "args", map[string]any{"message": "still here"}),                         // 7
 	)
 	var r toolResult
 	c.must(out[2], &r)
