@@ -6,13 +6,19 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/supervise"
 )
 
 // listTimes times n list calls on one connection to the daemon, as the CLI
@@ -116,5 +122,86 @@ func TestScenario_JSONRPCIdsComeBackAsSent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestScenario_ConcurrentSendsToADeafProgramAreBounded: 50 sends at once to
+// a program that does not read its terminal (8 took 40 s and 30 of 50 were
+// still pending after 90 s, issue 36) are all answered within one input
+// deadline: beyond the queue's bound at once, busy; the rest typed whole or
+// refused with exactly what they typed, which is what the program reads
+// once it starts to.
+func TestScenario_ConcurrentSendsToADeafProgramAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	got := filepath.Join(dir, "got")
+	ready := filepath.Join(dir, "ready")
+	script := fmt.Sprintf(`stty raw -echo; touch %s; while [ ! -e %s.go ]; do sleep 0.1; done; exec cat > %s`, ready, ready, got)
+	f := newFleet(t, fmt.Sprintf("[harness.deaf]\ncmd = \"sh\"\nargs = [\"-c\", %q]\nstop_grace = 2\n", script))
+	f.mustRun("start", "deaf")
+	f.waitFor("the deaf program to be ready", 10*time.Second, func() bool { _, err := os.Stat(ready); return err == nil })
+
+	const n, size = 50, 16000
+	type answer struct {
+		written int
+		code    errcode.Code
+		msg     string
+		took    time.Duration
+	}
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var r api.SendResult
+			err := client.CallOnce(ctx, f.socket, api.OpSend, api.SendArgs{Name: "deaf", Text: strings.Repeat(string(rune('a'+i%26)), size)}, &r)
+			a := answer{written: r.Bytes, code: errcode.Of(err), took: time.Since(start)}
+			if err != nil {
+				a.msg = err.Error()
+				if m := regexp.MustCompile(`\((\d+) of \d+ bytes written\)`).FindStringSubmatch(a.msg); m != nil {
+					a.written, _ = strconv.Atoi(m[1])
+				} else if !strings.Contains(a.msg, "nothing was written") {
+					t.Errorf("send %d: %v: says not what it typed", i, err)
+				}
+			}
+			answers[i] = a
+		})
+	}
+	wg.Wait()
+	total, whole, partial, busy := 0, 0, 0, 0
+	var last time.Duration
+	for i, a := range answers {
+		total += a.written
+		last = max(last, a.took)
+		switch {
+		case a.code == "" && a.written == size:
+			whole++
+		case a.code == errcode.Busy && a.written == 0:
+			busy++
+		case a.code == errcode.Busy:
+			partial++
+		default:
+			t.Errorf("send %d: %+v", i, a)
+		}
+	}
+	t.Logf("%d sends: %d whole, %d busy with nothing typed, %d partial (said so); all answered within %v", n, whole, busy, partial, last)
+	if last > supervise.InputTimeout+2*time.Second {
+		t.Errorf("the last send was answered after %v: more than one deadline (%v)", last, supervise.InputTimeout)
+	}
+	if busy < n-supervise.MaxQueuedInputs {
+		t.Errorf("%d refused: the queue was not bounded", busy)
+	}
+	// Now the program reads: it gets exactly what the answers said was typed.
+	if err := os.WriteFile(ready+".go", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor("the program to read what was typed", 20*time.Second, func() bool {
+		st, err := os.Stat(got)
+		return err == nil && st.Size() >= int64(total)
+	})
+	time.Sleep(300 * time.Millisecond) // and nothing more
+	if st, _ := os.Stat(got); st.Size() != int64(total) {
+		t.Fatalf("the program read %d bytes; the sends said %d were typed", st.Size(), total)
 	}
 }

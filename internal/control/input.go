@@ -144,8 +144,11 @@ func (c *Control) terminalUnit(name string) (*unit, error) {
 }
 
 // notRunning gives supervise's ErrNotRunning its wire code and a message
-// that says the unit's state.
+// that says the unit's state; input the terminal did not take is busy.
 func notRunning(u *unit, err error) error {
+	if errors.Is(err, supervise.ErrInputBusy) || errors.Is(err, supervise.ErrInputTimeout) {
+		return fmt.Errorf("%w: %w", err, errcode.ErrBusy)
+	}
 	if errors.Is(err, supervise.ErrNotRunning) {
 		return errcode.Errorf(errcode.NotRunning, "%s is not running (%s)", u.name, u.sup.Status().State)
 	}

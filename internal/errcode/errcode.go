@@ -30,7 +30,10 @@ const (
 	NotRunning          Code = "not_running"
 	// Held: a hold refuses the start (DESIGN §17); the message names the
 	// reason and until when.
-	Held     Code = "held"
+	Held Code = "held"
+	// Busy: a harness's terminal is not taking input (a send waited its
+	// whole deadline, or too many sends already wait); retry later.
+	Busy     Code = "busy"
 	Internal Code = "internal"
 )
 
@@ -57,6 +60,7 @@ var (
 	ErrVersionMismatch     = &Sentinel{VersionMismatch}
 	ErrNotRunning          = &Sentinel{NotRunning}
 	ErrHeld                = &Sentinel{Held}
+	ErrBusy                = &Sentinel{Busy}
 	ErrInternal            = &Sentinel{Internal}
 )
 
@@ -66,7 +70,7 @@ func init() {
 	for _, s := range []*Sentinel{
 		ErrUnknownHarness, ErrNotPermitted, ErrUnknownTool, ErrUnknownNamespace,
 		ErrUpstreamUnavailable, ErrInvalidArgument, ErrConfigInvalid, ErrNotAJob,
-		ErrDaemonUnavailable, ErrVersionMismatch, ErrNotRunning, ErrHeld, ErrInternal,
+		ErrDaemonUnavailable, ErrVersionMismatch, ErrNotRunning, ErrHeld, ErrBusy, ErrInternal,
 	} {
 		byCode[s.code] = s
 	}

@@ -5,16 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
-// InputTimeout bounds how long one Input waits for the program to take its
-// bytes. A program that does not read its terminal lets the PTY's input
-// queue fill up, and a write to the master then waits for room.
+// InputTimeout bounds how long one Input may take in all: waiting for
+// the writes queued before it and then for the program to take its bytes.
+// A program that does not read its terminal lets the PTY's input queue
+// fill up, and a write to the master then waits for room.
 const InputTimeout = 5 * time.Second
+
+// MaxQueuedInputs bounds the writes to one unit's terminal in progress or
+// waiting their turn; one more is refused at once. 50 concurrent sends to
+// a program that does not read queued without bound, each waiting its
+// turn before its own timeout started (issue 36).
+const MaxQueuedInputs = 8
+
+// ErrInputBusy is why Input refuses a write while MaxQueuedInputs others
+// are in progress or queued.
+var ErrInputBusy = errors.New("supervise: input: too many sends in progress")
+
+// ErrInputTimeout is why Input gave up: the program did not take its
+// bytes within InputTimeout.
+var ErrInputTimeout = errors.New("the program did not read its terminal")
 
 // ptyInput is where typing goes while a run lives: its PTY master. The
 // actor publishes it when the run starts and withdraws it when the run
@@ -23,14 +37,20 @@ const InputTimeout = 5 * time.Second
 type ptyInput struct {
 	run    uint64
 	master *os.File
-	// mu keeps one writer at a time: a send's text and keys stay together,
-	// and one writer's deadline is not another's.
-	mu sync.Mutex
+	// queued holds a token per write in progress or waiting (at most
+	// MaxQueuedInputs); turn keeps one writer at a time, so a send's text
+	// and keys stay together and one writer's deadline is not another's.
+	queued chan struct{}
+	turn   chan struct{}
+}
+
+func newPtyInput(run uint64, master *os.File) *ptyInput {
+	return &ptyInput{run: run, master: master, queued: make(chan struct{}, MaxQueuedInputs), turn: make(chan struct{}, 1)}
 }
 
 // publishInput makes p's master the target of Input.
 func (a *actor) publishInput(p *proc) {
-	a.u.input.Store(&ptyInput{run: p.run, master: p.master})
+	a.u.input.Store(newPtyInput(p.run, p.master))
 }
 
 // withdrawInput ends input to run p (its process exited): later writes
@@ -43,9 +63,13 @@ func (a *actor) withdrawInput(p *proc) {
 
 // Input writes p to the PTY of the running harness, as typed keys, and
 // returns the run it went to. It runs on the caller's goroutine, never on
-// the actor's, and gives up after InputTimeout (or when ctx ends) if the
-// program does not read. A unit without a process answers ErrNotRunning,
-// an upstream (which has no terminal) invalid_argument.
+// the actor's, and gives up InputTimeout after it was called (or when ctx
+// ends) if the program does not read, the wait for earlier writes
+// included. A write that gives up before its turn wrote nothing; one that
+// gives up during its turn says exactly how many bytes went in. Over
+// MaxQueuedInputs writes at once, Input refuses at once (ErrInputBusy). A
+// unit without a process answers ErrNotRunning, an upstream (which has no
+// terminal) invalid_argument.
 func (u *Unit) Input(ctx context.Context, p []byte) (run uint64, err error) {
 	if u.term == nil {
 		return 0, fmt.Errorf("supervise: unit %s: input: an upstream has no terminal to type into: %w", u.name, errcode.ErrInvalidArgument)
@@ -58,9 +82,12 @@ func (u *Unit) Input(ctx context.Context, p []byte) (run uint64, err error) {
 	switch {
 	case err == nil:
 		return in.run, nil
+	case errors.Is(err, ErrInputBusy):
+		return in.run, fmt.Errorf("supervise: unit %s: %d sends are already in progress or waiting for the program to read its terminal; nothing was written: %w",
+			u.name, MaxQueuedInputs, ErrInputBusy)
 	case errors.Is(err, os.ErrClosed):
 		// The run ended while we wrote.
-		return in.run, fmt.Errorf("supervise: unit %s: input: run %d ended: %w", u.name, in.run, ErrNotRunning)
+		return in.run, fmt.Errorf("supervise: unit %s: input: run %d ended (%d of %d bytes written): %w", u.name, in.run, n, len(p), ErrNotRunning)
 	case ctxBound && errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil:
 		// The caller's deadline or cancellation, not the program's silence.
 		cause := ctx.Err()
@@ -69,20 +96,34 @@ func (u *Unit) Input(ctx context.Context, p []byte) (run uint64, err error) {
 		}
 		return in.run, fmt.Errorf("supervise: unit %s: input: %d of %d bytes written: %w", u.name, n, len(p), cause)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return in.run, fmt.Errorf("supervise: unit %s: input: the program did not read its terminal within %s (%d of %d bytes written)",
-			u.name, InputTimeout, n, len(p))
+		return in.run, fmt.Errorf("supervise: unit %s: input: %w within %s (%d of %d bytes written)",
+			u.name, ErrInputTimeout, InputTimeout, n, len(p))
 	}
-	return in.run, fmt.Errorf("supervise: unit %s: input: %w", u.name, err)
+	return in.run, fmt.Errorf("supervise: unit %s: input: %d of %d bytes written: %w", u.name, n, len(p), err)
 }
 
-// write writes p whole, bounded by InputTimeout and ctx; ctxBound says
-// the deadline was ctx's.
+// write writes p whole, bounded by InputTimeout from now and by ctx;
+// ctxBound says the deadline was ctx's. The wait for its turn counts.
 func (in *ptyInput) write(ctx context.Context, p []byte) (n int, ctxBound bool, err error) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
 	deadline := time.Now().Add(InputTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline, ctxBound = d, true
+	}
+	select {
+	case in.queued <- struct{}{}:
+		defer func() { <-in.queued }()
+	default:
+		return 0, ctxBound, ErrInputBusy
+	}
+	wait := time.NewTimer(time.Until(deadline))
+	defer wait.Stop()
+	select {
+	case in.turn <- struct{}{}:
+		defer func() { <-in.turn }()
+	case <-wait.C:
+		return 0, ctxBound, os.ErrDeadlineExceeded
+	case <-ctx.Done():
+		return 0, ctxBound, ctx.Err()
 	}
 	if err := in.master.SetWriteDeadline(deadline); err != nil {
 		// A master that could not be made non-blocking (see pollable)

@@ -52,7 +52,9 @@ func TestScenario_AnswersCarryTheRawID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		go func() { _ = c.Write(context.Background(), &jsonrpc.Response{ID: msg.(*jsonrpc.Request).ID, Result: []byte(`{}`)}) }()
+		go func() {
+			_ = c.Write(context.Background(), &jsonrpc.Response{ID: msg.(*jsonrpc.Request).ID, Result: []byte(`{}`)})
+		}()
 		if line, want := strings.TrimSpace(p.line()), `{"jsonrpc":"2.0","id":`+raw+`,"result":{}}`; line != want {
 			t.Errorf("answer %s, want %s", line, want)
 		}
