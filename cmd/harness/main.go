@@ -109,6 +109,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		psCmd(g),
 		topCmd(g),
 		sendCmd(g), attachCmd(g),
+		notifyCmd(g),
 		demoUpstreamCmd(),
 	)
 	root.AddCommand(screenCmd(g), waitCmd(g)) // terminals, DESIGN §12

@@ -70,6 +70,10 @@ type DaemonInfo struct {
 	Upstreams []UpstreamStatus `json:"upstreams"`
 	CallLog   *CallLogInfo     `json:"call_log,omitempty"`
 	Ownership Ownership        `json:"ownership"`
+	// Notify are the [notify.*] tables' counters, by name.
+	Notify []NotifyStats `json:"notify"`
+	// Webhooks is the webhook listener, when [daemon] webhook_listen serves.
+	Webhooks *WebhookInfo `json:"webhooks,omitempty"`
 }
 
 // Paths are the files the daemon uses.

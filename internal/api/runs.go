@@ -12,6 +12,8 @@ const (
 	CauseRestart   Cause = "restart"
 	CauseSchedule  Cause = "schedule"
 	CauseTrigger   Cause = "trigger"
+	// CauseWebhook: a [webhook.NAME] delivery started it (DESIGN §18).
+	CauseWebhook Cause = "webhook"
 )
 
 // Run is one spawn of a unit. A run that has ended has EndedAt and either

@@ -105,6 +105,7 @@ var specs = []Spec{
 		"Type into a running harness's terminal, as a person at its keyboard would: text, then named keys, then Enter. Use it to answer the harness's prompts; read its screen before and after (harness_screen with idle_s)."),
 	spec[ScreenArgs, Screen](OpScreen, Read).tool("", screenDescription),
 	spec[WaitArgs, WaitResult](OpWait, Read),
+	spec[NotifyTestArgs, NotifyTestResult](OpNotifyTest, Write),
 }
 
 // doorClasses are the classes of the door operations (not in specs: no

@@ -37,6 +37,8 @@ type Config struct {
 	Profiles  map[string]*Profile  // [profile.NAME], by name
 	Upstreams map[string]*Upstream // [mcp.KEY] for KEY != "prompts", by key
 	Prompts   Prompts              // [mcp.prompts]
+	Notifiers map[string]*Notify   // [notify.NAME], by name (events.go)
+	Webhooks  map[string]*Webhook  // [webhook.NAME], by name (events.go)
 	// Warnings are problems that do not stop the file from loading, each
 	// `FILE:LINE: KEY: message` (e.g. read_tools and write_tools overlap).
 	Warnings []string
@@ -62,6 +64,12 @@ type Daemon struct {
 	// CallLogArgs (call_log_args, default false) keeps the argument values
 	// of MCP calls in the call log, each string cut at a bound.
 	CallLogArgs bool
+	// WebhookListen (webhook_listen, default "" = off) is the host:port
+	// of the webhook listener (DESIGN §18), its own port; a non-loopback
+	// host needs WebhookTLSCert and WebhookTLSKey (webhook_tls_cert,
+	// webhook_tls_key: PEM files, "~" expanded).
+	WebhookListen                 string
+	WebhookTLSCert, WebhookTLSKey string
 }
 
 // Bounds of [daemon] mcp_max_message_bytes.
@@ -234,6 +242,18 @@ func Parse(path string, data []byte) (*Config, error) {
 					cfg.Upstreams[key] = u
 				}
 			}
+		case "notify":
+			for name, nv := range d.subtables([]string{k}, v) {
+				if n := d.notify(name, nv); n != nil {
+					cfg.Notifiers[name] = n
+				}
+			}
+		case "webhook":
+			for name, wv := range d.subtables([]string{k}, v) {
+				if w := d.webhook(name, wv); w != nil {
+					cfg.Webhooks[name] = w
+				}
+			}
 		case "profile":
 			// Decoded below: membership checks need every harness.
 		default:
@@ -248,6 +268,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 	}
 	d.checkGrants(cfg.Upstreams)
+	d.checkWebhooks(cfg)
 	if err := d.err(); err != nil {
 		return nil, err
 	}
@@ -263,6 +284,8 @@ func empty() *Config {
 		Order:     []string{},
 		Profiles:  map[string]*Profile{},
 		Upstreams: map[string]*Upstream{},
+		Notifiers: map[string]*Notify{},
+		Webhooks:  map[string]*Webhook{},
 	}
 }
 

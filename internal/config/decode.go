@@ -249,9 +249,39 @@ func (d *decoder) daemon(v any, out *Daemon) {
 			}
 		case "call_log_args":
 			out.CallLogArgs = d.boolean(kp, val)
+		case "webhook_listen":
+			out.WebhookListen, _ = d.str(kp, val)
+		case "webhook_tls_cert":
+			out.WebhookTLSCert = d.path(kp, val)
+		case "webhook_tls_key":
+			out.WebhookTLSKey = d.path(kp, val)
 		default:
 			d.unknown(kp, val)
 		}
+	}
+	d.webhookListen(path, out)
+}
+
+// webhookListen checks [daemon] webhook_listen: a host:port, loopback
+// unless the listener has a certificate and key (it would otherwise take
+// secrets and payloads in the clear from the network).
+func (d *decoder) webhookListen(path []string, out *Daemon) {
+	if (out.WebhookTLSCert == "") != (out.WebhookTLSKey == "") {
+		d.add(path, "webhook_tls_cert and webhook_tls_key go together")
+	}
+	if out.WebhookListen == "" {
+		return
+	}
+	kp := child(path, "webhook_listen")
+	if _, port, err := net.SplitHostPort(out.WebhookListen); err != nil {
+		d.add(kp, "want host:port such as 127.0.0.1:7331: %v", err)
+		return
+	} else if n, ok := parsePort(port); !ok || n > 65535 {
+		d.add(kp, "invalid port %q", port)
+		return
+	}
+	if err := checkLoopback(out.WebhookListen); err != nil && out.WebhookTLSCert == "" {
+		d.add(kp, "%v; a webhook listener beyond loopback needs webhook_tls_cert and webhook_tls_key", err)
 	}
 }
 

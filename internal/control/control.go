@@ -126,6 +126,10 @@ type Options struct {
 	// control loads it with the fleet's secrets at every applied
 	// configuration (mask.go). nil masks the credential shapes only.
 	Masker *mask.Masker
+	// Notify is the notifier and Webhooks the webhook listener (events.go);
+	// nil when there is none.
+	Notify   Notifications
+	Webhooks Webhooks
 }
 
 // Control owns the fleet and answers every control operation.
@@ -376,6 +380,7 @@ var opTable = map[string]opFunc{
 	api.OpSend:             op((*Control).Send),
 	api.OpScreen:           op((*Control).Screen),
 	api.OpWait:             op((*Control).Wait),
+	api.OpNotifyTest:       op((*Control).NotifyTest),
 }
 
 // op adapts a typed operation to the table. Arguments are decoded

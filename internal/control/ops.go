@@ -480,6 +480,8 @@ func (c *Control) DaemonInfo(ctx context.Context, _ api.NoArgs) (api.DaemonInfo,
 		Upstreams: c.upstreamStatus(),
 		Ownership: c.opt.Ownership,
 		CallLog:   c.callLogInfo(),
+		Notify:    c.notifyStats(),
+		Webhooks:  c.webhookInfo(),
 	}, nil
 }
 

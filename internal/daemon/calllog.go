@@ -41,12 +41,13 @@ func (a authority) RunOf(token string) (uint64, bool) {
 	return run, ok
 }
 
-// metricsHandler serves the call stats, with the Go runtime's and the
+// metricsHandler serves the call stats and the notifier's counters (cs), with the Go runtime's and the
 // process's metrics, in the Prometheus text format (GET /metrics on the
 // HTTP endpoint, operator token only).
-func metricsHandler(calls *calllog.Log, log *slog.Logger) http.Handler {
+func metricsHandler(log *slog.Logger, cs ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(calls, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(cs...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelError),
 		ErrorHandling: promhttp.ContinueOnError,

@@ -160,6 +160,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 	})
 	defer brk.Close()
 
+	ntf := newNotifier(ctlRef.Load, reaper, log)
+	defer ntf.Close()
+
 	srv := &protocol.Server{Version: opt.Version, Logger: log}
 	shutdownCh := make(chan struct{})
 	var shutdownOnce sync.Once
@@ -214,9 +217,15 @@ func Run(ctx context.Context, opt Options) (err error) {
 				Logger:     log, // supervise adds the unit key itself
 			}, nil
 		},
-		OnEvent: func(ev supervise.Event) { srv.Publish(ev) },
+		OnEvent: func(ev supervise.Event) {
+			srv.Publish(ev)
+			ntf.Observe(ev) // never blocks: a bounded queue
+		},
 		OnReload: func() {
 			srv.Publish(api.Event{Kind: api.EventReload, Time: time.Now()})
+			if c := ctlRef.Load(); c != nil {
+				ntf.Apply(c.Config().Notifiers)
+			}
 			if c := ctlRef.Load(); c != nil && mgr != nil {
 				applyLive(c.Config().Daemon, mgr, calls)
 				mgr.Refresh()
@@ -228,11 +237,13 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Shutdown:  requestShutdown,
 		Logger:    log,
 		Ownership: own.info,
+		Notify:    ntf,
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	ctlRef.Store(ctl)
+	ntf.Apply(ctl.Config().Notifiers)
 	watch.ctl = ctl
 	mgr = session.NewManager(ctl, authority{tokens: tokens, ctl: ctl}, brk, promptSet.current, log, opt.Version)
 	mgr.SetCallRecorder(calls)
@@ -250,7 +261,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	var httpErr chan error
 	if httpEP != nil {
 		maxMessage := func() int { return ctl.Config().Daemon.MCPMaxMessage }
-		if err := httpEP.serve(mgr, paths.StateDir, maxMessage, metricsHandler(calls, log), webBackend{ctl: ctl, srv: srv}, log); err != nil {
+		if err := httpEP.serve(mgr, paths.StateDir, maxMessage, metricsHandler(log, calls, ntf), webBackend{ctl: ctl, srv: srv}, log); err != nil {
 			log.Error("mcp http endpoint not served", logkey.Err, err)
 		}
 		httpErr = httpEP.err

@@ -7,6 +7,7 @@ package logkey
 const (
 	Added       = "added"
 	Addr        = "addr"
+	Attempts    = "attempts"
 	Buffer      = "buffer"
 	Bytes       = "bytes"
 	Caller      = "caller"
@@ -21,6 +22,7 @@ const (
 	Config      = "config"
 	Conn        = "conn"
 	Count       = "count"
+	Delivery    = "delivery"
 	Delay       = "delay"
 	Dir         = "dir"
 	Due         = "due"
@@ -47,6 +49,7 @@ const (
 	NextFire    = "next_fire"
 	NextRetry   = "next_retry"
 	Note        = "note"
+	Notifier    = "notifier"
 	Op          = "op"
 	Operator    = "operator"
 	Origin      = "origin"
@@ -84,4 +87,5 @@ const (
 	Version     = "version"
 	Waited      = "waited"
 	Warning     = "warning"
+	Webhook     = "webhook"
 )

@@ -76,6 +76,7 @@ type actor struct {
 	nextRetry  time.Time
 	stopWait   []chan error
 	pendStart  *startCmd // Restart: spawn once the stop finished
+	runEnv     []string  // StartWith: for the runs up to the next explicit start
 	closeReply chan error
 	closing    bool
 }
@@ -162,6 +163,7 @@ func (a *actor) onStart(m startCmd) {
 		m.reply <- nil // a policy restart is already scheduled
 		return
 	}
+	a.runEnv = m.env
 	m.reply <- a.explicitStart(m.cause)
 }
 
@@ -437,6 +439,7 @@ func (a *actor) onReaped(ev reapedEv) {
 	a.replyStops(nil)
 	if ps := a.pendStart; ps != nil && !a.closing {
 		a.pendStart = nil
+		a.runEnv = ps.env
 		ps.reply <- a.explicitStart(ps.cause)
 	}
 }

@@ -104,6 +104,7 @@ func (a *actor) spawn(cause runs.Cause) error {
 		return a.spawnConn(cause)
 	}
 	cfg := a.cfg.clone()
+	cfg.ExtraEnv = append(cfg.ExtraEnv, a.runEnv...)
 	cmd, fileEnv, err := prepare(cfg)
 	if err != nil {
 		a.setState(StateStarting)

@@ -83,7 +83,8 @@ func New(cfg UnitConfig, deps Deps) *Unit {
 type (
 	startCmd struct {
 		cause   runs.Cause
-		restart bool // Restart: stop first when active, start even when active
+		restart bool     // Restart: stop first when active, start even when active
+		env     []string // StartWith: KEY=VALUE for this run only
 		reply   chan error
 	}
 	stopCmd   struct{ reply chan error }
@@ -100,6 +101,13 @@ type (
 // returned (and recorded in Status.LastError).
 func (u *Unit) Start(ctx context.Context, cause runs.Cause) error {
 	return u.call(ctx, startCmd{cause: cause, reply: make(chan error, 1)})
+}
+
+// StartWith is Start with env (KEY=VALUE, after every other variable)
+// given to the run it starts and to the policy's restarts of it, until
+// the next explicit start.
+func (u *Unit) StartWith(ctx context.Context, cause runs.Cause, env []string) error {
+	return u.call(ctx, startCmd{cause: cause, env: env, reply: make(chan error, 1)})
 }
 
 // Stop clears enabled and ends the unit's process tree: for a harness

@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/notify"
+	"github.com/harness-dev/harness/internal/proctree"
+)
+
+// newNotifier builds the notifier (DESIGN §18) on control's view of the
+// fleet. Mask and Dashboard are where the masker of DESIGN §22 and the
+// dashboard's harness page (§19) plug in.
+func newNotifier(ctl func() *control.Control, reaper *proctree.Reaper, log *slog.Logger) *notify.Notifier {
+	host, _ := os.Hostname()
+	return notify.New(notify.Options{
+		Source: notifySource{ctl},
+		Host:   host,
+		Reaper: reaper,
+		Logger: log,
+	})
+}
+
+// notifySource answers the notifier from control.
+type notifySource struct{ ctl func() *control.Control }
+
+func (s notifySource) Harness(name string) (notify.HarnessInfo, bool) {
+	c := s.ctl()
+	if c == nil {
+		return notify.HarnessInfo{}, false
+	}
+	h, ok := c.HarnessConfig(name)
+	if !ok {
+		return notify.HarnessInfo{}, false
+	}
+	return notify.HarnessInfo{Project: h.Project, Scheduled: h.Schedule != ""}, true
+}
+
+// Cause is why run started, from the run history.
+func (s notifySource) Cause(name string, run uint64) api.Cause {
+	c := s.ctl()
+	if c == nil || run == 0 {
+		return ""
+	}
+	rs, err := c.Runs(context.Background(), api.RunsArgs{Name: name, Limit: 8})
+	if err != nil {
+		return ""
+	}
+	for _, r := range rs {
+		if r.ID == run {
+			return r.Cause
+		}
+	}
+	return ""
+}
+
+// Tail is the run's last output lines, from the activity log.
+func (s notifySource) Tail(name string, run uint64, n int) []string {
+	c := s.ctl()
+	if c == nil {
+		return nil
+	}
+	res, err := c.Logs(context.Background(), api.LogsArgs{Name: name, Lines: 4 * n})
+	if err != nil {
+		return nil
+	}
+	sum, ok := res.(api.LogsSummary)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, e := range sum.Entries {
+		if e.Kind == "output" && (run == 0 || e.RunID == run) {
+			out = append(out, e.Text)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
+}

@@ -1,0 +1,132 @@
+package notify
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/config"
+)
+
+// Occurrence is one thing a person may want to hear about, found in the
+// event stream by a Detector.
+type Occurrence struct {
+	Event    string // one of config.NotifyEvents
+	Harness  string
+	RunID    uint64
+	State    string
+	ExitCode *int
+	Signal   string
+	Reason   string // why, in a few words
+	Time     time.Time
+	// Agent: the waiting prompt and its choices, or a limit's reset time
+	// (the agent events of DESIGN §16-17).
+	WaitingFor string
+	Prompt     string
+	Choices    []string
+	Until      *time.Time
+}
+
+// Detector turns the daemon's events into Occurrences. It is a pure state
+// machine over the events of each unit (no clock, no I/O): the previous
+// state, the last exit and the last crash-loop reason are what it needs
+// to tell "failed" from "stopped", "recovered" from "started".
+type Detector struct {
+	units map[string]*memo
+}
+
+type memo struct {
+	state        string
+	exit         string // the last exit or spawn failure, in words
+	exitCode     *int
+	signal       string
+	flap         string // the last crash-loop reason
+	jobFailedRun uint64 // the run a job_failed was found for
+}
+
+// NewDetector returns a Detector that has seen nothing.
+func NewDetector() *Detector { return &Detector{units: map[string]*memo{}} }
+
+// Relevant reports whether an event of kind can make an Occurrence, so a
+// caller can skip the others (activity events are frequent) cheaply.
+func Relevant(kind string) bool {
+	switch kind {
+	case api.EventState, api.EventExit, api.EventFlapping, api.EventSpawnFailed:
+		return true
+	}
+	return false
+}
+
+// Next takes one event of a harness (job says whether the event's run is
+// a job's run: scheduled, triggered) and returns what it means to a
+// person, if anything.
+func (d *Detector) Next(ev api.Event, job bool) []Occurrence {
+	m := d.units[ev.Unit]
+	if m == nil {
+		m = &memo{}
+		d.units[ev.Unit] = m
+	}
+	occ := func(event, reason string) []Occurrence {
+		return []Occurrence{{Event: event, Harness: ev.Unit, RunID: ev.RunID, State: ev.State,
+			ExitCode: ev.ExitCode, Signal: ev.Signal, Reason: reason, Time: ev.Time}}
+	}
+	switch ev.Kind {
+	case api.EventExit:
+		m.exit, m.exitCode, m.signal = ev.Message, ev.ExitCode, ev.Signal
+		// A run that a stop ended is no failure: the actor is stopping
+		// before it signals.
+		failed := (ev.ExitCode != nil && *ev.ExitCode != 0) || ev.Signal != ""
+		if job && failed && ev.State != "stopping" {
+			m.jobFailedRun = ev.RunID
+			return occ(config.NotifyJobFailed, exitReason(ev))
+		}
+	case api.EventSpawnFailed:
+		m.exit, m.exitCode, m.signal = "could not start: "+ev.Message, nil, ""
+	case api.EventFlapping:
+		m.flap = ev.Message
+	case api.EventState:
+		prev := m.state
+		m.state = ev.State
+		if prev == ev.State {
+			return nil
+		}
+		switch {
+		case ev.State == "failed":
+			if job && m.jobFailedRun == ev.RunID && ev.RunID != 0 {
+				return nil // said as job_failed
+			}
+			reason := m.exit
+			if prev == "degraded" && m.flap != "" {
+				reason = "gave up restarting after " + m.flap + "; last run " + m.exit
+			}
+			if reason == "" {
+				reason = "failed"
+			}
+			o := occ(config.NotifyFailed, reason)
+			o[0].ExitCode, o[0].Signal = m.exitCode, m.signal
+			return o
+		case ev.State == "degraded":
+			reason := m.flap
+			if reason == "" {
+				reason = "crash-looping"
+			}
+			return occ(config.NotifyDegraded, reason+"; restarting with backoff")
+		case ev.State == "running" && prev == "degraded":
+			return occ(config.NotifyRecovered, "running steadily again")
+		}
+	}
+	return nil
+}
+
+// Forget drops what the Detector knows of unit (removed by a reload).
+func (d *Detector) Forget(unit string) { delete(d.units, unit) }
+
+func exitReason(ev api.Event) string {
+	switch {
+	case ev.Signal != "":
+		return "killed by " + ev.Signal
+	case ev.ExitCode != nil:
+		return fmt.Sprintf("exited with code %d", *ev.ExitCode)
+	}
+	return ev.Message
+}

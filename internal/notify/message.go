@@ -1,0 +1,217 @@
+package notify
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/harness-dev/harness/internal/config"
+)
+
+// Message is what a sink receives: the JSON on a command's stdin and the
+// body of the json format; the other formats render it as text.
+type Message struct {
+	Notifier string    `json:"notifier"`
+	Event    string    `json:"event"`
+	Harness  string    `json:"harness"`
+	Project  string    `json:"project,omitempty"`
+	Host     string    `json:"host"`
+	Time     time.Time `json:"time"`
+	// Title is one line: who and what; Reason says why.
+	Title    string `json:"title"`
+	Reason   string `json:"reason"`
+	State    string `json:"state,omitempty"`
+	RunID    uint64 `json:"run_id,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	// LastLines are the run's last activity lines (failures).
+	LastLines []string `json:"last_lines,omitempty"`
+	// WaitingFor, Prompt and Choices describe a waiting agent; Until is
+	// when a limit or a hold ends.
+	WaitingFor string     `json:"waiting_for,omitempty"`
+	Prompt     string     `json:"prompt,omitempty"`
+	Choices    []string   `json:"choices,omitempty"`
+	Until      *time.Time `json:"until,omitempty"`
+	// Actions say how to act: commands to run, and the dashboard link.
+	Actions []Action `json:"actions"`
+	// Test marks the sample of `harness notify test`.
+	Test bool `json:"test,omitempty"`
+}
+
+// Action is one way to act on a message: a command or a URL.
+type Action struct {
+	Label   string `json:"label"`
+	Command string `json:"command,omitempty"`
+	URL     string `json:"url,omitempty"`
+}
+
+// titles say what happened, by event.
+var titles = map[string]string{
+	config.NotifyWaiting:   "is waiting for you",
+	config.NotifyLimited:   "hit a usage limit",
+	config.NotifyFailed:    "failed",
+	config.NotifyDegraded:  "is crash-looping",
+	config.NotifyRecovered: "recovered",
+	config.NotifyJobFailed: "job failed",
+	config.NotifyHeld:      "is held",
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it, so an action
+// can be pasted as it is shown.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '/' || r == '.' || r == ':' || r == '=' ||
+			r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// actions are the ways to act on an occurrence of event for harness.
+func actions(event, harness string, choices []string, dashboard string) []Action {
+	h := shellQuote(harness)
+	var out []Action
+	switch event {
+	case config.NotifyWaiting:
+		choice := "…"
+		if len(choices) > 0 {
+			choice = choices[0]
+		}
+		out = append(out, Action{Label: "answer", Command: "harness answer " + h + " " + shellQuote(choice)},
+			Action{Label: "attach", Command: "harness attach " + h})
+	case config.NotifyLimited, config.NotifyHeld:
+		out = append(out, Action{Label: "describe", Command: "harness describe " + h},
+			Action{Label: "start anyway", Command: "harness start " + h + " --force"})
+	case config.NotifyFailed, config.NotifyDegraded:
+		out = append(out, Action{Label: "logs", Command: "harness logs " + h + " --lines 50"},
+			Action{Label: "restart", Command: "harness restart " + h})
+	case config.NotifyJobFailed:
+		out = append(out, Action{Label: "logs", Command: "harness logs " + h + " --lines 50"},
+			Action{Label: "run again", Command: "harness trigger " + h})
+	case config.NotifyRecovered:
+		out = append(out, Action{Label: "logs", Command: "harness logs " + h})
+	}
+	if dashboard != "" {
+		out = append(out, Action{Label: "dashboard", URL: dashboard})
+	}
+	return out
+}
+
+// Text is the message as plain lines: the title, why, the prompt and its
+// choices or the last lines, and how to act.
+func (m *Message) Text() string {
+	var b strings.Builder
+	b.WriteString(m.Reason)
+	if m.Prompt != "" {
+		fmt.Fprintf(&b, "\n\n%s", m.Prompt)
+		for i, c := range m.Choices {
+			fmt.Fprintf(&b, "\n  %d. %s", i+1, c)
+		}
+	}
+	if m.Until != nil {
+		fmt.Fprintf(&b, "\nuntil %s", m.Until.Format(time.RFC3339))
+	}
+	if len(m.LastLines) > 0 {
+		b.WriteString("\n\nlast lines:")
+		for _, l := range m.LastLines {
+			b.WriteString("\n  " + l)
+		}
+	}
+	if len(m.Actions) > 0 {
+		b.WriteString("\n")
+		for _, a := range m.Actions {
+			if a.Command != "" {
+				fmt.Fprintf(&b, "\n%s: %s", a.Label, a.Command)
+			} else {
+				fmt.Fprintf(&b, "\n%s: %s", a.Label, a.URL)
+			}
+		}
+	}
+	return b.String()
+}
+
+// Bounds of the chat formats' text fields.
+const (
+	discordMax = 2000
+	slackMax   = 3000
+)
+
+// Render is the request body, content type and extra headers of m in format.
+func Render(format string, m *Message) (body []byte, contentType string, header http.Header, err error) {
+	header = http.Header{}
+	switch format {
+	case config.FormatSlack:
+		// Slack's mrkdwn takes &, < and > as markup.
+		esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+		text := "*" + esc.Replace(m.Title) + "*\n" + esc.Replace(clip(m.Text(), slackMax))
+		body, err = json.Marshal(map[string]any{"text": text, "mrkdwn": true})
+		return body, "application/json", header, err
+	case config.FormatDiscord:
+		text := "**" + m.Title + "**\n" + m.Text()
+		// No @everyone or role pings from text an agent printed.
+		body, err = json.Marshal(map[string]any{"content": clip(text, discordMax),
+			"allowed_mentions": map[string]any{"parse": []string{}}})
+		return body, "application/json", header, err
+	case config.FormatNtfy:
+		header.Set("Title", headerText(m.Title))
+		header.Set("Tags", m.Event)
+		header.Set("Priority", strconv.Itoa(ntfyPriority(m.Event)))
+		for _, a := range m.Actions {
+			if a.URL != "" {
+				header.Set("Click", a.URL)
+			}
+		}
+		return []byte(m.Text()), "text/plain; charset=utf-8", header, nil
+	default:
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		err = enc.Encode(m)
+		return buf.Bytes(), "application/json", header, err
+	}
+}
+
+// ntfyPriority: what needs a person now is high (4), the rest default (3).
+func ntfyPriority(event string) int {
+	switch event {
+	case config.NotifyWaiting, config.NotifyFailed, config.NotifyJobFailed:
+		return 4
+	}
+	return 3
+}
+
+// headerText makes s a valid one-line header value; non-ASCII goes as an
+// RFC 2047 word, which ntfy decodes.
+func headerText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	for _, r := range s {
+		if r >= utf8.RuneSelf {
+			return mime.QEncoding.Encode("utf-8", s)
+		}
+	}
+	return s
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
