@@ -160,7 +160,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	})
 	defer brk.Close()
 
-	ntf := newNotifier(ctlRef.Load, reaper, log)
+	ntf := newNotifier(ctlRef.Load, reaper, masker, log)
 	defer ntf.Close()
 
 	srv := &protocol.Server{Version: opt.Version, Logger: log}

@@ -7,18 +7,20 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/mask"
 	"github.com/harness-dev/harness/internal/notify"
 	"github.com/harness-dev/harness/internal/proctree"
 )
 
 // newNotifier builds the notifier (DESIGN §18) on control's view of the
-// fleet. Mask and Dashboard are where the masker of DESIGN §22 and the
-// dashboard's harness page (§19) plug in.
-func newNotifier(ctl func() *control.Control, reaper *proctree.Reaper, log *slog.Logger) *notify.Notifier {
+// fleet, masking with the daemon's one masker (§22). Dashboard is where
+// the dashboard's harness page (§19) plugs in.
+func newNotifier(ctl func() *control.Control, reaper *proctree.Reaper, m *mask.Masker, log *slog.Logger) *notify.Notifier {
 	host, _ := os.Hostname()
 	return notify.New(notify.Options{
 		Source: notifySource{ctl},
 		Host:   host,
+		Mask:   m.Func(),
 		Reaper: reaper,
 		Logger: log,
 	})

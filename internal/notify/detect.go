@@ -42,6 +42,8 @@ type memo struct {
 	signal       string
 	flap         string // the last crash-loop reason
 	jobFailedRun uint64 // the run a job_failed was found for
+	agent        api.AgentState
+	prompt       string // of the agent's current waiting
 }
 
 // NewDetector returns a Detector that has seen nothing.
@@ -51,7 +53,7 @@ func NewDetector() *Detector { return &Detector{units: map[string]*memo{}} }
 // caller can skip the others (activity events are frequent) cheaply.
 func Relevant(kind string) bool {
 	switch kind {
-	case api.EventState, api.EventExit, api.EventFlapping, api.EventSpawnFailed:
+	case api.EventState, api.EventExit, api.EventFlapping, api.EventSpawnFailed, api.EventAgent:
 		return true
 	}
 	return false
@@ -80,6 +82,8 @@ func (d *Detector) Next(ev api.Event, job bool) []Occurrence {
 			m.jobFailedRun = ev.RunID
 			return occ(config.NotifyJobFailed, exitReason(ev))
 		}
+	case api.EventAgent:
+		return d.agent(m, ev)
 	case api.EventSpawnFailed:
 		m.exit, m.exitCode, m.signal = "could not start: "+ev.Message, nil, ""
 	case api.EventFlapping:
@@ -116,6 +120,36 @@ func (d *Detector) Next(ev api.Event, job bool) []Occurrence {
 		}
 	}
 	return nil
+}
+
+// agent: an agent that starts waiting (or waits on a new prompt) or hits
+// a limit needs a person.
+func (d *Detector) agent(m *memo, ev api.Event) []Occurrence {
+	a := ev.Agent
+	if a == nil {
+		return nil
+	}
+	prev, prevPrompt := m.agent, m.prompt
+	m.agent, m.prompt = a.AgentState, a.Prompt
+	o := Occurrence{Harness: ev.Unit, RunID: ev.RunID, State: ev.State, Time: ev.Time,
+		WaitingFor: string(a.WaitingFor), Prompt: a.Prompt, Choices: a.Choices, Until: a.Until}
+	switch {
+	case a.AgentState == api.AgentWaiting && (prev != api.AgentWaiting || a.Prompt != prevPrompt):
+		o.Event = config.NotifyWaiting
+		o.Reason = "needs you: " + string(a.WaitingFor)
+		if a.WaitingFor == "" {
+			o.Reason = "needs you"
+		}
+	case a.AgentState == api.AgentLimited && prev != api.AgentLimited:
+		o.Event = config.NotifyLimited
+		o.Reason = "reached a usage limit"
+		if a.Until != nil {
+			o.Reason += "; it resets at " + a.Until.Format(time.RFC3339)
+		}
+	default:
+		return nil
+	}
+	return []Occurrence{o}
 }
 
 // Forget drops what the Detector knows of unit (removed by a reload).

@@ -92,6 +92,17 @@ func TestScenario_DetectorFindsWhatNeedsAPerson(t *testing.T) {
 			ev("spawn_failed", "starting", 0, nil, "exec: \"nope\": not found"),
 			ev("state", "failed", 0, nil, ""),
 		}, []string{"failed: could not start: exec: \"nope\": not found"}},
+		{"agent waits, on a second prompt too, then hits a limit", false, []api.Event{
+			agentEv(api.AgentWorking, "", nil),
+			agentEv(api.AgentWaiting, "Run make?", []string{"Yes", "No"}),
+			agentEv(api.AgentWaiting, "Run make?", []string{"Yes", "No"}), // a redraw
+			agentEv(api.AgentWorking, "", nil),
+			agentEv(api.AgentWaiting, "Edit main.go?", []string{"Yes", "No"}),
+			agentEv(api.AgentWaiting, "Delete build/?", []string{"Yes", "No"}),
+			agentEv(api.AgentLimited, "", nil),
+			agentEv(api.AgentLimited, "", nil),
+		}, []string{"waiting: needs you: permission", "waiting: needs you: permission", "waiting: needs you: permission",
+			"limited: reached a usage limit; it resets at 2026-12-01T23:00:00Z"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := run(tt.job, tt.evs...)
@@ -100,6 +111,18 @@ func TestScenario_DetectorFindsWhatNeedsAPerson(t *testing.T) {
 			}
 		})
 	}
+}
+
+func agentEv(st api.AgentState, prompt string, choices []string) api.Event {
+	a := &api.AgentView{Agent: "claude-code", AgentState: st, Prompt: prompt, Choices: choices}
+	switch st {
+	case api.AgentWaiting:
+		a.WaitingFor = api.WaitingPermission
+	case api.AgentLimited:
+		until := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
+		a.Until = &until
+	}
+	return api.Event{Kind: api.EventAgent, Unit: "h", State: "running", RunID: 1, Agent: a}
 }
 
 func TestRetryPolicy(t *testing.T) {
