@@ -39,7 +39,7 @@ func daemonCmd(g *globals) *cobra.Command {
 			daemon.TuneGC()
 			return daemon.Run(cmd.Context(), daemon.Options{
 				ConfigPath:    g.configPath(),
-				SocketPath:    g.socketPath(),
+				SocketPath:    g.localSocket(),
 				StateDir:      g.statePath(),
 				Version:       version,
 				Logger:        logger,

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +29,7 @@ type globals struct {
 	socket   string
 	config   string
 	stateDir string
+	host     string
 	json     bool
 }
 
@@ -82,6 +84,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.socket, "socket", "", "control socket (default $HARNESS_SOCKET, else $XDG_RUNTIME_DIR/harness/harness.sock)")
 	pf.StringVar(&g.config, "config", "", "config file (default $HARNESS_CONFIG, else $XDG_CONFIG_HOME/harness/harness.toml)")
+	pf.StringVar(&g.host, "host", "", "the daemon of another machine, through ssh: ssh://[user@]host[:port] (default $HARNESS_HOST)")
 	pf.StringVar(&g.stateDir, "state-dir", "", "state directory (default $HARNESS_STATE_DIR, else $XDG_STATE_HOME/harness)")
 	root.AddCommand(
 		daemonCmd(g),
@@ -111,6 +114,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		sendCmd(g), attachCmd(g),
 		notifyCmd(g),
 		demoUpstreamCmd(),
+		bridgeCmd(g),
 	)
 	root.AddCommand(screenCmd(g), waitCmd(g)) // terminals, DESIGN §12
 	usageErrorsAreInvalidArguments(root)
@@ -134,8 +138,27 @@ func usageErrorsAreInvalidArguments(cmd *cobra.Command) {
 	}
 }
 
-// socketPath resolves the control socket: flag, environment, default.
+// socketPath is where the daemon a verb talks to is: another machine's
+// through ssh (--host, $HARNESS_HOST; internal/client dials ssh:// itself),
+// else the local control socket.
 func (g *globals) socketPath() string {
+	host := g.host
+	if host == "" {
+		host = os.Getenv("HARNESS_HOST")
+	}
+	if host == "" {
+		return g.localSocket()
+	}
+	if !strings.Contains(host, "://") {
+		host = client.SSHScheme + host // user@box is ssh://user@box
+	}
+	return host
+}
+
+// localSocket resolves this machine's control socket: flag, environment,
+// default. The daemon serves it and the bridge joins it, whatever --host
+// says.
+func (g *globals) localSocket() string {
 	if g.socket != "" {
 		return g.socket
 	}

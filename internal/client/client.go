@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -112,8 +113,15 @@ func dial(ctx context.Context, socket string, hello protocol.Hello) (net.Conn, p
 	return nc, w, nil
 }
 
-// connect opens the socket.
+// connect opens the socket, or the ssh connection to a remote daemon
+// (ssh.go) when socket is an ssh:// address.
 func connect(ctx context.Context, socket string) (net.Conn, error) {
+	if IsRemote(socket) {
+		return dialSSH(ctx, socket)
+	}
+	if scheme, _, ok := strings.Cut(socket, "://"); ok {
+		return nil, fmt.Errorf("daemon address %s: a %s:// host is not served; use ssh://[user@]host[:port]: %w", socket, scheme, errcode.ErrInvalidArgument)
+	}
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {

@@ -58,7 +58,7 @@ const EndGrace = 5 * time.Second
 func ServeMCP(ctx context.Context, socket string, opt MCPOptions, in io.Reader, out io.Writer, errw io.Writer) error {
 	stdin, inOK := in.(*os.File)
 	stdout, outOK := out.(*os.File)
-	offer := opt.Handoff && inOK && outOK && protocol.Passable(stdin) && protocol.Passable(stdout)
+	offer := opt.Handoff && !IsRemote(socket) && inOK && outOK && protocol.Passable(stdin) && protocol.Passable(stdout)
 	nc, w, err := dial(ctx, socket, protocol.Hello{Mode: protocol.ModeMCP, Token: opt.Token,
 		AllowControl: opt.AllowControl, Handoff: offer})
 	if err != nil {

@@ -35,12 +35,31 @@ func (h handler) Call(ctx context.Context, op string, args json.RawMessage) (any
 // AuthenticateMCP refuses an unknown or revoked token before the Welcome,
 // so `harness mcp` can tell its user why.
 func (h handler) AuthenticateMCP(hello protocol.Hello) error {
-	_, err := h.mgr.Authenticate(hello.Token, hello.AllowControl)
+	_, err := h.identity(hello)
 	return err
 }
 
-func (h handler) ServeMCP(ctx context.Context, conn net.Conn, hello protocol.Hello) {
+// identity is who an MCP-mode Hello says the session is: a token's
+// harness, or unattributed with --allow-control, or (protocol 1.3) with
+// the grant of the SSH bridge it came through.
+func (h handler) identity(hello protocol.Hello) (session.Identity, error) {
 	id, err := h.mgr.Authenticate(hello.Token, hello.AllowControl)
+	if err != nil || hello.Grant == nil {
+		return id, err
+	}
+	if hello.Token != "" || hello.AllowControl {
+		return session.Identity{}, fmt.Errorf("mcp hello: a grant goes with neither a token nor allow_control: %w", errcode.ErrInvalidArgument)
+	}
+	g, err := api.ParseGrant(hello.Grant)
+	if err != nil {
+		return session.Identity{}, fmt.Errorf("mcp hello: grant: %w: %w", err, errcode.ErrInvalidArgument)
+	}
+	id.Bridge = &g
+	return id, nil
+}
+
+func (h handler) ServeMCP(ctx context.Context, conn net.Conn, hello protocol.Hello) {
+	id, err := h.identity(hello)
 	if err != nil {
 		// The token died between the handshake and now (its run ended).
 		h.log.Info("mcp session refused", logkey.Err, err)
@@ -55,7 +74,7 @@ func (h handler) ServeMCP(ctx context.Context, conn net.Conn, hello protocol.Hel
 // (protocol 1.1): the same session as ServeMCP, read from the client's
 // stdin and written to its stdout directly.
 func (h handler) ServeMCPStdio(ctx context.Context, stdio io.ReadWriteCloser, hello protocol.Hello) error {
-	id, err := h.mgr.Authenticate(hello.Token, hello.AllowControl)
+	id, err := h.identity(hello)
 	if err != nil {
 		h.log.Info("mcp session refused", logkey.Err, err)
 		return err

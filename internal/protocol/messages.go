@@ -18,8 +18,9 @@ import (
 //
 // 1.1 added the stdio hand-off (Hello.Handoff, Welcome.Handoff, FrameStdio,
 // FrameEnded); a 1.0 peer never sees any of it. 1.2 added the attach mode
-// (ModeAttach, Hello.Attach and its frames).
-const Version = "1.2"
+// (ModeAttach, Hello.Attach and its frames). 1.3 added Hello.Grant, the
+// grant an SSH bridge (`harness bridge --grant`) gives an MCP session.
+const Version = "1.3"
 
 // Connection modes carried in Hello.Mode.
 const (
@@ -40,6 +41,10 @@ type Hello struct {
 	Handoff bool `json:"handoff,omitempty"`
 	// Attach says what an attach-mode connection attaches to (1.2).
 	Attach *api.AttachArgs `json:"attach,omitempty"`
+	// Grant, in MCP mode without a token, is the whole grant of the
+	// session (mcp_allow entries): `harness bridge --grant` sets it for a
+	// session from across SSH (1.3).
+	Grant []string `json:"grant,omitempty"`
 }
 
 // Welcome is the daemon's answer to an accepted Hello.

@@ -82,6 +82,9 @@ type Identity struct {
 	// Operator marks a session opened with the HTTP operator token: its
 	// grant is the live [daemon] mcp_http_operator_allow.
 	Operator bool
+	// Bridge is the grant of an unattributed session from across SSH, what
+	// `harness bridge --grant` allows that key; nil otherwise.
+	Bridge *api.Grant
 	// Token is what attributed the session. It is resolved again on every
 	// call: a token dies with its run, and so does what it granted.
 	Token string

@@ -29,6 +29,9 @@ func (l *live) grant() api.Grant {
 		}
 		return l.m.auth.OperatorGrant()
 	case l.id.Harness == "":
+		if l.id.Bridge != nil {
+			return *l.id.Bridge
+		}
 		if l.id.AllowControl {
 			return allowControl
 		}
@@ -72,6 +75,8 @@ func (l *live) grantSource(g api.Grant) string {
 	switch {
 	case l.id.Operator:
 		return fmt.Sprintf("the operator token's grant ([daemon] mcp_http_operator_allow) is %s", g)
+	case l.id.Harness == "" && l.id.Bridge != nil:
+		return fmt.Sprintf("this session comes through an SSH bridge whose --grant is %s", g)
 	case l.id.Harness == "" && l.id.AllowControl:
 		return "--allow-control grants read and write, never input"
 	case l.id.Harness == "":
