@@ -49,7 +49,7 @@ func predatesAttach(socket string, err error) error {
 	if r.Code == errcode.InvalidArgument && strings.Contains(r.Message, `hello mode "`+protocol.ModeAttach+`"`) {
 		return &errcode.Remote{Code: errcode.VersionMismatch, Message: fmt.Sprintf(
 			"the daemon at %s does not serve attach, which needs protocol %s or later (it answered: %s); restart the daemon with this build",
-			socket, protocol.Version, r.Message)}
+			socket, protocol.AttachSince, r.Message)}
 	}
 	return r
 }

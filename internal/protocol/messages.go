@@ -22,6 +22,9 @@ import (
 // grant an SSH bridge (`harness bridge --grant`) gives an MCP session.
 const Version = "1.3"
 
+// AttachSince is the first version that serves ModeAttach.
+const AttachSince = "1.2"
+
 // Connection modes carried in Hello.Mode.
 const (
 	ModeControl = "control" // framed requests, responses and events
