@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,5 +237,25 @@ func TestNewServerBoundsEveryWait(t *testing.T) {
 	}
 	if s.WriteTimeout != 0 {
 		t.Fatalf("write timeout %v would cut SSE streams", s.WriteTimeout)
+	}
+}
+
+// TestScenario_ADeclaredBodyOverTheLimitIs413: a request that declares
+// 200 MB is refused 413 before its body is read (it got its connection
+// closed with no status, issue 36), from a client still sending.
+func TestScenario_ADeclaredBodyOverTheLimitIs413(t *testing.T) {
+	e := newEnv(t)
+	c, br := e.rawConn(t)
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", Path, e.addr, operatorToken, 200<<20)
+	if _, err := c.Write([]byte(head + strings.Repeat("x", 64<<10))); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no response to a 200 MB declared body: %v", err)
+	}
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413", resp.StatusCode)
 	}
 }

@@ -1,11 +1,59 @@
 package httpmcp
 
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
 // DefaultMaxSessionsPerCredential is how many HTTP sessions one token may
 // hold at once. Clients that vanish without deleting their session (a killed
 // process, a dropped laptop lid) would otherwise pile sessions up until the
 // idle timeout; with the cap, a new session ends the token's least recently
-// used one instead.
+// used one instead, if that one has been left alone for RecentUse. A
+// session in use is never ended for another: over the cap with every
+// session in use, a new one is refused with 503 and Retry-After (ending
+// sessions in active use gave 31-69% of calls a 404, issue 36).
 const DefaultMaxSessionsPerCredential = 32
+
+// RecentUse is how long after its last request a session is safe from
+// eviction.
+const RecentUse = time.Minute
+
+// evictable reports whether b may be ended for a new session at now.
+// Caller holds handler.mu.
+func (h *handler) evictable(b *binding, now time.Time) bool {
+	return b.active == 0 && now.Sub(b.last) >= h.opt.RecentUse
+}
+
+// roomFor reports whether caller c may open one more session, and if not,
+// how long until one of its sessions may be evicted at the earliest.
+func (h *handler) roomFor(c caller) (bool, time.Duration) {
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, wait := 0, h.opt.RecentUse
+	for _, b := range h.bound {
+		if b.hash != c.hash {
+			continue
+		}
+		n++
+		if h.evictable(b, now) {
+			return true, 0
+		}
+		if b.active == 0 {
+			wait = min(wait, h.opt.RecentUse-now.Sub(b.last))
+		}
+	}
+	return n < h.opt.MaxSessionsPerCredential, wait
+}
+
+// refuseFull answers a new session over the cap: 503, and when to retry.
+func refuseFull(w http.ResponseWriter, wait time.Duration, limit int) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Round(time.Second)/time.Second))))
+	http.Error(w, "service unavailable: this token has "+strconv.Itoa(limit)+
+		" sessions in use (a call in flight or one within the last minute); retry later or end one (DELETE)", http.StatusServiceUnavailable)
+}
 
 // begin and done bracket one request to a bound session; a session with a
 // request in flight (a tool call, an open GET stream) is not idle.
@@ -13,6 +61,7 @@ func (h *handler) begin(b *binding) {
 	h.mu.Lock()
 	h.clock++
 	b.used = h.clock
+	b.last = time.Now()
 	b.active++
 	h.mu.Unlock()
 }
@@ -20,25 +69,33 @@ func (h *handler) begin(b *binding) {
 func (h *handler) done(b *binding) {
 	h.mu.Lock()
 	b.active--
+	b.last = time.Now()
 	h.mu.Unlock()
 }
 
 // evictLocked enforces the cap on the sessions of nb's credential after nb
-// (session nsid) was bound: it forgets the least recently used sessions
-// beyond the cap, idle ones first, and returns them for the caller to close
-// outside the lock. nb itself is never chosen. Caller holds h.mu.
+// (session nsid) was bound: it forgets the least recently used evictable
+// sessions beyond the cap and returns them for the caller to close outside
+// the lock. nb itself is never chosen, nor a session in use: sessions opened
+// at once may leave the credential over the cap until they go idle.
+// Caller holds h.mu.
 func (h *handler) evictLocked(nsid string, nb *binding) map[string]*binding {
+	now := time.Now()
 	var mine []string
+	total := 0
 	for sid, b := range h.bound {
 		if sid != nsid && b.hash == nb.hash {
-			mine = append(mine, sid)
+			total++
+			if h.evictable(b, now) {
+				mine = append(mine, sid)
+			}
 		}
 	}
 	evicted := map[string]*binding{}
-	for len(mine)+1 > h.opt.MaxSessionsPerCredential && len(mine) > 0 {
+	for total+1 > h.opt.MaxSessionsPerCredential && len(mine) > 0 {
 		victim := 0
 		for i, sid := range mine {
-			if evictsFirst(h.bound[sid], h.bound[mine[victim]]) {
+			if h.bound[sid].used < h.bound[mine[victim]].used {
 				victim = i
 			}
 		}
@@ -46,15 +103,7 @@ func (h *handler) evictLocked(nsid string, nb *binding) map[string]*binding {
 		evicted[sid] = h.bound[sid]
 		delete(h.bound, sid)
 		mine = append(mine[:victim], mine[victim+1:]...)
+		total--
 	}
 	return evicted
-}
-
-// evictsFirst orders eviction candidates: idle before busy, then least
-// recently used first. The caller holds handler.mu.
-func evictsFirst(a, b *binding) bool {
-	if (a.active == 0) != (b.active == 0) {
-		return a.active == 0
-	}
-	return a.used < b.used
 }

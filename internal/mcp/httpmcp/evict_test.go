@@ -4,7 +4,11 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // initSession opens a session the raw way (initialize, then initialized)
@@ -47,7 +51,7 @@ func (e *env) alive(t *testing.T, token, sid string) bool {
 // request in flight (an open GET stream) goes last; other credentials are
 // untouched.
 func TestSessionCapEvictsLeastRecentlyUsedIdle(t *testing.T) {
-	e := newEnv(t, func(o *Options, _ *http.Server) { o.MaxSessionsPerCredential = 3 })
+	e := newEnv(t, func(o *Options, _ *http.Server) { o.MaxSessionsPerCredential, o.RecentUse = 3, time.Nanosecond })
 	e.auth.Add("tok-web", "web", "read")
 	e.auth.Add("tok-ops", "ops", "read")
 	other := e.initSession(t, "tok-ops")
@@ -103,7 +107,7 @@ func TestSessionCapEvictsLeastRecentlyUsedIdle(t *testing.T) {
 // daemon from 26 to 103 MB). Now the go-sdk sessions, the bindings and the
 // session servers stay at the cap however many are abandoned.
 func TestAbandonedSessionsStayAtTheCap(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, func(o *Options, _ *http.Server) { o.RecentUse = time.Nanosecond }) // abandoned long ago
 	const opened = 3 * DefaultMaxSessionsPerCredential
 	var last string
 	for i := range opened {
@@ -120,5 +124,56 @@ func TestAbandonedSessionsStayAtTheCap(t *testing.T) {
 	}
 	if !e.alive(t, operatorToken, last) {
 		t.Fatal("the newest session was evicted")
+	}
+}
+
+// TestScenario_SessionsInUseAreNeverEvicted: 100 clients of one token each
+// opening a session and calling on it (over the cap, sessions in active use
+// were evicted: 31-69% of calls got 404, issue 36). No call gets a 404; a
+// session over the cap is refused at initialize with 503 and Retry-After.
+func TestScenario_SessionsInUseAreNeverEvicted(t *testing.T) {
+	e := newEnv(t)
+	e.auth.Add("tok-web", "web", "read")
+	var notFound, refused, served atomic.Int64
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 16) // the test server's connection cap
+	for range 100 {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			resp, body := e.raw(t, Path, initBody, auth("tok-web"))
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || ra < 1 || ra > 60 {
+					t.Errorf("503 with Retry-After %q", resp.Header.Get("Retry-After"))
+				}
+				refused.Add(1)
+				return
+			}
+			sid := resp.Header.Get(sessionIDHeader)
+			if resp.StatusCode != http.StatusOK || sid == "" {
+				t.Errorf("initialize: %d %q", resp.StatusCode, body)
+				return
+			}
+			e.raw(t, Path, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, e.sessionHdr("tok-web", sid))
+			for range 5 {
+				resp, _ := e.raw(t, Path, listBody, e.sessionHdr("tok-web", sid))
+				switch resp.StatusCode {
+				case http.StatusOK:
+					served.Add(1)
+				case http.StatusNotFound:
+					notFound.Add(1)
+				default:
+					t.Errorf("tools/list: %d", resp.StatusCode)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d calls served, %d 404, %d sessions refused with 503", served.Load(), notFound.Load(), refused.Load())
+	if notFound.Load() != 0 {
+		t.Fatalf("%d calls on sessions in use got 404", notFound.Load())
+	}
+	if refused.Load() < 100-DefaultMaxSessionsPerCredential {
+		t.Fatalf("%d refused: the cap was not kept", refused.Load())
 	}
 }

@@ -74,6 +74,9 @@ type Options struct {
 	// session beyond it ends the least recently used one (idle ones first).
 	// Zero means DefaultMaxSessionsPerCredential.
 	MaxSessionsPerCredential int
+	// RecentUse is how long after its last request a session is safe
+	// from eviction; zero means the package's RecentUse (a minute).
+	RecentUse time.Duration
 	// MaxMessage, when set, returns the largest POST body read ([daemon]
 	// mcp_max_message_bytes, live); nil or <= 0 takes the go-sdk's default.
 	MaxMessage func() int
@@ -92,6 +95,9 @@ func NewHandler(opt Options) http.Handler {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With(logkey.Component, "mcp-http")
+	if opt.RecentUse <= 0 {
+		opt.RecentUse = RecentUse
+	}
 	if opt.MaxSessionsPerCredential <= 0 {
 		opt.MaxSessionsPerCredential = DefaultMaxSessionsPerCredential
 	}
@@ -157,8 +163,9 @@ type binding struct {
 	caller
 	server *mcp.Server
 	// Guarded by handler.mu.
-	used   uint64 // handler.clock when its latest request started
-	active int    // its requests in flight (an open GET stream counts)
+	used   uint64    // handler.clock when its latest request started
+	last   time.Time // when its latest request started or ended
+	active int       // its requests in flight (an open GET stream counts)
 }
 
 type ctxKey int
@@ -209,6 +216,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	var body []byte
 	if r.Method == http.MethodPost {
+		if limit := h.maxMessage(); r.ContentLength > limit {
+			// Refused before a byte of it is read: reading up to the
+			// limit first left a 200 MB upload's connection closed with
+			// no status (issue 36).
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("request entity too large: a body of %d bytes; this endpoint reads messages of at most %d bytes ([daemon] mcp_max_message_bytes)", r.ContentLength, limit), http.StatusRequestEntityTooLarge)
+			return
+		}
 		if body, err = readBody(w, r, h.maxMessage()); err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
@@ -245,6 +260,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		if isInitialize(body) {
 			h.sweep()
+			if ok, wait := h.roomFor(c); !ok {
+				h.log.Info("session cap reached with every session in use; refused a new one",
+					logkey.Harness, c.id.Harness, logkey.Operator, c.operator, logkey.Cap, h.opt.MaxSessionsPerCredential)
+				refuseFull(w, wait, h.opt.MaxSessionsPerCredential)
+				return
+			}
 			ns := &newSession{c: c}
 			r = r.WithContext(context.WithValue(r.Context(), newSessionKey, ns))
 			w = &captureWriter{ResponseWriter: w, capture: func(hdr http.Header, status int) {
@@ -378,7 +399,7 @@ func (h *handler) bindNew(hdr http.Header, status int, ns *newSession) {
 	}
 	h.mu.Lock()
 	h.clock++
-	nb := &binding{caller: ns.c, server: ns.server, used: h.clock}
+	nb := &binding{caller: ns.c, server: ns.server, used: h.clock, last: time.Now()}
 	h.bound[sid] = nb
 	evicted := h.evictLocked(sid, nb)
 	h.mu.Unlock()

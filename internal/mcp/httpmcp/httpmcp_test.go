@@ -36,7 +36,9 @@ func (e *env) raw(t *testing.T, path, body string, hdr map[string]string) (*http
 		}
 		req.Header.Set(k, v)
 	}
-	resp, err := httpClient(t, "").Do(req)
+	client := httpClient(t, "")
+	defer client.CloseIdleConnections() // one connection per call, not one kept per call
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("POST: %v", err)
 	}
