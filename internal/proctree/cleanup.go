@@ -264,7 +264,7 @@ func (c *cleanup) waitGone(d time.Duration) bool {
 }
 
 func truncateLedger(path string) error {
-	if err := writeLedgerFile(path, ledgerFile{}); err != nil {
+	if err := writeLedgerFile(path, ledgerFile{}, nil); err != nil {
 		return fmt.Errorf("cleanup leftovers: truncate: %w", err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,8 +68,17 @@ type ledgerFile struct {
 }
 
 // Ledger is the state-dir record of live unit trees. It is safe for
-// concurrent use; every change is written atomically (temp file + rename)
+// concurrent use; the file is replaced atomically (temp file + rename)
 // with mode 0600.
+//
+// AddInstance, AddCgroup and Clear write before they return (they come
+// before the first spawn and after the last). Add, Remove and SetMembers
+// come from unit actors and the tracker, which must not wait for a disk:
+// they change memory and wake a writer goroutine, which writes the newest
+// state (one write for a burst of changes) and, when a write fails (a
+// full disk), retries with a backoff. A crash between a spawn and its
+// write is covered by the instance record, as a crash between the spawn
+// and Add always was.
 //
 // At daemon start call CleanupLeftovers on the path first, then OpenLedger,
 // then AddInstance, and only then spawn.
@@ -76,7 +86,17 @@ type Ledger struct {
 	path string
 	boot string // stamped on every entry and cgroup added
 	mu   sync.Mutex
-	data ledgerFile
+	data ledgerFile // copy on write: a snapshot may be encoded unlocked
+
+	gen, saved uint64     // under mu: changes made, changes on disk
+	writing    bool       // under mu: the writer goroutine runs
+	idle       *sync.Cond // on mu: signalled when the writer stops
+	failures   int        // under mu: failed writes since open
+	lastErr    error      // under mu: the last write's failure
+	retry      *time.Timer
+	delay      time.Duration
+	wmu        sync.Mutex                // one file write at a time
+	wrap       func(io.Writer) io.Writer // tests: a slow or failing disk
 }
 
 // OpenLedger loads the ledger at path, creating an empty one (and its
@@ -87,13 +107,14 @@ func OpenLedger(path string) (*Ledger, error) {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	l := &Ledger{path: path, boot: boot}
+	l.idle = sync.NewCond(&l.mu)
 	data, err := readLedgerFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
-		if err := writeLedgerFile(path, ledgerFile{}); err != nil {
+		if err := writeLedgerFile(path, ledgerFile{}, nil); err != nil {
 			return nil, fmt.Errorf("open ledger: %w", err)
 		}
 	case err != nil:
@@ -129,7 +150,8 @@ func (l *Ledger) Add(e LedgerEntry) error {
 	next.Entries = slices.DeleteFunc(slices.Clone(l.data.Entries),
 		func(x LedgerEntry) bool { return x.Marker == e.Marker })
 	next.Entries = append(next.Entries, e)
-	return l.commit(next, "add "+e.Marker)
+	l.change(next)
+	return nil
 }
 
 // Remove forgets the entry with marker, once its whole tree is gone.
@@ -142,7 +164,8 @@ func (l *Ledger) Remove(marker string) error {
 	next := l.data
 	next.Entries = slices.DeleteFunc(slices.Clone(l.data.Entries),
 		func(x LedgerEntry) bool { return x.Marker == marker })
-	return l.commit(next, "remove "+marker)
+	l.change(next)
+	return nil
 }
 
 // SetMembers records the current members of the entries named by marker
@@ -165,7 +188,8 @@ func (l *Ledger) SetMembers(members map[string][]Ident) error {
 	if !changed {
 		return nil
 	}
-	return l.commit(next, "set members")
+	l.change(next)
+	return nil
 }
 
 // AddCgroup records the cgroup subtree at path with its cgroup id.
@@ -193,14 +217,103 @@ func (l *Ledger) Entries() []LedgerEntry {
 	return slices.Clone(l.data.Entries)
 }
 
-// commit writes next and adopts it only once it is on disk, so memory
-// never claims what the file does not hold.
+// commit adopts next and writes it before returning. Called under mu,
+// which it releases while writing and takes again.
 func (l *Ledger) commit(next ledgerFile, what string) error {
-	if err := writeLedgerFile(l.path, next); err != nil {
+	l.data = next
+	l.gen++
+	l.mu.Unlock()
+	err := l.save()
+	l.mu.Lock()
+	if err != nil {
 		return fmt.Errorf("ledger %s: %w", what, err)
 	}
-	l.data = next
 	return nil
+}
+
+// change adopts next and wakes the writer. Called under mu; never waits
+// for the disk.
+func (l *Ledger) change(next ledgerFile) {
+	l.data = next
+	l.gen++
+	l.kickLocked()
+}
+
+func (l *Ledger) kickLocked() {
+	if !l.writing {
+		l.writing = true
+		go l.writeLoop()
+	}
+}
+
+// writeLoop writes until the file holds the newest state or a write
+// fails; then it ends (a timer retries a failure).
+func (l *Ledger) writeLoop() {
+	for {
+		err := l.save()
+		l.mu.Lock()
+		if err != nil || l.saved == l.gen {
+			if err != nil && l.retry == nil {
+				l.delay = min(max(2*l.delay, 250*time.Millisecond), 30*time.Second)
+				l.retry = time.AfterFunc(l.delay, func() {
+					l.mu.Lock()
+					defer l.mu.Unlock()
+					l.retry = nil
+					if l.saved != l.gen {
+						l.kickLocked()
+					}
+				})
+			}
+			l.writing = false
+			l.idle.Broadcast()
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+	}
+}
+
+// save writes the newest state unless the file holds it already. A
+// snapshot is taken under wmu, so writes land in the order of changes.
+func (l *Ledger) save() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.mu.Lock()
+	snap, gen := l.data, l.gen
+	done := gen == l.saved
+	l.mu.Unlock()
+	if done {
+		return nil
+	}
+	err := writeLedgerFile(l.path, snap, l.wrap)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.failures++
+		l.lastErr = err
+		return err
+	}
+	l.saved, l.lastErr, l.delay = gen, nil, 0
+	return nil
+}
+
+// Flush waits until the writer has stopped: the file holds every change
+// made before the call, or the last write failed (WriteFailures).
+func (l *Ledger) Flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.writing {
+		l.idle.Wait()
+	}
+}
+
+// WriteFailures counts failed writes of the ledger file since it was
+// opened; a failed write is retried, so the count says the disk refused at
+// some point.
+func (l *Ledger) WriteFailures() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failures
 }
 
 func readLedgerFile(path string) (ledgerFile, error) {
@@ -223,7 +336,7 @@ func readLedgerFile(path string) (ledgerFile, error) {
 // not fsync: the ledger has to survive the daemon, not the machine. A power
 // loss or kernel crash reboots and so ends every recorded process, and a
 // new boot id voids what the file says about them.
-func writeLedgerFile(path string, f ledgerFile) (err error) {
+func writeLedgerFile(path string, f ledgerFile, wrap func(io.Writer) io.Writer) (err error) {
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode ledger: %w", err)
@@ -244,7 +357,11 @@ func writeLedgerFile(path string, f ledgerFile) (err error) {
 		_ = tmp.Close() // the chmod error is the one to report
 		return fmt.Errorf("write ledger: %w", err)
 	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
+	var w io.Writer = tmp
+	if wrap != nil {
+		w = wrap(tmp)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
 		_ = tmp.Close() // the write error is the one to report
 		return fmt.Errorf("write ledger: %w", err)
 	}

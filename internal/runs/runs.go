@@ -2,7 +2,9 @@
 // unit, persisted as append-only JSON lines with a per-unit retention bound.
 // Each change appends the full record; on Open the last record per id wins.
 // The file is compacted (rewritten atomically) when it holds about twice the
-// retained records, so it stays bounded without a rewrite per change.
+// retained records, so it stays bounded without a rewrite per change. One
+// writer goroutine does every write (file.go): a change never waits for
+// the disk, and a failing disk is retried, counted and never fails a run.
 package runs
 
 import (
@@ -81,11 +83,19 @@ type Store struct {
 	waiters map[uint64]*waiter
 	closed  chan struct{}
 	err     error // persistence failures of calls that cannot return them
+
+	w writer // the file's writer goroutine (file.go)
 }
 
 // Open loads the history at path (created 0600, its directory 0700) and
 // appends to it. retainPerUnit <= 0 means DefaultRetain.
 func Open(path string, retainPerUnit int) (*Store, error) {
+	return openWith(path, retainPerUnit, nil)
+}
+
+// openWith is Open with the file writes passed through wrap (tests slow
+// the disk down or make it fail).
+func openWith(path string, retainPerUnit int, wrap func(io.Writer) io.Writer) (*Store, error) {
 	if retainPerUnit <= 0 {
 		retainPerUnit = DefaultRetain
 	}
@@ -99,6 +109,7 @@ func Open(path string, retainPerUnit int) (*Store, error) {
 		nextID:   1,
 		waiters:  map[uint64]*waiter{},
 		closed:   make(chan struct{}),
+		w:        writer{wrap: wrap},
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("runs: open %s: %w", path, err)
@@ -116,12 +127,13 @@ func Open(path string, retainPerUnit int) (*Store, error) {
 		if err := s.compact(); err != nil {
 			return nil, fmt.Errorf("runs: open %s: %w", path, err)
 		}
-		return s, nil
+	} else {
+		s.f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("runs: open %s: %w", path, err)
+		}
 	}
-	s.f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("runs: open %s: %w", path, err)
-	}
+	s.startWriter()
 	return s, nil
 }
 
@@ -488,16 +500,22 @@ func (s *Store) Wait(ctx context.Context, id uint64) (Run, error) {
 	}
 }
 
-// Close closes the file and wakes every Wait with ErrClosed. It returns
-// failures that earlier calls could not return.
+// Close writes what is queued, closes the file and wakes every Wait with
+// ErrClosed. It returns failures that earlier calls could not return, and
+// the writer's if the file does not hold the whole history.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.usable() != nil {
+		s.mu.Unlock()
 		return nil
 	}
 	close(s.closed)
-	err := s.err
+	s.mu.Unlock()
+	close(s.w.stop) // the writer writes what is queued, then ends
+	<-s.w.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := errors.Join(s.err, s.w.lastErr)
 	if s.f != nil {
 		if cerr := s.f.Close(); cerr != nil {
 			err = errors.Join(err, cerr)

@@ -266,6 +266,7 @@ func newEnv(t *testing.T, cfg UnitConfig, opts ...func(*Deps)) *env {
 		if err := st.Close(); err != nil {
 			t.Errorf("close runs: %v", err)
 		}
+		ledger.Flush() // its writer is done with the temp dir
 		if left := ledger.Entries(); len(left) != 0 {
 			t.Errorf("ledger keeps %d entries after close", len(left))
 		}
