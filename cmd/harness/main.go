@@ -115,6 +115,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		notifyCmd(g),
 		demoUpstreamCmd(),
 		bridgeCmd(g),
+		serviceCmd(g),
 	)
 	root.AddCommand(screenCmd(g), waitCmd(g)) // terminals, DESIGN §12
 	usageErrorsAreInvalidArguments(root)
