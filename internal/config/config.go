@@ -174,6 +174,9 @@ type ToolPolicy struct {
 	ReadTools    []string // read_tools
 	WriteTools   []string // write_tools
 	ExcludeTools []string // exclude_tools
+	// ExcludePrompts (exclude_prompts) hides upstream prompts by their
+	// own names from every session.
+	ExcludePrompts []string
 }
 
 // Process is what [harness.*] and [mcp.*] tables share, with the same

@@ -79,6 +79,8 @@ func (d *decoder) toolKey(k string, kp []string, val any, p *ToolPolicy) bool {
 		p.WriteTools = d.globs(kp, val)
 	case "exclude_tools":
 		p.ExcludeTools = d.globs(kp, val)
+	case "exclude_prompts":
+		p.ExcludePrompts = d.globs(kp, val)
 	default:
 		return false
 	}

@@ -128,6 +128,9 @@ type upstream struct {
 	// backs are the downstream sessions with calls in flight here, and
 	// how many each (back.go).
 	backs map[Back]int
+	// prompts are the upstream's prompts by their own names, from its
+	// last prompts/list (prompts.go).
+	prompts map[string]*mcp.Prompt
 
 	run     uint64
 	conn    *conn              // the attached run, nil when none
@@ -224,8 +227,9 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 		if want, ok := ups[unit]; ok && want.Key == u.key && want.Project == u.project {
 			u.callTimeout = want.CallTimeout
 			if !want.Tools.equal(u.policy) {
+				promptsChanged := !slices.Equal(want.Tools.ExcludePrompts, u.policy.ExcludePrompts) && len(u.prompts) > 0
 				u.policy = want.Tools
-				if b.installLocked(u) {
+				if b.installLocked(u) || promptsChanged {
 					changed = true
 					b.log.Info("broker: upstream tools re-classified", logkey.Unit, unit, logkey.Key, u.key)
 				}

@@ -18,11 +18,13 @@ type Policy struct {
 	ReadTools    []string
 	WriteTools   []string
 	ExcludeTools []string
+	// ExcludePrompts hides the upstream's prompts by their own names.
+	ExcludePrompts []string
 }
 
 func (p Policy) equal(q Policy) bool {
 	return slices.Equal(p.ReadTools, q.ReadTools) && slices.Equal(p.WriteTools, q.WriteTools) &&
-		slices.Equal(p.ExcludeTools, q.ExcludeTools)
+		slices.Equal(p.ExcludeTools, q.ExcludeTools) && slices.Equal(p.ExcludePrompts, q.ExcludePrompts)
 }
 
 // classify decides the class of the tool name of upstream key, annotated

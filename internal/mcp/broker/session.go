@@ -47,6 +47,12 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 			default: // a re-list is already pending; it will see this change too
 			}
 		},
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			select {
+			case c.relist <- struct{}{}:
+			default:
+			}
+		},
 		ProgressNotificationHandler: b.onProgress,
 		// A proxy must hand input-required results back, not loop on them.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
@@ -94,6 +100,7 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 		b.started(u, c, err)
 		return err
 	}
+	b.listPrompts(cctx, log, u, c, cs)
 	cancelConnect()
 	b.started(u, c, nil)
 	for {
@@ -130,6 +137,7 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 				b.mu.Unlock()
 				log.Warn("broker: re-listing upstream tools", logkey.Err, err)
 			}
+			b.listPrompts(ctx, log, u, c, cs)
 		}
 	}
 }

@@ -25,6 +25,11 @@ const methodCallTool = "tools/call"
 // own goroutine, so calls in one session stay concurrent.
 func (l *live) callMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if gp, ok := req.(*mcp.GetPromptRequest); ok && method == methodGetPrompt && gp.Params != nil {
+			// Also a prompt the server does not list (hidden, not granted):
+			// the refusal says why, not just "unknown prompt".
+			return l.getPrompt(ctx, gp)
+		}
 		if method != methodCallTool {
 			return next(ctx, method, req)
 		}

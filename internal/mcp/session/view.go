@@ -138,6 +138,19 @@ func (l *live) refreshPrompts() {
 			want[p.Name] = wanted[*mcp.Prompt]{string(b), p}
 		}
 	}
+	if up, ok := l.m.ups.(UpstreamPrompts); ok {
+		grant := l.grant()
+		for _, p := range up.Prompts(l.project()) {
+			if _, markdown := want[p.Prompt.Name]; markdown || !grant.Allows(p.Key, api.Read) {
+				continue
+			}
+			b, err := json.Marshal(p.Prompt)
+			if err != nil {
+				continue
+			}
+			want[p.Prompt.Name] = wanted[*mcp.Prompt]{"upstream:" + string(b), p.Prompt}
+		}
+	}
 	var gone []string
 	for name := range l.prompts {
 		if _, ok := want[name]; !ok {
@@ -166,8 +179,11 @@ func (m *Manager) currentPrompts() Prompts {
 
 // getPrompt renders a prompt from the current set; a failure is a JSON-RPC
 // invalid-params error, as the go-sdk answers an unknown prompt.
-func (l *live) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+func (l *live) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	ps := l.m.currentPrompts()
+	if res, handled, err := l.getUpstreamPrompt(ctx, ps, req); handled {
+		return res, err
+	}
 	if ps == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %s", errcode.Quote(req.Params.Name))}
 	}
