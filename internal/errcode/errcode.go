@@ -15,7 +15,10 @@ import (
 // Code is a stable, wire-visible error code.
 type Code string
 
-// The codes of DESIGN §8. They never change meaning once shipped.
+// The codes of DESIGN §8, for Errorf and switches. They never change
+// meaning once shipped. A constant here needs its sentinel below
+// (TestEveryCodeConstantHasASentinel); a new code needs no constant: its
+// define line is enough (use ErrX.Errorf).
 const (
 	UnknownHarness      Code = "unknown_harness"
 	NotPermitted        Code = "not_permitted"
@@ -46,35 +49,50 @@ func (s *Sentinel) Error() string { return string(s.code) }
 // Code returns the wire code of the sentinel.
 func (s *Sentinel) Code() Code { return s.code }
 
-// One sentinel per wire code.
+// Errorf wraps s with a formatted message, like the package's Errorf.
+func (s *Sentinel) Errorf(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), s)
+}
+
+// One sentinel per wire code. A new code is one line here: define
+// registers it (SentinelFor, Codes), and the package's tests hold it to
+// README's and DESIGN §8's lists.
 var (
-	ErrUnknownHarness      = &Sentinel{UnknownHarness}
-	ErrNotPermitted        = &Sentinel{NotPermitted}
-	ErrUnknownTool         = &Sentinel{UnknownTool}
-	ErrUnknownNamespace    = &Sentinel{UnknownNamespace}
-	ErrUpstreamUnavailable = &Sentinel{UpstreamUnavailable}
-	ErrInvalidArgument     = &Sentinel{InvalidArgument}
-	ErrConfigInvalid       = &Sentinel{ConfigInvalid}
-	ErrNotAJob             = &Sentinel{NotAJob}
-	ErrDaemonUnavailable   = &Sentinel{DaemonUnavailable}
-	ErrVersionMismatch     = &Sentinel{VersionMismatch}
-	ErrNotRunning          = &Sentinel{NotRunning}
-	ErrHeld                = &Sentinel{Held}
-	ErrBusy                = &Sentinel{Busy}
-	ErrInternal            = &Sentinel{Internal}
+	ErrUnknownHarness      = define(UnknownHarness)
+	ErrNotPermitted        = define(NotPermitted)
+	ErrUnknownTool         = define(UnknownTool)
+	ErrUnknownNamespace    = define(UnknownNamespace)
+	ErrUpstreamUnavailable = define(UpstreamUnavailable)
+	ErrInvalidArgument     = define(InvalidArgument)
+	ErrConfigInvalid       = define(ConfigInvalid)
+	ErrNotAJob             = define(NotAJob)
+	ErrDaemonUnavailable   = define(DaemonUnavailable)
+	ErrVersionMismatch     = define(VersionMismatch)
+	ErrNotRunning          = define(NotRunning)
+	ErrHeld                = define(Held)
+	ErrBusy                = define(Busy)
+	ErrInternal            = define(Internal)
 )
 
-var byCode = map[Code]*Sentinel{}
+var (
+	byCode = map[Code]*Sentinel{}
+	codes  []Code // in definition order
+)
 
-func init() {
-	for _, s := range []*Sentinel{
-		ErrUnknownHarness, ErrNotPermitted, ErrUnknownTool, ErrUnknownNamespace,
-		ErrUpstreamUnavailable, ErrInvalidArgument, ErrConfigInvalid, ErrNotAJob,
-		ErrDaemonUnavailable, ErrVersionMismatch, ErrNotRunning, ErrHeld, ErrBusy, ErrInternal,
-	} {
-		byCode[s.code] = s
+// define registers the sentinel of code c; a code defined twice is a
+// programming error.
+func define(c Code) *Sentinel {
+	if _, dup := byCode[c]; dup {
+		panic("errcode: code " + string(c) + " defined twice")
 	}
+	s := &Sentinel{code: c}
+	byCode[c] = s
+	codes = append(codes, c)
+	return s
 }
+
+// Codes lists every defined code, in definition order.
+func Codes() []Code { return append([]Code(nil), codes...) }
 
 // Sentinel returns the sentinel for a code; unknown codes map to ErrInternal.
 func SentinelFor(c Code) *Sentinel {
