@@ -118,6 +118,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		serviceCmd(g),
 	)
 	root.AddCommand(screenCmd(g), waitCmd(g)) // terminals, DESIGN §12
+	root.AddCommand(worktreeCmd(g))           // workspaces, DESIGN §22
 	usageErrorsAreInvalidArguments(root)
 	return root
 }

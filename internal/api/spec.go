@@ -106,6 +106,7 @@ var specs = []Spec{
 	spec[ScreenArgs, Screen](OpScreen, Read).tool("", screenDescription),
 	spec[WaitArgs, WaitResult](OpWait, Read),
 	spec[NotifyTestArgs, NotifyTestResult](OpNotifyTest, Write),
+	spec[WorktreeRemoveArgs, WorktreeRemoveResult](OpWorktreeRemove, Write),
 }
 
 // doorClasses are the classes of the door operations (not in specs: no

@@ -88,6 +88,8 @@ type UnitConfigView struct {
 	// never their values.
 	URL     string   `json:"url,omitempty"`
 	Headers []string `json:"headers,omitempty"`
+	// Worktree is the harness's own git worktree (DESIGN §22), its workdir.
+	Worktree *WorktreeView `json:"worktree,omitempty"`
 	// Resource limits (DESIGN §22): 0 is none; memory sizes in bytes.
 	TasksMax   int   `json:"tasks_max"`
 	MemoryMax  int64 `json:"memory_max,omitempty"`

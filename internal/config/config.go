@@ -131,6 +131,8 @@ type Harness struct {
 	MCPWire bool
 	// Job holds timeout, on_overlap, catch_up and keep_runs (jobs.go).
 	Job JobControls
+	// Worktree (worktree.go), nil when the harness has none.
+	Worktree *Worktree
 }
 
 // IsJob reports whether h is a job (DESIGN §7): it has a schedule or it is

@@ -68,6 +68,14 @@ func parseProject(abs string, data []byte) (*Project, error) {
 				if h := d.harness(name, hv, p.Name); h != nil {
 					h.Workdir = underRoot(p.Root, h.Workdir, true)
 					h.EnvFile = underRoot(p.Root, h.EnvFile, false)
+					if w := h.Worktree; w != nil {
+						// The project's repository unless the table names one.
+						if w.Repo == "" {
+							w.Repo = p.Root
+						} else {
+							w.Repo = underRoot(p.Root, w.Repo, false)
+						}
+					}
 					p.Harnesses[name] = h
 				}
 			}

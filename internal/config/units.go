@@ -75,6 +75,8 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 		case "mcp_tools":
 			// Not authority: how tools are listed, so a project may set it.
 			h.MCPTools = d.toolMode(kp, val)
+		case "worktree":
+			d.worktree(kp, val, h)
 		case "term_size":
 			h.TermCols, h.TermRows = d.termSize(kp, val)
 		case "idle_after":
@@ -110,6 +112,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 	}
 	d.checkJob(path, t, h)
 	d.checkResources(path, h.Resources)
+	d.checkWorktree(path, t, h)
 	return h
 }
 

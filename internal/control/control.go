@@ -165,6 +165,9 @@ type Control struct {
 	// boot; they stay in the state file until up or down.
 	unrestored map[string]string
 
+	// worktreeMu serialises making and removing worktrees (worktree.go).
+	worktreeMu sync.Mutex
+
 	intentMu sync.Mutex      // guards enabled
 	enabled  map[string]bool // persisted intent, by unit name
 
@@ -234,7 +237,7 @@ func (c *Control) Boot(ctx context.Context) {
 		wg.Add(1)
 		go func(u *unit) {
 			defer wg.Done()
-			if err := u.sup.Start(ctx, api.CauseAutostart); err != nil {
+			if err := c.startUnit(ctx, u, api.CauseAutostart); err != nil {
 				c.log.Error("autostart failed", logkey.Unit, u.name, logkey.Err, err)
 			}
 		}(u)
@@ -374,6 +377,7 @@ var opTable = map[string]opFunc{
 	api.OpMCPStatus:        op((*Control).MCPStatus),
 	api.OpProjectUp:        op((*Control).ProjectUp),
 	api.OpProjectDown:      op((*Control).ProjectDown),
+	api.OpWorktreeRemove:   op((*Control).WorktreeRemove),
 	api.OpListTrajectories: op((*Control).ListTrajectories),
 	api.OpGetTrajectory:    op((*Control).GetTrajectory),
 	api.OpCalls:            op((*Control).Calls),

@@ -81,6 +81,9 @@ func UpstreamUnitName(project, key string) string {
 func (c *Control) harnessUnitConfig(name string, h *config.Harness) supervise.UnitConfig {
 	uc := processUnitConfig(name, supervise.KindHarness, h.Process, supervise.Policy(h.Restart))
 	uc.Cols, uc.Rows, uc.IdleAfter = uint16(h.TermCols), uint16(h.TermRows), h.IdleAfter
+	if h.Worktree != nil {
+		uc.Dir = c.worktreePath(name) // made before the first run (worktree.go)
+	}
 	uc.Timeout = h.Job.Timeout
 	uc.ExtraEnv = []string{"HARNESS_SOCKET=" + c.opt.SocketPath}
 	if c.opt.MCPURL != "" {
@@ -385,7 +388,7 @@ func (c *Control) startAll(us []*unit, cause runs.Cause, wait bool) {
 		wg.Add(1)
 		go func(u *unit) {
 			defer wg.Done()
-			if err := u.sup.Start(context.Background(), cause); err != nil {
+			if err := c.startUnit(context.Background(), u, cause); err != nil {
 				c.log.Error("start unit", logkey.Unit, u.name, logkey.Cause, cause, logkey.Err, err)
 			}
 		}(u)

@@ -126,7 +126,7 @@ func (c *Control) runQueued(u *unit) {
 // new one.
 func (c *Control) replace(ctx context.Context, u *unit, cause runs.Cause) (uint64, error) {
 	before := u.sup.Status()
-	if err := u.sup.Restart(ctx, cause); err != nil {
+	if err := c.restartUnit(ctx, u, cause); err != nil {
 		return 0, err
 	}
 	after := u.sup.Status()

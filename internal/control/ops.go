@@ -73,6 +73,7 @@ func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description,
 	if h := u.harness(); h != nil {
 		d.Config = processView(h.Process, string(h.Restart), h.MCPAllow.Strings())
 		d.Config.Schedule, d.Config.HarvestTrajectory = h.Schedule, h.HarvestTrajectory
+		d.Config.Worktree = c.worktreeView(u.name, h.Worktree)
 		d.Grant = c.grantView(h)
 	}
 	if up := u.upstream(); up != nil {
@@ -205,7 +206,7 @@ func (c *Control) Start(ctx context.Context, a api.NamesArgs) (api.ActionResult,
 		if isActive(u.sup.Status().State) {
 			return false, nil
 		}
-		return true, u.sup.Start(ctx, api.CauseManual)
+		return true, c.startUnit(ctx, u, api.CauseManual)
 	}), nil
 }
 
@@ -229,7 +230,7 @@ func (c *Control) Restart(ctx context.Context, a api.NamesArgs) (api.ActionResul
 		return api.ActionResult{}, err
 	}
 	return c.each(us, func(u *unit) (bool, error) {
-		return true, u.sup.Restart(ctx, api.CauseManual)
+		return true, c.restartUnit(ctx, u, api.CauseManual)
 	}), nil
 }
 
@@ -287,9 +288,9 @@ func (c *Control) runNow(ctx context.Context, u *unit, cause runs.Cause) (uint64
 	before := u.sup.Status()
 	var err error
 	if before.State == supervise.StateRestarting {
-		err = u.sup.Restart(ctx, cause)
+		err = c.restartUnit(ctx, u, cause)
 	} else {
-		err = u.sup.Start(ctx, cause)
+		err = c.startUnit(ctx, u, cause)
 	}
 	if err != nil {
 		return 0, err
@@ -413,7 +414,7 @@ func (c *Control) UseProfile(ctx context.Context, a api.NameArg) (api.ActionResu
 			if active {
 				return false, nil
 			}
-			return true, u.sup.Start(ctx, api.CauseManual)
+			return true, c.startUnit(ctx, u, api.CauseManual)
 		}
 		if !active {
 			return false, nil
