@@ -141,6 +141,17 @@ func TestScenario_CLIAnswersWhile1000IdleHTTPConnectionsAreOpen(t *testing.T) {
 	if fds := openFDs(t, pid); fds > 400 {
 		t.Fatalf("the daemon holds %d descriptors with %d silent connections open", fds, n)
 	}
+	// And a real client is served at once: silent connections make way
+	// (it waited behind them for over 20 s, issue 36).
+	start := time.Now()
+	if s := initializeStatus(t, u.String(), op, ""); s != http.StatusOK {
+		t.Fatalf("operator initialize with %d silent connections open: %d", n, s)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("a client waited %v behind %d silent connections", took, n)
+	} else {
+		t.Logf("a client was served in %v with %d silent connections open", took, n)
+	}
 }
 
 // TestScenario_SSHTunnelReachesTheHTTPEndpoint: `ssh -L 9000:127.0.0.1:7330`

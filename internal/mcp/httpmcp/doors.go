@@ -66,11 +66,19 @@ func DefaultMaxConns() int {
 	return int(max(minConns, min(maxConnsCeiling, lim.Cur/4)))
 }
 
+// SilentTimeout closes a connection that has sent nothing at all for this
+// long: a real client speaks as soon as it connects.
+const SilentTimeout = 3 * time.Second
+
 // LimitListener returns a listener that holds at most n accepted connections
-// open at once. Past that, Accept waits for one to close, and new clients
-// wait in the kernel's backlog, which costs the daemon no descriptor.
+// open at once. A connection that sends nothing within SilentTimeout is
+// closed, and at the cap a new connection takes the place of the oldest
+// one that has sent nothing yet: 1,000 idle TCP connections kept a real
+// client out for over 20 s (issue 36). Past the cap with every connection
+// speaking, Accept waits for one to close, and new clients wait in the
+// kernel's backlog, which costs the daemon no descriptor.
 func LimitListener(ln net.Listener, n int) net.Listener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{}), silent: map[*limitConn]struct{}{}}
 }
 
 type limitListener struct {
@@ -78,13 +86,22 @@ type limitListener struct {
 	sem       chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+
+	mu     sync.Mutex
+	silent map[*limitConn]struct{} // accepted, nothing read from them yet
+	seq    uint64
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
 	select {
 	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, fmt.Errorf("httpmcp: accept: %w", net.ErrClosed)
+	default:
+		l.evictSilent()
+		select {
+		case l.sem <- struct{}{}:
+		case <-l.done:
+			return nil, fmt.Errorf("httpmcp: accept: %w", net.ErrClosed)
+		}
 	}
 	c, err := l.Listener.Accept()
 	if err != nil {
@@ -93,7 +110,33 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		// temporary failures (EMFILE) instead of giving up.
 		return nil, err
 	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+	lc := &limitConn{Conn: c, l: l, release: func() { <-l.sem }}
+	lc.timer = time.AfterFunc(SilentTimeout, func() {
+		if lc.isSilent() {
+			_ = lc.Close()
+		}
+	})
+	l.mu.Lock()
+	l.seq++
+	lc.seq = l.seq
+	l.silent[lc] = struct{}{}
+	l.mu.Unlock()
+	return lc, nil
+}
+
+// evictSilent closes the oldest connection that has sent nothing, if any.
+func (l *limitListener) evictSilent() {
+	l.mu.Lock()
+	var oldest *limitConn
+	for c := range l.silent {
+		if oldest == nil || c.seq < oldest.seq {
+			oldest = c
+		}
+	}
+	l.mu.Unlock()
+	if oldest != nil {
+		_ = oldest.Close()
+	}
 }
 
 // Close also wakes an Accept waiting for a free slot.
@@ -107,13 +150,44 @@ func (l *limitListener) Close() error {
 
 type limitConn struct {
 	net.Conn
+	l       *limitListener
+	seq     uint64
+	timer   *time.Timer
 	once    sync.Once
 	release func()
 }
 
+// isSilent reports whether nothing was read from c yet.
+func (c *limitConn) isSilent() bool {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	_, ok := c.l.silent[c]
+	return ok
+}
+
+func (c *limitConn) spoke() {
+	c.l.mu.Lock()
+	delete(c.l.silent, c)
+	c.l.mu.Unlock()
+}
+
+func (c *limitConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.spoke()
+	}
+	return n, err //nolint:wrapcheck // io semantics (io.EOF) must pass unchanged
+}
+
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() {
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		c.spoke() // forgotten
+		c.release()
+	})
 	if err != nil {
 		return fmt.Errorf("httpmcp: close conn: %w", err)
 	}

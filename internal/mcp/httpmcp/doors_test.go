@@ -175,15 +175,27 @@ func TestLimitListenerHoldsAtMostN(t *testing.T) {
 		}
 	}()
 	var clients []net.Conn
-	for range 3 {
+	dial := func() net.Conn {
 		c, err := net.Dial("tcp", inner.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
+		t.Cleanup(func() { c.Close() })
 		clients = append(clients, c)
+		return c
 	}
-	first, second := <-accepted, <-accepted
+	// Two that speak (a silent one would make way for the third).
+	var first, second net.Conn
+	for _, got := range []*net.Conn{&first, &second} {
+		if _, err := dial().Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		*got = <-accepted
+		if _, err := (*got).Read(make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dial()
 	select {
 	case c := <-accepted:
 		c.Close()
@@ -258,4 +270,56 @@ func TestScenario_ADeclaredBodyOverTheLimitIs413(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("status %d, want 413", resp.StatusCode)
 	}
+}
+
+// TestScenario_SilentConnectionsMakeWay: at the cap, a new connection takes
+// the place of the oldest that has sent nothing; one that stays silent for
+// SilentTimeout is closed anyway.
+func TestScenario_SilentConnectionsMakeWay(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := LimitListener(inner, 2)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	silent1 := dial()
+	<-accepted
+	dial()
+	<-accepted
+	start := time.Now()
+	if _, err := dial().Write([]byte("GET")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-accepted:
+		if _, err := c.Read(make([]byte, 3)); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("a client waited behind silent connections at the cap")
+	}
+	// The oldest silent one was closed for it.
+	silent1.SetReadDeadline(time.Now().Add(waitFor))
+	if _, err := silent1.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("the oldest silent connection: %v, want closed", err)
+	}
+	t.Logf("served after %v", time.Since(start))
 }
