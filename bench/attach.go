@@ -42,6 +42,7 @@ var attachPathNames = map[string]string{
 	"p": "bare PTY: the child on a PTY the bench writes to and reads from",
 	"s": "attach stream: a viewer on the daemon socket (client.DialAttach), the child supervised by the daemon",
 	"t": "`harness attach` running on a terminal (PTY) the bench types into",
+	"w": "the web dashboard's terminal in headless Chromium: xterm.js -> WebSocket -> daemon, timed in the page (bench/web.go)",
 }
 
 // keyTrip is one way of typing a key and waiting for its echo.
@@ -53,7 +54,7 @@ type keyTrip interface {
 // runAttach measures part 6: o.Keys keystrokes per path, in interleaved
 // rounds like part 1.
 func runAttach(ctx context.Context, o options, bin, tmp string, rep *report) error {
-	cfg := fmt.Sprintf("[harness.echo]\ncmd = \"sh\"\nargs = [\"-c\", %q]\nenabled = true\nterm_size = \"120x40\"\nstop_grace = 1\n", echoChild)
+	cfg := fmt.Sprintf("[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n\n[harness.echo]\ncmd = \"sh\"\nargs = [\"-c\", %q]\nenabled = true\nterm_size = \"120x40\"\nstop_grace = 1\n", echoChild)
 	d, err := startDaemon(ctx, o, bin, tmp, "attach", cfg)
 	if err != nil {
 		return err
@@ -67,12 +68,21 @@ func runAttach(ctx context.Context, o options, bin, tmp string, rep *report) err
 		"s": func() (keyTrip, error) { return newStreamTrip(ctx, d.socket) },
 		"t": func() (keyTrip, error) { return newCLITrip(ctx, bin, d.socket) },
 	}
-	order := []string{"p", "s", "t"}
+	order := []string{"p", "s", "t", "w"}
 	samples := map[string][]time.Duration{}
 	for round := range o.Rounds {
 		for i := range order {
 			path := order[(i+round)%len(order)]
 			o.progress("part 6: round %d, path %s", round+1, path)
+			if path == "w" {
+				// Timed in the browser, a batch at a time (web.go).
+				ms, err := webKeys(ctx, d, o.Warmup, o.Keys)
+				if err != nil {
+					return fmt.Errorf("path w: %w", err)
+				}
+				samples[path] = append(samples[path], ms...)
+				continue
+			}
 			kt, err := open[path]()
 			if err != nil {
 				return fmt.Errorf("path %s: %w", path, err)
@@ -91,9 +101,14 @@ func runAttach(ctx context.Context, o options, bin, tmp string, rep *report) err
 			kt.close()
 		}
 	}
+	st := map[string]stats{}
 	for _, p := range order {
-		rep.Attach = append(rep.Attach, attachRow{Path: p, Stats: summarize(samples[p])})
+		st[p] = summarize(samples[p])
+		rep.Attach = append(rep.Attach, attachRow{Path: p, Stats: st[p]})
 	}
+	w, t := st["w"].P50, st["t"].P50
+	rep.target("issue 30: dashboard keystroke to echo p50 (w) within 2x of harness attach (t)", w <= 2*t,
+		"%s vs %s (%.2fx)", us(w), us(t), float64(w)/float64(max(t, 1)))
 	return nil
 }
 
@@ -323,7 +338,7 @@ func (r *report) printAttach(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "\n### Part 6: attach, keystroke to echo\n\n")
-	for _, p := range []string{"p", "s", "t"} {
+	for _, p := range []string{"p", "s", "t", "w"} {
 		fmt.Fprintf(w, "- (%s) %s\n", p, attachPathNames[p])
 	}
 	var base stats

@@ -107,8 +107,8 @@ func TestQuickRun(t *testing.T) {
 	if part4 != 3 {
 		t.Errorf("%d part 4 rows, want 3 (call log off, on, on with call_log_args)", part4)
 	}
-	if len(rep.Targets) != 12 {
-		t.Errorf("%d target rows, want 12", len(rep.Targets))
+	if len(rep.Targets) != 13 {
+		t.Errorf("%d target rows, want 13", len(rep.Targets))
 	}
 	for _, tg := range rep.Targets {
 		if strings.Contains(tg.Name, "upstream processes") && !tg.Pass {
@@ -120,8 +120,8 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("attach path %s: %+v, want %d keys", a.Path, a.Stats, o.Keys*o.Rounds)
 		}
 	}
-	if len(rep.Attach) != 3 {
-		t.Errorf("%d attach rows, want 3 (bare PTY, stream, harness attach)", len(rep.Attach))
+	if len(rep.Attach) != 4 {
+		t.Errorf("%d attach rows, want 4 (bare PTY, stream, harness attach, the web dashboard)", len(rep.Attach))
 	}
 	for _, want := range []string{"### Part 1", "### Other measurements", "### Targets", "| 2 | c |", "### Part 6", "| t | 10 |", "| 2 | b' |", "| 2 | r' |"} {
 		if !strings.Contains(out.String(), want) {

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Path (w) of part 6 (issue 30): keystroke to echo through the web
+// dashboard's terminal, measured in the browser. A headless Chromium
+// (Debian's chromium) signs in with the operator token and opens the echo
+// harness's page; a script in the page then types each key into the
+// page's xterm.js (Terminal.input, which goes out through the same onData
+// handler as a keyboard) and takes performance.now() when the echo arrives
+// on the page's WebSocket. Browser -> WebSocket -> daemon -> PTY -> child
+// -> PTY reader -> fan-out -> WebSocket -> browser.
+
+const chromium = "/usr/bin/chromium"
+
+// webKeys types warmup+keys keys in a fresh browser and returns the timed
+// ones' round trips.
+func webKeys(ctx context.Context, d *benchDaemon, warmup, keys int) ([]time.Duration, error) {
+	if d.info.MCPURL == "" {
+		return nil, errors.New("daemon has no mcp_url (mcp_http unset?)")
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		return nil, fmt.Errorf("path w needs %s (scripts/test installs Debian's chromium): %w", chromium, err)
+	}
+	tok, err := d.cli(ctx, "mcp", "token")
+	if err != nil {
+		return nil, err
+	}
+	base := strings.TrimSuffix(d.info.MCPURL, "/mcp")
+	profile, err := os.MkdirTemp("", "bench-chromium-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(profile)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1280, 900),
+	)
+	defer cancelAlloc()
+	bctx, cancelTab := chromedp.NewContext(alloc)
+	defer cancelTab()
+	if err := chromedp.Do(bctx); err != nil {
+		return nil, fmt.Errorf("start chromium: %w", err)
+	}
+	tctx, cancel := context.WithTimeout(bctx, 60*time.Second+time.Duration(warmup+keys)*100*time.Millisecond)
+	defer cancel()
+	if err := chromedp.Do(tctx,
+		chromedp.Navigate(base+"/login"),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), strings.TrimSpace(string(tok))),
+		chromedp.Submit(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("#summary")),
+		chromedp.Navigate(base+"/h/echo"),
+		chromedp.WaitVisible(chromedp.CSS(`#term[data-attached="1"]`)),
+	); err != nil {
+		return nil, fmt.Errorf("open the echo harness's page: %w", err)
+	}
+	ms, err := chromedp.Run(tctx, chromedp.Evaluate[[]float64](fmt.Sprintf(webKeysJS, warmup, keys), chromedp.EvalAwaitPromise))
+	if err != nil {
+		return nil, fmt.Errorf("type in the page: %w", err)
+	}
+	out := make([]time.Duration, len(ms))
+	for i, m := range ms {
+		out[i] = time.Duration(m * float64(time.Millisecond))
+	}
+	return out, nil
+}
+
+// webKeysJS types keys one at a time into the page's terminal and times
+// each echo's arrival on the WebSocket (window.harnessAttach, app.js).
+const webKeysJS = `(async (warmup, keys) => {
+  const a = window.harnessAttach;
+  const dec = new TextDecoder();
+  let waiting = null;
+  a.listeners.push(bytes => {
+    if (waiting && dec.decode(bytes).includes(waiting.key)) { const w = waiting; waiting = null; w.done(performance.now()); }
+  });
+  const out = [];
+  for (let k = 0; k < warmup + keys; k++) {
+    const key = String.fromCharCode(97 + k %% 26);
+    const echoed = new Promise((done, fail) => {
+      waiting = { key, done };
+      setTimeout(() => fail(new Error('no echo of key ' + k)), 5000);
+    });
+    const t0 = performance.now();
+    a.term.input(key, true);
+    const t1 = await echoed;
+    if (k >= warmup) out.push(t1 - t0);
+  }
+  return out;
+})(%d, %d)`
