@@ -54,13 +54,17 @@ type keyTrip interface {
 // runAttach measures part 6: o.Keys keystrokes per path, in interleaved
 // rounds like part 1.
 func runAttach(ctx context.Context, o options, bin, tmp string, rep *report) error {
-	cfg := fmt.Sprintf("[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n\n[harness.echo]\ncmd = \"sh\"\nargs = [\"-c\", %q]\nenabled = true\nterm_size = \"120x40\"\nstop_grace = 1\n", echoChild)
+	cfg := fmt.Sprintf("[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n\n[harness.echo]\ncmd = \"sh\"\nargs = [\"-c\", %q]\nenabled = true\nterm_size = \"120x40\"\nstop_grace = 1\n"+
+		// Path (w) types into a harness of its own: its writer resizes the PTY
+		// to the browser, and its echoes must not push the "@" the other
+		// paths wait for off the screen.
+		"\n[harness.webecho]\ncmd = \"sh\"\nargs = [\"-c\", %q]\nenabled = true\nterm_size = \"120x40\"\nstop_grace = 1\n", echoChild, echoChild)
 	d, err := startDaemon(ctx, o, bin, tmp, "attach", cfg)
 	if err != nil {
 		return err
 	}
 	defer d.close()
-	if err := d.waitRunning(ctx, 1, 20*time.Second); err != nil {
+	if err := d.waitRunning(ctx, 2, 20*time.Second); err != nil {
 		return err
 	}
 	open := map[string]func() (keyTrip, error){

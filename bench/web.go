@@ -13,8 +13,8 @@ import (
 
 // Path (w) of part 6 (issue 30): keystroke to echo through the web
 // dashboard's terminal, measured in the browser. A headless Chromium
-// (Debian's chromium) signs in with the operator token and opens the echo
-// harness's page; a script in the page then types each key into the
+// (Debian's chromium) signs in with the operator token and opens the page
+// of harness webecho (the same child as echo); a script in the page then types each key into the
 // page's xterm.js (Terminal.input, which goes out through the same onData
 // handler as a keyboard) and takes performance.now() when the echo arrives
 // on the page's WebSocket. Browser -> WebSocket -> daemon -> PTY -> child
@@ -68,7 +68,7 @@ func webKeys(ctx context.Context, d *benchDaemon, warmup, keys int) ([]time.Dura
 		chromedp.SendKeys(chromedp.CSS("#token"), strings.TrimSpace(string(tok))),
 		chromedp.Submit(chromedp.CSS("#login")),
 		chromedp.WaitVisible(chromedp.CSS("#summary")),
-		chromedp.Navigate(base+"/h/echo"),
+		chromedp.Navigate(base+"/h/webecho"),
 		chromedp.WaitVisible(chromedp.CSS(`#term[data-attached="1"]`)),
 	); err != nil {
 		return nil, fmt.Errorf("open the echo harness's page: %w", err)

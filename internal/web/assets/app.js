@@ -65,8 +65,9 @@
     if (timer) return;
     timer = setTimeout(function () { timer = null; refresh(); }, 30);
   }
-  if (live && window.EventSource) {
-    var es = new EventSource('/events');
+  // One event stream per page, shared by the live part and the terminal.
+  var es = (live && window.EventSource) ? new EventSource('/events') : null;
+  if (es) {
     es.addEventListener('unit', stale);
     es.addEventListener('resync', stale);
     es.addEventListener('signedout', function () { location.href = '/login'; });
@@ -180,9 +181,8 @@
       });
     }
     // A stopped harness that starts again gets a fresh viewer.
-    if (window.EventSource) {
-      var es2 = new EventSource('/events');
-      es2.addEventListener('unit', function (m) {
+    if (es) {
+      es.addEventListener('unit', function (m) {
         var ev = JSON.parse(m.data);
         if (ev.unit === name && ev.kind === 'state' && ev.state === 'running' && ended) {
           ended = false;
