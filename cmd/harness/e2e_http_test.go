@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -145,5 +146,44 @@ func TestHTTP_NonLoopbackAddressFailsTheLoad(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "harness.toml:2: daemon.mcp_http") {
 		t.Fatalf("non-loopback mcp_http: err %v, %s", err, out)
+	}
+}
+
+// TestScenario_McpTokenIsTheDaemonsWhateverTheCLIsStateDir: a daemon with
+// its own --state-dir; `harness mcp token` from a CLI whose state dir is
+// elsewhere prints the daemon's token (the one its endpoint accepts) and
+// creates no token file of its own; without an endpoint, or without a
+// daemon, it says so and creates nothing.
+func TestScenario_McpTokenIsTheDaemonsWhateverTheCLIsStateDir(t *testing.T) {
+	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\n")
+	url := f.mcpURL()
+	cliState := filepath.Join(t.TempDir(), "cli-state")
+	tok := strings.TrimSpace(f.mustRun("--state-dir", cliState, "mcp", "token"))
+	if _, err := os.Stat(cliState); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the CLI made its own state dir (%v): a token there is one the daemon refuses", err)
+	}
+	if s := initializeStatus(t, url, tok, ""); s != http.StatusOK {
+		t.Fatalf("the printed token gets %d from the daemon's endpoint", s)
+	}
+	var j struct {
+		Token string `json:"token"`
+	}
+	f.mustJSON(&j, "--state-dir", cliState, "mcp", "token")
+	if j.Token != tok {
+		t.Fatalf("--json token %q, want %q", j.Token, tok)
+	}
+
+	plain := newFleet(t, "")
+	out, errOut, code := plain.run("--state-dir", cliState, "mcp", "token")
+	if code == 0 || !strings.Contains(errOut, "serves no MCP HTTP endpoint") {
+		t.Fatalf("no endpoint: exit %d, %q %q", code, out, errOut)
+	}
+	plain.stop()
+	out, errOut, code = plain.run("--state-dir", cliState, "mcp", "token")
+	if code == 0 || !strings.Contains(errOut, "daemon") || strings.TrimSpace(out) != "" {
+		t.Fatalf("no daemon: exit %d, %q %q", code, out, errOut)
+	}
+	if _, err := os.Stat(cliState); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused mcp token left a state dir behind (%v)", err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -143,8 +144,8 @@ func mcpHTTPSnippet(clientName, url string) (string, error) {
 	}
 }
 
-// mcpTokenCmd prints the operator token of the HTTP endpoint, creating it
-// (0600, in the state dir) on first use; with --dashboard it mints a web
+// mcpTokenCmd prints the operator token of the HTTP endpoint, the one the
+// daemon answering on the socket made; with --dashboard it mints a web
 // dashboard token with a grant of its own (DESIGN §19), and --revoke or
 // --list manage those.
 func mcpTokenCmd(g *globals) *cobra.Command {
@@ -193,7 +194,7 @@ func mcpTokenCmd(g *globals) *cobra.Command {
 			case len(grant) > 0:
 				return errcode.Errorf(errcode.InvalidArgument, "mcp token: --grant goes with --dashboard")
 			}
-			tok, err := httpmcp.LoadOrCreateOperatorToken(g.statePath())
+			tok, err := operatorToken(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
@@ -249,4 +250,26 @@ func mcpSnippet(clientName, exe, socket string) (string, error) {
 	default:
 		return "", errcode.Errorf(errcode.InvalidArgument, "mcp config: unknown client %q (want claude-code, codex or cursor)", clientName)
 	}
+}
+
+// operatorToken is the operator token of the daemon that answers on the
+// socket: read from the state dir the daemon reports, never from (or
+// created in) this CLI's own, which may be another (a daemon started with
+// --state-dir elsewhere would refuse that token with a 401).
+func operatorToken(ctx context.Context, g *globals) (string, error) {
+	if strings.HasPrefix(g.socketPath(), client.SSHScheme) {
+		return "", errcode.Errorf(errcode.InvalidArgument, "mcp token: the operator token never leaves the daemon's machine: run harness mcp token there")
+	}
+	var info api.DaemonInfo
+	if err := g.call(ctx, api.OpDaemonInfo, api.NoArgs{}, &info); err != nil {
+		return "", fmt.Errorf("mcp token: the token is the daemon's, ask it once it runs: %w", err)
+	}
+	if info.MCPURL == "" {
+		return "", errcode.Errorf(errcode.InvalidArgument, "mcp token: the daemon (pid %d) serves no MCP HTTP endpoint, so it has no operator token: set mcp_http in [daemon]", info.PID)
+	}
+	tok, err := httpmcp.ReadOperatorToken(info.Paths.StateDir)
+	if err != nil {
+		return "", fmt.Errorf("mcp token: the daemon's state dir %s: %w", info.Paths.StateDir, err)
+	}
+	return tok, nil
 }

@@ -110,6 +110,13 @@ func writeSynced(f *os.File, s string) error {
 
 // readOperatorToken reads and validates an existing token file; a missing
 // file is reported as fs.ErrNotExist.
+// ReadOperatorToken returns the operator token a daemon keeps in
+// stateDir, never creating one: what `harness mcp token` prints, from the
+// state dir the daemon itself reports. A missing file is fs.ErrNotExist.
+func ReadOperatorToken(stateDir string) (string, error) {
+	return readOperatorToken(filepath.Join(stateDir, OperatorTokenFile))
+}
+
 func readOperatorToken(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
