@@ -123,3 +123,45 @@ func dirText(t *testing.T, dir string) string {
 	}
 	return sb.String()
 }
+
+// TestScenario_ANotificationCarriesNoSecret: a job that prints an env_file
+// value, a ghp_ token and a JWT and fails sends a job_failed message whose
+// last lines show [masked] instead.
+func TestScenario_ANotificationCarriesNoSecret(t *testing.T) {
+	dir := t.TempDir()
+	envValue := fmt.Sprintf("env-value-%d", time.Now().UnixNano())
+	ghp := "ghp_" + strings.Repeat("Zx9", 12)
+	jwt := "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJqb2IifQ.c2lnbmF0dXJlLXNpZ25hdHVyZS1zaWduYXR1cmU"
+	envFile := filepath.Join(dir, "job.env")
+	if err := os.WriteFile(envFile, []byte("LEAK="+envValue+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := filepath.Join(dir, "message.json")
+	script := fmt.Sprintf(`echo "value $LEAK"; echo 'token %s'; echo 'jwt %s'; exit 3`, ghp, jwt)
+	f := newFleet(t, fmt.Sprintf(`
+[harness.leakjob]
+cmd = "sh"
+args = [%q, %q]
+env_file = %q
+restart = "no"
+
+[notify.file]
+command = ["sh", "-c", "cat > %s.tmp && mv %s.tmp %s"]
+on = ["job_failed"]
+`, "-c", script, envFile, got, got, got))
+	f.run("trigger", "leakjob", "--wait", "--timeout", "20s")
+	var msg string
+	f.waitFor("the job_failed message", 20*time.Second, func() bool {
+		b, err := os.ReadFile(got)
+		msg = string(b)
+		return err == nil && strings.Contains(msg, "job_failed")
+	})
+	for name, s := range map[string]string{"env_file value": envValue, "ghp_ token": ghp, "JWT": jwt} {
+		if strings.Contains(msg, s) {
+			t.Errorf("the notification shows the %s: %s", name, msg)
+		}
+	}
+	if strings.Count(msg, "[masked]") < 3 {
+		t.Errorf("the notification's last lines are not masked: %s", msg)
+	}
+}

@@ -148,3 +148,32 @@ func TestSanitizeName(t *testing.T) {
 		}
 	}
 }
+
+// TestScenario_AProjectsHarnessesTakeWorktreesOfItsRepository: worktree =
+// true, or a table without repo, is a worktree of the project's directory;
+// a relative repo resolves under it.
+func TestScenario_AProjectsHarnessesTakeWorktreesOfItsRepository(t *testing.T) {
+	path := writeProject(t, "app", `
+[harness.a]
+cmd = "x"
+worktree = true
+
+[harness.b]
+cmd = "x"
+worktree = { base = "main" }
+
+[harness.c]
+cmd = "x"
+worktree = { repo = "sub" }
+`)
+	p, err := LoadProject(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Dir(path)
+	for name, want := range map[string]string{"a": root, "b": root, "c": filepath.Join(root, "sub")} {
+		if w := p.Harnesses[name].Worktree; w == nil || w.Repo != want {
+			t.Errorf("%s: worktree %+v, want repo %s", name, w, want)
+		}
+	}
+}
