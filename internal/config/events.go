@@ -336,9 +336,6 @@ func (d *decoder) checkWebhooks(cfg *Config) {
 			}
 		}
 	}
-	if cfg.Daemon.WebhookListen != "" {
-		d.warn([]string{"daemon", "webhook_listen"}, "webhooks are not served by this build yet")
-	}
 	if len(cfg.Webhooks) > 0 && cfg.Daemon.WebhookListen == "" {
 		d.warn([]string{"webhook", slices.Sorted(maps.Keys(cfg.Webhooks))[0]}, "[daemon] webhook_listen is not set: no webhook is served")
 	}

@@ -160,8 +160,18 @@ func Run(ctx context.Context, opt Options) (err error) {
 	})
 	defer brk.Close()
 
-	ntf := newNotifier(ctlRef.Load, reaper, masker, log)
+	ntf := newNotifier(ctlRef.Load, reaper, masker, httpEP, log)
 	defer ntf.Close()
+	wh, err := startWebhooks(cfg, paths.StateDir, ctlRef.Load, runStore, log)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	var whInfo control.Webhooks
+	var whErr chan error
+	if wh != nil {
+		whInfo, whErr = wh, wh.err
+		defer wh.close(context.Background())
+	}
 
 	srv := &protocol.Server{Version: opt.Version, Logger: log}
 	shutdownCh := make(chan struct{})
@@ -225,6 +235,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 			srv.Publish(api.Event{Kind: api.EventReload, Time: time.Now()})
 			if c := ctlRef.Load(); c != nil {
 				ntf.Apply(c.Config().Notifiers)
+				if wh != nil {
+					wh.hooks.Apply(c.Config().Webhooks)
+				}
 			}
 			if c := ctlRef.Load(); c != nil && mgr != nil {
 				applyLive(c.Config().Daemon, mgr, calls)
@@ -238,6 +251,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Logger:    log,
 		Ownership: own.info,
 		Notify:    ntf,
+		Webhooks:  whInfo,
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
@@ -286,6 +300,10 @@ loop:
 			log.Error("control socket failed", logkey.Err, err)
 			failure = fmt.Errorf("daemon: control socket: %w", err)
 			break loop
+		case err := <-whErr:
+			log.Error("webhook listener failed", logkey.Err, err)
+			failure = fmt.Errorf("daemon: webhook listener: %w", err)
+			break loop
 		case err := <-httpErr:
 			log.Error("mcp http endpoint failed", logkey.Err, err)
 			failure = fmt.Errorf("daemon: mcp http endpoint: %w", err)
@@ -307,6 +325,9 @@ loop:
 	cancelBrokerWatch()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if wh != nil {
+		wh.close(sctx) // no delivery starts a job from here on
+	}
 	// Stop every unit concurrently first, so that harness sessions see their
 	// daemon go away only after their own processes were told to stop.
 	ctl.Close(context.Background())

@@ -13,16 +13,23 @@ import (
 )
 
 // newNotifier builds the notifier (DESIGN §18) on control's view of the
-// fleet, masking with the daemon's one masker (§22). Dashboard is where
-// the dashboard's harness page (§19) plugs in.
-func newNotifier(ctl func() *control.Control, reaper *proctree.Reaper, m *mask.Masker, log *slog.Logger) *notify.Notifier {
+// fleet, masking with the daemon's one masker (§22), with a link to the
+// harness's dashboard page (§19) when the HTTP listener serves one.
+func newNotifier(ctl func() *control.Control, reaper *proctree.Reaper, m *mask.Masker, web *httpEndpoint, log *slog.Logger) *notify.Notifier {
 	host, _ := os.Hostname()
+	var dashboard func(string) string
+	if web != nil {
+		// The dashboard (internal/web) is served at / on the HTTP listener.
+		base := "http://" + web.ln.Addr().String()
+		dashboard = func(name string) string { return base + "/h/" + name }
+	}
 	return notify.New(notify.Options{
-		Source: notifySource{ctl},
-		Host:   host,
-		Mask:   m.Func(),
-		Reaper: reaper,
-		Logger: log,
+		Dashboard: dashboard,
+		Source:    notifySource{ctl},
+		Host:      host,
+		Mask:      m.Func(),
+		Reaper:    reaper,
+		Logger:    log,
 	})
 }
 
