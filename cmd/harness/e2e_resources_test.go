@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,6 +98,20 @@ args = ["100000"]
 	f.waitFor("the bomb to reach tasks_max", 30*time.Second, func() bool { return f.resources("bomb").PidsMax > 0 })
 	if n := len(f.inUnitCgroup("bomb")); n > 256 {
 		t.Fatalf("%d processes in a run limited to 256", n)
+	}
+	// The daemon is never inside a unit's cgroup: none of its threads.
+	var info struct {
+		PID int `json:"pid"`
+	}
+	f.mustJSON(&info, "daemon-info")
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/cgroup", info.PID))
+	for _, tf := range tasks {
+		if b, _ := os.ReadFile(tf); strings.Contains(string(b), "/bomb/") {
+			t.Fatalf("daemon thread %s is in the bomb's cgroup: %s", tf, b)
+		}
+	}
+	if len(tasks) == 0 {
+		t.Fatalf("no threads of daemon pid %d", info.PID)
 	}
 	// At its limit, everything else goes on.
 	var us []unitInfo
