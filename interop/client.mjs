@@ -10,6 +10,8 @@
 //     {"op": "listTools", "conn": "a"},
 //     {"op": "callTool", "conn": "a", "name": "...", "args": {...}, "progress": true, "timeoutMs": 60000},
 //     {"op": "listPrompts"}, {"op": "getPrompt", "name": "...", "args": {...}},
+//     {"op": "listResources"},    // {resources, templates}
+//     {"op": "readResource", "uri": "..."}, {"op": "subscribe", "uri": "..."}, {"op": "unsubscribe", "uri": "..."},
 //     {"op": "notifications"},    // the methods of the notifications received so far
 //     {"op": "asked"},            // the server's requests answered by connect's "elicit"/"sample"
 //     {"op": "waitNotification", "method": "notifications/tools/list_changed", "count": 1, "timeoutMs": 30000},
@@ -156,6 +158,23 @@ async function run(step, out) {
     }
     case "getPrompt":
       return conn(step).client.getPrompt({ name: step.name, arguments: step.args ?? {} }, opts);
+    case "listResources": {
+      const resources = [];
+      let cursor;
+      do {
+        const r = await conn(step).client.listResources(cursor ? { cursor } : {}, opts);
+        resources.push(...r.resources);
+        cursor = r.nextCursor;
+      } while (cursor);
+      const templates = (await conn(step).client.listResourceTemplates({}, opts)).resourceTemplates;
+      return { resources, templates };
+    }
+    case "readResource":
+      return conn(step).client.readResource({ uri: step.uri }, opts);
+    case "subscribe":
+      return conn(step).client.subscribeResource({ uri: step.uri }, opts);
+    case "unsubscribe":
+      return conn(step).client.unsubscribeResource({ uri: step.uri }, opts);
     case "notifications":
       return { methods: conn(step).notifications };
     case "asked":

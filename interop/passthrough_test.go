@@ -132,3 +132,73 @@ func TestTS_UpstreamPromptsBesideMarkdownPrompts(t *testing.T) {
 	}
 	c.must(out[8], nil)
 }
+
+// Issue 32: upstream resources and templates under harness://KEY/ URIs:
+// listed to a session granted read on the upstream (exclude_resources
+// hides some), read through harness with the upstream's contents, a
+// template's expansion read too, and a subscription forwarded so the
+// upstream's resources/updated reaches the subscriber.
+func TestTS_UpstreamResourcesMappedReadAndSubscribed(t *testing.T) {
+	dir := t.TempDir()
+	f := newFleet(t, fmt.Sprintf("[mcp.everything]\ncmd = %q\nargs = [\"stdio\"]\nexclude_resources = [\"demo://resource/static/document/startup.md\"]\n",
+		bin("mcp-server-everything"))+tokenHarness("narrow", dir, `mcp_allow = ["harness:read"]`))
+	f.waitUpstreams("everything")
+	const arch = "harness://everything/demo://resource/static/document/architecture.md"
+	c, out := runTS(t,
+		connectStep("a", f.bridge("--allow-control")),
+		connectStep("n", f.bridgeAs(f.harnessToken(dir, "narrow"))),
+		opStep("a", "listResources"),                                                                          // 2
+		opStep("n", "listResources"),                                                                          // 3
+		opStep("a", "readResource", "uri", arch),                                                              // 4
+		opStep("a", "readResource", "uri", "harness://everything/demo://resource/dynamic/text/7"),             // 5: a template's expansion
+		opStep("a", "readResource", "uri", "harness://everything/demo://resource/static/document/startup.md"), // 6: excluded
+		opStep("n", "readResource", "uri", arch),                                                              // 7: not granted
+		opStep("a", "subscribe", "uri", arch),                                                                 // 8
+		opStep("a", "callTool", "name", "everything__toggle-subscriber-updates"),                              // 9
+		opStep("a", "waitNotification", "method", "notifications/resources/updated", "timeoutMs", 30000),      // 10
+		opStep("a", "unsubscribe", "uri", arch),                                                               // 11
+	)
+	var listed struct {
+		Resources []struct{ URI string }         `json:"resources"`
+		Templates []struct{ URITemplate string } `json:"templates"`
+	}
+	c.must(out[2], &listed)
+	var uris []string
+	for _, r := range listed.Resources {
+		uris = append(uris, r.URI)
+	}
+	if !slices.Contains(uris, arch) || slices.Contains(uris, "harness://everything/demo://resource/static/document/startup.md") || len(uris) != 6 {
+		t.Errorf("resources %v", uris)
+	}
+	var tmpls []string
+	for _, tm := range listed.Templates {
+		tmpls = append(tmpls, tm.URITemplate)
+	}
+	if len(tmpls) != 2 || !slices.Contains(tmpls, "harness://everything/demo://resource/dynamic/text/{resourceId}") {
+		t.Errorf("templates %+v", listed.Templates)
+	}
+	c.must(out[3], &listed)
+	if len(listed.Resources) != 0 || len(listed.Templates) != 0 {
+		t.Errorf("a session without read on everything lists %+v", listed)
+	}
+	var read struct {
+		Contents []struct{ URI, Text string } `json:"contents"`
+	}
+	c.must(out[4], &read)
+	if len(read.Contents) != 1 || read.Contents[0].URI != arch || read.Contents[0].Text == "" {
+		t.Errorf("read %s: %s", arch, out[4].Result)
+	}
+	c.must(out[5], &read)
+	if len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "7") || !strings.HasPrefix(read.Contents[0].URI, "harness://everything/") {
+		t.Errorf("read a template's expansion: %s", out[5].Result)
+	}
+	if out[6].OK || !strings.Contains(out[6].Error, "exclude_resources") {
+		t.Errorf("excluded resource: ok=%v %s", out[6].OK, out[6].Error)
+	}
+	if out[7].OK || !strings.Contains(out[7].Error, "not_permitted") {
+		t.Errorf("ungranted read: ok=%v %s", out[7].OK, out[7].Error)
+	}
+	for _, i := range []int{8, 9, 10, 11} {
+		c.must(out[i], nil)
+	}
+}

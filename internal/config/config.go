@@ -179,6 +179,9 @@ type ToolPolicy struct {
 	// ExcludePrompts (exclude_prompts) hides upstream prompts by their
 	// own names from every session.
 	ExcludePrompts []string
+	// ExcludeResources (exclude_resources) hides upstream resources and
+	// templates by their own URIs from every session.
+	ExcludeResources []string
 }
 
 // Process is what [harness.*] and [mcp.*] tables share, with the same

@@ -81,6 +81,8 @@ func (d *decoder) toolKey(k string, kp []string, val any, p *ToolPolicy) bool {
 		p.ExcludeTools = d.globs(kp, val)
 	case "exclude_prompts":
 		p.ExcludePrompts = d.globs(kp, val)
+	case "exclude_resources":
+		p.ExcludeResources = d.globs(kp, val)
 	default:
 		return false
 	}

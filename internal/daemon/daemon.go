@@ -263,6 +263,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	mgr.SetCallRecorder(calls)
 	applyLive(ctl.Config().Daemon, mgr, calls)
 	cancelBrokerWatch := brk.OnChange(mgr.Refresh)
+	brk.OnResourceUpdated(mgr.ResourceUpdated)
 	srv.Handler = handler{ctl: ctl, mgr: mgr, log: log}
 
 	ln, err := protocol.Listen(paths.Socket)

@@ -140,7 +140,7 @@ func (h brokerHooks) Configure(units map[string]control.UpstreamRef) {
 	for name, r := range units {
 		m[name] = broker.Upstream{Key: r.Key, Project: r.Project, CallTimeout: r.CallTimeout, Tools: broker.Policy{
 			ReadTools: r.Tools.ReadTools, WriteTools: r.Tools.WriteTools, ExcludeTools: r.Tools.ExcludeTools,
-			ExcludePrompts: r.Tools.ExcludePrompts,
+			ExcludePrompts: r.Tools.ExcludePrompts, ExcludeResources: r.Tools.ExcludeResources,
 		}}
 	}
 	h.b.Configure(m)

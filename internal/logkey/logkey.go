@@ -61,6 +61,7 @@ const (
 	Processes   = "processes"
 	Project     = "project"
 	Prompt      = "prompt"
+	Resource    = "resource"
 	Read        = "read"
 	ReadOnly    = "read_only"
 	Reason      = "reason"

@@ -116,6 +116,9 @@ type Broker struct {
 	nextListener uint64
 	progress     map[string]*progressRoute // by upstream progress token
 	changedCh    chan struct{}             // closed and replaced by bump
+	onUpdated    func(uri string)          // resources/updated listener (resources.go)
+
+	subs subs // upstream subscriptions held for sessions (resources.go)
 }
 
 // upstream is the broker's view of one configured unit. Guarded by Broker.mu.
@@ -131,6 +134,8 @@ type upstream struct {
 	// prompts are the upstream's prompts by their own names, from its
 	// last prompts/list (prompts.go).
 	prompts map[string]*mcp.Prompt
+	// res are its resources and templates (resources.go).
+	res resourceState
 
 	run     uint64
 	conn    *conn              // the attached run, nil when none
@@ -227,7 +232,8 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 		if want, ok := ups[unit]; ok && want.Key == u.key && want.Project == u.project {
 			u.callTimeout = want.CallTimeout
 			if !want.Tools.equal(u.policy) {
-				promptsChanged := !slices.Equal(want.Tools.ExcludePrompts, u.policy.ExcludePrompts) && len(u.prompts) > 0
+				promptsChanged := !slices.Equal(want.Tools.ExcludePrompts, u.policy.ExcludePrompts) && len(u.prompts) > 0 ||
+					!slices.Equal(want.Tools.ExcludeResources, u.policy.ExcludeResources)
 				u.policy = want.Tools
 				if b.installLocked(u) || promptsChanged {
 					changed = true

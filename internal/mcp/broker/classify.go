@@ -20,11 +20,14 @@ type Policy struct {
 	ExcludeTools []string
 	// ExcludePrompts hides the upstream's prompts by their own names.
 	ExcludePrompts []string
+	// ExcludeResources hides resources and templates by their own URIs.
+	ExcludeResources []string
 }
 
 func (p Policy) equal(q Policy) bool {
 	return slices.Equal(p.ReadTools, q.ReadTools) && slices.Equal(p.WriteTools, q.WriteTools) &&
-		slices.Equal(p.ExcludeTools, q.ExcludeTools) && slices.Equal(p.ExcludePrompts, q.ExcludePrompts)
+		slices.Equal(p.ExcludeTools, q.ExcludeTools) && slices.Equal(p.ExcludePrompts, q.ExcludePrompts) &&
+		slices.Equal(p.ExcludeResources, q.ExcludeResources)
 }
 
 // classify decides the class of the tool name of upstream key, annotated

@@ -57,7 +57,10 @@ func (b *Broker) listPrompts(ctx context.Context, log *slog.Logger, u *upstream,
 	}
 }
 
-func samePrompt(a, b *mcp.Prompt) bool {
+func samePrompt(a, b *mcp.Prompt) bool { return sameJSON(a, b) }
+
+// sameJSON compares two listed items by their JSON.
+func sameJSON(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)

@@ -53,6 +53,15 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 			default:
 			}
 		},
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			select {
+			case c.relist <- struct{}{}:
+			default:
+			}
+		},
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			b.resourceUpdated(u.key, req.Params.URI)
+		},
 		ProgressNotificationHandler: b.onProgress,
 		// A proxy must hand input-required results back, not loop on them.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
@@ -101,6 +110,7 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 		return err
 	}
 	b.listPrompts(cctx, log, u, c, cs)
+	b.listResources(cctx, log, u, c, cs)
 	cancelConnect()
 	b.started(u, c, nil)
 	for {
@@ -138,6 +148,7 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 				log.Warn("broker: re-listing upstream tools", logkey.Err, err)
 			}
 			b.listPrompts(ctx, log, u, c, cs)
+			b.listResources(ctx, log, u, c, cs)
 		}
 	}
 }

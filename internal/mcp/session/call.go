@@ -30,6 +30,11 @@ func (l *live) callMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// the refusal says why, not just "unknown prompt".
 			return l.getPrompt(ctx, gp)
 		}
+		if rr, ok := req.(*mcp.ReadResourceRequest); ok && method == methodReadResource && rr.Params != nil {
+			// Also a URI the server does not list (a template's expansion,
+			// hidden, not granted): the upstream's answer, or why not.
+			return l.readResource(ctx, rr)
+		}
 		if method != methodCallTool {
 			return next(ctx, method, req)
 		}

@@ -354,7 +354,8 @@ func (m *Manager) build(id Identity) *live { return m.buildWith(id, handshakeVer
 
 // buildWith is build negotiating versions.
 func (m *Manager) buildWith(id Identity, versions []string) *live {
-	l := &live{m: m, id: id, tools: map[string]string{}, prompts: map[string]string{}, typedTools: map[string]bool{}, built: time.Now()}
+	l := &live{m: m, id: id, tools: map[string]string{}, prompts: map[string]string{}, typedTools: map[string]bool{}, built: time.Now(),
+		resources: map[string]string{}, templates: map[string]string{}}
 	l.server = mcp.NewServer(&mcp.Implementation{Name: "harness", Version: m.version}, &mcp.ServerOptions{
 		Logger:                    m.log,
 		SupportedProtocolVersions: versions,
@@ -364,8 +365,11 @@ func (m *Manager) buildWith(id Identity, versions []string) *live {
 			Tools:   &mcp.ToolCapabilities{ListChanged: true},
 			Prompts: &mcp.PromptCapabilities{ListChanged: true},
 			// Upstreams' log messages reach the session of the call.
-			Logging: &mcp.LoggingCapabilities{},
+			Logging:   &mcp.LoggingCapabilities{},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 		},
+		SubscribeHandler:   l.subscribe,
+		UnsubscribeHandler: l.unsubscribe,
 		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { l.connected.Store(true) },
 	})
 	l.server.AddReceivingMiddleware(l.recordMiddleware, l.callMiddleware, l.firstListMiddleware)
@@ -411,6 +415,8 @@ type live struct {
 	viewMu  sync.Mutex
 	tools   map[string]string // registered tool name -> fingerprint
 	prompts map[string]string // registered prompt name -> fingerprint
+	// resources and templates: registered URI (template) -> fingerprint.
+	resources, templates map[string]string
 
 	// typedTools are the tools ever listed with an output schema; calls
 	// read it, refreshes add to it (see untyped).

@@ -28,6 +28,7 @@ func (l *live) refresh() {
 	defer l.viewMu.Unlock()
 	l.refreshTools()
 	l.refreshPrompts()
+	l.refreshResources()
 }
 
 func (l *live) refreshTools() {
