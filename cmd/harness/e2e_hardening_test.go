@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,5 +205,85 @@ func TestScenario_ConcurrentSendsToADeafProgramAreBounded(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // and nothing more
 	if st, _ := os.Stat(got); st.Size() != int64(total) {
 		t.Fatalf("the program read %d bytes; the sends said %d were typed", st.Size(), total)
+	}
+}
+
+// TestScenario_ShutdownDoesNotWaitForOpenCLIConnections: with a CLI
+// connection open (one mid-handshake, one idle after it, one following
+// events, `harness mcp` with and without the hand-off), the daemon ends within a second of SIGTERM (it waited ~8 s and
+// logged "waiting for connections: context deadline exceeded", issue 36).
+func TestScenario_ShutdownDoesNotWaitForOpenCLIConnections(t *testing.T) {
+	f := newFleet(t, "")
+	raw, err := net.Dial("unix", f.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := client.Dial(ctx, f.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sub, err := client.Dial(ctx, f.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if _, err := sub.Subscribe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Calls in flight that wait long: a wait for calls, a wait for idle.
+	for _, call := range []struct {
+		op   string
+		args any
+	}{
+		{api.OpCalls, api.CallsArgs{Cursor: new(uint64), WaitS: 60}},
+	} {
+		go func() { _ = c.Call(ctx, call.op, call.args, nil) }()
+	}
+	var bridges []*bridgeProc
+	for _, mode := range bridgeModes {
+		b := startBridge(t, f.socket, mode.env)
+		b.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+		b.line()
+		bridges = append(bridges, b)
+	}
+	start := time.Now()
+	if err := f.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-f.exited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the daemon did not exit")
+	}
+	took := time.Since(start)
+	t.Logf("shutdown took %v", took)
+	if took > time.Second {
+		log, _ := os.ReadFile(f.logPath)
+		t.Fatalf("shutdown took %v with CLI connections open\n%s", took, log)
+	}
+}
+
+// TestScenario_AnOpenStateDirIsMadePrivate: a state dir left 0755 (by hand
+// or an old version) is made 0700 at start, with a log line (issue 36).
+func TestScenario_AnOpenStateDirIsMadePrivate(t *testing.T) {
+	f := newFleet(t, "")
+	f.stop()
+	if err := os.Chmod(f.state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	st, err := os.Stat(f.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o700 {
+		t.Fatalf("state dir mode %#o after start, want 0700", st.Mode().Perm())
+	}
+	if log, _ := os.ReadFile(f.logPath); !strings.Contains(string(log), "state dir was not private; made it 0700") {
+		t.Fatalf("no log line about the state dir:\n%s", log)
 	}
 }

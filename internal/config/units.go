@@ -156,7 +156,11 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 		case d.processKey(k, kp, val, &u.Process):
 		case d.toolKey(k, kp, val, &u.Tools):
 		case k == "call_timeout_s":
-			u.CallTimeout = d.seconds(kp, val, 0)
+			// 0 had no documented meaning (issue 36): leave the key out
+			// for the default.
+			if u.CallTimeout = d.seconds(kp, val, 0); u.CallTimeout <= 0 && isZero(val) {
+				d.add(kp, "must be > 0 seconds (leave it out for the default)")
+			}
 		case d.remoteKey(k, kp, val, u):
 		default:
 			d.unknown(kp, val)
@@ -278,4 +282,15 @@ func (d *decoder) toolMode(path []string, v any) api.ToolMode {
 	}
 	d.add(path, `invalid tool mode %q (want "all" or "search")`, s)
 	return api.ToolsAll
+}
+
+// isZero reports whether a TOML number is 0.
+func isZero(v any) bool {
+	switch n := v.(type) {
+	case int64:
+		return n == 0
+	case float64:
+		return n == 0
+	}
+	return false
 }

@@ -78,6 +78,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if err := os.MkdirAll(paths.StateDir, 0o700); err != nil {
 		return fmt.Errorf("daemon: state dir: %w", err)
 	}
+	if err := tightenStateDir(paths.StateDir, log); err != nil {
+		return err
+	}
 	// The lock comes before anything else: a second daemon must spawn
 	// nothing and leave the first one's socket alone.
 	release, err := protocol.AcquireLock(paths.Socket + ".lock")
@@ -378,4 +381,22 @@ func resolvePaths(opt Options) (api.Paths, error) {
 func applyLive(d config.Daemon, mgr *session.Manager, calls *calllog.Log) {
 	mgr.SetMaxMessage(d.MCPMaxMessage)
 	calls.SetKeepArgs(d.CallLogArgs)
+}
+
+// tightenStateDir makes an existing state dir private to the daemon's user
+// (0700), as a new one is made: it holds tokens, logs and the call log, and
+// one left 0755 by hand or by an old version let every user read them.
+func tightenStateDir(dir string, log *slog.Logger) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("daemon: state dir: %w", err)
+	}
+	if st.Mode().Perm() == 0o700 {
+		return nil
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("daemon: state dir %s has mode %#o and cannot be made 0700: %w", dir, st.Mode().Perm(), err)
+	}
+	log.Warn("state dir was not private; made it 0700", logkey.StateDir, dir, logkey.Mode, fmt.Sprintf("%#o", st.Mode().Perm()))
+	return nil
 }

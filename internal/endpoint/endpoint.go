@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -116,6 +117,11 @@ func CheckURL(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("want an http:// or https:// URL, not %s://", u.Scheme)
 	case u.Host == "" || u.Hostname() == "":
 		return nil, errors.New("the URL has no host")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("port %.8s is not in 1..65535", p)
+		}
 	}
 	return u, nil
 }
