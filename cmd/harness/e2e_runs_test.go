@@ -174,3 +174,109 @@ schedule = "@every 1h"
 		t.Fatalf("plain: %+v", rs)
 	}
 }
+
+// heldError is the --json failure of a start a hold refused.
+type heldError struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (f *fleet) mustBeHeld(reason string, args ...string) heldError {
+	f.t.Helper()
+	out, _, code := f.run(append(args, "--json")...)
+	var e heldError
+	if code == 0 || json.Unmarshal([]byte(out), &e) != nil || e.Error.Code != "held" || !strings.Contains(e.Error.Message, reason) {
+		f.t.Fatalf("harness %v: exit %d, want a held (%s) error: %s", args, code, reason, out)
+	}
+	return e
+}
+
+// TestScenario_BudgetHoursAndAgentCountHold: the N+1th run of the day is
+// refused with held (a `held` run record for a firing), also after a
+// daemon restart; start --force passes once; a harness outside its hours
+// is held at boot and shows it; max_concurrent_agents holds the second
+// agent.
+func TestScenario_BudgetHoursAndAgentCountHold(t *testing.T) {
+	now := time.Now()
+	from := now.Add(2 * time.Hour)
+	to := now.Add(3 * time.Hour)
+	hours := fmt.Sprintf("%02d:%02d-%02d:%02d", from.Hour(), from.Minute(), to.Hour(), to.Minute())
+	f := newFleet(t, fmt.Sprintf(`
+[daemon]
+max_concurrent_agents = 1
+
+[harness.budgeted]
+cmd = "true"
+restart = "no"
+max_runs_per_day = 2
+
+[harness.office]
+cmd = "sleep"
+args = ["100000"]
+enabled = true
+hours = %q
+
+[harness.agent1]
+cmd = "sleep"
+args = ["100000"]
+agent = "codex"
+mcp_wire = false
+
+[harness.agent2]
+cmd = "sleep"
+args = ["100000"]
+agent = "codex"
+mcp_wire = false
+`, hours))
+	f.mustRun("trigger", "budgeted", "--wait")
+	f.mustRun("trigger", "budgeted", "--wait")
+	e := f.mustBeHeld("max_runs_per_day 2 reached", "trigger", "budgeted")
+	if !strings.Contains(e.Error.Message, "until") {
+		t.Fatalf("the message should say until when: %s", e.Error.Message)
+	}
+	rs := f.runsOf("budgeted")
+	if len(rs) != 3 || rs[2].Outcome != "held" {
+		t.Fatalf("the refused firing is a held record: %+v", rs)
+	}
+	var row struct {
+		Hold *struct {
+			Reason string     `json:"reason"`
+			Until  *time.Time `json:"until"`
+		} `json:"hold"`
+	}
+	f.mustJSON(&row, "describe", "budgeted")
+	midnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.Local)
+	if row.Hold == nil || row.Hold.Reason != "budget" || row.Hold.Until == nil || !row.Hold.Until.Equal(midnight) {
+		t.Fatalf("describe hold: %+v", row.Hold)
+	}
+	// Outside its hours: held at boot, shown, refused, forced once.
+	if st := f.unit("office"); st.State != "stopped" {
+		t.Fatalf("office autostarted outside its hours: %+v", st)
+	}
+	f.mustJSON(&row, "describe", "office")
+	if row.Hold == nil || row.Hold.Reason != "hours" || row.Hold.Until == nil || row.Hold.Until.Sub(from) > time.Minute || from.Sub(*row.Hold.Until) > time.Minute {
+		t.Fatalf("office hold: %+v (window opens %s)", row.Hold, from)
+	}
+	if out := f.mustRun("list"); !strings.Contains(out, "(held: hours)") {
+		t.Fatalf("list does not show the hold:\n%s", out)
+	}
+	f.mustBeHeld("outside hours", "start", "office")
+	f.mustRun("start", "office", "--force")
+	f.waitState("office", "running")
+	// Holds are kept by what they are made of: the day's runs survive a
+	// daemon restart, and so does the budget hold.
+	f.stop()
+	f.start()
+	f.mustBeHeld("max_runs_per_day 2 reached", "trigger", "budgeted")
+	f.mustRun("start", "budgeted", "--force")
+	// Agents: one may run at a time.
+	f.mustRun("start", "agent1")
+	f.waitState("agent1", "running")
+	f.mustBeHeld("max_concurrent_agents 1", "start", "agent2")
+	f.mustRun("stop", "agent1")
+	f.mustRun("start", "agent2")
+	f.waitState("agent2", "running")
+	f.mustRun("stop", "--all")
+}

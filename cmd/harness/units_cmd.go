@@ -26,7 +26,11 @@ func unitsVerb(g *globals, use, short string, args func(*cobra.Command) (api.Lis
 		request: func(cmd *cobra.Command, _ []string) (any, error) { return args(cmd) },
 		header:  "NAME\tSTATE\tACTIVITY\tENABLED\tPID\tRESTARTS\tEXIT\tSCHEDULE\tDESCRIPTION",
 		row: func(u api.UnitInfo) []string {
-			return []string{u.Name, u.State, activityText(u), fmt.Sprint(u.Enabled), pidStr(u.PID), fmt.Sprint(u.RestartCount), intPtr(u.LastExitCode), u.Schedule, u.Description}
+			state := u.State
+			if u.Hold != nil {
+				state += " (held: " + string(u.Hold.Reason) + ")"
+			}
+			return []string{u.Name, state, activityText(u), fmt.Sprint(u.Enabled), pidStr(u.PID), fmt.Sprint(u.RestartCount), intPtr(u.LastExitCode), u.Schedule, u.Description}
 		},
 	}, nil)
 }
@@ -70,6 +74,9 @@ func describeCmd(g *globals) *cobra.Command {
 			if d.LastError != "" {
 				fmt.Fprintf(w, "last error:     %s\n", d.LastError)
 			}
+			if d.Hold != nil {
+				fmt.Fprintf(w, "hold:           %s\n", holdText(d.Hold))
+			}
 			if d.CurrentRun != nil {
 				fmt.Fprintf(w, "current run:    %d (%s, since %s)\n", d.CurrentRun.ID, d.CurrentRun.Cause, when(&d.CurrentRun.StartedAt))
 			}
@@ -82,7 +89,7 @@ func describeCmd(g *globals) *cobra.Command {
 
 // actionCmd is start, stop and restart: the op of the same name.
 func actionCmd(g *globals, op, short string) *cobra.Command {
-	var all bool
+	var all, force bool
 	cmd := &cobra.Command{
 		Use:   op + " NAME... | --all",
 		Short: short,
@@ -94,13 +101,16 @@ func actionCmd(g *globals, op, short string) *cobra.Command {
 			if !all {
 				args = g.qualify(cmd, args)
 			}
-			if err := g.call(cmd.Context(), op, api.NamesArgs{Names: args, All: all}, &res); err != nil {
+			if err := g.call(cmd.Context(), op, api.NamesArgs{Names: args, All: all, Force: force}, &res); err != nil {
 				return err
 			}
 			return printActions(cmd, g, res, true)
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "every harness (start skips jobs)")
+	if op != api.OpStop {
+		cmd.Flags().BoolVar(&force, "force", false, "start past a hold (hours, budget, usage limit), this once")
+	}
 	addJSON(cmd, g)
 	return callsOps(cmd, op)
 }
@@ -153,4 +163,16 @@ func grantText(g map[string][]api.Class) string {
 		parts = append(parts, k+"="+orDash(strings.Join(cs, ",")))
 	}
 	return strings.Join(parts, " ")
+}
+
+// holdText renders a hold as "hours until 2026-12-07 08:00 (outside hours Mon-Fri 08:00-19:00)".
+func holdText(h *api.Hold) string {
+	s := string(h.Reason)
+	if h.Until != nil {
+		s += " until " + h.Until.Local().Format("2006-01-02 15:04:05")
+	}
+	if h.Note != "" {
+		s += " (" + h.Note + ")"
+	}
+	return s
 }

@@ -35,4 +35,6 @@ type Event struct {
 	Time     time.Time `json:"time,omitzero"`
 	// Agent is the new agent state of an EventAgent event.
 	Agent *AgentView `json:"agent,omitempty"`
+	// Hold is the new hold of an EventHold event (nil: lifted).
+	Hold *Hold `json:"hold,omitempty"`
 }

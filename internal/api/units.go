@@ -32,6 +32,8 @@ type UnitInfo struct {
 	Activity  string     `json:"activity,omitempty"`
 	IdleS     *float64   `json:"idle_s,omitempty"`
 	IdleSince *time.Time `json:"idle_since,omitempty"`
+	// Hold is why the harness is held, while it is (DESIGN §17).
+	Hold *Hold `json:"hold,omitempty"`
 	// AgentView is the agent of a harness and, while it has a run, what
 	// that agent is doing (DESIGN §16); absent for upstreams.
 	AgentView
@@ -102,6 +104,8 @@ type NamesArgs struct {
 	Name  string   `json:"name" jsonschema:"harness name (project/name for project harnesses)" mcp:"required,minLength=1"`
 	Names []string `json:"names" mcp:"-: a facade call acts on one harness (DESIGN §10 names its arguments); several at once is the CLI's"`
 	All   bool     `json:"all" mcp:"-: a facade call acts on one harness (DESIGN §10 names its arguments); the whole fleet at once is the CLI's"`
+	// Force (start, restart) starts past a hold, once (DESIGN §17).
+	Force bool `json:"force,omitempty" mcp:"-: overriding a hold (hours, budget, usage limit) is the operator's, not an agent's"`
 }
 
 // ActionResult is the answer of start, stop, restart and use_profile.
@@ -115,4 +119,6 @@ type ActionItem struct {
 	State   string `json:"state"`
 	Changed bool   `json:"changed"`
 	Error   string `json:"error,omitempty"`
+	// Code is the error's wire code (held for a start a hold refused).
+	Code string `json:"code,omitempty"`
 }

@@ -70,6 +70,9 @@ type Daemon struct {
 	// webhook_tls_key: PEM files, "~" expanded).
 	WebhookListen                 string
 	WebhookTLSCert, WebhookTLSKey string
+	// MaxConcurrentAgents (max_concurrent_agents, 0: no bound) holds the
+	// start of an agent harness while that many run (DESIGN §17).
+	MaxConcurrentAgents int
 }
 
 // Bounds of [daemon] mcp_max_message_bytes.
@@ -133,6 +136,8 @@ type Harness struct {
 	Job JobControls
 	// Worktree (worktree.go), nil when the harness has none.
 	Worktree *Worktree
+	// Holds are hours and max_runs_per_day (jobs.go).
+	Holds HoldControls
 }
 
 // IsJob reports whether h is a job (DESIGN §7): it has a schedule or it is

@@ -255,6 +255,8 @@ func (d *decoder) daemon(v any, out *Daemon) {
 			out.WebhookTLSCert = d.path(kp, val)
 		case "webhook_tls_key":
 			out.WebhookTLSKey = d.path(kp, val)
+		case "max_concurrent_agents":
+			out.MaxConcurrentAgents = d.count(kp, val, 1, 10000)
 		default:
 			d.unknown(kp, val)
 		}

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"github.com/harness-dev/harness/internal/hold"
 )
 
 // Overlap says what a firing does while the job's previous run is still
@@ -47,15 +49,7 @@ func (d *decoder) jobKey(k string, kp []string, val any, j *JobControls) bool {
 	case "catch_up":
 		j.CatchUp = d.boolean(kp, val)
 	case "keep_runs":
-		n, ok := val.(int64)
-		switch {
-		case !ok:
-			d.add(kp, "must be a number of runs, not %s", tomlType(val))
-		case n < 1 || n > MaxKeepRuns:
-			d.add(kp, "%d is out of range (want 1..%d)", n, MaxKeepRuns)
-		default:
-			j.KeepRuns = int(n)
-		}
+		j.KeepRuns = d.count(kp, val, 1, MaxKeepRuns)
 	default:
 		return false
 	}
@@ -79,4 +73,44 @@ func (d *decoder) checkJob(path []string, t map[string]any, h *Harness) {
 			d.add(child(path, k), "%s", fmt.Sprintf(`applies to jobs only (a schedule, or restart = "no" or "on-failure"), not restart = %q`, h.Restart))
 		}
 	}
+}
+
+// count decodes an integer in lo..hi (0 when it is not one).
+func (d *decoder) count(kp []string, val any, lo, hi int64) int {
+	n, ok := val.(int64)
+	switch {
+	case !ok:
+		d.add(kp, "must be a whole number, not %s", tomlType(val))
+	case n < lo || n > hi:
+		d.add(kp, "%d is out of range (want %d..%d)", n, lo, hi)
+	default:
+		return int(n)
+	}
+	return 0
+}
+
+// HoldControls are the keys that hold a harness (DESIGN §17): Hours
+// (hours, local time; nil: any time) and MaxRunsPerDay (0: no bound).
+type HoldControls struct {
+	Hours         *hold.Hours
+	MaxRunsPerDay int
+}
+
+// holdKey decodes one hold key into h and reports whether k was one.
+func (d *decoder) holdKey(k string, kp []string, val any, h *HoldControls) bool {
+	switch k {
+	case "hours":
+		if s, ok := d.str(kp, val); ok {
+			hs, err := hold.ParseHours(s)
+			if err != nil {
+				d.add(kp, "%v", err)
+			}
+			h.Hours = hs
+		}
+	case "max_runs_per_day":
+		h.MaxRunsPerDay = d.count(kp, val, 1, 1000000)
+	default:
+		return false
+	}
+	return true
 }

@@ -37,7 +37,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 	restartSet := false
 	for _, k := range sortedKeys(t) {
 		kp, val := child(path, k), t[k]
-		if d.processKey(k, kp, val, &h.Process) || d.jobKey(k, kp, val, &h.Job) {
+		if d.processKey(k, kp, val, &h.Process) || d.jobKey(k, kp, val, &h.Job) || d.holdKey(k, kp, val, &h.Holds) {
 			continue
 		}
 		switch k {

@@ -171,6 +171,9 @@ type Control struct {
 	intentMu sync.Mutex      // guards enabled
 	enabled  map[string]bool // persisted intent, by unit name
 
+	// holds follows every harness's hold over time (holds.go).
+	holds holdWatch
+
 	// retiring counts units being stopped after they left the config.
 	retiring  sync.WaitGroup
 	closing   atomic.Bool   // set once Close begins
@@ -195,6 +198,7 @@ func New(cfg *config.Config, opt Options) (*Control, error) {
 		projects:   map[string]*config.Project{},
 		unrestored: map[string]string{},
 		dirty:      make(chan struct{}, 1),
+		holds:      holdWatch{wake: make(chan struct{}, 1), done: make(chan struct{})},
 		stopSaver:  make(chan struct{}),
 		saverDone:  make(chan struct{}),
 	}
@@ -224,6 +228,7 @@ func New(cfg *config.Config, opt Options) (*Control, error) {
 func (c *Control) Boot(ctx context.Context) {
 	c.sched.Start()
 	c.catchUp(time.Now())
+	c.startHoldWatch()
 	c.mu.RLock()
 	var toStart []*unit
 	for _, u := range c.units {
@@ -237,6 +242,11 @@ func (c *Control) Boot(ctx context.Context) {
 		wg.Add(1)
 		go func(u *unit) {
 			defer wg.Done()
+			if err := c.admit(u, false); err != nil {
+				// Started by the hold watch when the hold lifts.
+				c.log.Info("autostart held", logkey.Unit, u.name, logkey.Err, err)
+				return
+			}
 			if err := c.startUnit(ctx, u, api.CauseAutostart); err != nil {
 				c.log.Error("autostart failed", logkey.Unit, u.name, logkey.Err, err)
 			}
@@ -278,6 +288,7 @@ func (c *Control) wantsAutostartLocked(u *unit) bool {
 func (c *Control) Close(ctx context.Context) {
 	c.closing.Store(true)
 	c.sched.Stop()
+	c.stopHoldWatch()
 	c.mu.Lock()
 	us := make([]*unit, 0, len(c.units))
 	for _, u := range c.units {

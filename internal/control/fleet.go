@@ -38,6 +38,8 @@ type unit struct {
 	gone atomic.Bool
 	// queued is a job's firing waiting for its active run (jobs.go).
 	queued queuedFiring
+	// hold is the unit's last published hold (holds.go).
+	hold unitHold
 }
 
 // unitTables is the configuration of one unit: exactly one of h and up.
@@ -179,6 +181,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (api.ReloadResult, error)
 	}
 	restartOnly := !boot && c.cfg.Daemon.MCPHTTP != cfg.Daemon.MCPHTTP
 	c.cfg = cfg
+	c.holds.maxAgents.Store(int64(cfg.Daemon.MaxConcurrentAgents))
 	commitPrompts()
 	c.warnings = append(append(c.warnings[:0], cfg.Warnings...), promptWarnings...)
 	if restartOnly {
@@ -388,6 +391,10 @@ func (c *Control) startAll(us []*unit, cause runs.Cause, wait bool) {
 		wg.Add(1)
 		go func(u *unit) {
 			defer wg.Done()
+			if err := c.admit(u, false); err != nil {
+				c.log.Info("start held", logkey.Unit, u.name, logkey.Err, err)
+				return
+			}
 			if err := c.startUnit(context.Background(), u, cause); err != nil {
 				c.log.Error("start unit", logkey.Unit, u.name, logkey.Cause, cause, logkey.Err, err)
 			}
@@ -441,6 +448,9 @@ func (c *Control) onEvent(u *unit, ev supervise.Event) {
 		st := u.sup.Status()
 		c.noteIntent(u, st.Enabled)
 		c.jobStateChanged(u, st.State)
+	}
+	if ev.Kind == supervise.EventExit && u.kind == supervise.KindHarness {
+		c.recheckHolds() // a run ended: budgets and the agent count moved
 	}
 	if c.opt.OnEvent != nil {
 		c.opt.OnEvent(ev)

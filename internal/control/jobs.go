@@ -39,6 +39,9 @@ func (c *Control) fire(job string) bool {
 		return false
 	}
 	st := u.sup.Status()
+	if !isActive(st.State) && c.refuseFiring(u, api.CauseSchedule) != nil {
+		return false
+	}
 	switch schedule.Decide(overlapOf(u), isActive(st.State), u.queued.waiting.Load()) {
 	case schedule.Skip:
 		c.recordFiring(u, api.CauseSchedule, api.RunSkipped, fmt.Sprintf("run %d was active (on_overlap %s)", st.RunID, overlapOf(u)))

@@ -53,6 +53,9 @@ func (c *Control) info(u *unit, st supervise.Status) api.UnitInfo {
 	}
 	withActivity(&ui, u, st)
 	withAgent(&ui, u, st)
+	if h := c.holdOf(u, time.Now()); h != nil && (!isActive(st.State) || h.Reason == api.HoldHours) {
+		ui.Hold = h
+	}
 	return ui
 }
 
@@ -187,6 +190,9 @@ func (c *Control) each(us []*unit, f func(*unit) (bool, error)) api.ActionResult
 			item := api.ActionItem{Name: u.name, Changed: changed, State: string(u.sup.Status().State)}
 			if err != nil {
 				item.Error = err.Error()
+				if code := errcode.Of(err); code != errcode.Internal {
+					item.Code = string(code)
+				}
 				c.log.Error("unit action failed", logkey.Unit, u.name, logkey.Err, err)
 			}
 			res.Results[i] = item
@@ -202,9 +208,18 @@ func (c *Control) Start(ctx context.Context, a api.NamesArgs) (api.ActionResult,
 	if err != nil {
 		return api.ActionResult{}, err
 	}
+	if len(us) == 1 && !isActive(us[0].sup.Status().State) {
+		// One harness: a hold is the answer itself, code held.
+		if err := c.admit(us[0], a.Force); err != nil {
+			return api.ActionResult{}, err
+		}
+	}
 	return c.each(us, func(u *unit) (bool, error) {
 		if isActive(u.sup.Status().State) {
 			return false, nil
+		}
+		if err := c.admit(u, a.Force); err != nil {
+			return false, err
 		}
 		return true, c.startUnit(ctx, u, api.CauseManual)
 	}), nil
@@ -229,7 +244,15 @@ func (c *Control) Restart(ctx context.Context, a api.NamesArgs) (api.ActionResul
 	if err != nil {
 		return api.ActionResult{}, err
 	}
+	if len(us) == 1 {
+		if err := c.admit(us[0], a.Force); err != nil {
+			return api.ActionResult{}, err
+		}
+	}
 	return c.each(us, func(u *unit) (bool, error) {
+		if err := c.admit(u, a.Force); err != nil {
+			return false, err
+		}
 		return true, c.restartUnit(ctx, u, api.CauseManual)
 	}), nil
 }
@@ -324,6 +347,9 @@ func (c *Control) Trigger(ctx context.Context, a api.TriggerArgs) (api.TriggerRe
 		return api.TriggerResult{}, errcode.Errorf(errcode.InvalidArgument, "timeout_s must be between 0 and %g (%s)", MaxTriggerTimeout.Seconds(), MaxTriggerTimeout)
 	}
 	res := api.TriggerResult{Name: a.Name}
+	if err := c.refuseFiring(u, api.CauseTrigger); err != nil {
+		return res, err
+	}
 	run, done, err := c.triggerFiring(ctx, u, &res)
 	if err != nil || done {
 		return res, err
