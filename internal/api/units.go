@@ -97,6 +97,11 @@ type UnitConfigView struct {
 	MemoryMax  int64 `json:"memory_max,omitempty"`
 	MemoryHigh int64 `json:"memory_high,omitempty"`
 	CPUWeight  int   `json:"cpu_weight,omitempty"`
+	// TermSize is a harness's PTY size as "COLSxROWS"; IdleAfterS the
+	// silence after which it counts as idle (DESIGN §12). Absent for
+	// upstreams.
+	TermSize   string  `json:"term_size,omitempty"`
+	IdleAfterS float64 `json:"idle_after,omitempty"`
 }
 
 // NamesArgs selects units for start, stop and restart.

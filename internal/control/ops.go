@@ -77,6 +77,8 @@ func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description,
 		d.Config = processView(h.Process, string(h.Restart), h.MCPAllow.Strings())
 		d.Config.Schedule, d.Config.HarvestTrajectory = h.Schedule, h.HarvestTrajectory
 		d.Config.Worktree = c.worktreeView(u.name, h.Worktree)
+		d.Config.TermSize = fmt.Sprintf("%dx%d", h.TermCols, h.TermRows)
+		d.Config.IdleAfterS = h.IdleAfter.Seconds()
 		d.Grant = c.grantView(h)
 	}
 	if up := u.upstream(); up != nil {
