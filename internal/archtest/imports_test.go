@@ -42,6 +42,20 @@ var onlyRules = []struct {
 	allow []string
 	why   string
 }{
+	// The CLI parses, calls and renders: the wire (api, client, errcode)
+	// for every verb. Besides, one binary is also the daemon (daemon) and
+	// the demo upstream (mcp/demoupstream); the viewers run in the CLI's
+	// terminal (attachterm, tui/top); `harness bridge` and `service` run
+	// there (bridge, service); and a few verbs read what only this machine
+	// has: default paths (protocol.DefaultPaths), config.SameFile for
+	// `harness ps`/snippets, the operator token file the daemon names
+	// (mcp/httpmcp.ReadOperatorToken), dashboard tokens (dashtoken). A new
+	// import here says why in docs/architecture.md.
+	{"cmd/...", []string{"internal/api", "internal/client", "internal/errcode",
+		"internal/daemon", "internal/mcp/demoupstream", "internal/attachterm", "internal/tui/top",
+		"internal/bridge", "internal/service", "internal/protocol", "internal/config",
+		"internal/mcp/httpmcp", "internal/dashtoken"},
+		"the CLI speaks the wire; the rest is listed with its reason above"},
 	{"internal/tui/...", []string{"internal/api", "internal/client", "internal/errcode"},
 		"the dashboard is a client of the socket: it speaks the wire, like the CLI"},
 	{"internal/mask", []string{},
