@@ -287,3 +287,23 @@ func TestScenario_AnOpenStateDirIsMadePrivate(t *testing.T) {
 		t.Fatalf("no log line about the state dir:\n%s", log)
 	}
 }
+
+// TestScenario_AProcessUpstreamsEnvFileValuesAreMasked: a stdio upstream
+// whose tool returns its own environment handed its env_file values to
+// every read session (issue 36); they come back masked, as a remote
+// upstream's header values are scrubbed.
+func TestScenario_AProcessUpstreamsEnvFileValuesAreMasked(t *testing.T) {
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "up.env")
+	const secret = "s3cr3t-value-of-the-upstream"
+	if err := os.WriteFile(envFile, []byte("UP_TOKEN="+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFleet(t, upstreamTable("up", "mask-"+t.Name(), fmt.Sprintf("env_file = %q", envFile)))
+	s := f.mcpSession("", true, nil)
+	waitTool(t, f, s, "up__env")
+	res := callTool(t, s, "up__env", map[string]any{"key": "UP_TOKEN"})
+	if got := text(t, res); strings.Contains(got, secret) || !strings.Contains(got, "[masked]") {
+		t.Fatalf("up__env UP_TOKEN answered %q, want it masked", got)
+	}
+}

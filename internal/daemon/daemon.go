@@ -154,6 +154,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	var ctlRef atomic.Pointer[control.Control] // set before any upstream can start
 	brk := broker.New(log, broker.Options{
 		ConnectTimeout: opt.UpstreamConnectTimeout,
+		Mask:           masker.Func(),
 		// An upstream that never completes initialize is a failed start.
 		OnStarted: func(unit string, run uint64, err error) {
 			if c := ctlRef.Load(); c != nil {

@@ -66,6 +66,12 @@ type Options struct {
 	// failed or timed out. Runs detached or replaced meanwhile are not
 	// reported. It is called from the run's goroutine and must not block.
 	OnStarted func(unit string, run uint64, err error)
+	// Mask, when set, hides the daemon's known secrets (every env_file
+	// value, internal/mask) in the results of process upstreams, as remote
+	// upstreams' results are scrubbed of their header values: a stdio
+	// server whose tool returns its environment must not hand its env_file
+	// values to every reader (issue 36).
+	Mask func(string) string
 }
 
 // Upstream is one configured [mcp.KEY] table. A global upstream's unit name

@@ -197,6 +197,10 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 		if res, err = c.remote.scrubResult(res); err != nil {
 			return nil, err
 		}
+	} else if b.opts.Mask != nil {
+		if res, err = maskResult(res, b.opts.Mask, key); err != nil {
+			return nil, err
+		}
 	}
 	if res.IsError {
 		attribute(res, key, tool)
@@ -290,4 +294,22 @@ func nextAttempt(at, now time.Time) string {
 	}
 	in := max(at.Sub(now).Round(time.Second), 0)
 	return fmt.Sprintf("next attempt at %s / in %s", at.Format("15:04:05"), in)
+}
+
+// maskResult hides known secrets in a process upstream's result (see
+// Options.Mask). A result without one is returned as it came.
+func maskResult(res *mcp.CallToolResult, mask func(string) string, key string) (*mcp.CallToolResult, error) {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("broker: upstream %s: encode a result to mask it: %v: %w", key, err, errcode.ErrInternal)
+	}
+	clean := mask(string(raw))
+	if clean == string(raw) {
+		return res, nil
+	}
+	out := new(mcp.CallToolResult)
+	if err := json.Unmarshal([]byte(clean), out); err != nil {
+		return nil, fmt.Errorf("broker: upstream %s: a result carried a secret and could not be masked: %w", key, errcode.ErrInternal)
+	}
+	return out, nil
 }
