@@ -60,8 +60,13 @@ func (c *Control) TriggerWebhook(ctx context.Context, name string, env []string)
 	res := api.TriggerResult{Name: name}
 	before := u.sup.Status()
 	if isActive(before.State) {
-		res.Skipped, res.ActiveRun = true, before.RunID
+		res.Skipped, res.ActiveRun, res.Outcome = true, before.RunID, api.RunSkipped
+		c.recordFiring(u, api.CauseWebhook, api.RunSkipped, fmt.Sprintf("run %d was active", before.RunID))
 		return res, nil
+	}
+	// A hold (hours, budget) refuses a webhook's firing like any other.
+	if err := c.refuseFiring(u, api.CauseWebhook); err != nil {
+		return res, err
 	}
 	if err := u.sup.StartWith(ctx, api.CauseWebhook, env); err != nil {
 		return res, fmt.Errorf("%s: %w", name, err)
