@@ -307,7 +307,15 @@ func (s *streamTrip) close() {
 type cliTrip struct{ onPTY }
 
 func newCLITrip(ctx context.Context, bin, socket string) (*cliTrip, error) {
-	cmd := exec.CommandContext(ctx, bin, "--socket", socket, "attach", "echo")
+	return newCLITripArgs(ctx, bin, nil, "--socket", socket, "attach", "echo")
+}
+
+// newCLITripArgs is path (t) with other arguments (--host) and env added.
+func newCLITripArgs(ctx context.Context, bin string, env []string, args ...string) (*cliTrip, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	master, err := startPTY(cmd)
 	if err != nil {
 		return nil, err

@@ -8,7 +8,8 @@
 // the MCP call log, on against off in the same run (part 4), `harness top` on
 // that fleet in tmux (part 5: state change to screen, idle CPU next to a
 // client that re-lists every second), and keystroke to echo through
-// `harness attach` next to a bare PTY (part 6).
+// `harness attach` next to a bare PTY (part 6); with -parts ssh, `list` and
+// `attach` through ssh on loopback next to the local socket (part 7).
 //
 // It builds the harness binary into a temporary directory, starts real
 // daemons on temporary state directories and prints markdown tables, marking
@@ -230,6 +231,11 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if o.Parts["attach"] {
 		if err := runAttach(ctx, o, bin, tmp, rep); err != nil {
 			return rep, fmt.Errorf("part 6: %w", err)
+		}
+	}
+	if o.Parts["ssh"] {
+		if err := runSSH(ctx, o, bin, tmp, rep); err != nil {
+			return rep, fmt.Errorf("part 7: %w", err)
 		}
 	}
 	rep.LoadAfter = loadAvg()

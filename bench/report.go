@@ -56,6 +56,7 @@ type report struct {
 	Metrics         []metricRow
 	Targets         []target
 	Attach          []attachRow // part 6
+	SSH             []sshRow    // part 7
 }
 
 // pathNames explains the part 1 path letters.
@@ -128,6 +129,7 @@ func (r *report) print(w io.Writer) {
 		}
 	}
 	r.printAttach(w)
+	r.printSSH(w)
 	if len(r.Targets) > 0 {
 		fmt.Fprintf(w, "\n### Targets\n\n| target | measured | result |\n|---|---|---|\n")
 		for _, t := range r.Targets {

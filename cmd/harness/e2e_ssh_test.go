@@ -8,145 +8,47 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/internal/sshtest"
 )
 
-// sshd is a real OpenSSH server on loopback, started by a test, whose
-// keys reach `harness bridge` as their forced command (DESIGN §20).
+// sshd is a real OpenSSH server on loopback (internal/sshtest) whose keys
+// reach `harness bridge` as their forced command (DESIGN §20).
 type sshd struct {
+	*sshtest.Server
 	t    *testing.T
-	dir  string
-	port int
 	user string
 }
 
 // sshKey is a client key of the test's sshd and what it is allowed.
-type sshKey struct {
-	name    string // file name under the sshd's dir
-	command string // the forced command; "" for none
-}
+type sshKey = sshtest.Key
 
-// newSSHD starts /usr/sbin/sshd -D on a free loopback port with a temp
-// host key, and authorized_keys lines for keys. scripts/test installs
-// openssh-server when it is missing.
 func newSSHD(t *testing.T, keys ...sshKey) *sshd {
 	t.Helper()
-	const bin = "/usr/sbin/sshd"
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is needed for the SSH tests (scripts/test installs openssh-server): %v", bin, err)
-	}
-	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // its privilege separation directory
-		t.Fatal(err)
-	}
-	u, err := user.Current()
+	srv, err := sshtest.Start(t.TempDir(), keys...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sshd{t: t, dir: t.TempDir(), user: u.Username}
-	s.keygen("hostkey")
-	var auth strings.Builder
-	for _, k := range keys {
-		s.keygen(k.name)
-		pub, err := os.ReadFile(filepath.Join(s.dir, k.name+".pub"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if k.command != "" {
-			fmt.Fprintf(&auth, "command=%q,no-pty,no-port-forwarding,no-agent-forwarding ", k.command)
-		}
-		auth.Write(pub)
-	}
-	authPath := filepath.Join(s.dir, "authorized_keys")
-	if err := os.WriteFile(authPath, []byte(auth.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.port = ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	conf := fmt.Sprintf(`Port %d
-ListenAddress 127.0.0.1
-HostKey %s
-AuthorizedKeysFile %s
-PidFile %s
-StrictModes no
-UsePAM no
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-LogLevel ERROR
-`, s.port, filepath.Join(s.dir, "hostkey"), authPath, filepath.Join(s.dir, "sshd.pid"))
-	confPath := filepath.Join(s.dir, "sshd_config")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-D", "-e", "-f", confPath)
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
+		if err := srv.Close(); err != nil {
+			t.Error(err)
 		}
 	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)), time.Second)
-		if err == nil {
-			c.Close()
-			return s
-		}
-		select {
-		case <-exited:
-			t.Fatalf("sshd exited: %s", errOut.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sshd never listened on %d: %v; %s", s.port, err, errOut.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (s *sshd) keygen(name string) {
-	s.t.Helper()
-	out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", filepath.Join(s.dir, name)).CombinedOutput()
-	if err != nil {
-		s.t.Fatalf("ssh-keygen %s: %v: %s", name, err, out)
-	}
+	return &sshd{Server: srv, t: t, user: srv.User}
 }
 
 // host is the --host address of this server.
-func (s *sshd) host() string {
-	return fmt.Sprintf("ssh://%s@127.0.0.1:%d", s.user, s.port)
-}
+func (s *sshd) host() string { return s.Host() }
 
-// env is the environment of a client using key: HARNESS_SSH_COMMAND with
-// the key and no host-key prompt, no user ssh config.
+// env is the environment of a client using key.
 func (s *sshd) env(key string) []string {
-	ssh := fmt.Sprintf("ssh -F /dev/null -i %s -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
-		filepath.Join(s.dir, key))
-	return append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=", "HARNESS_HOST=", "HARNESS_SSH_COMMAND="+ssh)
+	return append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=", "HARNESS_HOST=", "HARNESS_SSH_COMMAND="+s.SSHCommand(key))
 }
 
 // run runs the CLI against host (another sshd's port, say) with key.
@@ -210,10 +112,10 @@ args = ["100000"]
 		return fmt.Sprintf("%s --socket %s bridge --grant %s", harnessBin, f.socket, grant)
 	}
 	s := newSSHD(t,
-		sshKey{name: "watcher", command: bridge("read")},
-		sshKey{name: "answerer", command: bridge("read,input")},
-		sshKey{name: "operator", command: bridge("read,write,input")},
-		sshKey{name: "shell"}, // no forced command: runs what the client asks
+		sshKey{Name: "watcher", Command: bridge("read")},
+		sshKey{Name: "answerer", Command: bridge("read,input")},
+		sshKey{Name: "operator", Command: bridge("read,write,input")},
+		sshKey{Name: "shell"}, // no forced command: runs what the client asks
 	)
 	f.waitState("echo", "running")
 
@@ -343,8 +245,7 @@ args = ["100000"]
 		// The windows' shells share the tmux server's environment: each
 		// command line carries its key.
 		attach := func(key string, args ...string) string {
-			ssh := strings.TrimPrefix(s.env(key)[len(s.env(key))-1], "HARNESS_SSH_COMMAND=")
-			return "HARNESS_SSH_COMMAND=" + shellQuote(ssh) + " " + harnessBin + " --host " + s.host() + " attach " + strings.Join(args, " ")
+			return "HARNESS_SSH_COMMAND=" + shellQuote(s.SSHCommand(key)) + " " + harnessBin + " --host " + s.host() + " attach " + strings.Join(args, " ")
 		}
 		x.window("rw")
 		x.typeLine("rw", attach("operator", "echo"))
