@@ -31,6 +31,10 @@ import (
 // deadline, so a wedged daemon cannot hang a CLI verb forever.
 const HandshakeTimeout = 10 * time.Second
 
+// SSHHandshakeTimeout is HandshakeTimeout for a daemon reached through
+// ssh (--host), whose connection set-up can take seconds on its own.
+const SSHHandshakeTimeout = 60 * time.Second
+
 // eventBuffer is the queue length of each Subscribe channel.
 const eventBuffer = 256
 
@@ -143,6 +147,10 @@ func handshake(ctx context.Context, nc net.Conn, r io.Reader, socket string, hel
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(HandshakeTimeout)
+		if IsRemote(socket) {
+			// ssh's connection, key exchange and the remote shell come first.
+			deadline = time.Now().Add(SSHHandshakeTimeout)
+		}
 	}
 	if err := nc.SetDeadline(deadline); err != nil {
 		return w, fmt.Errorf("handshake with %s: %w", socket, err)
@@ -215,6 +223,9 @@ func watch(ctx context.Context, nc net.Conn) (unwatch func()) {
 func handshakeErr(ctx context.Context, socket string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("handshake with %s: %w", socket, ctx.Err())
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("no answer from the daemon at %s in time for the handshake: %w: %w", socket, err, errcode.ErrDaemonUnavailable)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
 		return fmt.Errorf("daemon at %s closed the connection during the handshake: %w: %w",
