@@ -81,7 +81,8 @@ func runDemo(cmd *cobra.Command, exitAfter time.Duration) error {
 	}
 	defer logFile.Close()
 
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: a demo whose terminal closed left its dir behind (issue 36).
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if exitAfter > 0 {
 		var cancel context.CancelFunc

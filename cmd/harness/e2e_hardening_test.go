@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -305,5 +306,49 @@ func TestScenario_AProcessUpstreamsEnvFileValuesAreMasked(t *testing.T) {
 	res := callTool(t, s, "up__env", map[string]any{"key": "UP_TOKEN"})
 	if got := text(t, res); strings.Contains(got, secret) || !strings.Contains(got, "[masked]") {
 		t.Fatalf("up__env UP_TOKEN answered %q, want it masked", got)
+	}
+}
+
+// TestScenario_DemoCleansUpOnSIGHUP: a demo whose terminal is closed
+// (SIGHUP) stopped its daemon but left its temp dir behind (issue 36); it
+// now cleans up as on Ctrl-C.
+func TestScenario_DemoCleansUpOnSIGHUP(t *testing.T) {
+	cmd := exec.Command(harnessBin, "demo")
+	cmd.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	w := lockedWriter{&mu, &buf}
+	cmd.Stdout, cmd.Stderr = w, w
+	output := func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	sockRe := regexp.MustCompile(`export HARNESS_SOCKET=(\S+)`)
+	var socket string
+	for deadline := time.Now().Add(30 * time.Second); socket == ""; time.Sleep(50 * time.Millisecond) {
+		if m := sockRe.FindStringSubmatch(output()); m != nil {
+			socket = m[1]
+		} else if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("demo printed no socket:\n%s", output())
+		}
+	}
+	dir := filepath.Dir(socket)
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("demo did not exit on SIGHUP")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		os.RemoveAll(dir)
+		t.Fatalf("demo dir %s left behind after SIGHUP (%v)", dir, err)
 	}
 }
