@@ -53,7 +53,7 @@ func (b *fakeBackend) Call(_ context.Context, c api.Caller, op string, args json
 	switch op {
 	case api.OpList:
 		return []map[string]any{
-			{"name": "a", "state": "running", "project": "p", "restart_count": 2},
+			{"name": "a", "state": "stopped", "project": "p", "restart_count": 2, "hold": map[string]any{"reason": "hours", "note": "outside 09:00-18:00"}},
 			{"name": "w", "state": "running", "agent_state": "waiting", "prompt": "Allow Bash?", "choices": []string{"Yes", "No"}},
 		}, nil
 	case api.OpDescribe:
@@ -285,8 +285,8 @@ func TestScenario_SignInSetsAStrictCookieAndShowsTheFleetWaitingFirst(t *testing
 	if iw < 0 || ia < 0 || iw > ia {
 		t.Fatalf("the waiting agent is not listed first (w at %d, a at %d)", iw, ia)
 	}
-	if !strings.Contains(body, "Allow Bash?") || !strings.Contains(body, "project p") {
-		t.Fatal("the fleet lacks the waiting prompt or the project group")
+	if !strings.Contains(body, "Allow Bash?") || !strings.Contains(body, "project p") || !strings.Contains(body, "⏸ hours") {
+		t.Fatal("the fleet lacks the waiting prompt, the project group or the hold")
 	}
 	st, body, _ = r.page(c, "/h/w")
 	if st != 200 || !strings.Contains(body, `data-choice="1"`) || !strings.Contains(body, `data-choice="2"`) {
