@@ -64,7 +64,8 @@ func TestQuickRun(t *testing.T) {
 	o.LogCalls = 200
 	o.TopIdle, o.TopSamples = time.Second, 2
 	o.Keys = 10
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	// 90 s is the quick run's budget on 2 quiet cores; -race multiplies it.
+	ctx, cancel := context.WithTimeout(context.Background(), raceScale*90*time.Second)
 	defer cancel()
 	rep, err := run(ctx, o)
 	if err != nil {
