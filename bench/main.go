@@ -124,7 +124,7 @@ func main() {
 	o := defaults(quick)
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
-	parts := fs.String("parts", "calls,fleet,calllog,top,attach", "parts to run: calls (part 1), fleet (parts 2, 2b and 3), tui (part 2b alone), calllog (part 4), top (part 5), attach (part 6)")
+	parts := fs.String("parts", "calls,fleet,calllog,top,attach", "parts to run: calls (part 1), fleet (parts 2, 2b and 3), tui (part 2b alone), calllog (part 4), top (part 5), attach (part 6), notify (part 8, on request)")
 	paths := fs.String("paths", strings.Join(pathOrder, ","), "paths of part 1 (the targets need a, a1, r, r', b and b')")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
@@ -236,6 +236,11 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if o.Parts["ssh"] {
 		if err := runSSH(ctx, o, bin, tmp, rep); err != nil {
 			return rep, fmt.Errorf("part 7: %w", err)
+		}
+	}
+	if o.Parts["notify"] {
+		if err := runNotify(ctx, o, bin, tmp, rep); err != nil {
+			return rep, fmt.Errorf("part 8: %w", err)
 		}
 	}
 	rep.LoadAfter = loadAvg()
