@@ -2,14 +2,18 @@ package interop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/harness-dev/harness/internal/agent/modelapi"
+	"github.com/harness-dev/harness/internal/api"
 )
 
 // Real agent CLIs from npm (interop/tui/package-lock.json) run as
@@ -66,7 +70,7 @@ func newAgentFleet(t *testing.T, spec agentSpec, o modelapi.AgentOptions) *agent
 // screenHas waits until the screen shows every phrase.
 func (af *agentFleet) screenHas(what string, phrases ...string) tuiScreen {
 	af.t.Helper()
-	return af.settle(what, func(s tuiScreen) bool {
+	has := func(s tuiScreen) bool {
 		text := strings.Join(s.Lines, "\n")
 		for _, p := range phrases {
 			if !strings.Contains(text, p) {
@@ -74,7 +78,11 @@ func (af *agentFleet) screenHas(what string, phrases ...string) tuiScreen {
 			}
 		}
 		return true
-	})
+	}
+	if s := af.screen(); has(s) {
+		return s // settle waits for the next output, which may never come
+	}
+	return af.settle(what, has)
 }
 
 // ask types a prompt into the agent and presses Enter.
@@ -131,5 +139,160 @@ func TestAgent_ScriptedModelAnswersEachAgent(t *testing.T) {
 			}
 			af.screenHas("the scripted answer", "forty-two")
 		})
+	}
+}
+
+// agentWait is `harness wait NAME --state S[,S] --json`.
+type agentWait struct {
+	Name       string     `json:"name"`
+	TimedOut   bool       `json:"timed_out"`
+	Agent      string     `json:"agent"`
+	AgentState string     `json:"agent_state"`
+	WaitingFor string     `json:"waiting_for"`
+	Prompt     string     `json:"prompt"`
+	Choices    []string   `json:"choices"`
+	Until      *time.Time `json:"until"`
+	Message    string     `json:"agent_message"`
+}
+
+// waitState waits (harness wait --state) until the agent is in one of
+// states, failing with the screen after two minutes.
+func (af *agentFleet) waitState(states ...string) agentWait {
+	af.t.Helper()
+	out, errOut, code := af.run("wait", af.name, "--state", strings.Join(states, ","), "--timeout", "2m", "--json")
+	var w agentWait
+	if err := json.Unmarshal([]byte(out), &w); err != nil || code != 0 {
+		af.t.Fatalf("wait --state %v: exit %d (%v): %s%s\nscreen %s", states, code, err, out, errOut, af.screen())
+	}
+	return w
+}
+
+// waitAgent waits on the event subscription (kind agent) until the
+// agent's state satisfies ok, starting from its list row.
+func (af *agentFleet) waitAgent(what string, ok func(agentWait) bool) agentWait {
+	af.t.Helper()
+	if r := af.row(); ok(r) {
+		return r
+	}
+	deadline := time.After(2 * time.Minute)
+	for {
+		select {
+		case ev, open := <-af.events:
+			if !open {
+				af.t.Fatalf("the event subscription ended waiting for %s", what)
+			}
+			if ev.Kind != api.EventAgent || ev.Unit != af.name || ev.Agent == nil {
+				continue
+			}
+			a := ev.Agent
+			w := agentWait{Name: af.name, Agent: a.Agent, AgentState: string(a.AgentState), WaitingFor: string(a.WaitingFor),
+				Prompt: a.Prompt, Choices: a.Choices, Until: a.Until, Message: a.AgentMessage}
+			if ok(w) {
+				return w
+			}
+		case <-deadline:
+			af.t.Fatalf("%s: no %s within 2 minutes; row %+v\nscreen %s", af.name, what, af.row(), af.screen())
+		}
+	}
+}
+
+// row is the agent's list --json row.
+func (af *agentFleet) row() agentWait {
+	af.t.Helper()
+	var rows []agentWait
+	af.mustJSON(&rows, "list")
+	for _, r := range rows {
+		if r.Name == af.name {
+			return r
+		}
+	}
+	af.t.Fatalf("no list row for %s", af.name)
+	return agentWait{}
+}
+
+// TestAgent_StatesOfRealAgents drives each agent CLI through its states
+// against the scripted model, each seen through `harness wait --state`
+// and `harness list --json` (DESIGN §16): its first-run dialogs as
+// waiting(trust / choice), ready at its prompt, working while the model
+// streams slowly, waiting(permission) with the command and the choices
+// when the model asks to run a shell command, ready again once the
+// command ran (the file appears), limited with the reset time the agent
+// shows after a scripted usage-limit answer.
+func TestAgent_StatesOfRealAgents(t *testing.T) {
+	for _, spec := range []agentSpec{claudeSpec, geminiSpec, codexSpec} {
+		t.Run(spec.agent, func(t *testing.T) {
+			af := newAgentFleet(t, spec, modelapi.AgentOptions{Trusted: spec.agent == "codex"})
+			switch spec.agent {
+			case "claude-code":
+				w := af.waitState("waiting")
+				if w.WaitingFor != "trust" || !slices.Contains(w.Choices, "Yes, I trust this folder") || w.Prompt == "" {
+					t.Fatalf("first dialog: %+v", w)
+				}
+				af.answer(w, "Yes, I trust this folder", "Down")
+				w = af.waitAgent("the API key dialog", func(w agentWait) bool { return w.WaitingFor == "choice" })
+				if w.WaitingFor != "choice" || !slices.Equal(w.Choices, []string{"Yes", "No (recommended)"}) || !strings.Contains(w.Prompt, "API key") {
+					t.Fatalf("second dialog: %+v", w)
+				}
+				af.answer(w, "Yes", "Up")
+			case "gemini":
+				w := af.waitState("waiting")
+				if w.WaitingFor != "trust" || len(w.Choices) != 3 || !strings.HasPrefix(w.Choices[0], "Trust folder") {
+					t.Fatalf("first dialog: %+v", w)
+				}
+				af.answer(w, w.Choices[0])
+			}
+			if w := af.waitState("ready"); w.Agent != spec.agent {
+				t.Fatalf("ready: %+v", w)
+			}
+
+			af.api.Script(modelapi.Turn{Text: strings.Repeat("slowly streamed words ", 12), Chunks: 12, Delay: 700 * time.Millisecond})
+			af.ask("Answer slowly")
+			af.mainRequest(0)
+			af.waitState("working")
+			af.waitState("ready")
+
+			af.api.Script(modelapi.Turn{Shell: "touch made-by-agent"}, modelapi.Turn{Text: "Made the file."})
+			af.ask("Make the file")
+			w := af.waitState("waiting")
+			if w.WaitingFor != "permission" || !strings.Contains(w.Prompt, "touch made-by-agent") || len(w.Choices) < 2 {
+				t.Fatalf("permission: %+v\nscreen %s", w, af.screen())
+			}
+			if r := af.row(); r.AgentState != "waiting" || r.Prompt != w.Prompt || !slices.Equal(r.Choices, w.Choices) {
+				t.Errorf("list row %+v, want the waiting state %+v", r, w)
+			}
+			af.answer(w, w.Choices[0])
+			af.mainRequest(2)
+			af.waitState("ready")
+			if _, err := os.Stat(filepath.Join(af.work, "made-by-agent")); err != nil {
+				t.Errorf("the approved command did not run: %v", err)
+			}
+
+			reset := time.Now().Add(3 * time.Hour).Truncate(time.Minute)
+			af.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: reset}})
+			af.ask("Go on")
+			w = af.waitState("limited")
+			t.Logf("limited: %+v", w)
+			switch spec.agent {
+			case "gemini":
+				// Gemini CLI says the limit is reached but not until when.
+			default:
+				if w.Until == nil || w.Until.Sub(reset).Abs() > time.Minute {
+					t.Errorf("limited until %v, want %v (the reset the agent shows): %+v", w.Until, reset, w)
+				}
+			}
+		})
+	}
+}
+
+// answer picks choice of the dialog w, by the keys a person would press
+// (keys, then Enter).
+func (af *agentFleet) answer(w agentWait, choice string, keys ...string) {
+	af.t.Helper()
+	args := []string{"send", af.name}
+	for _, k := range append(keys, "Enter") {
+		args = append(args, "--key", k)
+	}
+	if out, errOut, code := af.run(args...); code != 0 {
+		af.t.Fatalf("answer %q: exit %d: %s%s", choice, code, out, errOut)
 	}
 }

@@ -81,22 +81,34 @@ func isBlankRow(s string) bool {
 	return true
 }
 
-// waitCmd is `harness wait NAME --idle D [--timeout D]` (DESIGN §12): exit
-// 0 once the harness has been idle that long, 124 on timeout.
+// waitCmd is `harness wait NAME --idle D [--timeout D]` (DESIGN §12) and
+// `harness wait NAME --state S[,S] [--timeout D]` (§16): exit 0 once the
+// harness has been idle that long, or its agent is in one of the states;
+// 124 on timeout.
 func waitCmd(g *globals) *cobra.Command {
 	var idle, timeout time.Duration
+	var states []string
 	cmd := &cobra.Command{
-		Use:   "wait NAME --idle D [--timeout D]",
-		Short: "Wait until a harness has been idle (no output) for D; exit 124 on timeout",
+		Use:   "wait NAME (--idle D | --state S[,S]) [--timeout D]",
+		Short: "Wait until a harness has been idle (no output) for D, or its agent is in a state; exit 124 on timeout",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("idle") {
-				return errcode.Errorf(errcode.InvalidArgument, "wait: --idle is required (how long the harness must have been quiet, e.g. --idle 5s)")
+			byState := cmd.Flags().Changed("state")
+			if byState == cmd.Flags().Changed("idle") {
+				return errcode.Errorf(errcode.InvalidArgument, "wait: give --idle (how long the harness must have been quiet, e.g. --idle 5s) or --state (agent states, e.g. --state ready,waiting)")
 			}
 			if idle < 0 || timeout < 0 {
 				return errcode.Errorf(errcode.InvalidArgument, "wait: --idle and --timeout must not be negative")
 			}
 			a := api.WaitArgs{Name: g.unitName(cmd, args[0]), IdleS: idle.Seconds(), TimeoutS: timeout.Seconds()}
+			for _, s := range states {
+				if s = strings.TrimSpace(s); s != "" {
+					a.State = append(a.State, api.AgentState(s))
+				}
+			}
+			if byState && len(a.State) == 0 {
+				return errcode.Errorf(errcode.InvalidArgument, "wait: --state needs at least one agent state")
+			}
 			var res api.WaitResult
 			if err := g.call(cmd.Context(), api.OpWait, a, &res); err != nil {
 				return err
@@ -107,8 +119,12 @@ func waitCmd(g *globals) *cobra.Command {
 				if err := emit(w, res); err != nil {
 					return err
 				}
+			case res.TimedOut && byState:
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: agent not %s within the timeout (it is %s)\n", res.Name, strings.Join(states, " or "), agentText(res.AgentView))
 			case res.TimedOut:
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s: not idle for %s within the timeout\n", res.Name, idle)
+			case byState:
+				fmt.Fprintf(w, "%s: %s\n", res.Name, agentText(res.AgentView))
 			default:
 				fmt.Fprintf(w, "%s: idle for %.1fs\n", res.Name, res.IdleS)
 			}
@@ -119,6 +135,7 @@ func waitCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&idle, "idle", 0, "how long the harness must have been idle (at least its idle_after)")
+	cmd.Flags().StringSliceVar(&states, "state", nil, "agent states to wait for: starting, working, waiting, ready, limited, error (comma separated)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long and exit 124 (default 10m)")
 	addJSON(cmd, g)
 	return callsOps(cmd, api.OpWait)

@@ -24,13 +24,13 @@ func unitsVerb(g *globals, use, short string, args func(*cobra.Command) (api.Lis
 	return listVerb(g, listing[api.UnitInfo]{
 		use: use, short: short, op: api.OpList,
 		request: func(cmd *cobra.Command, _ []string) (any, error) { return args(cmd) },
-		header:  "NAME\tSTATE\tACTIVITY\tENABLED\tPID\tRESTARTS\tEXIT\tSCHEDULE\tDESCRIPTION",
+		header:  "NAME\tSTATE\tACTIVITY\tAGENT\tENABLED\tPID\tRESTARTS\tEXIT\tSCHEDULE\tDESCRIPTION",
 		row: func(u api.UnitInfo) []string {
 			state := u.State
 			if u.Hold != nil {
 				state += " (held: " + string(u.Hold.Reason) + ")"
 			}
-			return []string{u.Name, state, activityText(u), fmt.Sprint(u.Enabled), pidStr(u.PID), fmt.Sprint(u.RestartCount), intPtr(u.LastExitCode), u.Schedule, u.Description}
+			return []string{u.Name, state, activityText(u), agentShort(u.AgentView), fmt.Sprint(u.Enabled), pidStr(u.PID), fmt.Sprint(u.RestartCount), intPtr(u.LastExitCode), u.Schedule, u.Description}
 		},
 	}, nil)
 }
@@ -53,6 +53,9 @@ func describeCmd(g *globals) *cobra.Command {
 				d.Name, d.State, d.Enabled, pidStr(d.PID), d.RestartCount, intPtr(d.LastExitCode))
 			if d.Activity != "" {
 				fmt.Fprintf(w, "activity:       %s\n", activityText(d.UnitInfo))
+			}
+			if d.Agent != "" {
+				fmt.Fprintf(w, "agent:          %s\n", agentText(d.AgentView))
 			}
 			if d.Description != "" {
 				fmt.Fprintf(w, "description:    %s\n", d.Description)

@@ -27,37 +27,71 @@ type Rule struct {
 	Name       string
 	State      api.AgentState
 	WaitingFor api.WaitingFor
+	// After limits When, Unless and the choices to the rows from the last
+	// one matching After down (the latest turn, or the dialog below its
+	// question); nil reads the whole screen.
+	After *regexp.Regexp
 	// When: every pattern matches at least one row. Unless: none does.
 	When, Unless []*regexp.Regexp
-	// Prompt, when set, matches the row the prompt is read from: its
-	// first group when it has one, else the whole row trimmed. With
-	// PromptNext it is the next non-blank row instead (a command shown
-	// under its title).
+	// Prompt, when set, matches the row (anywhere on the screen) the
+	// prompt is read from: its first group when it has one, else the whole
+	// row. With PromptNext it is the next non-blank row instead (a command
+	// shown under its title).
 	Prompt     *regexp.Regexp
 	PromptNext bool
 	// Choice matches the rows of the choices, in screen order; group 1 is
-	// the choice's text.
+	// the choice's text. Marker matches the row of the choice the
+	// dialog's cursor is on (default: a row starting with ❯, ›, > or ●).
 	Choice *regexp.Regexp
-	// Keys returns the keys (harness send names: "Enter", "Down", "Up",
-	// "Esc", or text) that pick choice i of n, 0-based, from where the
-	// dialog opens. Nil: the choice's number, then nothing else.
-	Keys func(i, n int) []string
+	Marker *regexp.Regexp
+	// Message: the row of the first When pattern is the state's message
+	// (AgentMessage), for limited and error.
+	Message bool
 	// Until reads when a limited agent may go on, from the screen text.
 	Until func(text string, now time.Time) (time.Time, bool)
 }
 
+// defaultMarker is the cursor of a list dialog in the three agents.
+var defaultMarker = regexp.MustCompile(`^\s*[│┃]?\s*[❯›>●]\s`)
+
 // re compiles a rule pattern; a bad one is a programming error.
 func re(s string) *regexp.Regexp { return regexp.MustCompile(s) }
 
+// res compiles several patterns.
+func res(ss ...string) []*regexp.Regexp {
+	out := make([]*regexp.Regexp, len(ss))
+	for i, s := range ss {
+		out[i] = re(s)
+	}
+	return out
+}
+
+// region is the rows r reads.
+func (r *Rule) region(lines []string) []string {
+	if r.After == nil {
+		return lines
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if r.After.MatchString(lines[i]) {
+			return lines[i:]
+		}
+	}
+	return nil
+}
+
 // matches reports whether r's When all match and none of its Unless do.
 func (r *Rule) matches(lines []string) bool {
+	reg := r.region(lines)
+	if reg == nil {
+		return false
+	}
 	for _, p := range r.When {
-		if !anyRow(p, lines) {
+		if !anyRow(p, reg) {
 			return false
 		}
 	}
 	for _, p := range r.Unless {
-		if anyRow(p, lines) {
+		if anyRow(p, reg) {
 			return false
 		}
 	}
@@ -65,12 +99,17 @@ func (r *Rule) matches(lines []string) bool {
 }
 
 func anyRow(p *regexp.Regexp, lines []string) bool {
+	_, ok := firstRow(p, lines)
+	return ok
+}
+
+func firstRow(p *regexp.Regexp, lines []string) (string, bool) {
 	for _, l := range lines {
 		if p.MatchString(l) {
-			return true
+			return l, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // Classify returns the agent's state on s: the first rule that matches,
@@ -83,24 +122,32 @@ func (a *Adapter) Classify(s Screen, now time.Time) Status {
 		st.AgentState = api.AgentStarting
 		return st
 	}
-	for i := range a.Rules {
-		r := &a.Rules[i]
-		if !r.matches(s.Lines) {
-			continue
-		}
-		st.AgentState, st.WaitingFor = r.State, r.WaitingFor
-		st.Prompt = r.prompt(s.Lines)
-		st.Choices = r.choices(s.Lines)
-		if r.Until != nil {
-			if t, ok := r.Until(strings.Join(s.Lines, "\n"), now); ok && !t.IsZero() {
-				st.Until = &t
-			}
+	if len(a.Rules) > 0 && blank(s.Lines) {
+		// Nothing on screen: a known agent clearing it to start (again,
+		// as Gemini CLI does after a trust answer) is not ready yet.
+		st.AgentState = api.AgentStarting
+		return st
+	}
+	r, ok := a.Rule(s)
+	if !ok {
+		st.AgentState = api.AgentReady
+		if s.Busy {
+			st.AgentState = api.AgentWorking
 		}
 		return st
 	}
-	st.AgentState = api.AgentReady
-	if s.Busy {
-		st.AgentState = api.AgentWorking
+	st.AgentState, st.WaitingFor = r.State, r.WaitingFor
+	st.Prompt = r.prompt(s.Lines)
+	st.Choices = r.choices(s.Lines)
+	if r.Message && len(r.When) > 0 {
+		if row, ok := firstRow(r.When[0], r.region(s.Lines)); ok {
+			st.AgentMessage = clean(row)
+		}
+	}
+	if r.Until != nil {
+		if t, ok := r.Until(strings.Join(r.region(s.Lines), "\n"), now); ok && !t.IsZero() {
+			st.Until = &t
+		}
 	}
 	return st
 }
@@ -143,23 +190,55 @@ func (r *Rule) prompt(lines []string) string {
 	return ""
 }
 
-func (r *Rule) choices(lines []string) []string {
+// choiceRows returns the choices' texts and the index of each one's row.
+func (r *Rule) choiceRows(lines []string) (texts []string, rows []string) {
 	if r.Choice == nil {
-		return nil
+		return nil, nil
 	}
-	var out []string
-	for _, l := range lines {
+	for _, l := range r.region(lines) {
 		if m := r.Choice.FindStringSubmatch(l); m != nil && len(m) > 1 {
 			if t := clean(m[1]); t != "" {
-				out = append(out, t)
+				texts = append(texts, t)
+				rows = append(rows, l)
 			}
 		}
 	}
-	return out
+	return texts, rows
+}
+
+func (r *Rule) choices(lines []string) []string {
+	texts, _ := r.choiceRows(lines)
+	return texts
+}
+
+// Selected returns the index of the choice the dialog's cursor is on, or
+// -1 when no choice row carries the marker.
+func (r *Rule) Selected(lines []string) int {
+	_, rows := r.choiceRows(lines)
+	marker := r.Marker
+	if marker == nil {
+		marker = defaultMarker
+	}
+	for i, l := range rows {
+		if marker.MatchString(l) {
+			return i
+		}
+	}
+	return -1
 }
 
 // clean trims a row's text of blanks and of the box-drawing borders TUIs
 // draw around dialogs.
 func clean(s string) string {
 	return strings.TrimSpace(strings.Trim(strings.TrimSpace(s), "│┃║|╭╮╰╯─"))
+}
+
+// blank reports whether no row shows anything.
+func blank(lines []string) bool {
+	for _, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			return false
+		}
+	}
+	return true
 }

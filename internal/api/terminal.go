@@ -58,18 +58,22 @@ type Screen struct {
 }
 
 // WaitArgs are the arguments of `wait`: return once the harness has been
-// idle for IdleS seconds, or after TimeoutS (TimedOut set).
+// idle for IdleS seconds, or (State, DESIGN §16) once its agent is in one
+// of the states listed; after TimeoutS either way (TimedOut set).
 type WaitArgs struct {
-	Name     string  `json:"name"`
-	IdleS    float64 `json:"idle_s"`
-	TimeoutS float64 `json:"timeout_s"`
+	Name     string       `json:"name"`
+	IdleS    float64      `json:"idle_s"`
+	State    []AgentState `json:"state,omitempty"`
+	TimeoutS float64      `json:"timeout_s"`
 }
 
-// WaitResult is the answer of `wait`.
+// WaitResult is the answer of `wait`. A wait for an agent state carries
+// the agent's state as it found it (on timeout, the last one).
 type WaitResult struct {
 	Name     string  `json:"name"`
 	IdleS    float64 `json:"idle_s"`
 	TimedOut bool    `json:"timed_out"`
+	AgentView
 }
 
 // SendArgs are the arguments of `send`: literal Text (as a bracketed paste

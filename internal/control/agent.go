@@ -1,13 +1,15 @@
 package control
 
 import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
-
-	"github.com/harness-dev/harness/internal/agent"
+	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/supervise"
-	"github.com/harness-dev/harness/internal/term"
 )
 
 // withAgent adds the agent of a harness to its list row (DESIGN §16) and,
@@ -19,11 +21,69 @@ func withAgent(ui *api.UnitInfo, u *unit, st supervise.Status) {
 		return
 	}
 	ui.Agent = h.Agent
-	t := u.sup.Term()
-	if t == nil || !st.HasRun() {
+	if !st.HasRun() {
 		return
 	}
-	a := agent.MustLookup(h.Agent)
-	v := a.Classify(agent.Screen{Busy: t.Activity().State == term.Busy}, time.Now())
-	ui.AgentView = v
+	if as := u.sup.AgentStatus(); as.RunID == st.RunID && as.AgentState != "" {
+		ui.AgentView = as.AgentView
+		ui.Agent = h.Agent
+	}
+}
+
+// waitAgent answers `wait --state`: it returns once the agent of the
+// harness's current run is in one of states, or after timeout with the
+// state it is in. A run that ends first is not_running.
+func (c *Control) waitAgent(ctx context.Context, a api.WaitArgs, timeout time.Duration) (api.WaitResult, error) {
+	for _, s := range a.State {
+		if !s.Valid() {
+			return api.WaitResult{}, errcode.Errorf(errcode.InvalidArgument, "unknown agent state %s (want one of %s)", errcode.Quote(string(s)), agentStateList())
+		}
+	}
+	u, _, st, err := c.terminalOf(a.Name)
+	if err != nil {
+		return api.WaitResult{}, err
+	}
+	run := st.RunID
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rctx, stop := context.WithCancelCause(wctx)
+	defer stop(nil)
+	go func() {
+		if _, err := c.opt.Runs.Wait(rctx, run); err == nil {
+			stop(errRunEnded)
+		}
+	}()
+	res := api.WaitResult{Name: a.Name}
+	for {
+		changed := u.sup.AgentChanged()
+		as := u.sup.AgentStatus()
+		if as.RunID == run {
+			res.AgentView = as.AgentView
+			if slices.Contains(a.State, as.AgentState) {
+				return res, nil
+			}
+		}
+		select {
+		case <-changed:
+		case <-rctx.Done():
+			switch {
+			case errors.Is(context.Cause(rctx), errRunEnded):
+				return res, errcode.Errorf(errcode.NotRunning, "%s: run %d ended while waiting for its agent to be %s", a.Name, run, joinStates(a.State))
+			case ctx.Err() == nil:
+				res.TimedOut = true
+				return res, nil
+			}
+			return res, ctx.Err()
+		}
+	}
+}
+
+func agentStateList() string { return joinStates(api.AgentStates()) }
+
+func joinStates(ss []api.AgentState) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
 }

@@ -87,6 +87,7 @@ func (c *Control) harnessUnitConfig(name string, h *config.Harness) supervise.Un
 		uc.Dir = c.worktreePath(name) // made before the first run (worktree.go)
 	}
 	uc.Timeout = h.Job.Timeout
+	uc.Agent = h.Agent
 	uc.ExtraEnv = []string{"HARNESS_SOCKET=" + c.opt.SocketPath}
 	if c.opt.MCPURL != "" {
 		uc.ExtraEnv = append(uc.ExtraEnv, "HARNESS_MCP_URL="+c.opt.MCPURL)

@@ -110,6 +110,12 @@ func (c *Control) Wait(ctx context.Context, a api.WaitArgs) (api.WaitResult, err
 	if err != nil {
 		return api.WaitResult{}, err
 	}
+	if len(a.State) > 0 {
+		if a.IdleS != 0 {
+			return api.WaitResult{}, errcode.Errorf(errcode.InvalidArgument, "wait for idle_s or for an agent state, not both")
+		}
+		return c.waitAgent(ctx, a, timeout)
+	}
 	_, t, st, err := c.terminalOf(a.Name)
 	if err != nil {
 		return api.WaitResult{}, err

@@ -134,6 +134,7 @@ func (a *actor) finishClose() {
 	}
 	if a.u.term != nil {
 		a.u.term.Close()
+		a.u.agent.close()
 	}
 	a.closeReply <- nil
 }
@@ -244,6 +245,7 @@ func (a *actor) onUpdate(m updateCmd) {
 	a.cfg.Name = name // a unit never changes its identity
 	if a.u.term != nil {
 		a.u.term.SetIdleAfter(a.cfg.IdleAfter)
+		a.u.agent.setAdapter(a.cfg.Agent)
 	}
 	a.publish() // config_changed is part of the snapshot
 	m.reply <- nil

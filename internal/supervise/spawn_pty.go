@@ -44,13 +44,14 @@ func (a *actor) startPTY(p *proc, attrs *syscall.SysProcAttr) (func(), error) {
 	p.master = master
 	p.cols, p.rows = cols, rows
 	a.u.term.Reset(int(cols), int(rows))
+	a.u.agent.begin(p.run)
 	a.publishInput(p)
 	a.u.out.started(p.run)
 	logger := a.deps.Logger.With(logkey.Run, p.run)
 	return func() {
 		go func() {
 			defer close(p.ioDone)
-			copyOutput(master, newPTYWriter(a.deps.Log, a.u.out, logger), logger)
+			copyOutput(master, newPTYWriter(a.u.agent, a.deps.Log, a.u.out, logger), logger)
 		}()
 	}, nil
 }

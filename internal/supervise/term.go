@@ -30,6 +30,7 @@ func newTerm(u *Unit, cfg UnitConfig, deps Deps) *term.Term {
 				ev.State, ev.RunID = string(st.State), st.RunID
 			}
 			onEvent(ev)
+			u.agent.activity(a)
 		},
 	})
 }
@@ -87,14 +88,15 @@ func (a *actor) onResize(m resizeCmd) {
 // attached viewers. Like logWriter it never fails, so the PTY keeps
 // draining.
 type ptyWriter struct {
+	agent  *agentTracker
 	l      *logs.Log
 	out    *fanout
 	logger *slog.Logger
 	once   *sync.Once
 }
 
-func newPTYWriter(l *logs.Log, out *fanout, logger *slog.Logger) ptyWriter {
-	return ptyWriter{l: l, out: out, logger: logger, once: new(sync.Once)}
+func newPTYWriter(agent *agentTracker, l *logs.Log, out *fanout, logger *slog.Logger) ptyWriter {
+	return ptyWriter{agent: agent, l: l, out: out, logger: logger, once: new(sync.Once)}
 }
 
 func (w ptyWriter) Write(p []byte) (int, error) {
@@ -102,5 +104,6 @@ func (w ptyWriter) Write(p []byte) (int, error) {
 		w.once.Do(func() { w.logger.Warn("supervise: output dropped", logkey.Err, err) })
 	}
 	w.out.write(p)
+	w.agent.output()
 	return len(p), nil
 }

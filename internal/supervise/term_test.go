@@ -51,6 +51,8 @@ func runTermHelper(mode string) (int, bool) {
 			fmt.Printf("size %dx%d\n", cols, rows)
 			<-ch
 		}
+	case "agent":
+		agentHelper()
 	default:
 		return runInputHelper(mode)
 	}

@@ -52,6 +52,10 @@ type UnitConfig struct {
 	Timeout time.Duration
 	// Resources limit each run in cgroup mode (cgroup.Limits; zero: none).
 	Resources cgroup.Limits
+	// Agent names the adapter that reads the harness's agent state from
+	// its screen (agent.Infer when the config sets none; "" is generic).
+	// It applies at once.
+	Agent string
 }
 
 // spawnEqual reports whether a and b spawn the same process, i.e. whether a

@@ -39,6 +39,8 @@ type Unit struct {
 	out    *fanout    // harnesses only: PTY output to the terminal and the attached viewers
 	// input is the PTY master of the current run, for Input (harnesses only).
 	input atomic.Pointer[ptyInput]
+	// agent derives the agent state from the terminal (harnesses only).
+	agent *agentTracker
 }
 
 // New starts the actor of one unit. The unit begins stopped and not
@@ -69,6 +71,7 @@ func New(cfg UnitConfig, deps Deps) *Unit {
 	deps.Logger = deps.Logger.With(logkey.Unit, cfg.Name)
 	u := &Unit{name: cfg.Name, inbox: make(chan any, 16), done: make(chan struct{})}
 	if cfg.Kind != KindUpstream {
+		u.agent = newAgentTracker(u, cfg, deps)
 		u.term = newTerm(u, cfg, deps)
 		u.out = newFanout(cfg.Name, u.term)
 	}

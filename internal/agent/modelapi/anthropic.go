@@ -127,7 +127,7 @@ func anthropicError(w http.ResponseWriter, e *Error) {
 		h.Set("anthropic-ratelimit-unified-representative-claim", "five_hour")
 		h.Set("retry-after", strconv.Itoa(max(1, int(time.Until(reset).Seconds()))))
 		if msg == "" {
-			msg = "Usage limit reached for your plan."
+			msg = "Usage limit reached for your plan · resets " + reset.Local().Format("3:04pm")
 		}
 	}
 	if status == http.StatusTooManyRequests || e.UsageLimit {

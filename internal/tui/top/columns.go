@@ -83,10 +83,14 @@ var fleetColumns = []column{
 }
 
 // activityCell is busy, idle with how long, or for an upstream its tool
-// count; "-" while the daemon reports no activity.
+// count; "-" while the daemon reports no activity. A known agent shows its
+// agent state instead: working, waiting, ready, limited, ...
 func activityCell(r row, now time.Time) string {
 	if r.kind == rowUpstream {
 		return fmt.Sprintf("%d tools", r.up.Tools)
+	}
+	if agentShown(r) {
+		return string(r.unit.AgentState)
 	}
 	if d, ok := r.unit.idleFor(now); ok {
 		return "idle " + age(d)
@@ -95,6 +99,13 @@ func activityCell(r row, now time.Time) string {
 		return r.unit.Activity
 	}
 	return "-"
+}
+
+// agentShown reports whether a row's activity cell shows its agent state
+// (DESIGN §16) instead of busy/idle: for a known agent with a run. A
+// generic harness's state is busy/idle under other names.
+func agentShown(r row) bool {
+	return r.kind == rowUnit && r.unit.AgentState != "" && r.unit.Agent != "generic"
 }
 
 // age is a duration in one unit, coarse enough to fit a narrow column.

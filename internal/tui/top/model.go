@@ -261,6 +261,17 @@ func (m *Model) onEvent(ev api.Event) tea.Cmd {
 	case ev.Kind == api.EventActivity:
 		// The event carries all there is to know: no fetch.
 		return m.onActivity(ev)
+	case ev.Kind == api.EventAgent:
+		if u, ok := m.units[ev.Unit]; ok && ev.Agent != nil {
+			u.AgentView = *ev.Agent // all there is to know, as for activity
+			if m.filter != "" {
+				m.rowsStale = true
+			}
+			if ev.Unit == m.sel {
+				m.dirtySel = true
+			}
+		}
+		return nil
 	case isUpstreamUnit(ev.Unit):
 		m.dirtyUps = true
 		m.upFollow, m.upDelay = upstreamFollowUps, 200*time.Millisecond
@@ -269,6 +280,7 @@ func (m *Model) onEvent(ev api.Event) tea.Cmd {
 		m.dirty[ev.Unit] = true
 		if u, ok := m.units[ev.Unit]; ok && ev.Kind == api.EventExit {
 			u.Activity, u.IdleS = "", nil // the run that was busy or idle is over
+			u.AgentView = api.AgentView{Agent: u.Agent}
 		}
 	}
 	if ev.Unit != "" && ev.Unit == m.sel {

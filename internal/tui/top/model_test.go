@@ -570,3 +570,29 @@ func count(calls []string, call string) int {
 
 // dirtyCount is how many units wait for the debounced fetch (tests).
 func (m *Model) dirtyCount() int { return len(m.dirty) }
+
+// TestScenario_AWaitingAgentStandsOut: an agent event (DESIGN §16) puts a
+// known agent's state in the activity column without a fetch, a waiting
+// one drawn in its own colours; a generic harness keeps busy/idle.
+func TestScenario_AWaitingAgentStandsOut(t *testing.T) {
+	f := smallFleet()
+	d := newDriver(t, f, 120, 30, nil)
+	d.advance(selectDelay)
+	f.takeCalls()
+	d.event(api.Event{Kind: api.EventAgent, Unit: "web/api", Agent: &api.AgentView{Agent: "claude-code",
+		AgentState: api.AgentWaiting, WaitingFor: api.WaitingPermission, Prompt: "rm -rf build", Choices: []string{"Yes", "No"}}})
+	if l := d.line("api"); !strings.Contains(l, "waiting") {
+		t.Fatalf("api row after a waiting event: %q", l)
+	}
+	if calls := f.takeCalls(); len(calls) != 0 {
+		t.Errorf("an agent event fetched %v", calls)
+	}
+	if !strings.Contains(d.m.Render(), agentStyles[api.AgentWaiting].Styled(pad("waiting", 10, false))) {
+		t.Errorf("the waiting cell is not drawn to stand out:\n%q", d.m.Render())
+	}
+	d.event(api.Event{Kind: api.EventAgent, Unit: "beta", Agent: &api.AgentView{Agent: "generic", AgentState: api.AgentReady}})
+	d.event(api.Event{Kind: api.EventActivity, Unit: "beta", Activity: api.ActivityBusy, Time: d.now})
+	if l := d.line("beta"); !strings.Contains(l, "busy") {
+		t.Errorf("a generic harness shows %q, want busy", l)
+	}
+}

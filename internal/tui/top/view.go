@@ -18,7 +18,13 @@ var (
 	styleFaint    = ansi.Style{}.Faint()
 	styleSelected = ansi.Style{}.Reverse(true)
 	styleErr      = ansi.Style{}.ForegroundColor(ansi.Red)
-	stateStyles   = map[string]ansi.Style{
+	// agentStyles: an agent that needs a person stands out.
+	agentStyles = map[api.AgentState]ansi.Style{
+		api.AgentWaiting: ansi.Style{}.ForegroundColor(ansi.Black).BackgroundColor(ansi.Yellow).Bold(),
+		api.AgentLimited: ansi.Style{}.ForegroundColor(ansi.Magenta).Bold(),
+		api.AgentError:   ansi.Style{}.ForegroundColor(ansi.Red).Bold(),
+	}
+	stateStyles = map[string]ansi.Style{
 		"running":    ansi.Style{}.ForegroundColor(ansi.Green),
 		"starting":   ansi.Style{}.ForegroundColor(ansi.Yellow),
 		"restarting": ansi.Style{}.ForegroundColor(ansi.Yellow),
@@ -142,6 +148,11 @@ func (m *Model) renderRow(ps []placed, r row, selected bool, now time.Time) stri
 		cells[i] = pad(p.cell(r, now), p.width, p.right)
 		if !selected && p.title == "STATE" {
 			if st, ok := stateStyles[strings.TrimSpace(cells[i])]; ok {
+				cells[i] = st.Styled(cells[i])
+			}
+		}
+		if !selected && p.title == "ACTIVITY" && agentShown(r) {
+			if st, ok := agentStyles[r.unit.AgentState]; ok {
 				cells[i] = st.Styled(cells[i])
 			}
 		}

@@ -1,0 +1,135 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harness-dev/harness/internal/api"
+)
+
+// fixture reads a screen captured from the real agent
+// (testdata/AGENT/NAME.txt, one row per line).
+func fixture(t *testing.T, agent, name string) Screen {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", agent, name+".txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Screen{Lines: strings.Split(string(b), "\n"), Shown: true}
+}
+
+type want struct {
+	file       string
+	busy       bool
+	state      api.AgentState
+	waitingFor api.WaitingFor
+	prompt     string
+	choices    []string
+	selected   int
+	until      string // "15:04" in the test's location, "" for none
+}
+
+func checkFixtures(t *testing.T, agent string, cases []want) {
+	t.Helper()
+	a := MustLookup(agent)
+	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	for _, c := range cases {
+		s := fixture(t, agent, c.file)
+		s.Busy = c.busy
+		st := a.Classify(s, now)
+		if st.AgentState != c.state || st.WaitingFor != c.waitingFor || st.Prompt != c.prompt || !slices.Equal(st.Choices, c.choices) {
+			t.Errorf("%s/%s: got %s/%s prompt %q choices %q\nwant %s/%s prompt %q choices %q",
+				agent, c.file, st.AgentState, st.WaitingFor, st.Prompt, st.Choices, c.state, c.waitingFor, c.prompt, c.choices)
+		}
+		if r, ok := a.Rule(s); ok && c.choices != nil {
+			if got := r.Selected(s.Lines); got != c.selected {
+				t.Errorf("%s/%s: selected %d, want %d", agent, c.file, got, c.selected)
+			}
+		}
+		var until string
+		if st.Until != nil {
+			until = st.Until.Format("15:04")
+		}
+		if until != c.until {
+			t.Errorf("%s/%s: until %q, want %q", agent, c.file, until, c.until)
+		}
+	}
+}
+
+func TestScenario_ClaudeCodeScreens(t *testing.T) {
+	checkFixtures(t, ClaudeCode, []want{
+		{file: "trust", state: api.AgentWaiting, waitingFor: api.WaitingTrust,
+			prompt: "Is this a project you created or one you trust?", choices: []string{"No, exit", "Yes, I trust this folder"}, selected: 0},
+		{file: "apikey", state: api.AgentWaiting, waitingFor: api.WaitingChoice,
+			prompt: "Do you want to use this API key?", choices: []string{"Yes", "No (recommended)"}, selected: 1},
+		{file: "ready", state: api.AgentReady},
+		{file: "ready", busy: true, state: api.AgentReady},
+		{file: "working", busy: true, state: api.AgentWorking},
+		{file: "working", state: api.AgentWorking},
+		{file: "permission", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-agent",
+			choices: []string{"Yes", "Yes, and always allow access to /home/u/work-claude from this project",
+				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}, selected: 0},
+		{file: "answered", state: api.AgentReady},
+		{file: "limited", state: api.AgentLimited, until: "23:30"},
+	})
+}
+
+func TestScenario_ResetTimesAsAgentsShowThem(t *testing.T) {
+	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	for text, want := range map[string]string{
+		"Usage limit reached · resets 11:30pm":                    "2026-12-01 23:30",
+		"You've hit your limit · resets 3pm":                      "2026-12-02 15:00",
+		"Try again at 8:05 PM.":                                   "2026-12-01 20:05",
+		"try again in 2 hours 5 minutes":                          "2026-12-01 22:05",
+		"Please retry in 45s.":                                    "2026-12-01 20:00",
+		"quota resets at 2026-12-03T10:00:00Z":                    "2026-12-03 10:00",
+		"Your quota will reset after 1h 30m.":                     "2026-12-01 21:30",
+		"Usage limit reached for your plan.":                      "",
+		"or try again at Dec 2nd, 2026 12:06 AM.":                 "2026-12-02 00:06",
+		"API Error: Request rejected (429) · Usage limit reached": "",
+	} {
+		got, ok := ParseReset(text, now)
+		s := ""
+		if ok {
+			s = got.Format("2006-01-02 15:04")
+		}
+		if s != want {
+			t.Errorf("ParseReset(%q) = %q, want %q", text, s, want)
+		}
+	}
+}
+
+func TestScenario_GeminiScreens(t *testing.T) {
+	checkFixtures(t, Gemini, []want{
+		{file: "trust", state: api.AgentWaiting, waitingFor: api.WaitingTrust, prompt: "Do you trust the files in this folder?",
+			choices: []string{"Trust folder (work-gemini)", "Trust parent folder (001)", "Don't trust"}, selected: 0},
+		// It restarts after the answer with the dialog still in view: not
+		// waiting any more.
+		{file: "restarting", state: api.AgentStarting},
+		{file: "ready", state: api.AgentReady},
+		{file: "working", state: api.AgentWorking},
+		{file: "answered", state: api.AgentReady},
+		{file: "permission", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-agent",
+			choices: []string{"Allow once", "Allow for this session", "No, suggest changes (esc)"}, selected: 0},
+		{file: "after", state: api.AgentReady},
+		{file: "limited", state: api.AgentLimited, choices: []string{"Keep trying", "Stop"}, selected: 0},
+	})
+}
+
+func TestScenario_CodexScreens(t *testing.T) {
+	checkFixtures(t, Codex, []want{
+		{file: "ready", state: api.AgentReady},
+		// Streaming shows no status line: busy is working.
+		{file: "streaming", busy: true, state: api.AgentWorking},
+		{file: "answered", state: api.AgentReady},
+		{file: "permission", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-agent",
+			choices: []string{"Yes, proceed (y)", "Yes, and don't ask again for commands that start with `touch made-by-agent` (p)",
+				"No, and tell Codex what to do differently (esc)"}, selected: 0},
+		{file: "after", state: api.AgentReady},
+		{file: "limited", state: api.AgentLimited, until: "00:06"},
+	})
+}

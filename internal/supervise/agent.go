@@ -1,0 +1,245 @@
+package supervise
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/harness-dev/harness/internal/agent"
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/term"
+)
+
+// Timing of the agent state (DESIGN §16). A screen change is examined
+// after AgentSample; a new state is published only once it has held for
+// AgentDebounce, so a redraw caught half-way (a cleared screen, a dialog
+// drawn row by row) never flickers it. Together they bound the delay from
+// a screen change to its agent event.
+var (
+	AgentSample   = 40 * time.Millisecond
+	AgentDebounce = 120 * time.Millisecond
+)
+
+// agentTracker derives the agent state of a harness from its screen with
+// the adapter's rules, off the actor: the PTY reader and the terminal's
+// busy/idle changes poke it, a timer examines the screen through the
+// terminal's public snapshot, and a state that held for AgentDebounce is
+// published (AgentStatus) and sent as an EventAgent. An agent without
+// rules (generic) follows busy/idle at once, with no timer and no
+// snapshot.
+type agentTracker struct {
+	u       *Unit
+	now     func() time.Time
+	onEvent func(Event)
+
+	adapter atomic.Pointer[agent.Adapter]
+	view    atomic.Pointer[AgentStatus]
+
+	mu        sync.Mutex
+	changed   chan struct{} // closed and replaced at every published change
+	run       uint64        // the run being tracked; 0 before the first
+	shown     bool          // the run has drawn something
+	timer     *time.Timer
+	cand      *AgentStatus // a state seen but not yet held long enough
+	candSince time.Time
+	closed    bool
+}
+
+// AgentStatus is the agent state of a harness's current run, with what
+// answering its dialog needs.
+type AgentStatus struct {
+	api.AgentView
+	RunID uint64
+	// Rule is the rule that matched (nil for the floor); Selected the
+	// index of the choice the dialog's cursor is on, -1 if unknown.
+	Rule     *agent.Rule
+	Selected int
+}
+
+func newAgentTracker(u *Unit, cfg UnitConfig, deps Deps) *agentTracker {
+	t := &agentTracker{u: u, now: deps.Now, onEvent: deps.OnEvent, changed: make(chan struct{})}
+	t.adapter.Store(agent.MustLookup(cfg.Agent))
+	return t
+}
+
+// AgentStatus returns the agent state of the harness (the zero value for
+// an upstream, or before its first run). It is for the current run only
+// while Status().RunID is RunID.
+func (u *Unit) AgentStatus() AgentStatus {
+	if u.agent == nil {
+		return AgentStatus{}
+	}
+	if v := u.agent.view.Load(); v != nil {
+		return *v
+	}
+	return AgentStatus{AgentView: api.AgentView{Agent: u.agent.adapter.Load().Name}}
+}
+
+// AgentChanged returns a channel closed at the next change of
+// AgentStatus (nil for an upstream): read AgentStatus, then wait on it.
+func (u *Unit) AgentChanged() <-chan struct{} {
+	if u.agent == nil {
+		return nil
+	}
+	u.agent.mu.Lock()
+	defer u.agent.mu.Unlock()
+	return u.agent.changed
+}
+
+// setAdapter applies a changed `agent` at once; the next screen change is
+// read with the new rules.
+func (t *agentTracker) setAdapter(name string) {
+	if t.adapter.Load().Name != name {
+		t.adapter.Store(agent.MustLookup(name))
+		t.poke()
+	}
+}
+
+// begin starts tracking a new run: starting for an agent with rules, the
+// floor otherwise, published at once.
+func (t *agentTracker) begin(run uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.run, t.shown, t.cand = run, false, nil
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+	a := t.adapter.Load()
+	st := t.statusLocked(a, agent.Screen{})
+	t.commitLocked(st)
+}
+
+// output is called by the PTY reader for every piece of output.
+func (t *agentTracker) output() {
+	t.mu.Lock()
+	t.shown = true
+	t.mu.Unlock()
+	t.poke()
+}
+
+// poke schedules an examination of the screen unless one is pending.
+func (t *agentTracker) poke() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.run == 0 {
+		return
+	}
+	if len(t.adapter.Load().Rules) == 0 {
+		// The floor only: busy/idle changes call check directly.
+		return
+	}
+	if t.timer == nil {
+		t.timer = time.AfterFunc(AgentSample, t.check)
+	}
+}
+
+// activity is told of every busy/idle change of the terminal, under the
+// terminal's lock: an agent without rules takes its state from act at
+// once; one with rules has its screen examined soon, off that lock.
+func (t *agentTracker) activity(act term.Activity) {
+	a := t.adapter.Load()
+	if len(a.Rules) > 0 {
+		t.poke()
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.run == 0 {
+		return
+	}
+	st := t.statusLocked(a, agent.Screen{Busy: act.State == term.Busy, Shown: t.shown})
+	if cur := t.view.Load(); cur == nil || !sameAgent(cur, st) {
+		t.commitLocked(st)
+	}
+}
+
+// check examines the screen now and publishes a state that held.
+func (t *agentTracker) check() {
+	a := t.adapter.Load()
+	var s agent.Screen
+	act := t.u.term.Activity()
+	s.Busy = act.State == term.Busy
+	if len(a.Rules) > 0 {
+		s.Lines = t.u.term.Snapshot(term.SnapshotOptions{}).Lines
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.timer = nil
+	if t.closed || t.run == 0 {
+		return
+	}
+	s.Shown = t.shown
+	st := t.statusLocked(a, s)
+	cur := t.view.Load()
+	now := t.now()
+	switch {
+	case cur != nil && sameAgent(cur, st):
+		t.cand = nil
+	case len(a.Rules) == 0:
+		t.commitLocked(st) // busy/idle is debounced already
+	case t.cand != nil && sameAgent(t.cand, st):
+		if held := now.Sub(t.candSince); held >= AgentDebounce {
+			t.cand = nil
+			t.commitLocked(st)
+		} else {
+			t.timer = time.AfterFunc(AgentDebounce-held, t.check)
+		}
+	default:
+		t.cand, t.candSince = st, now
+		t.timer = time.AfterFunc(AgentDebounce, t.check)
+	}
+}
+
+// statusLocked classifies s with a.
+func (t *agentTracker) statusLocked(a *agent.Adapter, s agent.Screen) *AgentStatus {
+	v := a.Classify(s, t.now())
+	st := &AgentStatus{AgentView: v, RunID: t.run, Selected: -1}
+	if r, ok := a.Rule(s); ok {
+		st.Rule = r
+		st.Selected = r.Selected(s.Lines)
+	}
+	return st
+}
+
+// commitLocked publishes st and tells the subscribers, unless the run it
+// is about has ended.
+func (t *agentTracker) commitLocked(st *AgentStatus) {
+	t.view.Store(st)
+	close(t.changed)
+	t.changed = make(chan struct{})
+	ss := t.u.status.Load()
+	if ss == nil || ss.RunID != st.RunID || !ss.HasRun() {
+		return
+	}
+	v := st.AgentView
+	t.onEvent(Event{Kind: api.EventAgent, Unit: t.u.name, State: string(ss.State), RunID: st.RunID, Agent: &v, Time: t.now()})
+}
+
+// close stops the timer for good.
+func (t *agentTracker) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+}
+
+// sameAgent reports whether two states would show the same.
+func sameAgent(a, b *AgentStatus) bool {
+	x, y := a.AgentView, b.AgentView
+	if x.Agent != y.Agent || x.AgentState != y.AgentState || x.WaitingFor != y.WaitingFor ||
+		x.Prompt != y.Prompt || x.AgentMessage != y.AgentMessage || !slices.Equal(x.Choices, y.Choices) ||
+		a.Selected != b.Selected || a.RunID != b.RunID {
+		return false
+	}
+	if (x.Until == nil) != (y.Until == nil) {
+		return false
+	}
+	// A reset read as "in 2 hours" moves with every look: a minute apart
+	// is the same time.
+	return x.Until == nil || x.Until.Sub(*y.Until).Abs() < time.Minute
+}
