@@ -47,7 +47,7 @@ func startRelay(ctx context.Context, bin, dir string) (*benchRelay, error) {
 	r := &benchRelay{socket: filepath.Join(dir, "relay.sock"), exited: make(chan struct{}), bin: bin}
 	r.cmd = exec.Command(exe, "-serve-relay", r.socket, bin)
 	r.cmd.Stderr = os.Stderr
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	r.cmd.SysProcAttr = dieWithParent()
 	if err := r.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (h relayHandler) ServeMCPStdio(ctx context.Context, stdio io.ReadWriteClose
 // the upstream has answered what it was sent.
 func (h relayHandler) relay(ctx context.Context, rw io.ReadWriter) {
 	cmd := exec.CommandContext(ctx, h.bin, "demo-upstream", "--name", fmt.Sprintf("bench-relay-up-%d", os.Getpid()))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWithParent()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return

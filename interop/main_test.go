@@ -118,7 +118,7 @@ func newFleetAt(t *testing.T, dir, config string) *fleet {
 	f.cmd.Env = cleanEnv()
 	f.cmd.Stderr = &f.stderr
 	// A test binary that dies (a timeout panic) takes its daemons along.
-	f.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	f.cmd.SysProcAttr = withParentDeath(&syscall.SysProcAttr{})
 	if err := f.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

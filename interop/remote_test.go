@@ -57,7 +57,7 @@ func startEverythingHTTP(t *testing.T, port int) *everythingHTTP {
 	e.cmd = exec.Command(bin("mcp-server-everything"), "streamableHttp")
 	e.cmd.Env = cleanEnv(fmt.Sprintf("PORT=%d", port))
 	e.cmd.Stdout, e.cmd.Stderr = &e.out, &e.out
-	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	e.cmd.SysProcAttr = withParentDeath(&syscall.SysProcAttr{Setpgid: true})
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

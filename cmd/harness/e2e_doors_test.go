@@ -68,9 +68,7 @@ func TestScenario_CLIAnswersWhile1000IdleHTTPConnectionsAreOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := f.cmd.Process.Pid
-	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: 512, Max: 512}, nil); err != nil {
-		t.Fatal(err)
-	}
+	limitNoFileOf(t, pid, 512)
 	op := strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token"))
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"idle","version":"1"}}}`
 	refused := fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", u.Host, len(body), body)

@@ -193,7 +193,7 @@ func (f *fleet) daemonCmd() *exec.Cmd {
 	c.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
 	// A test binary that dies (a timeout panic) takes its daemons along,
 	// and they their units, instead of leaving them to the next run.
-	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	c.SysProcAttr = withParentDeath(&syscall.SysProcAttr{})
 	return c
 }
 

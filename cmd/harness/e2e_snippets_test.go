@@ -139,7 +139,7 @@ func startDemo(t *testing.T, cmd *exec.Cmd) *demoRun {
 	cmd.Stdout, cmd.Stderr = w, w
 	// Its own process group, so Ctrl-C can reach it as a terminal would
 	// (go run leaves SIGINT to the program it runs).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = withParentDeath(&syscall.SysProcAttr{Setpgid: true})
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

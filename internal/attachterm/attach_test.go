@@ -240,7 +240,7 @@ func TestTerminal_RawModeSizeAndRestore(t *testing.T) {
 	if err := term.Raw(); err != nil {
 		t.Fatal(err)
 	}
-	modes, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	modes, err := unix.IoctlGetTermios(int(slave.Fd()), ioctlGetTermios)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestTerminal_RawModeSizeAndRestore(t *testing.T) {
 	if err := <-read; !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("pending read after Close: %v", err)
 	}
-	modes, err = unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	modes, err = unix.IoctlGetTermios(int(slave.Fd()), ioctlGetTermios)
 	if err != nil || modes.Lflag&(unix.ICANON|unix.ECHO) != unix.ICANON|unix.ECHO {
 		t.Fatalf("modes not restored: %#x %v", modes.Lflag, err)
 	}

@@ -38,14 +38,18 @@ func Open(stdin, stdout *os.File) (*Terminal, error) {
 		return nil, fmt.Errorf("attach: stat stdin: %w", err)
 	}
 	var path string
+	var perr error
 	raw, err := stdin.SyscallConn() // not Fd(), which would make a non-blocking file blocking
 	if err != nil {
 		return nil, fmt.Errorf("attach: stdin: %w", err)
 	}
-	if err := raw.Control(func(fd uintptr) { path = fmt.Sprintf("/proc/self/fd/%d", fd) }); err != nil {
+	if err := raw.Control(func(fd uintptr) { path, perr = terminalPath(int(fd), &st) }); err != nil {
 		return nil, fmt.Errorf("attach: stdin: %w", err)
 	}
-	// /proc/self/fd/N opens the same terminal device as a new description.
+	if perr != nil {
+		return nil, fmt.Errorf("attach: stdin: %w", perr)
+	}
+	// The path opens the same terminal device as a new description.
 	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("attach: open the terminal: %w", err)
@@ -60,7 +64,7 @@ func Open(stdin, stdout *os.File) (*Terminal, error) {
 
 func isTerminal(f *os.File) bool {
 	return control(f, func(fd int) error {
-		_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+		_, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 		return err
 	}) == nil
 }
@@ -90,7 +94,7 @@ func control(f *os.File, fn func(fd int) error) error {
 // by one, unechoed, Ctrl-C and Ctrl-Z included, for the program to handle.
 func (t *Terminal) Raw() error {
 	return t.control(func(fd int) error {
-		old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+		old, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 		if err != nil {
 			return fmt.Errorf("attach: read terminal modes: %w", err)
 		}
@@ -101,7 +105,7 @@ func (t *Terminal) Raw() error {
 		r.Cflag &^= unix.CSIZE | unix.PARENB
 		r.Cflag |= unix.CS8
 		r.Cc[unix.VMIN], r.Cc[unix.VTIME] = 1, 0
-		if err := unix.IoctlSetTermios(fd, unix.TCSETS, &r); err != nil {
+		if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &r); err != nil {
 			return fmt.Errorf("attach: raw mode: %w", err)
 		}
 		t.saved = old
@@ -134,7 +138,7 @@ func (t *Terminal) Close() error {
 	var errs []error
 	if t.saved != nil {
 		saved := t.saved
-		errs = append(errs, t.control(func(fd int) error { return unix.IoctlSetTermios(fd, unix.TCSETS, saved) }))
+		errs = append(errs, t.control(func(fd int) error { return unix.IoctlSetTermios(fd, ioctlSetTermios, saved) }))
 		t.saved = nil
 	}
 	if err := t.f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {

@@ -1,9 +1,9 @@
+//go:build linux
+
 package cgroup
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,15 +22,6 @@ import (
 // daemon's leftovers at start, and a leaf whose events file cannot be
 // watched.
 const pollInterval = 20 * time.Millisecond
-
-// SubtreeName is the name of a daemon's subtree in its own cgroup. It is
-// derived from the daemon's socket path, which the single-instance lock
-// guards: two daemons never share a subtree, and a daemon restarted on the
-// same socket finds what its crashed predecessor left.
-func SubtreeName(socketPath string) string {
-	sum := sha256.Sum256([]byte(socketPath))
-	return "harness-" + hex.EncodeToString(sum[:8])
-}
 
 // Tree is one daemon's subtree: DIR/UNIT/run-ID leaves, one per run.
 type Tree struct {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package cgroup
 
 import (
@@ -33,31 +35,6 @@ import (
 //     not applied there (Controllers says so).
 //
 // Neither: the limit is not applied and Controllers says why.
-
-// Limits are one run's resource limits; a zero field is no limit.
-type Limits struct {
-	TasksMax   int
-	MemoryMax  int64
-	MemoryHigh int64
-	CPUWeight  int
-}
-
-// Controller names.
-const (
-	Pids   = "pids"
-	Memory = "memory"
-	CPU    = "cpu"
-)
-
-// Controllers are the resource controllers, in the order they are shown.
-var Controllers = []string{Pids, Memory, CPU}
-
-// ControllerState says whether a controller limits runs and how.
-type ControllerState struct {
-	Name    string
-	Version string // "v2", "v1", or "" when unavailable
-	Why     string // why it is unavailable, or what it cannot do
-}
 
 // v1Hier is the daemon's subtree in one cgroup v1 hierarchy.
 type v1Hier struct {
@@ -311,14 +288,6 @@ func joinThread(to []string, f func() error, back []string) error {
 		}
 	}
 	return err
-}
-
-// Counters are the events of a run's cgroup that the daemon shows.
-type Counters struct {
-	PidsMax    int64 // forks refused at tasks_max (pids.events max)
-	MemoryHigh int64 // times the run was throttled at memory_high (v2 memory.events high)
-	MemoryMax  int64 // times the run reached memory_max (memory.events max, v1 failcnt)
-	OOMKills   int64 // processes the OOM killer ended (memory.events oom_kill)
 }
 
 // Counters reads the run's event counters; a file that is not there

@@ -1,13 +1,5 @@
-// Package cgroup gives the daemon a cgroup v2 subtree of its own: a child
-// of its own cgroup with one cgroup per unit and one leaf per run, spawns
-// placed into their leaf by clone3 (CLONE_INTO_CGROUP), signals to every
-// process of a leaf, cgroup.kill, and a wait for a leaf to become empty.
-//
-// Membership is all the daemon needs to own a run, and every cgroup v2
-// kernel tracks it, so the daemon stays in the cgroup it was started in.
-// Resource controllers (limits.go) are enabled only in the daemon's own
-// subtree, which holds no process of its own, so the "no internal
-// processes" rule never applies.
+//go:build linux
+
 package cgroup
 
 import (
@@ -16,20 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 )
-
-// Location is where a process sits in the cgroup v2 hierarchy.
-type Location struct {
-	Mount string // mount point of the cgroup2 file system
-	Path  string // the process's cgroup, relative to Mount ("/" for the root)
-}
-
-// Dir is the process's cgroup directory.
-func (l Location) Dir() string {
-	return filepath.Join(l.Mount, filepath.FromSlash(l.Path))
-}
 
 // Locate finds the calling process's cgroup v2 directory from
 // /proc/self/cgroup (the "0::PATH" line) and /proc/self/mountinfo (a

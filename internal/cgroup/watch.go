@@ -1,3 +1,5 @@
+//go:build linux
+
 package cgroup
 
 import (
@@ -14,10 +16,6 @@ import (
 	"github.com/harness-dev/harness/internal/logkey"
 	"golang.org/x/sys/unix"
 )
-
-// ErrWaitCancelled is returned by WaitEmpty when its done channel closed
-// first.
-var ErrWaitCancelled = errors.New("cgroup: wait for empty cancelled")
 
 // watcher turns the kernel's "file modified" events on cgroup.events into
 // wake-ups. One inotify instance serves a whole subtree: instances are a

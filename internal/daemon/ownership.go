@@ -78,7 +78,7 @@ func setupOwnership(ctx context.Context, mode, socket, ledgerPath string, log *s
 	case mode == CgroupOff:
 		o.info.Reason = "cgroups disabled by --cgroup=off"
 	case locErr != nil:
-		o.info.Reason = locErr.Error()
+		o.info.Reason = locErr.Error() + fallbackNote
 	default:
 		tree, err := cgroup.Create(loc, name)
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 // blocking *os.File ends, closed when the test ends.
 func SocketPairFiles(t testing.TB) (*os.File, *os.File) {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fds, err := socketpair()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func SocketPairFiles(t testing.TB) (*os.File, *os.File) {
 // the peer to read; closing one end is EOF for the other.
 func SocketPair(t testing.TB) (net.Conn, net.Conn) {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fds, err := socketpair()
 	if err != nil {
 		t.Fatal(err)
 	}

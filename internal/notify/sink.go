@@ -184,7 +184,7 @@ func (s *sink) runCommand(ctx context.Context, m *Message) outcome {
 	cmd.Stdin = bytes.NewReader(body)
 	var out tailBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = commandAttrs()
 	// A descendant holding the output pipe must not hold Wait up either.
 	cmd.WaitDelay = time.Second
 	start := func() (int, error) {

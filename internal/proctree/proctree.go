@@ -1,8 +1,12 @@
-// Package proctree owns whole process trees on Linux: the attributes every
-// unit is spawned with (own session, parent-death signal), the daemon's child
-// subreaper role, a reaper for adopted orphans, finding and killing a unit's
+// Package proctree owns whole process trees on Linux and macOS: the
+// attributes every unit is spawned with (own session, parent-death
+// signal), the daemon's child subreaper role, a reaper for adopted orphans, finding and killing a unit's
 // descendants by an environment marker, and a ledger in the state dir so the
 // next daemon start can end whatever a crashed daemon left behind.
+//
+// The system's view of processes is in proc_linux.go (/proc, pidfds,
+// prctl) and proc_darwin.go (sysctl; macOS has neither a parent-death
+// signal nor a child subreaper, see there).
 //
 // Identity rule: a process belongs to a unit only if its /proc/PID/environ
 // carries the unit's HARNESS_TREE marker (or, for a group, some member does).
@@ -10,46 +14,20 @@
 package proctree
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/harness-dev/harness/internal/logkey"
-	"golang.org/x/sys/unix"
 )
 
 // MarkerKey is the environment variable that tags every process of a unit.
 const MarkerKey = "HARNESS_TREE"
-
-// SysProcAttr returns the attributes every unit is spawned with: a new
-// session (so the unit is its own process group and leads it) and SIGKILL as
-// the parent-death signal. Callers may set Setctty/Ctty on the returned value
-// for a PTY; it is a fresh value on every call.
-//
-// The parent-death signal follows the OS thread that forked the child, so
-// never start a child from a goroutine that called runtime.LockOSThread and
-// then exits without unlocking: the thread dies and the child is killed.
-func SysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-}
-
-// BecomeSubreaper makes the calling process a child subreaper, so orphaned
-// descendants (for example ones that double-forked and called setsid) are
-// re-parented to it instead of to init and can still be found and reaped.
-// The setting is process-wide.
-func BecomeSubreaper() error {
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl PR_SET_CHILD_SUBREAPER: %w", err)
-	}
-	return nil
-}
 
 // MarkerEnv returns the environment entry ("HARNESS_TREE=" + marker) to add
 // to a unit's environment. Descendants inherit it, and it stays visible in
@@ -220,87 +198,4 @@ func signalTargets(procs []procInfo, groups map[int]bool, sig syscall.Signal, lo
 		hit[p.pid] = true
 	}
 	return len(hit)
-}
-
-// scan lists every process except the caller, marking those whose environ
-// has a HARNESS_TREE value accepted by match (nil: read no environ at
-// all). Processes that vanish or
-// cannot be read are skipped: they are either gone or not ours.
-func scan(match func(string) bool) []procInfo {
-	d, err := os.Open("/proc")
-	if err != nil {
-		slog.Default().Warn("proctree: open /proc", logkey.Err, err)
-		return nil
-	}
-	names, err := d.Readdirnames(-1)
-	if cerr := d.Close(); cerr != nil {
-		slog.Default().Warn("proctree: close /proc", logkey.Err, cerr)
-	}
-	if err != nil {
-		slog.Default().Warn("proctree: list /proc", logkey.Err, err)
-		return nil
-	}
-	self := os.Getpid()
-	out := make([]procInfo, 0, len(names))
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid == self {
-			continue
-		}
-		st, err := readStat(pid)
-		if err != nil {
-			continue
-		}
-		if match != nil && st.live() {
-			st.marked = environMatches(pid, match)
-		}
-		out = append(out, st)
-	}
-	return out
-}
-
-// readStat parses /proc/PID/stat. The command name may hold spaces and
-// parentheses, so fields are counted from the last ')'.
-func readStat(pid int) (procInfo, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procInfo{}, fmt.Errorf("read stat of %d: %w", pid, err)
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procInfo{}, fmt.Errorf("parse stat of %d: no command end", pid)
-	}
-	// Fields from 3 (state) on; starttime is field 22.
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 || len(f[0]) != 1 {
-		return procInfo{}, fmt.Errorf("parse stat of %d: short record", pid)
-	}
-	p := procInfo{pid: pid, state: f[0][0]}
-	for j, dst := range []*int{&p.ppid, &p.pgid, &p.sid} {
-		if *dst, err = strconv.Atoi(f[1+j]); err != nil {
-			return procInfo{}, fmt.Errorf("parse stat of %d: %w", pid, err)
-		}
-	}
-	if p.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
-		return procInfo{}, fmt.Errorf("parse stat of %d: start time: %w", pid, err)
-	}
-	return p, nil
-}
-
-// environMatches reports whether /proc/PID/environ holds a HARNESS_TREE
-// entry whose value match accepts.
-func environMatches(pid int, match func(string) bool) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
-	}
-	key := []byte(MarkerKey + "=")
-	for len(b) > 0 {
-		var kv []byte
-		kv, b, _ = bytes.Cut(b, []byte{0})
-		if v, ok := bytes.CutPrefix(kv, key); ok && match(string(v)) {
-			return true
-		}
-	}
-	return false
 }

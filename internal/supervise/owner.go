@@ -49,8 +49,7 @@ func (o cgroupOwner) place(p *proc, attrs *syscall.SysProcAttr) error {
 		return err
 	}
 	p.cg = g
-	attrs.UseCgroupFD = true
-	attrs.CgroupFD = g.FD()
+	intoCgroup(attrs, g.FD())
 	return nil
 }
 

@@ -66,7 +66,7 @@ func runInputHelper(mode string) (int, bool) {
 
 // rawStdin puts the terminal on stdin into raw mode, as a TUI does.
 func rawStdin() error {
-	t, err := unix.IoctlGetTermios(0, unix.TCGETS)
+	t, err := unix.IoctlGetTermios(0, ioctlGetTermios)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func rawStdin() error {
 	t.Cflag &^= unix.CSIZE | unix.PARENB
 	t.Cflag |= unix.CS8
 	t.Cc[unix.VMIN], t.Cc[unix.VTIME] = 1, 0
-	return unix.IoctlSetTermios(0, unix.TCSETS, t)
+	return unix.IoctlSetTermios(0, ioctlSetTermios, t)
 }
 
 // next reads the viewer's next item within a bound.

@@ -21,7 +21,7 @@ import (
 // are set here. The process runs on one P unless GOMAXPROCS is set.
 func Run(ctx context.Context, socket string, o Options) error {
 	for _, f := range []*os.File{os.Stdin, os.Stdout} {
-		if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
+		if _, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios); err != nil {
 			return errcode.Errorf(errcode.InvalidArgument, "harness top needs a terminal (%s is not one)", f.Name())
 		}
 	}
