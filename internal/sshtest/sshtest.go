@@ -99,7 +99,7 @@ LogLevel ERROR
 	}
 	s.cmd = exec.Command(Sshd, "-D", "-e", "-f", confPath)
 	s.cmd.Stderr = &s.stderr
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	s.cmd.SysProcAttr = dieWithParent()
 	if err := s.cmd.Start(); err != nil {
 		return nil, err
 	}
