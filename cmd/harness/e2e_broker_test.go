@@ -256,11 +256,19 @@ func TestScenario_UpstreamSecretsAreNotPersisted(t *testing.T) {
 	waitTool(t, f, captured, "x__echo")
 	callTool(t, captured, "x__echo", map[string]any{"text": "hello"})
 	callTool(t, captured, "x__fail", map[string]any{"message": "nope"})
-	// The child has the value (asked on a session whose frames are not
-	// checked: that answer is the upstream's, not the daemon's).
+	// The child has the value in its environment, and a tool that echoes
+	// it answers it masked (issue 36: a process upstream's own env_file
+	// values are masked in its results like a remote one's headers).
+	pids := procsWithArg("secret-inst")
+	if len(pids) != 1 {
+		t.Fatalf("upstream processes: %v", pids)
+	}
+	if environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pids[0])); err != nil || !bytes.Contains(environ, []byte("UP_TOKEN="+secret+"\x00")) {
+		t.Fatalf("the upstream's environment lacks UP_TOKEN (%v)", err)
+	}
 	probe := f.mcpSession("", false, nil)
-	if got := text(t, callTool(t, probe, "x__env", map[string]any{"key": "UP_TOKEN"})); got != secret {
-		t.Fatalf("upstream env UP_TOKEN = %q", got)
+	if got := text(t, callTool(t, probe, "x__env", map[string]any{"key": "UP_TOKEN"})); got != "[masked]" {
+		t.Fatalf("upstream env UP_TOKEN answered %q, want it masked", got)
 	}
 	for _, verb := range [][]string{{"mcp", "status", "--json"}, {"daemon-info", "--json"}, {"logs", "mcp.x", "--json"}, {"describe", "mcp.x", "--json"}} {
 		if out, _, _ := f.run(verb...); strings.Contains(out, secret) {

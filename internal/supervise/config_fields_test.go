@@ -29,6 +29,7 @@ var needsRestart = map[string]bool{
 	"Headers":      true,
 	"Timeout":      false, // "It applies from the next spawn" by itself, no restart needed
 	"Resources":    true,
+	"Agent":        false, // the tracker switches adapter at once (actor's update)
 }
 
 // TestScenario_EveryUnitConfigFieldIsClassified holds UnitConfig, the

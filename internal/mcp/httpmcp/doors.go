@@ -92,16 +92,29 @@ type limitListener struct {
 	seq    uint64
 }
 
+// MinSilentAge is how long a connection must have been open, sending
+// nothing, before a new one may take its place: one accepted a moment ago
+// may have its request waiting, not yet read.
+const MinSilentAge = 250 * time.Millisecond
+
 func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	default:
-		l.evictSilent()
+	for {
 		select {
 		case l.sem <- struct{}{}:
-		case <-l.done:
-			return nil, fmt.Errorf("httpmcp: accept: %w", net.ErrClosed)
+		default:
+			l.evictSilent(time.Now().Add(-MinSilentAge))
+			wait := time.NewTimer(MinSilentAge)
+			select {
+			case l.sem <- struct{}{}:
+				wait.Stop()
+			case <-l.done:
+				wait.Stop()
+				return nil, fmt.Errorf("httpmcp: accept: %w", net.ErrClosed)
+			case <-wait.C:
+				continue // a silent connection may be old enough now
+			}
 		}
+		break
 	}
 	c, err := l.Listener.Accept()
 	if err != nil {
@@ -110,7 +123,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		// temporary failures (EMFILE) instead of giving up.
 		return nil, err
 	}
-	lc := &limitConn{Conn: c, l: l, release: func() { <-l.sem }}
+	lc := &limitConn{Conn: c, l: l, at: time.Now(), release: func() { <-l.sem }}
 	lc.timer = time.AfterFunc(SilentTimeout, func() {
 		if lc.isSilent() {
 			_ = lc.Close()
@@ -124,11 +137,15 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	return lc, nil
 }
 
-// evictSilent closes the oldest connection that has sent nothing, if any.
-func (l *limitListener) evictSilent() {
+// evictSilent closes the oldest connection that has sent nothing since it
+// was accepted, before cutoff, if any.
+func (l *limitListener) evictSilent(cutoff time.Time) {
 	l.mu.Lock()
 	var oldest *limitConn
 	for c := range l.silent {
+		if c.at.After(cutoff) {
+			continue
+		}
 		if oldest == nil || c.seq < oldest.seq {
 			oldest = c
 		}
@@ -152,6 +169,7 @@ type limitConn struct {
 	net.Conn
 	l       *limitListener
 	seq     uint64
+	at      time.Time // accepted
 	timer   *time.Timer
 	once    sync.Once
 	release func()
