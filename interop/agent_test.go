@@ -94,8 +94,21 @@ func (af *agentFleet) ask(prompt string) {
 	// Enter once the text shows and the agent has settled: a TUI may take
 	// an Enter right after a paste as part of it (Gemini CLI does).
 	af.screenHas("the typed prompt", prompt)
-	if out, errOut, code := af.run("send", af.name, "--key", "Enter"); code != 0 {
-		af.t.Fatalf("send Enter: exit %d: %s%s", code, out, errOut)
+	// Every agent sends the model server a request for a submitted prompt.
+	// An Enter that arrives while the TUI still takes the paste is lost
+	// now and then (seen with Gemini CLI in CI): press it again, at most
+	// three times in all, until a request comes.
+	before := len(af.api.Requests())
+	for try := range 3 {
+		if out, errOut, code := af.run("send", af.name, "--key", "Enter"); code != 0 {
+			af.t.Fatalf("send Enter: exit %d: %s%s", code, out, errOut)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(10*(try+1))*time.Second)
+		_, _, err := af.api.WaitRequest(ctx, before, func(modelapi.Request) bool { return true })
+		cancel()
+		if err == nil {
+			return
+		}
 	}
 }
 

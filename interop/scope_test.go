@@ -205,6 +205,12 @@ exclude_tools = ["move_*"]
 	}
 	want["everything__get-sum"] = "write"
 	delete(want, "filesystem__move_file")
+	// The broker declares elicitation and sampling to its upstreams (issue
+	// 32: passthrough), so server-everything lists its two tools for them
+	// through harness; the direct client above declares neither and does not
+	// see them. They carry no read-only hint: write.
+	want["everything__trigger-elicitation-request"] = "write"
+	want["everything__trigger-sampling-request"] = "write"
 	expect := func(keep func(name, class string) bool) []string {
 		var out []string
 		for name, class := range want {
