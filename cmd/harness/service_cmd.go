@@ -65,7 +65,11 @@ func serviceCmd(g *globals) *cobra.Command {
 		return service.Spec{GOOS: runtime.GOOS, System: system, Exe: exe, Args: args,
 			Home: home, ConfigHome: os.Getenv("XDG_CONFIG_HOME")}, nil
 	}
-	run := func(m service.Manager, r *serviceReport, actions ...string) error {
+	// manager is the service manager for s: systemctl or launchctl, or
+	// what HARNESS_SERVICE_MANAGER names.
+	manager := func(s service.Spec) service.Manager { return service.Manager{Spec: s, Bin: os.Getenv(managerEnv)} }
+	run := func(s service.Spec, r *serviceReport, actions ...string) error {
+		m := manager(s)
 		for _, a := range actions {
 			out, err := m.Do(a)
 			r.Manager = append(r.Manager, managerAction{Command: a, OK: err == nil, Output: out})
@@ -117,7 +121,7 @@ nothing; a file there that harness did not write is left alone (exit 1).`,
 			if now {
 				actions = append(actions, "start")
 			}
-			if err := run(service.Manager{Spec: s, Bin: os.Getenv(managerEnv)}, &r, actions...); err != nil {
+			if err := run(s, &r, actions...); err != nil {
 				return report(cmd.OutOrStdout(), r, fmt.Errorf("service: %s is %s, but the service manager refused: %w", r.Path, outcome, err))
 			}
 			return report(cmd.OutOrStdout(), r, nil)
@@ -151,7 +155,7 @@ nothing; a file there that harness did not write is left alone (exit 1).`,
 			}
 			current := string(have) == string(want)
 			r.Ours, r.Current = &ours, &current
-			state, merr := service.Manager{Spec: s, Bin: os.Getenv(managerEnv)}.Do("status")
+			state, merr := manager(s).Do("status")
 			r.Manager = []managerAction{{Command: "status", OK: merr == nil, Output: state}}
 			if !g.json {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: written by harness: %t; as install would write it now: %t\nstate: %s\n", r.Path, ours, current, state)
@@ -175,7 +179,7 @@ nothing; a file there that harness did not write is left alone (exit 1).`,
 			if have, err := os.ReadFile(r.Path); err == nil && service.Ours(have) {
 				// Stopping a service that is not loaded fails; the removal
 				// below is what uninstall promises.
-				_ = run(service.Manager{Spec: s, Bin: os.Getenv(managerEnv)}, &r, "disable", "stop")
+				_ = run(s, &r, "disable", "stop")
 			}
 			outcome, err := service.Remove(s)
 			if err != nil {
@@ -183,7 +187,7 @@ nothing; a file there that harness did not write is left alone (exit 1).`,
 			}
 			r.Outcome = string(outcome)
 			if outcome == service.Removed {
-				_ = run(service.Manager{Spec: s, Bin: os.Getenv(managerEnv)}, &r, "reload")
+				_ = run(s, &r, "reload")
 			}
 			return report(cmd.OutOrStdout(), r, nil)
 		},
