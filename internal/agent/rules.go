@@ -49,6 +49,10 @@ type Rule struct {
 	Message bool
 	// Until reads when a limited agent may go on, from the screen text.
 	Until func(text string, now time.Time) (time.Time, bool)
+	// Keys, when set, are the keys (send's names) that pick choice target
+	// of n with the cursor on selected (-1: not shown), for a dialog not
+	// answered by arrows and Enter (AnswerKeys).
+	Keys func(target, selected, n int) ([]string, error)
 }
 
 // defaultMarker is the cursor of a list dialog in the three agents.

@@ -103,6 +103,8 @@ var specs = []Spec{
 	spec[CallsArgs, CallsResult](OpCalls, Read),
 	spec[SendArgs, SendResult](OpSend, Input).tool("",
 		"Type into a running harness's terminal, as a person at its keyboard would: text, then named keys, then Enter. Use it to answer the harness's prompts; read its screen before and after (harness_screen with idle_s)."),
+	spec[AnswerArgs, AnswerResult](OpAnswer, Input).tool("",
+		"Answer the prompt a waiting agent shows (agent_state waiting in harness_list, with its prompt and choices): pick one choice by its text or its number; harness presses the keys that agent's dialog needs. A harness that is not waiting answers not_waiting; a choice it does not offer, invalid_argument listing the choices."),
 	spec[ScreenArgs, Screen](OpScreen, Read).tool("", screenDescription),
 	spec[WaitArgs, WaitResult](OpWait, Read),
 	spec[NotifyTestArgs, NotifyTestResult](OpNotifyTest, Write),

@@ -393,6 +393,7 @@ var opTable = map[string]opFunc{
 	api.OpGetTrajectory:    op((*Control).GetTrajectory),
 	api.OpCalls:            op((*Control).Calls),
 	api.OpSend:             op((*Control).Send),
+	api.OpAnswer:           op((*Control).Answer),
 	api.OpScreen:           op((*Control).Screen),
 	api.OpWait:             op((*Control).Wait),
 	api.OpNotifyTest:       op((*Control).NotifyTest),

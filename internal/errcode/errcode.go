@@ -31,6 +31,9 @@ const (
 	DaemonUnavailable   Code = "daemon_unavailable"
 	VersionMismatch     Code = "version_mismatch"
 	NotRunning          Code = "not_running"
+	// NotWaiting: an answer to a harness whose agent is not waiting on a
+	// prompt (DESIGN §16).
+	NotWaiting Code = "not_waiting"
 	// Held: a hold refuses the start (DESIGN §17); the message names the
 	// reason and until when.
 	Held Code = "held"
@@ -69,6 +72,7 @@ var (
 	ErrDaemonUnavailable   = define(DaemonUnavailable)
 	ErrVersionMismatch     = define(VersionMismatch)
 	ErrNotRunning          = define(NotRunning)
+	ErrNotWaiting          = define(NotWaiting)
 	ErrHeld                = define(Held)
 	ErrBusy                = define(Busy)
 	ErrInternal            = define(Internal)

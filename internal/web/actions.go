@@ -23,7 +23,7 @@ var actions = map[string]struct {
 	"restart": {api.OpRestart, api.Write},
 	"trigger": {api.OpTrigger, api.Write},
 	"send":    {api.OpSend, api.Input},
-	"answer":  {opAnswer, api.Input},
+	"answer":  {api.OpAnswer, api.Input},
 }
 
 // serveAction runs one action (CSRF already checked). A browser's form

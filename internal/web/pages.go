@@ -19,13 +19,10 @@ import (
 	"github.com/harness-dev/harness/internal/logkey"
 )
 
-// Ops the dashboard calls that the wire may not have yet: the agent
-// answer (DESIGN §16) and turns. A page shows what they return when the
-// daemon has them; an action on a daemon without them fails with the
-// daemon's invalid_argument.
+// Ops the dashboard calls that the wire may not have yet: turns (DESIGN
+// §16). A page shows what it returns when the daemon has it.
 const (
-	opAnswer = "answer"
-	opTurns  = "turns"
+	opTurns = "turns"
 )
 
 type pages struct{ t *template.Template }
@@ -108,7 +105,7 @@ func (s *Server) failOp(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusForbidden
 	case errcode.Internal, errcode.DaemonUnavailable:
 		status = http.StatusInternalServerError
-	case errcode.NotRunning, "not_waiting", "held": // the last two: DESIGN §16-17
+	case errcode.NotRunning, errcode.NotWaiting, errcode.Held:
 		status = http.StatusConflict
 	}
 	if errors.Is(err, context.Canceled) {

@@ -68,7 +68,7 @@ func (b *fakeBackend) Call(_ context.Context, c api.Caller, op string, args json
 		return []api.Run{}, nil
 	case api.OpCalls:
 		return api.CallsResult{}, nil
-	case api.OpStart, api.OpStop, api.OpSend, opAnswer:
+	case api.OpStart, api.OpStop, api.OpSend, api.OpAnswer:
 		return map[string]bool{"ok": true}, nil
 	}
 	return nil, errcode.Errorf(errcode.InvalidArgument, "unknown operation %s", op)
@@ -369,7 +369,7 @@ func TestScenario_ReadOnlyDashboardTokenIsRefusedActionsAndKeys(t *testing.T) {
 			t.Errorf("read-only POST %s = %d", p, st)
 		}
 	}
-	if r.b.called(opAnswer) || r.b.called(api.OpSend) || r.b.called(api.OpStop) {
+	if r.b.called(api.OpAnswer) || r.b.called(api.OpSend) || r.b.called(api.OpStop) {
 		t.Fatal("a refused action reached the op")
 	}
 

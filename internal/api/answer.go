@@ -1,0 +1,29 @@
+package api
+
+// OpAnswer picks a choice of a waiting agent's prompt (DESIGN §16).
+const OpAnswer = "answer"
+
+// AnswerArgs are the arguments of `answer` (CLI: harness answer NAME
+// CHOICE; MCP: harness_answer): the choice by its text as the screen
+// shows it, or its number (1 for the first).
+type AnswerArgs struct {
+	Name   string `json:"name" jsonschema:"harness name (project/name for project harnesses)" mcp:"required,minLength=1"`
+	Choice string `json:"choice" jsonschema:"the choice to pick, by its text as the prompt shows it (see choices in harness_list or harness_describe) or by its number, 1 for the first" mcp:"required,minLength=1"`
+}
+
+// AnswerResult is the answer of `answer`: the choice picked, the keys
+// typed for it, and the agent's state after (once it left the prompt, or
+// as it is after a short wait).
+type AnswerResult struct {
+	Name  string `json:"name"`
+	RunID uint64 `json:"run_id"`
+	// Choice is the picked choice's text; Number its place (1-based).
+	Choice string `json:"choice"`
+	Number int    `json:"number"`
+	// Prompt is the prompt that was answered.
+	Prompt string `json:"prompt"`
+	// Keys are the keys typed, by send's names.
+	Keys []string `json:"keys"`
+	// After is the agent's state after the answer.
+	After AgentView `json:"after"`
+}

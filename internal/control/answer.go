@@ -1,0 +1,111 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/harness-dev/harness/internal/agent"
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/supervise"
+)
+
+// AnswerSettle bounds how long `answer` waits, after typing, for the
+// agent to leave the prompt it answered, so that its result (and a
+// caller's next look) shows the state after the answer, not the dialog
+// still on screen for a debounce.
+var AnswerSettle = 3 * time.Second
+
+// Answer answers `answer` (DESIGN §16): it picks a choice of the prompt
+// the harness's agent is waiting on, by text or number, and types the
+// keys the adapter's dialog needs through the send path. A harness
+// without a process is not_running, one whose agent is not waiting
+// not_waiting, a choice the prompt does not offer invalid_argument
+// listing the choices.
+func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResult, error) {
+	u, _, st, err := c.terminalOf(a.Name)
+	if err != nil {
+		return api.AnswerResult{}, err
+	}
+	m := c.Masker()
+	as := u.sup.AgentStatus()
+	if as.RunID != st.RunID || as.AgentState != api.AgentWaiting || as.Rule == nil || len(as.Choices) == 0 {
+		state := string(as.AgentState)
+		if as.RunID != st.RunID || state == "" {
+			state = "not known yet"
+		}
+		return api.AnswerResult{}, errcode.ErrNotWaiting.Errorf("%s is not waiting on a prompt: its agent (%s) is %s", a.Name, as.Agent, state)
+	}
+	choices := slices.Clone(as.Choices)
+	i, err := agent.Choose(choices, a.Choice)
+	if err != nil {
+		return api.AnswerResult{}, errcode.Errorf(errcode.InvalidArgument, "%s: %s does not offer %s: its choices are %s",
+			a.Name, m.String(quotePrompt(as.Prompt)), errcode.Quote(m.String(a.Choice)), m.String(agent.ListChoices(choices)))
+	}
+	keys, err := as.Rule.AnswerKeys(i, as.Selected, len(choices))
+	if err != nil {
+		if errors.Is(err, agent.ErrNoCursor) {
+			return api.AnswerResult{}, errcode.ErrBusy.Errorf("%s: the dialog's cursor is not on any choice yet; look again and retry", a.Name)
+		}
+		return api.AnswerResult{}, fmt.Errorf("%s: %w", a.Name, err)
+	}
+	data, err := encodeSend(api.SendArgs{Keys: keys}, false)
+	if err != nil {
+		return api.AnswerResult{}, fmt.Errorf("harness %s: %w", a.Name, err)
+	}
+	run, err := u.sup.Input(ctx, data)
+	if err != nil {
+		return api.AnswerResult{}, notRunning(u, err)
+	}
+	caller := callerOf(ctx)
+	c.log.Info("prompt answered", logkey.Unit, u.name, logkey.Run, run, logkey.Bytes, len(data),
+		logkey.Caller, caller.Kind, logkey.FromHarness, caller.Harness)
+	res := api.AnswerResult{
+		Name: u.name, RunID: run, Choice: m.String(choices[i]), Number: i + 1,
+		Prompt: m.String(as.Prompt), Keys: keys,
+	}
+	res.After = settleAfterAnswer(ctx, u, as, AnswerSettle)
+	res.After.Prompt = m.String(res.After.Prompt)
+	m.Strings(res.After.Choices)
+	return res, nil
+}
+
+// quotePrompt names a prompt in an error.
+func quotePrompt(p string) string {
+	if p == "" {
+		return "its prompt"
+	}
+	return "the prompt " + errcode.Quote(p)
+}
+
+// settleAfterAnswer waits, up to d, until the agent is no longer on the
+// dialog it was answered on (another state, prompt or choices, or another
+// run), and returns its state then.
+func settleAfterAnswer(ctx context.Context, u *unit, was supervise.AgentStatus, d time.Duration) api.AgentView {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		changed := u.sup.AgentChanged()
+		now := u.sup.AgentStatus()
+		if now.RunID != was.RunID || now.AgentState != was.AgentState || now.Prompt != was.Prompt || !slices.Equal(now.Choices, was.Choices) {
+			return cloneView(now.AgentView)
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return cloneView(now.AgentView)
+		case <-ctx.Done():
+			return cloneView(now.AgentView)
+		}
+	}
+}
+
+// cloneView copies v's slices, which the published status shares.
+func cloneView(v api.AgentView) api.AgentView {
+	v.Choices = slices.Clone(v.Choices)
+	return v
+}
