@@ -250,8 +250,8 @@ func (af *agentFleet) row() agentWait {
 // and `harness list --json` (DESIGN §16): its first-run dialogs as
 // waiting(trust / choice), ready at its prompt, working while the model
 // streams slowly, waiting(permission) with the command and the choices
-// when the model asks to run a shell command, ready again once the
-// command ran (the file appears), limited with the reset time the agent
+// when the model asks to run a shell command, ready again once `harness
+// answer` approved it and the command ran (the file appears), limited with the reset time the agent
 // shows after a scripted usage-limit answer.
 func TestAgent_StatesOfRealAgents(t *testing.T) {
 	for _, spec := range []agentSpec{claudeSpec, geminiSpec, codexSpec} {
@@ -319,15 +319,29 @@ func TestAgent_StatesOfRealAgents(t *testing.T) {
 	}
 }
 
-// answer picks choice of the dialog w, by the keys a person would press
-// (keys, then Enter).
-func (af *agentFleet) answer(w agentWait, choice string, keys ...string) {
+// answerResult is `harness answer NAME CHOICE --json`.
+type answerResult struct {
+	Name   string    `json:"name"`
+	Choice string    `json:"choice"`
+	Number int       `json:"number"`
+	Prompt string    `json:"prompt"`
+	Keys   []string  `json:"keys"`
+	After  agentWait `json:"after"`
+}
+
+// answer picks choice of the dialog w with `harness answer` (DESIGN §16),
+// which presses the keys the adapter knows for it, and checks the answer
+// names the choice and the keys a person would press.
+func (af *agentFleet) answer(w agentWait, choice string, keys ...string) answerResult {
 	af.t.Helper()
-	args := []string{"send", af.name}
-	for _, k := range append(keys, "Enter") {
-		args = append(args, "--key", k)
+	out, errOut, code := af.run("answer", af.name, choice, "--json")
+	var res answerResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
+		af.t.Fatalf("answer %q to %+v: exit %d (%v): %s%s\nscreen %s", choice, w, code, err, out, errOut, af.screen())
 	}
-	if out, errOut, code := af.run(args...); code != 0 {
-		af.t.Fatalf("answer %q: exit %d: %s%s", choice, code, out, errOut)
+	want := append(keys, "Enter")
+	if res.Choice != choice || res.Prompt != w.Prompt || !slices.Equal(res.Keys, want) {
+		af.t.Errorf("answer %q: %+v, want keys %v for the prompt %q", choice, res, want, w.Prompt)
 	}
+	return res
 }
