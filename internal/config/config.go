@@ -173,21 +173,9 @@ type Upstream struct {
 	Project     string // "" for global upstreams
 }
 
-// ToolPolicy is how an upstream's tools are classified for scoping
-// (DESIGN §13): globs over the upstream's own tool names. A tool matched by
-// WriteTools is write, else by ReadTools read, else its readOnlyHint
-// decides; ExcludeTools hides a tool from every session.
-type ToolPolicy struct {
-	ReadTools    []string // read_tools
-	WriteTools   []string // write_tools
-	ExcludeTools []string // exclude_tools
-	// ExcludePrompts (exclude_prompts) hides upstream prompts by their
-	// own names from every session.
-	ExcludePrompts []string
-	// ExcludeResources (exclude_resources) hides upstream resources and
-	// templates by their own URIs from every session.
-	ExcludeResources []string
-}
+// ToolPolicy is how an upstream's tools are classified (api.ToolPolicy):
+// the broker reads the same struct.
+type ToolPolicy = api.ToolPolicy
 
 // Process is what [harness.*] and [mcp.*] tables share, with the same
 // meaning in both (SPEC-0005 "Broker Configuration Schema"): how to spawn

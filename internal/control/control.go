@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"reflect"
 	"sort"
@@ -25,38 +24,18 @@ import (
 	"github.com/harness-dev/harness/internal/trajectory"
 )
 
-// UpstreamHooks is what control needs from the MCP broker: it is told the
-// configured upstreams and is handed each upstream process's pipes, or
-// each remote upstream's connection.
+// UpstreamHooks is what control needs from the MCP broker, which is it
+// as it is (internal/mcp/broker): it is told the configured upstreams and
+// handed every run of every upstream the same way, whatever its kind
+// (supervise.Deps.OnLink), and told when a run ended.
 type UpstreamHooks interface {
-	Configure(units map[string]UpstreamRef)
-	Attach(unit string, run uint64, stdin io.WriteCloser, stdout io.ReadCloser)
-	// Connect serves a run of a remote upstream (remote.go).
-	Connect(ctx context.Context, unit string, r supervise.Remote)
+	Configure(units map[string]api.UpstreamRef)
+	// Serve serves one run of an upstream (api.UpstreamRun's Link picks
+	// the transport); the run reports its start and end itself.
+	Serve(ctx context.Context, run api.UpstreamRun)
 	Detach(unit string, run uint64, nextRetry time.Time, reason string)
-	Status() []BrokerStatus
+	Status() []api.UpstreamSession
 	Warnings() []string
-}
-
-// UpstreamRef names one configured upstream for the broker.
-type UpstreamRef struct {
-	Key     string
-	Project string
-	// Tools classifies the upstream's tools; a change applies at once.
-	Tools config.ToolPolicy
-	// CallTimeout bounds each proxied call (0: unbounded); a change
-	// applies to the next call.
-	CallTimeout time.Duration
-}
-
-// BrokerStatus is what the broker knows of one upstream.
-type BrokerStatus struct {
-	Unit      string
-	Tools     int
-	Connected bool
-	LastError string
-	// ToolClasses is each listed tool's class and why (mcp_status).
-	ToolClasses []api.ToolClass
 }
 
 // PromptSource loads the side-loaded prompts of a configuration

@@ -269,21 +269,23 @@ type detach struct {
 	nextRetry time.Time
 }
 
-func (b *fakeBroker) Configure(map[string]UpstreamRef) {}
-func (b *fakeBroker) Attach(_ string, _ uint64, stdin io.WriteCloser, stdout io.ReadCloser) {
-	stdin.Close()
-	go io.Copy(io.Discard, stdout)
-}
-func (b *fakeBroker) Connect(_ context.Context, _ string, r supervise.Remote) {
-	r.Ended(errors.New("fakeBroker serves no remote upstreams"))
+func (b *fakeBroker) Configure(map[string]api.UpstreamRef) {}
+func (b *fakeBroker) Serve(_ context.Context, r api.UpstreamRun) {
+	p, ok := r.Link.(api.Pipes)
+	if !ok {
+		r.Ended(errors.New("fakeBroker serves no remote upstreams"))
+		return
+	}
+	p.Stdin.Close()
+	go io.Copy(io.Discard, p.Stdout)
 }
 func (b *fakeBroker) Detach(unit string, run uint64, next time.Time, _ string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.detachs = append(b.detachs, detach{unit, run, next})
 }
-func (b *fakeBroker) Status() []BrokerStatus { return nil }
-func (b *fakeBroker) Warnings() []string     { return nil }
+func (b *fakeBroker) Status() []api.UpstreamSession { return nil }
+func (b *fakeBroker) Warnings() []string            { return nil }
 
 func (b *fakeBroker) last() (detach, bool) {
 	b.mu.Lock()

@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"fmt"
-	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -348,11 +347,11 @@ func (c *Control) configureBroker() {
 	}
 	c.brokerMu.Lock()
 	defer c.brokerMu.Unlock()
-	refs := map[string]UpstreamRef{}
+	refs := map[string]api.UpstreamRef{}
 	c.mu.RLock()
 	for name, u := range c.units {
 		if up := u.upstream(); up != nil {
-			refs[name] = UpstreamRef{Key: up.Key, Project: up.Project, Tools: up.Tools, CallTimeout: up.CallTimeout}
+			refs[name] = api.UpstreamRef{Key: up.Key, Project: up.Project, Tools: up.Tools, CallTimeout: up.CallTimeout}
 		}
 	}
 	c.mu.RUnlock()
@@ -423,11 +422,7 @@ func (c *Control) newUnitLocked(name string, ucfg supervise.UnitConfig) (*unit, 
 	u := &unit{name: name, kind: ucfg.Kind, log: lg, harvest: harvest}
 	deps.OnEvent = func(ev supervise.Event) { c.onEvent(u, ev) }
 	if ucfg.Kind == supervise.KindUpstream && c.opt.Upstreams != nil {
-		hooks := c.opt.Upstreams
-		deps.OnSpawn = func(run uint64, stdin io.WriteCloser, stdout io.ReadCloser) {
-			hooks.Attach(name, run, stdin, stdout)
-		}
-		deps.OnConnect = func(ctx context.Context, r supervise.Remote) { hooks.Connect(ctx, name, r) }
+		deps.OnLink = c.opt.Upstreams.Serve
 	}
 	u.sup = supervise.New(ucfg, deps)
 	return u, nil

@@ -522,7 +522,7 @@ func (c *Control) MCPStatus(context.Context, api.NoArgs) ([]api.UpstreamStatus, 
 // upstreamStatus is each upstream's supervision state merged with what the
 // broker knows of its session.
 func (c *Control) upstreamStatus() []api.UpstreamStatus {
-	known := map[string]BrokerStatus{}
+	known := map[string]api.UpstreamSession{}
 	if c.opt.Upstreams != nil {
 		for _, s := range c.opt.Upstreams.Status() {
 			known[s.Unit] = s

@@ -151,16 +151,15 @@ func Run(ctx context.Context, opt Options) (err error) {
 	defer func() { rcancel(); reaper.Stop() }()
 
 	tokens := supervise.NewTokens()
-	var ctlRef atomic.Pointer[control.Control] // set before any upstream can start
+	// ctlRef is control once it exists, for the notifier and the webhook
+	// listener, which are built before it (control reports on them).
+	var ctlRef atomic.Pointer[control.Control]
+	// The broker is control's UpstreamHooks as it is: each run reports its
+	// own start (an upstream that never completes initialize is a failed
+	// start) to its supervisor.
 	brk := broker.New(log, broker.Options{
 		ConnectTimeout: opt.UpstreamConnectTimeout,
 		Mask:           masker.Func(),
-		// An upstream that never completes initialize is a failed start.
-		OnStarted: func(unit string, run uint64, err error) {
-			if c := ctlRef.Load(); c != nil {
-				c.UpstreamStarted(unit, run, err)
-			}
-		},
 	})
 	defer brk.Close()
 
@@ -209,7 +208,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Runs:       runStore,
 		SocketPath: paths.Socket,
 		MCPURL:     mcpURL,
-		Upstreams:  brokerHooks{brk},
+		Upstreams:  brk,
 		Prompts:    promptSet,
 		State:      stateFile{filepath.Join(paths.StateDir, "state.json")},
 		OpenLog: func(name string, onEntry func(logs.Entry)) (*logs.Log, error) {

@@ -8,13 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"time"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
-	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/session"
 	"github.com/harness-dev/harness/internal/protocol"
 	"github.com/harness-dev/harness/internal/supervise"
@@ -131,39 +129,3 @@ func (a authority) Project(harness string) string {
 	}
 	return h.Project
 }
-
-// brokerHooks adapts the broker to control.UpstreamHooks.
-type brokerHooks struct{ b *broker.Broker }
-
-func (h brokerHooks) Configure(units map[string]control.UpstreamRef) {
-	m := make(map[string]broker.Upstream, len(units))
-	for name, r := range units {
-		m[name] = broker.Upstream{Key: r.Key, Project: r.Project, CallTimeout: r.CallTimeout, Tools: broker.Policy{
-			ReadTools: r.Tools.ReadTools, WriteTools: r.Tools.WriteTools, ExcludeTools: r.Tools.ExcludeTools,
-			ExcludePrompts: r.Tools.ExcludePrompts, ExcludeResources: r.Tools.ExcludeResources,
-		}}
-	}
-	h.b.Configure(m)
-}
-
-func (h brokerHooks) Attach(unit string, run uint64, stdin io.WriteCloser, stdout io.ReadCloser) {
-	h.b.Attach(unit, run, stdin, stdout)
-}
-
-func (h brokerHooks) Connect(ctx context.Context, unit string, r supervise.Remote) {
-	h.b.ConnectRemote(ctx, unit, r.Run, r.URL, r.Header, r.Secrets, r.Ended)
-}
-
-func (h brokerHooks) Detach(unit string, run uint64, next time.Time, reason string) {
-	h.b.Detach(unit, run, next, reason)
-}
-
-func (h brokerHooks) Status() []control.BrokerStatus {
-	var out []control.BrokerStatus
-	for _, s := range h.b.Status() {
-		out = append(out, control.BrokerStatus{Unit: s.Unit, Tools: s.Tools, Connected: s.Connected, LastError: s.LastError, ToolClasses: s.Classes})
-	}
-	return out
-}
-
-func (h brokerHooks) Warnings() []string { return h.b.Warnings() }

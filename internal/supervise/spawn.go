@@ -310,3 +310,11 @@ func ptySize(cfg UnitConfig) (cols, rows uint16) {
 	}
 	return cols, rows
 }
+
+// startedFunc is the readiness report of run for whoever serves it
+// (api.UpstreamRun.Started): Unit.Started, bound to this unit and run, so
+// the report needs no way back through control.
+func (a *actor) startedFunc(run uint64) func(error) {
+	u := a.u
+	return func(err error) { u.Started(run, err) }
+}

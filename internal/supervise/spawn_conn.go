@@ -7,6 +7,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/endpoint"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/runs"
@@ -16,28 +17,19 @@ import (
 // supervised like a process, but each run is a connection. The actor, the
 // policy (Decide, Backoff, failed-start counting) and the states are the
 // same; what differs is behind connOwner and here: a run starts by
-// resolving the headers and handing the connection to Deps.OnConnect, it
-// is ready when the broker reports Started (initialize and the first tool
-// listing), it is stopped by cancelling its context, and it ends when the
-// broker calls Remote.Ended.
-
-// Remote is one run of a remote upstream, as Deps.OnConnect receives it.
-type Remote struct {
-	Run uint64
-	// Target is the URL and the expanded headers of this connection; its
-	// values are secrets, held only for the connection's life.
-	endpoint.Target
-	// Ended must be called once, when the connection is over; err says
-	// why (nil when ctx ended it). Later calls are ignored.
-	Ended func(err error)
-}
+// resolving the headers and handing the connection to Deps.OnLink (its
+// Link an endpoint.Target, whose values are secrets held only for the
+// connection's life), it is ready when the broker reports Started
+// (initialize and the first tool listing), it is stopped by cancelling its
+// context, and it ends when the broker reports Ended (once; later reports
+// are ignored).
 
 // spawnConn starts a run of a remote upstream: a connection instead of a
 // process. Like a spawn, every failure goes through the policy.
 func (a *actor) spawnConn(cause runs.Cause) error {
 	cfg := a.cfg.clone()
 	a.setState(StateStarting)
-	if a.deps.OnConnect == nil {
+	if a.deps.OnLink == nil {
 		return a.spawnFailed(a.errConnect(errors.New("nothing serves remote upstreams here")))
 	}
 	target, err := resolveRemote(cfg)
@@ -65,9 +57,8 @@ func (a *actor) spawnConn(cause runs.Cause) error {
 
 	ended := make(chan error, 1)
 	var once sync.Once
-	a.deps.OnConnect(ctx, Remote{Run: run.ID, Target: target, Ended: func(err error) {
-		once.Do(func() { ended <- err })
-	}})
+	a.deps.OnLink(ctx, api.UpstreamRun{Unit: cfg.Name, Run: run.ID, Link: target, Started: a.startedFunc(run.ID),
+		Ended: func(err error) { once.Do(func() { ended <- err }) }})
 	go a.waitConn(p, ended)
 	if !a.deps.AwaitReady {
 		p.readyAt = p.startedAt

@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/endpoint"
 )
 
 // fakeBroker serves connection runs the way the broker does: it keeps
-// each run's Remote, and a run it has not ended by itself ends (Ended
+// each run's api.UpstreamRun, and a run it has not ended by itself ends (Ended
 // nil) when the supervisor cancels its context.
 type fakeBroker struct {
 	mu    sync.Mutex
@@ -24,10 +25,14 @@ type fakeBroker struct {
 
 type fakeConn struct {
 	ctx context.Context
-	r   Remote
+	r   api.UpstreamRun
 }
 
-func (b *fakeBroker) connect(ctx context.Context, r Remote) {
+// target is the connection's link: a remote run hands over its URL and
+// expanded headers.
+func (c *fakeConn) target() endpoint.Target { return c.r.Link.(endpoint.Target) }
+
+func (b *fakeBroker) connect(ctx context.Context, r api.UpstreamRun) {
 	b.mu.Lock()
 	b.conns = append(b.conns, &fakeConn{ctx: ctx, r: r})
 	b.mu.Unlock()
@@ -75,7 +80,7 @@ func TestScenario_RemoteUpstreamSupervisedLikeAProcess(t *testing.T) {
 		cfg, envFile := remoteCfg(t, "tok-one-1111")
 		brk := &fakeBroker{}
 		e := newEnv(t, cfg, func(d *Deps) {
-			d.OnConnect = brk.connect
+			d.OnLink = brk.connect
 			d.AwaitReady = true
 			d.Rand = func() float64 { return 0.5 } // no jitter
 			d.Limits = Limits{CrashThreshold: 3, CrashWindow: time.Minute, MinBackoff: time.Second,
@@ -87,10 +92,10 @@ func TestScenario_RemoteUpstreamSupervisedLikeAProcess(t *testing.T) {
 		if st := e.u.Status(); st.State != StateStarting || st.PID != 0 {
 			t.Fatalf("before ready: %+v", st)
 		}
-		if got := c.r.Header.Get("Authorization"); got != "Bearer tok-one-1111" || c.r.URL != cfg.URL {
-			t.Fatalf("handed %q to %s", got, c.r.URL)
+		if got := c.target().Header.Get("Authorization"); got != "Bearer tok-one-1111" || c.target().URL != cfg.URL {
+			t.Fatalf("handed %q to %s", got, c.target().URL)
 		}
-		e.u.Started(c.r.Run, nil)
+		c.r.Started(nil) // the run's own report, as the broker makes it
 		synctest.Wait()
 		if st := e.u.Status(); st.State != StateRunning || st.LastError != "" {
 			t.Fatalf("after ready: %+v", st)
@@ -115,8 +120,8 @@ func TestScenario_RemoteUpstreamSupervisedLikeAProcess(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		c = brk.last(t)
-		if brk.count() != 2 || c.r.Header.Get("Authorization") != "Bearer tok-two-2222" {
-			t.Fatalf("reconnect %d with %q", brk.count(), c.r.Header.Get("Authorization"))
+		if brk.count() != 2 || c.target().Header.Get("Authorization") != "Bearer tok-two-2222" {
+			t.Fatalf("reconnect %d with %q", brk.count(), c.target().Header.Get("Authorization"))
 		}
 		if st := e.u.Status(); st.State != StateStarting || st.RestartCount != 1 {
 			t.Fatalf("reconnecting: %+v", st)
@@ -220,7 +225,7 @@ func TestRemoteUnsetVariableFailsTheConnect(t *testing.T) {
 	cfg.Headers = map[string]string{"Authorization": "Bearer ${TOKEN}", "X-Home": "${HOME}"}
 	cfg.Restart = RestartNo
 	brk := &fakeBroker{}
-	e := newEnv(t, cfg, func(d *Deps) { d.OnConnect = brk.connect; d.AwaitReady = true })
+	e := newEnv(t, cfg, func(d *Deps) { d.OnLink = brk.connect; d.AwaitReady = true })
 	err := e.u.Start(context.Background(), api.CauseManual)
 	if err == nil || !strings.Contains(err.Error(), "headers.X-Home: ${HOME} is not set (not in env_file "+cfg.EnvFile+" or env)") {
 		t.Fatalf("start: %v", err)
@@ -249,9 +254,9 @@ func TestRemoteStopAbandonsAStuckConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg, _ := remoteCfg(t, "tok-stuck-0000")
 		cfg.StopGrace = 3 * time.Second
-		var got []Remote
+		var got []api.UpstreamRun
 		e := newEnv(t, cfg, func(d *Deps) {
-			d.OnConnect = func(_ context.Context, r Remote) { got = append(got, r) } // never ends it
+			d.OnLink = func(_ context.Context, r api.UpstreamRun) { got = append(got, r) } // never ends it
 		})
 		e.start()
 		synctest.Wait()

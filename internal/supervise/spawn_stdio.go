@@ -1,17 +1,19 @@
 package supervise
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"syscall"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // startStdio starts an upstream with attrs and pipes: stdin and stdout for the
 // broker (handed over by the returned function once the run is recorded),
-// stderr into the log. Without Deps.OnSpawn stdout goes to the log too.
+// stderr into the log. Without Deps.OnLink stdout goes to the log too.
 func (a *actor) startStdio(p *proc, attrs *syscall.SysProcAttr) (onStarted func(), err error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -37,7 +39,7 @@ func (a *actor) startStdio(p *proc, attrs *syscall.SysProcAttr) (onStarted func(
 	}
 	stdin := &closeOnce{Writer: inW, c: inW}
 	p.stdin = stdin
-	if a.deps.OnSpawn == nil {
+	if a.deps.OnLink == nil {
 		go func() {
 			defer close(p.ioDone)
 			copyOutput(outR, newLogWriter(a.deps.Log, logger), logger)
@@ -49,6 +51,6 @@ func (a *actor) startStdio(p *proc, attrs *syscall.SysProcAttr) (onStarted func(
 	}
 	// The broker owns stdout from here; the waiter does not wait for it.
 	close(p.ioDone)
-	run := p.run
-	return func() { a.deps.OnSpawn(run, stdin, outR) }, nil
+	r := api.UpstreamRun{Unit: a.cfg.Name, Run: p.run, Link: api.Pipes{Stdin: stdin, Stdout: outR}, Started: a.startedFunc(p.run)}
+	return func() { a.deps.OnLink(context.Background(), r) }, nil
 }

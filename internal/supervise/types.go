@@ -2,7 +2,6 @@ package supervise
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -41,7 +40,7 @@ type UnitConfig struct {
 	// takes term.DefaultIdleAfter. It applies at once.
 	IdleAfter time.Duration
 	// URL makes an upstream remote: each run is a connection to it,
-	// served through Deps.OnConnect, instead of a process (spawn_conn.go).
+	// served through Deps.OnLink, instead of a process (spawn_conn.go).
 	// Headers are its header templates, expanded at every connect from
 	// EnvFile and Env only.
 	URL     string
@@ -92,14 +91,16 @@ type Deps struct {
 	Logger   *slog.Logger     // default slog.Default()
 	// OnEvent is called from the actor for every event; it must not block.
 	OnEvent func(Event)
-	// OnSpawn (upstream kind only) receives the pipes of a new run; the
-	// callee owns stdout and may close stdin. It is called from the actor
-	// and must not block. Without it stdout is copied into the Log.
-	OnSpawn func(run uint64, stdin io.WriteCloser, stdout io.ReadCloser)
-	// OnConnect (remote upstreams, UnitConfig.URL) hands a new run's
-	// connection to whoever serves it (the broker). It is called from the
-	// actor and must not block; ctx ends when the supervisor ends the run.
-	OnConnect func(ctx context.Context, r Remote)
+	// OnLink (upstream kind only) hands each new run to whoever serves it
+	// (the broker), the same way for every kind: a process's pipes
+	// (api.Pipes; the callee owns stdout and may close stdin) or a remote
+	// upstream's URL and expanded headers (endpoint.Target). Its Started
+	// reports readiness (AwaitReady) and Ended a connection's end. ctx
+	// ends when the supervisor ends a connection run; a process run ends
+	// with its process. It is called from the actor and must not block.
+	// Without it a process's stdout is copied into the Log and a remote
+	// upstream cannot start.
+	OnLink func(ctx context.Context, r api.UpstreamRun)
 	// BaseEnv is the first layer of every unit's environment; default os.Environ().
 	BaseEnv []string
 

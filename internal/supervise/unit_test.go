@@ -136,18 +136,21 @@ func TestUpstreamPipesAndStdinCloseStop(t *testing.T) {
 	}
 	got := make(chan pipes, 2)
 	e := newEnv(t, upstreamCfg("gitea"), func(d *Deps) {
-		d.OnSpawn = func(run uint64, stdin io.WriteCloser, stdout io.ReadCloser) { got <- pipes{run, stdin, stdout} }
+		d.OnLink = func(_ context.Context, r api.UpstreamRun) {
+			p := r.Link.(api.Pipes)
+			got <- pipes{r.Run, p.Stdin, p.Stdout}
+		}
 	})
 	e.start()
 	var p pipes
 	select {
 	case p = <-got:
 	case <-time.After(10 * time.Second):
-		t.Fatal("OnSpawn not called")
+		t.Fatal("OnLink not called")
 	}
 	defer p.stdout.Close()
 	if p.run != e.u.Status().RunID {
-		t.Fatalf("OnSpawn run %d, status %d", p.run, e.u.Status().RunID)
+		t.Fatalf("OnLink run %d, status %d", p.run, e.u.Status().RunID)
 	}
 	var wg sync.WaitGroup
 	lines := make(chan string, 4)
@@ -182,7 +185,7 @@ func TestUpstreamPipesAndStdinCloseStop(t *testing.T) {
 	}
 }
 
-func TestUpstreamWithoutOnSpawnLogsStdout(t *testing.T) {
+func TestUpstreamWithoutOnLinkLogsStdout(t *testing.T) {
 	cfg := upstreamCfg("plain")
 	cfg.Env = map[string]string{helperEnv: "print", "HELPER_TEXT": "from stdout"}
 	cfg.StopGrace = 400 * time.Millisecond

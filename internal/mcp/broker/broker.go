@@ -2,13 +2,13 @@
 // and serves the upstreams' tools to downstream sessions under namespaced
 // names (KEY__tool).
 //
-// The supervisor owns the processes; the broker only sees their pipes. On
-// every spawn the supervisor calls Attach with the child's stdin/stdout, on
-// every exit Detach with when the next attempt is due. A remote upstream
-// (Streamable HTTP) is the same with ConnectRemote in place of Attach: the
-// supervisor owns the connection's life, the broker serves it (remote.go). The broker never
+// The supervisor owns the processes and connections; the broker only
+// serves them. On every run the supervisor hands it an api.UpstreamRun
+// (Serve), whose Link's type picks the transport (transport.go: a child's
+// pipes, a remote server's URL and headers in remote.go); on every exit
+// it calls Detach with when the next attempt is due. The broker never
 // blocks its caller: the handshake and listings run on a goroutine per
-// attached run, and all shared state sits behind one mutex.
+// served run, and all shared state sits behind one mutex.
 package broker
 
 import (
@@ -61,45 +61,20 @@ type Options struct {
 	// server that went away is noticed while nobody calls it. Zero means
 	// DefaultKeepAlive.
 	KeepAlive time.Duration
-	// OnStarted, when set, learns how each attached run's start ended:
-	// nil once initialize and the first listing succeeded, else why they
-	// failed or timed out. Runs detached or replaced meanwhile are not
-	// reported. It is called from the run's goroutine and must not block.
-	OnStarted func(unit string, run uint64, err error)
 	// Mask, when set, hides the daemon's known secrets (every env_file
-	// value, internal/mask) in the results of process upstreams, as remote
-	// upstreams' results are scrubbed of their header values: a stdio
-	// server whose tool returns its environment must not hand its env_file
-	// values to every reader (issue 36).
+	// value, internal/mask) in the results of process upstreams (issue
+	// 36); transports get it in Env.Mask.
 	Mask func(string) string
 }
 
-// Upstream is one configured [mcp.KEY] table. A global upstream's unit name
-// is its key; a project upstream's unit name is "project/key".
-type Upstream struct {
-	Key     string
-	Project string
-	// Tools classifies its tools; a change re-classifies the listed tools
-	// at once, without a restart.
-	Tools Policy
-	// CallTimeout bounds each call to it ([mcp.KEY] call_timeout_s); 0
-	// takes Options.CallTimeout. A change applies to the next call.
-	CallTimeout time.Duration
-}
-
-// Status is what the broker knows of one upstream.
-type Status struct {
-	Unit      string
-	Key       string
-	Project   string
-	Connected bool
-	Tools     int
-	LastError string
-	NextRetry time.Time
-	// Classes is every listed tool's class and why, excluded ones
-	// included, sorted by tool name.
-	Classes []api.ToolClass
-}
+// Upstream is one configured [mcp.KEY] table, Policy how its tools are
+// classified, Status what the broker knows of its session: the types
+// control speaks (api), so the broker is what control needs as it is.
+type (
+	Upstream = api.UpstreamRef
+	Policy   = api.ToolPolicy
+	Status   = api.UpstreamSession
+)
 
 // Broker proxies tool calls from downstream sessions to upstream servers.
 // All methods are safe for concurrent use.
@@ -160,19 +135,31 @@ type upstream struct {
 	nextRetry    time.Time
 }
 
-// conn is one attached run: the goroutine serving it ends when cancel is
+// conn is one served run: the goroutine serving it ends when cancel is
 // called or the upstream closes the connection.
 type conn struct {
 	run    uint64
 	cancel context.CancelFunc
 	relist chan struct{} // buffered 1: tools/list_changed coalesces
 	failed bool          // the session ended or never came up; guarded by Broker.mu
-	// remote is set for a connection to a remote upstream (remote.go);
-	// drop (buffered 1) ends its session, probe (buffered 1) asks for a
-	// ping that ends it if it fails. Both are nil, never ready, for stdio.
-	remote *remoteConn
-	drop   chan error
-	probe  chan error
+	// t connects to the run (transport.go); started (nil: nobody asks)
+	// learns how its start ended.
+	t       Transport
+	started func(error)
+	// drop (buffered 1) ends the session, probe (buffered 1) asks for a
+	// ping that ends it if it fails; only a networked transport's calls
+	// use them.
+	drop  chan error
+	probe chan error
+}
+
+// explain turns an error of this run into what the broker may record,
+// log and answer (a networked transport scrubs its secrets from it).
+func (c *conn) explain(err error) error {
+	if n, ok := c.t.(networked); ok && err != nil {
+		return n.explain(err)
+	}
+	return err
 }
 
 // New returns a broker with no upstreams; call Configure next.
@@ -224,7 +211,7 @@ func (b *Broker) bump() {
 
 // Configure replaces the configured set (unit name -> Upstream). A removed
 // or redefined unit loses its session and its tools; a new one is listed
-// as not connected until its first Attach; a changed Policy re-classifies
+// as not connected until its first run is served; a changed Policy re-classifies
 // the tools already listed. Change listeners fire when tools disappeared
 // or changed class.
 func (b *Broker) Configure(ups map[string]Upstream) {
@@ -237,7 +224,7 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 	for unit, u := range b.ups {
 		if want, ok := ups[unit]; ok && want.Key == u.key && want.Project == u.project {
 			u.callTimeout = want.CallTimeout
-			if !want.Tools.equal(u.policy) {
+			if !policyEqual(want.Tools, u.policy) {
 				promptsChanged := !slices.Equal(want.Tools.ExcludePrompts, u.policy.ExcludePrompts) && len(u.prompts) > 0 ||
 					!slices.Equal(want.Tools.ExcludeResources, u.policy.ExcludeResources)
 				u.policy = want.Tools
@@ -270,33 +257,6 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 	if changed {
 		b.fire()
 	}
-}
-
-// Attach hands the broker the pipes of a freshly spawned run of unit. It
-// returns at once: the handshake (pinned to ProtocolVersion) and the tool
-// listing run on their own goroutine, which marks the upstream connected
-// and fires change listeners when the tool list changed. The broker owns
-// the pipes from here on and closes them when the session ends.
-func (b *Broker) Attach(unit string, run uint64, stdin io.WriteCloser, stdout io.ReadCloser) {
-	b.mu.Lock()
-	u := b.ups[unit]
-	switch {
-	case b.closed, u == nil, run < u.run:
-		b.mu.Unlock()
-		b.log.Warn("broker: attach ignored", logkey.Unit, unit, logkey.Run, run, logkey.Reason, "closed, unknown unit or stale run")
-		closePipes(b.log, unit, stdin, stdout)
-		return
-	}
-	if u.conn != nil {
-		u.conn.cancel()
-	}
-	ctx, cancel := context.WithCancel(b.ctx)
-	c := &conn{run: run, cancel: cancel, relist: make(chan struct{}, 1)}
-	u.run, u.conn, u.session, u.nextRetry = run, c, nil, time.Time{}
-	b.bump()
-	b.wg.Add(1)
-	b.mu.Unlock()
-	go b.serve(ctx, u, c, stdin, stdout)
 }
 
 // Detach records that run of unit exited: the session is closed, the tools
@@ -359,7 +319,7 @@ func (b *Broker) Status() []Status {
 			Unit: u.unit, Key: u.key, Project: u.project,
 			Connected: u.session != nil, Tools: len(u.tools),
 			LastError: u.lastErr, NextRetry: u.nextRetry,
-			Classes: slices.SortedFunc(maps.Values(u.classes), func(x, y api.ToolClass) int { return strings.Compare(x.Tool, y.Tool) }),
+			ToolClasses: slices.SortedFunc(maps.Values(u.classes), func(x, y api.ToolClass) int { return strings.Compare(x.Tool, y.Tool) }),
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Unit < out[j].Unit })

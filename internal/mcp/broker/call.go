@@ -158,20 +158,24 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 		defer b.inFlight(u, back)()
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	var t Transport
+	if c != nil {
+		t = c.t
+	}
+	net, _ := t.(networked)
 	var route *progressRoute
 	if progressToken != nil && notify != nil {
-		if c != nil && c.remote != nil {
-			notify = c.remote.scrubProgress(notify)
+		if net != nil {
+			notify = net.scrubProgress(notify)
 		}
 		tok, r, done := b.route(ctx, key, progressToken, notify)
 		defer done()
 		params.SetProgressToken(tok)
 		route = r
 	}
-	var status *callStatus
-	if c != nil && c.remote != nil {
-		status = &callStatus{}
-		ctx = context.WithValue(ctx, callStatusKey{}, status)
+	var classify func(context.Context, *Broker, *conn, string, string, error) (error, bool)
+	if net != nil {
+		ctx, classify = net.watchCall(ctx)
 	}
 	// The go-sdk sends notifications/cancelled upstream when ctx ends
 	// while the call is in flight.
@@ -183,8 +187,8 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 		b.drain(ctx, route, tool)
 	}
 	if err != nil {
-		if status != nil {
-			if rerr, ok := b.remoteCallErr(ctx, c, status, key, tool, err); ok {
+		if classify != nil {
+			if rerr, ok := classify(ctx, b, c, key, tool, err); ok {
 				return nil, rerr
 			}
 		}
@@ -193,12 +197,8 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	if res == nil {
 		return nil, fmt.Errorf("broker: upstream %s: tools/call %s: empty result: %w", key, tool, errcode.ErrInternal)
 	}
-	if status != nil {
-		if res, err = c.remote.scrubResult(res); err != nil {
-			return nil, err
-		}
-	} else if b.opts.Mask != nil {
-		if res, err = maskResult(res, b.opts.Mask, key); err != nil {
+	if f, ok := t.(resultFilter); ok {
+		if res, err = f.filterResult(key, res); err != nil {
 			return nil, err
 		}
 	}

@@ -11,20 +11,11 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 )
 
-// Policy classifies an upstream's tools for scoping (DESIGN §13): globs in
-// path.Match syntax over the upstream's own tool names, from [mcp.KEY]
+// A Policy classifies an upstream's tools for scoping (DESIGN §13): globs
+// in path.Match syntax over the upstream's own tool names, from [mcp.KEY]
 // read_tools, write_tools and exclude_tools.
-type Policy struct {
-	ReadTools    []string
-	WriteTools   []string
-	ExcludeTools []string
-	// ExcludePrompts hides the upstream's prompts by their own names.
-	ExcludePrompts []string
-	// ExcludeResources hides resources and templates by their own URIs.
-	ExcludeResources []string
-}
 
-func (p Policy) equal(q Policy) bool {
+func policyEqual(p, q Policy) bool {
 	return slices.Equal(p.ReadTools, q.ReadTools) && slices.Equal(p.WriteTools, q.WriteTools) &&
 		slices.Equal(p.ExcludeTools, q.ExcludeTools) && slices.Equal(p.ExcludePrompts, q.ExcludePrompts) &&
 		slices.Equal(p.ExcludeResources, q.ExcludeResources)
@@ -35,7 +26,7 @@ func (p Policy) equal(q Policy) bool {
 // match hides it; else write_tools, then read_tools, then the upstream's
 // readOnlyHint decide. A tool matched by both read_tools and write_tools
 // is write, and warning says so.
-func (p Policy) classify(key, name string, ann *mcp.ToolAnnotations) (tc api.ToolClass, warning string) {
+func classify(p Policy, key, name string, ann *mcp.ToolAnnotations) (tc api.ToolClass, warning string) {
 	tc = api.ToolClass{Tool: name, Name: key + Separator + name}
 	if g, ok := firstMatch(p.ExcludeTools, name); ok {
 		tc.Why, tc.Rule = api.WhyExcluded, fmt.Sprintf("exclude_tools %q", g)
@@ -82,7 +73,7 @@ func (b *Broker) installLocked(u *upstream) (changed bool) {
 	warnings := slices.Clone(u.listWarnings)
 	for _, name := range slices.Sorted(maps.Keys(u.all)) {
 		t := u.all[name]
-		tc, w := u.policy.classify(u.key, name, t.Annotations)
+		tc, w := classify(u.policy, u.key, name, t.Annotations)
 		if w != "" {
 			warnings = append(warnings, w)
 		}

@@ -36,7 +36,7 @@ func TestClassifyHintOverrideAndExclude(t *testing.T) {
 		{"both", ro, api.ToolClass{Class: api.Write, Why: api.WhyOverride, Rule: `write_tools "b?th" (read_tools "both" matches too; write wins)`}, true},
 		{"delete_repo", ro, api.ToolClass{Why: api.WhyExcluded, Rule: `exclude_tools "delete_*"`}, false},
 	} {
-		got, warn := p.classify("gh", c.name, c.ann)
+		got, warn := classify(p, "gh", c.name, c.ann)
 		c.want.Tool, c.want.Name = c.name, "gh__"+c.name
 		if got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
@@ -120,7 +120,7 @@ func TestBrokerClassesFollowThePolicy(t *testing.T) {
 		st = s
 	}
 	byTool := map[string]api.ToolClass{}
-	for _, c := range st.Classes {
+	for _, c := range st.ToolClasses {
 		byTool[c.Tool] = c
 	}
 	if c := byTool["env"]; c.Why != api.WhyExcluded || c.Class != "" || c.Name != "alpha__env" {
@@ -129,8 +129,8 @@ func TestBrokerClassesFollowThePolicy(t *testing.T) {
 	if c := byTool["search"]; c.Why != api.WhyHint || c.Class != api.Read {
 		t.Errorf("status of search: %+v", c)
 	}
-	if len(st.Classes) != 9 || st.Tools != 8 {
-		t.Errorf("status lists %d classes and %d tools, want 9 (all listed) and 8 (served)", len(st.Classes), st.Tools)
+	if len(st.ToolClasses) != 9 || st.Tools != 8 {
+		t.Errorf("status lists %d classes and %d tools, want 9 (all listed) and 8 (served)", len(st.ToolClasses), st.Tools)
 	}
 
 	_, err := b.Call(context.Background(), "", "alpha__env", args(t, map[string]any{"key": "HOME"}), nil, nil, nil)

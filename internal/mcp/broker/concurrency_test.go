@@ -212,7 +212,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	b := New(nil, Options{})
 	b.Configure(map[string]Upstream{"alpha": {Key: "alpha"}})
 	p := spawn(t, "alpha")
-	b.Attach("alpha", 1, p.stdin, p.stdout)
+	serveRun(b, nil, "alpha", 1, p.stdin, p.stdout)
 	waitFor(t, b, "alpha connected", connected(b, "alpha"))
 	ctx, cancel := context.WithCancel(context.Background())
 	slow := startSlow(t, b, ctx, 60000)

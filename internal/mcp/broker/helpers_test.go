@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/mcp/demoupstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
@@ -132,7 +133,7 @@ func connected(b *Broker, unit string) func() bool {
 func attach(t *testing.T, b *Broker, unit, name string, run uint64, env ...string) *proc {
 	t.Helper()
 	p := spawn(t, name, env...)
-	b.Attach(unit, run, p.stdin, p.stdout)
+	serveRun(b, nil, unit, run, p.stdin, p.stdout)
 	waitFor(t, b, unit+" connected", connected(b, unit))
 	return p
 }
@@ -174,4 +175,14 @@ func toolNames(ts []Tool) []string {
 		out[i] = t.Tool.Name
 	}
 	return out
+}
+
+// serveRun hands b a process upstream's run on pipes, as its supervisor
+// does through control; starts (nil: nobody) gets the run's start report.
+func serveRun(b *Broker, starts chan<- startReport, unit string, run uint64, stdin io.WriteCloser, stdout io.ReadCloser) {
+	r := api.UpstreamRun{Unit: unit, Run: run, Link: api.Pipes{Stdin: stdin, Stdout: stdout}}
+	if starts != nil {
+		r.Started = func(err error) { starts <- startReport{unit, run, err} }
+	}
+	b.Serve(context.Background(), r)
 }

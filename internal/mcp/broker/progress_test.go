@@ -35,7 +35,7 @@ func attachInProcess(t *testing.T, b *Broker, unit, name string, run uint64) {
 		cw.Close() // EOF on the upstream's stdin ends Serve
 		<-done
 	})
-	b.Attach(unit, run, cw, cr)
+	serveRun(b, nil, unit, run, cw, cr)
 	waitFor(t, b, unit+" connected", connected(b, unit))
 }
 

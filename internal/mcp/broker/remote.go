@@ -20,10 +20,11 @@ import (
 
 // Remote upstreams (DESIGN §14): the same session, tools, calls and
 // progress as a process upstream, over the go-sdk's Streamable HTTP client
-// transport. The supervisor owns the connection's life (ConnectRemote
-// starts one run, its context ends it, ended reports its end); the broker
-// adds the headers to every request, notices a session that is gone, and
-// keeps every secret out of what it records, logs and answers.
+// transport: the transport registered for an endpoint.Target link. The
+// supervisor owns the connection's life (Serve starts one run, its context
+// ends it, Ended reports its end); this transport adds the headers to
+// every request, notices a session that is gone, and keeps every secret
+// out of what the broker records, logs and answers (networked).
 
 // remoteSSERetries is how often the transport tries to resume an SSE
 // stream before it fails the connection. Small: reconnecting is the
@@ -41,53 +42,58 @@ const codeRejected = -32005
 // the session is gone.
 const probeTimeout = 5 * time.Second
 
-// ConnectRemote serves one run of a remote upstream: a session with the
-// server at url, with header on every request. It returns at once; ended
-// is called once, after the session is closed, with why it ended (nil
-// when ctx ended it or the run was detached or replaced). secrets are the
-// values to keep out of every message (header values and the variables in
-// them). Like Attach it replaces the unit's current run.
-func (b *Broker) ConnectRemote(ctx context.Context, unit string, run uint64, url string, header http.Header, secrets []string, ended func(error)) {
-	b.mu.Lock()
-	u := b.ups[unit]
-	if b.closed || u == nil || run < u.run {
-		b.mu.Unlock()
-		b.log.Warn("broker: connect ignored", logkey.Unit, unit, logkey.Run, run, logkey.Reason, "closed, unknown unit or stale run")
-		ended(fmt.Errorf("broker: upstream unit %s: not served here (closed, unknown or stale run): %w", unit, errcode.ErrUpstreamUnavailable))
-		return
+func init() { RegisterTransport(openRemote) }
+
+// openRemote is the transport of a remote upstream's run: target is the
+// URL and the expanded headers, secrets included, held only for the run.
+func openRemote(target endpoint.Target, env Env) (Transport, error) {
+	rc := newRemoteConn(env.Key, target.URL, target.Header, target.Secrets, env.CountProgress)
+	rc.keepAlive = env.KeepAlive
+	return rc, nil
+}
+
+// Dial implements Transport.
+func (rc *remoteConn) Dial(context.Context) (mcp.Transport, error) {
+	return &mcp.StreamableClientTransport{Endpoint: rc.url, HTTPClient: rc.client, MaxRetries: remoteSSERetries}, nil
+}
+
+// Close implements Transport: no idle socket outlives the run.
+func (rc *remoteConn) Close() error {
+	rc.transport.CloseIdleConnections()
+	return nil
+}
+
+// tune pings the server while nobody calls it, so a server that went away
+// is noticed.
+func (rc *remoteConn) tune(o *mcp.ClientOptions) { o.KeepAlive = rc.keepAlive }
+
+// countsProgress: the event streams count progress (progress_sse.go).
+func (rc *remoteConn) countsProgress() {}
+
+// logger scrubs this connection's secrets from everything logged about
+// it, the go-sdk's client logs included.
+func (rc *remoteConn) logger(l *slog.Logger) *slog.Logger {
+	return slog.New(scrubHandler{h: l.Handler(), scrub: rc.scrub}).With(logkey.URL, rc.shown)
+}
+
+// watchCall notes the HTTP status of the call's own requests, for
+// callErr.
+func (rc *remoteConn) watchCall(ctx context.Context) (context.Context, func(context.Context, *Broker, *conn, string, string, error) (error, bool)) {
+	st := &callStatus{}
+	return context.WithValue(ctx, callStatusKey{}, st), func(ctx context.Context, b *Broker, c *conn, key, tool string, err error) (error, bool) {
+		return b.remoteCallErr(ctx, c, rc, st, key, tool, err)
 	}
-	if u.conn != nil {
-		u.conn.cancel()
-	}
-	sctx, cancel := context.WithCancel(b.ctx)
-	stopLink := context.AfterFunc(ctx, cancel)
-	rc := newRemoteConn(u.key, url, header, secrets, b.countProgress)
-	c := &conn{run: run, cancel: cancel, relist: make(chan struct{}, 1), remote: rc,
-		drop: make(chan error, 1), probe: make(chan error, 1)}
-	u.run, u.conn, u.session, u.nextRetry = run, c, nil, time.Time{}
-	b.bump()
-	b.wg.Add(1)
-	b.mu.Unlock()
-	go func() {
-		defer b.wg.Done()
-		defer stopLink()
-		defer cancel()
-		log := slog.New(scrubHandler{h: b.log.Handler(), scrub: rc.scrub}).
-			With(logkey.Upstream, u.key, logkey.Unit, u.unit, logkey.Run, run, logkey.URL, rc.shown)
-		t := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: rc.client, MaxRetries: remoteSSERetries}
-		err := b.session(sctx, log, u, c, t, func(o *mcp.ClientOptions) { o.KeepAlive = b.opts.KeepAlive }, nil)
-		rc.transport.CloseIdleConnections()
-		ended(err)
-	}()
 }
 
 // remoteConn is what the broker keeps of one connection to a remote
 // upstream: its HTTP client, the last error status it saw and how to
 // scrub its secrets.
 type remoteConn struct {
-	key   string
-	shown string // the URL as it may be shown (endpoint.Redact)
-	scrub func(string) string
+	key       string
+	url       string
+	keepAlive time.Duration
+	shown     string // the URL as it may be shown (endpoint.Redact)
+	scrub     func(string) string
 	// scrubJSON is scrub for JSON text (each secret also as JSON escapes
 	// it), nil when there is nothing to hide.
 	scrubJSON func(string) string
@@ -99,7 +105,7 @@ type remoteConn struct {
 }
 
 func newRemoteConn(key, url string, header http.Header, secrets []string, count func([]byte)) *remoteConn {
-	rc := &remoteConn{key: key, shown: endpoint.Redact(url), scrub: endpoint.Scrub(secrets)}
+	rc := &remoteConn{key: key, url: url, shown: endpoint.Redact(url), scrub: endpoint.Scrub(secrets)}
 	var inJSON []string
 	for _, s := range secrets {
 		if len(s) < endpoint.MinSecret {
@@ -122,7 +128,7 @@ func newRemoteConn(key, url string, header http.Header, secrets []string, count 
 // that echoes the request (a whoami tool, an error quoting its headers)
 // must not hand the credential to the agent that called it. A result
 // without a secret is returned as it came.
-func (rc *remoteConn) scrubResult(res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+func (rc *remoteConn) filterResult(_ string, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
 	if rc.scrubJSON == nil {
 		return res, nil
 	}
@@ -185,11 +191,10 @@ func (rc *remoteConn) authText(code int) string {
 // record, log and answer: a refused credential (401, 403) is said as
 // such, and every secret is scrubbed. The result still matches what err
 // matched with errors.Is and errors.As.
-func (c *conn) explain(err error) error {
-	if err == nil || c.remote == nil {
+func (rc *remoteConn) explain(err error) error {
+	if err == nil {
 		return err
 	}
-	rc := c.remote
 	msg := err.Error()
 	if code := rc.lastStatus(); code == http.StatusUnauthorized || code == http.StatusForbidden {
 		// The go-sdk's text ("sending \"initialize\": Unauthorized") adds
@@ -282,8 +287,7 @@ func transientStatus(code int) bool {
 // server asks for a ping, and a failed ping ends the session. ok is false
 // when callErr should classify err itself (an answer, a timeout, the
 // caller's cancellation). Every message is scrubbed.
-func (b *Broker) remoteCallErr(ctx context.Context, c *conn, st *callStatus, key, tool string, err error) (error, bool) {
-	rc := c.remote
+func (b *Broker) remoteCallErr(ctx context.Context, c *conn, rc *remoteConn, st *callStatus, key, tool string, err error) (error, bool) {
 	var rpc *jsonrpc.Error
 	code := st.get()
 	switch {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/endpoint"
 	"github.com/harness-dev/harness/internal/mcp/demoupstream"
 )
 
@@ -35,7 +37,7 @@ func BenchmarkProxiedCall(b *testing.B) {
 					_ = demoupstream.Serve(context.Background(), inR, outW, "bench")
 					outW.Close()
 				}()
-				brk.Attach("mcp.x", 1, inW, outR)
+				serveRun(brk, nil, "mcp.x", 1, inW, outR)
 				stop = func() { brk.Close(); <-done }
 			case "http":
 				srv := demoupstream.NewHTTPServer("bench")
@@ -43,7 +45,7 @@ func BenchmarkProxiedCall(b *testing.B) {
 					b.Fatal(err)
 				}
 				ended := make(chan error, 1)
-				brk.ConnectRemote(context.Background(), "mcp.x", 1, srv.URL(), http.Header{}, nil, func(err error) { ended <- err })
+				brk.Serve(context.Background(), api.UpstreamRun{Unit: "mcp.x", Run: 1, Link: endpoint.Target{URL: srv.URL(), Header: http.Header{}}, Ended: func(err error) { ended <- err }})
 				stop = func() { brk.Close(); <-ended; srv.Stop() }
 			}
 			defer stop()

@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/endpoint"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/mcp/demoupstream"
 )
@@ -60,9 +62,7 @@ func newRemoteFixture(t *testing.T) *remoteFixture {
 	}
 	t.Cleanup(f.srv.Stop)
 	log := slog.New(slog.NewTextHandler(teeWriter{f.log, testWriter{t}}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	f.b = New(log, Options{ConnectTimeout: 5 * time.Second, OnStarted: func(unit string, run uint64, err error) {
-		f.starts <- startReport{unit, run, err}
-	}})
+	f.b = New(log, Options{ConnectTimeout: 5 * time.Second})
 	f.b.Configure(map[string]Upstream{"mcp.r": {Key: "r"}})
 	t.Cleanup(f.b.Close)
 	return f
@@ -85,7 +85,10 @@ func (f *remoteFixture) connect(ctx context.Context, run uint64, token string) <
 	h := http.Header{}
 	h.Set("Authorization", "Bearer "+token)
 	f.secrets = append(f.secrets, token)
-	f.b.ConnectRemote(ctx, "mcp.r", run, f.srv.URL(), h, []string{"Bearer " + token, token}, func(err error) { ended <- err })
+	f.b.Serve(ctx, api.UpstreamRun{Unit: "mcp.r", Run: run,
+		Link:    endpoint.Target{URL: f.srv.URL(), Header: h, Secrets: []string{"Bearer " + token, token}},
+		Started: func(err error) { f.starts <- startReport{"mcp.r", run, err} },
+		Ended:   func(err error) { ended <- err }})
 	return ended
 }
 
@@ -375,7 +378,7 @@ func TestRemoteScrubResultAndProgress(t *testing.T) {
 	rc := newRemoteConn("r", "http://127.0.0.1/mcp", nil, []string{odd, "plain-secret"}, nil)
 	in := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a " + odd + " b plain-secret"}},
 		StructuredContent: map[string]any{"k": odd}}
-	out, err := rc.scrubResult(in)
+	out, err := rc.filterResult("r", in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +390,7 @@ func TestRemoteScrubResultAndProgress(t *testing.T) {
 		t.Fatalf("text %q", got)
 	}
 	clean := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "nothing to hide"}}}
-	if same, err := rc.scrubResult(clean); err != nil || same != clean {
+	if same, err := rc.filterResult("r", clean); err != nil || same != clean {
 		t.Fatalf("a clean result was rebuilt: %v %p %p", err, same, clean)
 	}
 	var msg string

@@ -52,7 +52,7 @@ func startOddServer(t *testing.T, b *Broker, unit string) *oddServer {
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	go func() { o.done <- srv.Run(context.Background(), &mcp.IOTransport{Reader: sr, Writer: sw}) }()
-	b.Attach(unit, 1, cw, cr)
+	serveRun(b, nil, unit, 1, cw, cr)
 	return o
 }
 

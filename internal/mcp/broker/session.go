@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -11,31 +10,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harness-dev/harness/internal/logkey"
-	"github.com/harness-dev/harness/internal/mcp/jsonl"
 )
 
-// serve owns one attached run of a process upstream: the session runs
-// over its pipes. A failed handshake closes the pipes, so a well-behaved
-// upstream sees EOF and exits and the supervisor restarts it.
-func (b *Broker) serve(ctx context.Context, u *upstream, c *conn, stdin io.WriteCloser, stdout io.ReadCloser) {
-	defer b.wg.Done()
-	defer c.cancel()
-	log := b.log.With(logkey.Upstream, u.key, logkey.Unit, u.unit, logkey.Run, c.run)
-	// Progress notifications are counted as the client reads them (see
-	// drain); on HTTP the event streams count them instead (remote.go).
-	t := &countingTransport{Transport: &jsonl.Transport{Reader: stdout, Writer: stdin}, b: b}
-	b.session(ctx, log, u, c, t, nil, func() { closePipes(log, u.unit, stdin, stdout) })
-}
-
-// session connects to an upstream over t, lists its tools, reports the
-// start, marks the upstream connected and then re-lists on
+// session connects to an upstream over c's transport, lists its tools,
+// reports the start, marks the upstream connected and then re-lists on
 // tools/list_changed until ctx ends (nil: the run was detached, replaced
 // or removed, or the broker closed) or the session ends, whose reason it
-// returns: the upstream closed the connection, or (remote) the session
-// was dropped. connectFailed, if set, runs when the handshake fails.
-// Every error it records or reports has been through c.explain.
-func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *conn, t mcp.Transport,
-	tune func(*mcp.ClientOptions), connectFailed func()) error {
+// returns: the upstream closed the connection, or (networked) the session
+// was dropped. A failed handshake closes the transport at once. Every
+// error it records or reports has been through c.explain.
+func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *conn) error {
 	opts := &mcp.ClientOptions{
 		Logger: log,
 		// No roots; sampling and elicitation are added by their handlers,
@@ -67,18 +51,27 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	}
 	b.backHandlers(opts, u.unit)
-	if tune != nil {
-		tune(opts)
+	if t, ok := c.t.(tuner); ok {
+		t.tune(opts)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "harness-broker", Version: "1"}, opts)
 
 	cctx, cancelConnect := context.WithTimeout(ctx, b.opts.ConnectTimeout)
 	defer cancelConnect()
-	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
-	if err != nil {
-		if connectFailed != nil {
-			connectFailed()
+	t, err := c.t.Dial(cctx)
+	if err == nil {
+		if _, ok := c.t.(selfCounting); !ok {
+			// Progress notifications are counted as the client reads them
+			// (see drain); a self-counting transport counts them itself.
+			t = &countingTransport{Transport: t, b: b}
 		}
+	}
+	var cs *mcp.ClientSession
+	if err == nil {
+		cs, err = client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	}
+	if err != nil {
+		closeTransport(log, c.t)
 		err = c.explain(fmt.Errorf("broker: upstream %s: initialize: %w", u.key, err))
 		b.failed(log, u, c, err)
 		b.started(u, c, err)
@@ -119,7 +112,7 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 			return nil
 		case <-waitDone:
 			err := fmt.Errorf("broker: upstream %s: connection closed", u.key)
-			if waitErr != nil && c.remote != nil {
+			if _, ok := c.t.(networked); ok && waitErr != nil {
 				err = fmt.Errorf("broker: upstream %s: connection closed: %w", u.key, waitErr)
 			}
 			err = c.explain(err)
@@ -172,17 +165,17 @@ func (b *Broker) failed(log *slog.Logger, u *upstream, c *conn, err error) {
 	}
 }
 
-// started reports the outcome of c's start to Options.OnStarted while c is
-// still u's attached run.
+// started reports the outcome of c's start to whoever handed the run over
+// (api.UpstreamRun.Started) while c is still u's current run.
 func (b *Broker) started(u *upstream, c *conn, err error) {
-	if b.opts.OnStarted == nil {
+	if c.started == nil {
 		return
 	}
 	b.mu.Lock()
 	current := u.conn == c && !b.closed
 	b.mu.Unlock()
 	if current {
-		b.opts.OnStarted(u.unit, c.run, err)
+		c.started(err)
 	}
 }
 

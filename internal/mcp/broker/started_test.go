@@ -17,11 +17,9 @@ type startReport struct {
 // long enough for a loaded CI machine to list a working upstream): at once for a working
 // upstream, after the connect timeout for one that never answers
 // initialize, and not at all for a run that was detached first.
-func TestOnStarted_ReportsEachRunsStart(t *testing.T) {
+func TestStarted_ReportsEachRunsStart(t *testing.T) {
 	reports := make(chan startReport, 8)
-	b := newBroker(t, Options{ConnectTimeout: 2 * time.Second, OnStarted: func(unit string, run uint64, err error) {
-		reports <- startReport{unit, run, err}
-	}}, map[string]Upstream{"mcp.good": {Key: "good"}, "mcp.mute": {Key: "mute"}, "mcp.gone": {Key: "gone"}})
+	b := newBroker(t, Options{ConnectTimeout: 2 * time.Second}, map[string]Upstream{"mcp.good": {Key: "good"}, "mcp.mute": {Key: "mute"}, "mcp.gone": {Key: "gone"}})
 	next := func() startReport {
 		t.Helper()
 		select {
@@ -33,7 +31,8 @@ func TestOnStarted_ReportsEachRunsStart(t *testing.T) {
 		}
 	}
 
-	attach(t, b, "mcp.good", "good", 1)
+	good := spawn(t, "good")
+	serveRun(b, reports, "mcp.good", 1, good.stdin, good.stdout)
 	if r := next(); r.unit != "mcp.good" || r.run != 1 || r.err != nil {
 		t.Fatalf("report %+v, want mcp.good run 1 started", r)
 	}
@@ -47,7 +46,7 @@ func TestOnStarted_ReportsEachRunsStart(t *testing.T) {
 	}
 	t.Cleanup(func() { mute.Process.Kill(); mute.Wait() })
 	began := time.Now()
-	b.Attach("mcp.mute", 4, in, out)
+	serveRun(b, reports, "mcp.mute", 4, in, out)
 	r := next()
 	if r.unit != "mcp.mute" || r.run != 4 || r.err == nil || !strings.Contains(r.err.Error(), "initialize") {
 		t.Fatalf("report %+v, want mcp.mute run 4 failed in initialize", r)
@@ -63,7 +62,7 @@ func TestOnStarted_ReportsEachRunsStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gone.Process.Kill(); gone.Wait() })
-	b.Attach("mcp.gone", 2, gin, gout)
+	serveRun(b, reports, "mcp.gone", 2, gin, gout)
 	b.Detach("mcp.gone", 2, time.Time{}, "exited")
 	select {
 	case r := <-reports:
