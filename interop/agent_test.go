@@ -46,18 +46,26 @@ type agentFleet struct {
 // scripted model server.
 func newAgentFleet(t *testing.T, spec agentSpec, o modelapi.AgentOptions) *agentFleet {
 	t.Helper()
+	return newAgentFleetEnv(t, spec, o, nil, t.TempDir())
+}
+
+// newAgentFleetEnv is newAgentFleet with extra variables in the agent's
+// environment and the fleet's files under dir.
+func newAgentFleetEnv(t *testing.T, spec agentSpec, o modelapi.AgentOptions, extra map[string]string, dir string) *agentFleet {
+	t.Helper()
 	srv, err := modelapi.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
 	af := &agentFleet{api: srv}
-	af.tuiFleet = newTUIFleetEnv(t, spec.bin, spec.pkg, "work-"+spec.bin, tuiBin(t, spec.bin), func(home, work string) string {
+	af.tuiFleet = newTUIFleetEnvAt(t, dir, spec.bin, spec.pkg, "work-"+spec.bin, tuiBin(t, spec.bin), func(home, work string) string {
 		af.work = work
 		env, err := srv.AgentEnv(spec.agent, home, work, o)
 		if err != nil {
 			t.Fatal(err)
 		}
+		maps.Copy(env, extra)
 		var kv []string
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			kv = append(kv, fmt.Sprintf("%s = %q", k, env[k]))

@@ -64,7 +64,12 @@ func newTUIFleet(t *testing.T, name, pkg, workdir, bin string, args ...string) *
 // from the run's HOME and work directory (which exist by then).
 func newTUIFleetEnv(t *testing.T, name, pkg, workdir, bin string, env func(home, work string) string, args ...string) *tuiFleet {
 	t.Helper()
-	dir := t.TempDir()
+	return newTUIFleetEnvAt(t, t.TempDir(), name, pkg, workdir, bin, env, args...)
+}
+
+// newTUIFleetEnvAt is newTUIFleetEnv with the fleet's files under dir.
+func newTUIFleetEnvAt(t *testing.T, dir, name, pkg, workdir, bin string, env func(home, work string) string, args ...string) *tuiFleet {
+	t.Helper()
 	home, work := filepath.Join(dir, "home"), filepath.Join(dir, workdir)
 	for _, d := range []string{home, work} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -75,7 +80,7 @@ func newTUIFleetEnv(t *testing.T, name, pkg, workdir, bin string, env func(home,
 	for i, a := range args {
 		quoted[i] = strconv.Quote(a)
 	}
-	f := newFleet(t, fmt.Sprintf(`
+	f := newFleetAt(t, dir, fmt.Sprintf(`
 [harness.%s]
 cmd = %q
 args = [%s]

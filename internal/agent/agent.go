@@ -69,6 +69,12 @@ type Adapter struct {
 	// 3pm). ok is false when text is no usage-limit message; a zero until
 	// with ok means the agent did not say when.
 	UsageLimit func(text string, now time.Time) (until time.Time, ok bool)
+
+	// Wiring returns what a run of the agent needs to reach harness's MCP
+	// server and call `harness hook` (wire.go), in the agent's own
+	// configuration format, merged with the user's configuration and never
+	// written over it. Nil: the agent is not wired.
+	Wiring func(spec WireSpec) (Wiring, error)
 }
 
 // RunOptions are what a harness asks of one run of its agent (DESIGN §17).

@@ -12,6 +12,7 @@ func init() {
 	Register(&Adapter{
 		Name:     ClaudeCode,
 		Commands: []string{"claude", "claude-code"},
+		Wiring:   claudeWiring,
 		Rules: []Rule{
 			{
 				Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
@@ -46,4 +47,17 @@ func init() {
 			{Name: "prompt", State: api.AgentReady, When: res(`\? for shortcuts|^❯\s*$`)},
 		},
 	})
+}
+
+// claudeWiring gives Claude Code harness's MCP server with --mcp-config
+// (added to the user's .mcp.json and settings servers, which stay as they
+// are) as an inline JSON argument: nothing is written to disk.
+func claudeWiring(spec WireSpec) (Wiring, error) {
+	var w Wiring
+	if spec.MCP {
+		w.Args = append(w.Args, jsonArg("--mcp-config", map[string]any{
+			"mcpServers": map[string]any{ServerName: stdioServer(spec.Exe)},
+		}))
+	}
+	return w, nil
 }

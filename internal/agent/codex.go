@@ -1,6 +1,10 @@
 package agent
 
-import "github.com/harness-dev/harness/internal/api"
+import (
+	"encoding/json"
+
+	"github.com/harness-dev/harness/internal/api"
+)
 
 // Codex (@openai/codex, the `codex` command), as 0.169.0 draws itself
 // (testdata/codex). Its input row starts with › and shows the placeholder
@@ -14,6 +18,7 @@ func init() {
 	Register(&Adapter{
 		Name:     Codex,
 		Commands: []string{"codex"},
+		Wiring:   codexWiring,
 		Rules: []Rule{
 			{
 				Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
@@ -48,4 +53,30 @@ func init() {
 			},
 		},
 	})
+}
+
+// codexWiring gives Codex harness's MCP server with -c config overrides,
+// which apply to this run on top of the user's config.toml and leave it
+// as it is. Codex starts an MCP server with a short list of its own
+// environment only, so the server is told which variables to pass on.
+func codexWiring(spec WireSpec) (Wiring, error) {
+	var w Wiring
+	if spec.MCP {
+		key := "mcp_servers." + ServerName + "."
+		w.Args = append(w.Args,
+			"-c", key+"command="+tomlString(spec.Exe),
+			"-c", key+`args=["mcp"]`,
+			"-c", key+`env_vars=["HARNESS_MCP_TOKEN", "HARNESS_SOCKET", "HARNESS_NAME"]`,
+		)
+	}
+	return w, nil
+}
+
+// tomlString quotes s as a TOML basic string (JSON's escapes are TOML's).
+func tomlString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

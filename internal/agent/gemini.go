@@ -1,6 +1,16 @@
 package agent
 
-import "github.com/harness-dev/harness/internal/api"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"github.com/harness-dev/harness/internal/api"
+)
 
 // Gemini CLI (@google/gemini-cli, the `gemini` command), as 0.61.0 draws
 // itself (testdata/gemini). Its dialogs are boxes with a ● cursor on
@@ -13,6 +23,7 @@ func init() {
 	Register(&Adapter{
 		Name:     Gemini,
 		Commands: []string{"gemini"},
+		Wiring:   geminiWiring,
 		Rules: []Rule{
 			{
 				Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
@@ -51,4 +62,108 @@ func init() {
 			{Name: "prompt", State: api.AgentReady, When: res(`Type your message`)},
 		},
 	})
+}
+
+// geminiSystemSettings is the variable that points Gemini CLI at its
+// system settings file, and defaultGeminiSystemSettings where it looks
+// without it (Linux).
+const (
+	geminiSystemSettings        = "GEMINI_CLI_SYSTEM_SETTINGS_PATH"
+	defaultGeminiSystemSettings = "/etc/gemini-cli/settings.json"
+)
+
+// geminiWiring gives Gemini CLI harness's MCP server. Gemini CLI reads
+// MCP servers only from settings files, so harness writes a system
+// settings file of its own under spec.Dir: the user's system settings (if
+// any) plus the harness server, pointed at by GEMINI_CLI_SYSTEM_SETTINGS_PATH
+// for this run. Gemini merges mcpServers of all its settings files, so the
+// user's own servers (user and workspace settings) stay. Gemini CLI hides
+// variables named like tokens from MCP servers, so HARNESS_MCP_TOKEN is
+// allowed by name; its value never enters the file.
+//
+// Gemini CLI reads a system settings file only when root owns it and every
+// directory above it, none writable by group or others: so the wiring
+// works for a daemon run by root with its state dir on such a path, and is
+// refused (logged, the agent runs unwired) otherwise.
+func geminiWiring(spec WireSpec) (Wiring, error) {
+	if !spec.MCP || spec.Dir == "" {
+		return Wiring{}, nil
+	}
+	if err := rootOnlyPath(spec.Dir); err != nil {
+		return Wiring{}, fmt.Errorf("gemini reads no system settings from %s: %w", spec.Dir, err)
+	}
+	return geminiSettings(spec)
+}
+
+// geminiSettings is geminiWiring past the path check.
+func geminiSettings(spec WireSpec) (Wiring, error) {
+	settings := map[string]any{}
+	src := spec.Env[geminiSystemSettings]
+	if src == "" {
+		src = defaultGeminiSystemSettings
+	}
+	if spec.ReadFile != nil {
+		if b, err := spec.ReadFile(src); err == nil && len(b) > 0 {
+			if err := json.Unmarshal(b, &settings); err != nil {
+				return Wiring{}, fmt.Errorf("system settings %s: %w", src, err)
+			}
+		}
+	}
+	servers, _ := settings["mcpServers"].(map[string]any)
+	if servers == nil {
+		servers = map[string]any{}
+	}
+	servers[ServerName] = map[string]any{"command": spec.Exe, "args": []string{"mcp"}}
+	settings["mcpServers"] = servers
+	security, _ := settings["security"].(map[string]any)
+	if security == nil {
+		security = map[string]any{}
+	}
+	redaction, _ := security["environmentVariableRedaction"].(map[string]any)
+	if redaction == nil {
+		redaction = map[string]any{}
+	}
+	allowed, _ := redaction["allowed"].([]any)
+	if !slices.Contains(allowed, any("HARNESS_MCP_TOKEN")) {
+		allowed = append(allowed, "HARNESS_MCP_TOKEN")
+	}
+	redaction["allowed"] = allowed
+	security["environmentVariableRedaction"] = redaction
+	settings["security"] = security
+	b, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		return Wiring{}, err
+	}
+	path := filepath.Join(spec.Dir, "gemini-system-settings.json")
+	return Wiring{
+		Env:   []string{geminiSystemSettings + "=" + path},
+		Files: []File{{Path: path, Data: b}},
+	}, nil
+}
+
+// rootOnlyPath reports why Gemini CLI would not read a settings file in
+// dir: dir (made here, 0700, if missing) or a directory above it is not
+// root's or is writable by group or others.
+func rootOnlyPath(dir string) error {
+	if os.Geteuid() != 0 {
+		return errors.New("the daemon does not run as root")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
+			return fmt.Errorf("%s is not root's", d)
+		}
+		if fi.Mode().Perm()&0o022 != 0 {
+			return fmt.Errorf("%s is writable by group or others", d)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }

@@ -82,6 +82,9 @@ type Options struct {
 	Trajectories *trajectory.Store
 	// SocketPath is passed to harnesses as HARNESS_SOCKET.
 	SocketPath string
+	// Exe is the harness binary a known agent launches as its MCP server
+	// and hook command (wire.go); "" wires no agent.
+	Exe string
 	// MCPURL, when the HTTP endpoint is on, is passed to harnesses as
 	// HARNESS_MCP_URL and shown by daemon_info.
 	MCPURL    string

@@ -91,6 +91,7 @@ func (c *Control) harnessUnitConfig(name string, h *config.Harness) supervise.Un
 	if c.opt.MCPURL != "" {
 		uc.ExtraEnv = append(uc.ExtraEnv, "HARNESS_MCP_URL="+c.opt.MCPURL)
 	}
+	c.wireAgent(name, h, &uc)
 	return uc
 }
 

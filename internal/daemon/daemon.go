@@ -207,6 +207,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Proto:      protocol.Version,
 		Runs:       runStore,
 		SocketPath: paths.Socket,
+		Exe:        selfExe(),
 		MCPURL:     mcpURL,
 		Upstreams:  brk,
 		Prompts:    promptSet,
@@ -399,4 +400,18 @@ func tightenStateDir(dir string, log *slog.Logger) error {
 	}
 	log.Warn("state dir was not private; made it 0700", logkey.StateDir, dir, logkey.Mode, fmt.Sprintf("%#o", st.Mode().Perm()))
 	return nil
+}
+
+// selfExe is the absolute path of this binary, which known agents launch
+// as `harness mcp` and `harness hook` (control's agent wiring); "" when it
+// cannot be found, and then no agent is wired.
+func selfExe() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if abs, err := filepath.EvalSymlinks(exe); err == nil {
+		return abs
+	}
+	return exe
 }

@@ -3,6 +3,7 @@ package modelapi
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -57,6 +58,9 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, req map[string]a
 		a, _ := json.Marshal(args)
 		item := map[string]any{"id": s.id("fc"), "type": "function_call", "status": "completed",
 			"call_id": s.id("call"), "name": name, "arguments": string(a)}
+		if ns, n, ok := strings.Cut(name, "/"); ok { // a tool of a namespace (ToolNames)
+			item["namespace"], item["name"] = ns, n
+		}
 		if !s.pace(r.Context(), t, delta) {
 			return
 		}

@@ -374,14 +374,24 @@ func jsonError(w http.ResponseWriter, status int, body any) {
 var ErrNoTool = errors.New("modelapi: the request declares no such tool")
 
 // ToolNames lists the names of the tools a recorded request declares, in
-// any of the three formats.
+// any of the three formats. A tool inside an OpenAI namespace (how Codex
+// offers an MCP server's tools) is "NAMESPACE/NAME"; a Turn calling it by
+// that name calls it in its namespace.
 func (r Request) ToolNames() []string {
 	m := r.JSON()
 	var out []string
 	tools, _ := m["tools"].([]any)
 	for _, t := range tools {
 		tm, _ := t.(map[string]any)
-		if n, ok := tm["name"].(string); ok {
+		n, _ := tm["name"].(string)
+		if sub, ok := tm["tools"].([]any); ok && tm["type"] == "namespace" { // OpenAI: Codex's MCP servers
+			for _, st := range sub {
+				sm, _ := st.(map[string]any)
+				if sn, ok := sm["name"].(string); ok {
+					out = append(out, n+"/"+sn)
+				}
+			}
+		} else if n != "" {
 			out = append(out, n)
 		}
 		if decls, ok := tm["functionDeclarations"].([]any); ok { // Gemini

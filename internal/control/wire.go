@@ -1,0 +1,62 @@
+package control
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/harness-dev/harness/internal/agent"
+	"github.com/harness-dev/harness/internal/config"
+	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/supervise"
+)
+
+// wireAgent gives a harness of a known agent what its runs need to reach
+// harness (DESIGN §16): its MCP server as "harness" unless mcp_wire is
+// false, and the hook configuration calling `harness hook`, in the
+// agent's own format (agent.Adapter.Wiring). The wiring's arguments go
+// before the harness's own, its variables after the daemon's, and its
+// files into STATE/agents/NAME. A wiring that fails is logged and left
+// out: the agent still runs, unwired.
+func (c *Control) wireAgent(name string, h *config.Harness, uc *supervise.UnitConfig) {
+	if c.opt.Exe == "" {
+		return
+	}
+	a := agent.MustLookup(h.Agent)
+	spec := agent.WireSpec{
+		Harness: name, Exe: c.opt.Exe, MCP: h.MCPWire, Hooks: true,
+		Env: h.Env, ReadFile: os.ReadFile,
+	}
+	if c.opt.Paths.StateDir != "" {
+		spec.Dir = filepath.Join(c.opt.Paths.StateDir, "agents", name)
+	}
+	w, err := a.Wire(spec)
+	if err == nil {
+		err = writeWiring(w.Files)
+	}
+	if err != nil {
+		c.log.Warn("agent wiring left out", logkey.Unit, name, logkey.Err, err)
+		return
+	}
+	if len(w.Args) > 0 {
+		uc.Args = append(slices.Clone(w.Args), uc.Args...)
+	}
+	uc.ExtraEnv = append(uc.ExtraEnv, w.Env...)
+}
+
+// writeWiring writes a wiring's files (private to the daemon's user).
+func writeWiring(files []agent.File) error {
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+			return err
+		}
+		tmp := f.Path + ".tmp"
+		if err := os.WriteFile(tmp, f.Data, 0o600); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, f.Path); err != nil {
+			return err
+		}
+	}
+	return nil
+}

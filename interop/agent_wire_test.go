@@ -1,0 +1,125 @@
+package interop
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harness-dev/harness/internal/agent/modelapi"
+	"github.com/harness-dev/harness/internal/api"
+)
+
+// TestAgent_MCPWiringReachesHarness: a known agent run as a harness gets
+// harness's own MCP server as "harness" without anyone configuring it
+// (DESIGN §16, mcp_wire defaults to true). The scripted model asks each
+// real agent to call harness_list through it; the call is in `harness
+// calls` attributed to that harness and run, and the tool's result (the
+// fleet's rows) is in the agent's next request to the model.
+func TestAgent_MCPWiringReachesHarness(t *testing.T) {
+	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
+		t.Run(spec.agent, func(t *testing.T) {
+			// Claude Code defers MCP tools behind its ToolSearch tool by
+			// default; listed directly, the scripted model can call one.
+			dir := t.TempDir()
+			if spec.agent == "gemini" {
+				dir = rootOnlyDir(t)
+			}
+			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: true}, map[string]string{"ENABLE_TOOL_SEARCH": "false"}, dir)
+			af.api.Script(modelapi.Turn{Text: "Hello there."})
+			af.screenHas("its prompt", spec.prompt)
+			af.ask("Say hello")
+			first := af.mainRequest(0)
+			tool, err := first.ToolName("harness_list")
+			if err != nil {
+				t.Fatalf("the agent's request offers no harness tool: %v\n%s", err, first.Body)
+			}
+			af.api.Script(modelapi.Turn{Tool: tool, Args: map[string]any{}}, modelapi.Turn{Text: "Listed the fleet."})
+			af.waitState("ready")
+			af.ask("List the fleet")
+			next := af.mainRequestApproving(2)
+			if !strings.Contains(string(next.Body), "agent_state") {
+				t.Errorf("the request after the tool call does not carry harness_list's rows: %.2000s", next.Body)
+			}
+			run := af.screen().RunID
+			var res api.CallsResult
+			af.mustJSON(&res, "calls", "--tool", "harness_list")
+			found := false
+			for _, c := range res.Calls {
+				if c.Caller == api.CallerHarness && c.Harness == af.name && c.RunID == run && c.Outcome == "ok" {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no ok harness_list call attributed to %s run %d: %+v", af.name, run, res.Calls)
+			}
+		})
+	}
+}
+
+// mainRequestApproving waits for the agent's n-th main request like
+// mainRequest, approving (Enter, the first choice) any permission dialog
+// the agent shows meanwhile: each agent asks before an MCP tool in its own
+// way and by its own defaults.
+func (af *agentFleet) mainRequestApproving(n int) modelapi.Request {
+	af.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	approved := 0
+	for time.Now().Before(deadline) {
+		var found *modelapi.Request
+		seen := 0
+		for _, r := range af.api.Requests() {
+			if r.Main {
+				if seen == n {
+					found = &r
+					break
+				}
+				seen++
+			}
+		}
+		if found != nil {
+			return *found
+		}
+		if r := af.row(); r.AgentState == "waiting" && approved < 3 {
+			af.t.Logf("approving %q (%v)", r.Prompt, r.Choices)
+			af.answer(r, "first")
+			approved++
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, _, _ = af.api.WaitRequest(ctx, len(af.api.Requests()), func(r modelapi.Request) bool { return r.Main })
+		cancel()
+	}
+	return af.mainRequest(n) // fails with what the server saw
+}
+
+// rootOnlyDir is a temp dir that root owns, on a path no one else may
+// write: the only place Gemini CLI reads the system settings file that
+// wires harness in from (agent.geminiWiring). Not running as root, Gemini
+// cannot be wired at all, and the test says so.
+func rootOnlyDir(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("Gemini CLI reads a system settings file only when root owns its path: the daemon must run as root to wire it")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(home, ".cache")
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(base, "harness-interop-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o022 != 0 {
+			t.Skipf("%s is writable by others: Gemini CLI would not read a settings file below it", d)
+		}
+	}
+	return dir
+}
