@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestScenario_WaitingAgentIsAnsweredFromThePage: a real Claude Code
+// (from npm, against the scripted model server) asks to run a command;
+// the fleet page in a real Chromium shows it waiting with the command,
+// live; its harness page shows the prompt with one button per choice; clicking "Yes" approves it (the answer op), the
+// command runs, and the agent is ready again, on the CLI and on the page.
+func TestScenario_WaitingAgentIsAnsweredFromThePage(t *testing.T) {
+	table, rc := claudeTable(t, "claude", "")
+	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n"+table)
+	base := f.webBase()
+	opTok := strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token"))
+	ctx := newBrowser(t, 1280, 900)
+	signIn(t, ctx, base, opTok)
+	browse(t, ctx, "the fleet, live", chromedp.WaitVisible(chromedp.CSS(`body[data-live="1"]`)))
+
+	w := rc.askForPermission(f, "made-by-click")
+	// The fleet shows the agent waiting, with the command, live.
+	browse(t, ctx, "the fleet shows the waiting agent",
+		chromedp.WaitVisible(chromedp.CSS(`tr.unit.is-waiting[data-name="claude"] .prompt`)))
+	if p := eval[string](t, ctx, `document.querySelector('tr.unit.is-waiting[data-name="claude"] .prompt').textContent`); !strings.Contains(p, "touch made-by-click") {
+		t.Fatalf("the fleet's prompt %q, want the command", p)
+	}
+	// Its page shows the prompt with the choices the CLI shows.
+	browse(t, ctx, "open the claude harness",
+		chromedp.Navigate(base+"/h/claude"),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live="1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#waiting button.choice[data-choice="Yes"]`)),
+	)
+	labels := eval[[]string](t, ctx, `[...document.querySelectorAll('#waiting button.choice')].map(b => b.textContent.trim())`)
+	if !slices.Equal(labels, w.Choices) {
+		t.Fatalf("the page's choices %q, want %q", labels, w.Choices)
+	}
+	if p := eval[string](t, ctx, `document.querySelector('#waiting .prompt').textContent`); !strings.Contains(p, "touch made-by-click") {
+		t.Fatalf("the page's prompt %q, want the command", p)
+	}
+	saveScreenshotOf(t, ctx, "dashboard-waiting.png")
+
+	browse(t, ctx, "click Yes", chromedp.Click(chromedp.CSS(`#waiting button.choice[data-choice="Yes"]`)))
+	if r := f.waitAgent("claude", "ready"); r.AgentState != "ready" {
+		t.Fatalf("after the click: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(rc.work, "made-by-click")); err != nil {
+		t.Fatalf("the command approved by the click did not run: %v", err)
+	}
+	browse(t, ctx, "the page shows the agent ready",
+		chromedp.WaitVisible(chromedp.CSS(`#agent-state.ag-ready`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`#waiting`)),
+	)
+}
