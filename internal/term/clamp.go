@@ -24,10 +24,23 @@ import (
 // the same), parameters and intermediates are held, and the sequence is
 // written out again, clamped, when its final byte dispatches it. A sequence
 // the twin abandons is abandoned in the emulator too. Nothing is buffered but
-// the twin's 32 parameters, however long a sequence is.
+// the twin's 32 parameters, however long a sequence is (and the text of an
+// OSC string, up to the emulator's own bound, for the title).
+//
+// Ahead of the twin, output is read as UTF-8 characters (see utf8.go).
 type clamp struct {
-	p   *ansi.Parser
-	out []byte // scratch for one Feed slice
+	p          *ansi.Parser
+	out        []byte // scratch for one Feed slice
+	cols, rows int    // the screen of the current filter call
+
+	// A character still arriving (utf8.go): its bytes, how many it
+	// has and needs, and the range its next byte must be in.
+	u         [4]byte
+	un, uneed int
+	ulo, uhi  byte
+	osc       []byte // the OSC string being read, as written
+	title     string // the last title set, for takeTitle
+	titled    bool
 }
 
 func newClamp() *clamp {
@@ -37,7 +50,10 @@ func newClamp() *clamp {
 }
 
 // reset forgets a half-read sequence: the emulator it fed was replaced.
-func (c *clamp) reset() { c.p.Reset() }
+func (c *clamp) reset() {
+	c.p.Reset()
+	c.un, c.osc, c.title, c.titled = 0, c.osc[:0], "", false
+}
 
 // maxParam bounds a parameter of a sequence that is no count on the screen.
 const maxParam = parser.MaxParam
@@ -49,33 +65,49 @@ func inCSI(s parser.State) bool {
 // filter returns p as the emulator should see it on a cols x rows screen.
 // The result is valid until the next call.
 func (c *clamp) filter(p []byte, cols, rows int) []byte {
+	c.cols, c.rows = cols, rows
 	out := c.out[:0]
 	for _, b := range p {
-		prev := c.p.State()
-		act := c.p.Advance(b)
-		cur := c.p.State()
-		switch {
-		case !inCSI(prev) && !inCSI(cur):
-			out = append(out, b)
-		case !inCSI(prev): // the introducer ('[' after ESC, or C1 CSI)
-			out = append(out, b)
-		case inCSI(cur):
-			if act == parser.ExecuteAction || act == parser.ClearAction {
-				out = append(out, b) // a C0 control inside, or a new CSI
-			}
-			// parameters, prefix and intermediates wait for the final byte
-		case act == parser.DispatchAction:
-			out = c.appendCSI(out, cols, rows)
-		case cur == parser.GroundState && (act == parser.IgnoreAction || act == parser.NoneAction):
-			// The twin dropped the sequence on a byte the emulator,
-			// still at the sequence's start, would take as a parameter:
-			// an intermediate and then a digit drops it there too.
-			out = append(out, ' ', '0')
-		default:
-			out = append(out, b) // ESC, CAN, SUB, C1, UTF-8: the same from any CSI state
-		}
+		out = c.decode(out, b)
 	}
 	c.out = out[:0]
+	return out
+}
+
+// step advances the twin by one byte (of a whole character, see decode)
+// and appends what the emulator should be given for it.
+func (c *clamp) step(out []byte, b byte) []byte {
+	prev := c.p.State()
+	act := c.p.Advance(b)
+	cur := c.p.State()
+	switch {
+	case prev == parser.OscStringState && act == parser.PutAction && b < 0x80:
+		c.keepOSCByte(b) // a character's bytes were kept whole by char
+	case prev == parser.OscStringState && act == parser.DispatchAction:
+		c.oscDone()
+	case cur == parser.OscStringState && prev != cur:
+		c.osc = c.osc[:0]
+	}
+	switch {
+	case !inCSI(prev) && !inCSI(cur):
+		out = append(out, b)
+	case !inCSI(prev): // the introducer ('[' after ESC)
+		out = append(out, b)
+	case inCSI(cur):
+		if act == parser.ExecuteAction || act == parser.ClearAction {
+			out = append(out, b) // a C0 control inside, or a new CSI
+		}
+		// parameters, prefix and intermediates wait for the final byte
+	case act == parser.DispatchAction:
+		out = c.appendCSI(out, c.cols, c.rows)
+	case cur == parser.GroundState && (act == parser.IgnoreAction || act == parser.NoneAction):
+		// The twin dropped the sequence on a byte the emulator,
+		// still at the sequence's start, would take as a parameter:
+		// an intermediate and then a digit drops it there too.
+		out = append(out, ' ', '0')
+	default:
+		out = append(out, b) // ESC, CAN, SUB, UTF-8: the same from any CSI state
+	}
 	return out
 }
 

@@ -432,6 +432,9 @@ func (t *Term) feedPiece(p []byte) int {
 		q = t.clamp.filter(q, t.cols, t.rows)
 	}
 	_, _ = t.em.Write(q) // fails only after Close, which we never call
+	if title, ok := t.clamp.takeTitle(); ok {
+		t.title = title // as written, not as the emulator was given it (utf8.go)
+	}
 	t.drainLocked()
 	t.fed = true
 	t.outputLocked()
