@@ -10,8 +10,9 @@ import (
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
-// InputTimeout bounds how long one Input may take in all: waiting for
-// the writes queued before it and then for the program to take its bytes.
+// InputTimeout is the default of Limits.InputTimeout, how long one Input
+// may take in all: waiting for the writes queued before it and then for
+// the program to take its bytes.
 // A program that does not read its terminal lets the PTY's input queue
 // fill up, and a write to the master then waits for room.
 const InputTimeout = 5 * time.Second
@@ -27,7 +28,7 @@ const MaxQueuedInputs = 8
 var ErrInputBusy = errors.New("supervise: input: too many sends in progress")
 
 // ErrInputTimeout is why Input gave up: the program did not take its
-// bytes within InputTimeout.
+// bytes within Limits.InputTimeout.
 var ErrInputTimeout = errors.New("the program did not read its terminal")
 
 // ptyInput is where typing goes while a run lives: its PTY master. The
@@ -42,15 +43,17 @@ type ptyInput struct {
 	// and keys stay together and one writer's deadline is not another's.
 	queued chan struct{}
 	turn   chan struct{}
+	// timeout is Limits.InputTimeout.
+	timeout time.Duration
 }
 
-func newPtyInput(run uint64, master *os.File) *ptyInput {
-	return &ptyInput{run: run, master: master, queued: make(chan struct{}, MaxQueuedInputs), turn: make(chan struct{}, 1)}
+func newPtyInput(run uint64, master *os.File, timeout time.Duration) *ptyInput {
+	return &ptyInput{run: run, master: master, queued: make(chan struct{}, MaxQueuedInputs), turn: make(chan struct{}, 1), timeout: timeout}
 }
 
 // publishInput makes p's master the target of Input.
 func (a *actor) publishInput(p *proc) {
-	a.u.input.Store(newPtyInput(p.run, p.master))
+	a.u.input.Store(newPtyInput(p.run, p.master, a.deps.Limits.InputTimeout))
 }
 
 // withdrawInput ends input to run p (its process exited): later writes
@@ -63,7 +66,7 @@ func (a *actor) withdrawInput(p *proc) {
 
 // Input writes p to the PTY of the running harness, as typed keys, and
 // returns the run it went to. It runs on the caller's goroutine, never on
-// the actor's, and gives up InputTimeout after it was called (or when ctx
+// the actor's, and gives up Limits.InputTimeout after it was called (or when ctx
 // ends) if the program does not read, the wait for earlier writes
 // included. A write that gives up before its turn wrote nothing; one that
 // gives up during its turn says exactly how many bytes went in. Over
@@ -97,15 +100,15 @@ func (u *Unit) Input(ctx context.Context, p []byte) (run uint64, err error) {
 		return in.run, fmt.Errorf("supervise: unit %s: input: %d of %d bytes written: %w", u.name, n, len(p), cause)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return in.run, fmt.Errorf("supervise: unit %s: input: %w within %s (%d of %d bytes written)",
-			u.name, ErrInputTimeout, InputTimeout, n, len(p))
+			u.name, ErrInputTimeout, in.timeout, n, len(p))
 	}
 	return in.run, fmt.Errorf("supervise: unit %s: input: %d of %d bytes written: %w", u.name, n, len(p), err)
 }
 
-// write writes p whole, bounded by InputTimeout from now and by ctx;
+// write writes p whole, bounded by in.timeout from now and by ctx;
 // ctxBound says the deadline was ctx's. The wait for its turn counts.
 func (in *ptyInput) write(ctx context.Context, p []byte) (n int, ctxBound bool, err error) {
-	deadline := time.Now().Add(InputTimeout)
+	deadline := time.Now().Add(in.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline, ctxBound = d, true
 	}

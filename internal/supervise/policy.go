@@ -60,6 +60,9 @@ type Limits struct {
 	// OutputDrain bounds how long the PTY output is drained after the main
 	// process exited, before its exit is handled (500 ms).
 	OutputDrain time.Duration
+	// InputTimeout bounds one Input in all (InputTimeout, 5 s); tests
+	// shorten it rather than wait.
+	InputTimeout time.Duration
 }
 
 // WithDefaults returns l with every zero field set to its default. It is
@@ -94,6 +97,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.OutputDrain <= 0 {
 		l.OutputDrain = DefaultOutputDrain
+	}
+	if l.InputTimeout <= 0 {
+		l.InputTimeout = InputTimeout
 	}
 	return l
 }
