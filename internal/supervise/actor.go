@@ -83,8 +83,8 @@ type actor struct {
 
 func (a *actor) loop() {
 	defer close(a.u.done)
-	for msg := range a.u.inbox {
-		a.handle(msg)
+	for m := range a.u.inbox {
+		m.handle(a)
 		a.publish()
 		if a.closing && a.idle() {
 			a.finishClose()
@@ -93,36 +93,42 @@ func (a *actor) loop() {
 	}
 }
 
-func (a *actor) handle(msg any) {
-	switch m := msg.(type) {
-	case startCmd:
-		a.onStart(m)
-	case stopCmd:
-		a.onStop(m.reply)
-	case closeCmd:
-		a.closing = true
-		a.closeReply = m.reply
-		a.onStop(nil)
-	case updateCmd:
-		a.onUpdate(m)
-	case resizeCmd:
-		a.onResize(m)
-	case endCmd:
-		a.onEnd(m)
-	case exitEv:
-		a.onExit(m)
-	case timerEv:
-		a.onTimer(m)
-	case reapedEv:
-		a.onReaped(m)
-	case mainExitEv:
-		a.onMainExit(m)
-	case readyEv:
-		a.onReady(m)
-	default:
-		a.deps.Logger.Error("supervise: unknown message", logkey.Type, fmt.Sprintf("%T", msg))
-	}
+// message is what the actor's inbox carries: a command from a Unit method
+// (a command, with its reply) or an event from a waiter or timer. Each
+// type handles itself on the actor, so a new one that lacks its handler
+// does not compile, and there is one dispatch: loop's m.handle(a).
+type message interface{ handle(a *actor) }
+
+// command is a message a caller waits on (Unit.call): the actor sends
+// its result to reply exactly once.
+type command interface {
+	message
+	replyTo() chan error
 }
+
+func (m startCmd) handle(a *actor)  { a.onStart(m) }
+func (m stopCmd) handle(a *actor)   { a.onStop(m.reply) }
+func (m updateCmd) handle(a *actor) { a.onUpdate(m) }
+func (m resizeCmd) handle(a *actor) { a.onResize(m) }
+func (m endCmd) handle(a *actor)    { a.onEnd(m) }
+func (m closeCmd) handle(a *actor) {
+	a.closing = true
+	a.closeReply = m.reply
+	a.onStop(nil)
+}
+
+func (m startCmd) replyTo() chan error  { return m.reply }
+func (m stopCmd) replyTo() chan error   { return m.reply }
+func (m updateCmd) replyTo() chan error { return m.reply }
+func (m resizeCmd) replyTo() chan error { return m.reply }
+func (m endCmd) replyTo() chan error    { return m.reply }
+func (m closeCmd) replyTo() chan error  { return m.reply }
+
+func (m exitEv) handle(a *actor)     { a.onExit(m) }
+func (m timerEv) handle(a *actor)    { a.onTimer(m) }
+func (m reapedEv) handle(a *actor)   { a.onReaped(m) }
+func (m mainExitEv) handle(a *actor) { a.onMainExit(m) }
+func (m readyEv) handle(a *actor)    { a.onReady(m) }
 
 // finishClose answers everything still waiting and lets the loop end.
 func (a *actor) finishClose() {

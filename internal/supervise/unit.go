@@ -32,7 +32,7 @@ var ErrClosed = errors.New("supervise: unit closed")
 // Unit supervises one harness or upstream.
 type Unit struct {
 	name   string
-	inbox  chan any
+	inbox  chan message
 	done   chan struct{}
 	status atomic.Pointer[Status]
 	term   *term.Term // harnesses only
@@ -69,7 +69,7 @@ func New(cfg UnitConfig, deps Deps) *Unit {
 		deps.OnEvent = func(Event) {}
 	}
 	deps.Logger = deps.Logger.With(logkey.Unit, cfg.Name)
-	u := &Unit{name: cfg.Name, inbox: make(chan any, 16), done: make(chan struct{})}
+	u := &Unit{name: cfg.Name, inbox: make(chan message, 16), done: make(chan struct{})}
 	if cfg.Kind != KindUpstream {
 		u.agent = newAgentTracker(u, cfg, deps)
 		u.term = newTerm(u, cfg, deps)
@@ -173,22 +173,8 @@ func (u *Unit) Status() Status {
 }
 
 // call delivers a command and waits for its reply.
-func (u *Unit) call(ctx context.Context, c any) error {
-	var reply chan error
-	switch c := c.(type) {
-	case startCmd:
-		reply = c.reply
-	case stopCmd:
-		reply = c.reply
-	case closeCmd:
-		reply = c.reply
-	case updateCmd:
-		reply = c.reply
-	case resizeCmd:
-		reply = c.reply
-	case endCmd:
-		reply = c.reply
-	}
+func (u *Unit) call(ctx context.Context, c command) error {
+	reply := c.replyTo()
 	select {
 	case u.inbox <- c:
 	case <-u.done:
@@ -214,7 +200,7 @@ func (u *Unit) call(ctx context.Context, c any) error {
 
 // post delivers an event from a waiter or timer; after the actor ended it
 // is dropped (the actor only ends once no process is left).
-func (u *Unit) post(ev any) {
+func (u *Unit) post(ev message) {
 	select {
 	case u.inbox <- ev:
 	case <-u.done:
