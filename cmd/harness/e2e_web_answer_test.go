@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -37,10 +38,15 @@ func TestScenario_WaitingAgentIsAnsweredFromThePage(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`body[data-live="1"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#waiting button.choice[data-choice="Yes"]`)),
 	)
-	labels := eval[[]string](t, ctx, `[...document.querySelectorAll('#waiting button.choice')].map(b => b.textContent.trim())`)
-	if !slices.Equal(labels, w.Choices) {
-		t.Fatalf("the page's choices %q, want %q", labels, w.Choices)
-	}
+	// The page's terminal is a writer's: its size becomes the PTY's, and
+	// Claude Code redraws the dialog to it (a long choice no longer
+	// wraps), so the choices are compared with the CLI's as they are now.
+	var labels []string
+	f.waitFor("the page's choices to be the CLI's", 10*time.Second, func() bool {
+		labels = eval[[]string](t, ctx, `[...document.querySelectorAll('#waiting button.choice')].map(b => b.textContent.trim())`)
+		w = f.waitAgent("claude", "waiting")
+		return slices.Equal(labels, w.Choices)
+	})
 	if p := eval[string](t, ctx, `document.querySelector('#waiting .prompt').textContent`); !strings.Contains(p, "touch made-by-click") {
 		t.Fatalf("the page's prompt %q, want the command", p)
 	}

@@ -44,6 +44,7 @@ type memo struct {
 	jobFailedRun uint64 // the run a job_failed was found for
 	agent        api.AgentState
 	prompt       string // of the agent's current waiting
+	hold         string // the current hold's reason and until; "" when none
 }
 
 // NewDetector returns a Detector that has seen nothing.
@@ -53,7 +54,7 @@ func NewDetector() *Detector { return &Detector{units: map[string]*memo{}} }
 // caller can skip the others (activity events are frequent) cheaply.
 func Relevant(kind string) bool {
 	switch kind {
-	case api.EventState, api.EventExit, api.EventFlapping, api.EventSpawnFailed, api.EventAgent:
+	case api.EventState, api.EventExit, api.EventFlapping, api.EventSpawnFailed, api.EventAgent, api.EventHold:
 		return true
 	}
 	return false
@@ -84,6 +85,8 @@ func (d *Detector) Next(ev api.Event, job bool) []Occurrence {
 		}
 	case api.EventAgent:
 		return d.agent(m, ev)
+	case api.EventHold:
+		return d.held(m, ev)
 	case api.EventSpawnFailed:
 		m.exit, m.exitCode, m.signal = "could not start: "+ev.Message, nil, ""
 	case api.EventFlapping:
@@ -150,6 +153,34 @@ func (d *Detector) agent(m *memo, ev api.Event) []Occurrence {
 		return nil
 	}
 	return []Occurrence{o}
+}
+
+// held: a hold set on a harness, or changed (another reason, another
+// until), means it will not run (DESIGN §17); a lifted hold is news to
+// nobody (the harness starts, and a start is no occurrence).
+func (d *Detector) held(m *memo, ev api.Event) []Occurrence {
+	h := ev.Hold
+	if h == nil {
+		m.hold = ""
+		return nil
+	}
+	key := string(h.Reason)
+	if h.Until != nil {
+		key += " " + h.Until.UTC().Format(time.RFC3339)
+	}
+	if key == m.hold {
+		return nil
+	}
+	m.hold = key
+	reason := "hold: " + string(h.Reason)
+	if h.Note != "" {
+		reason += " (" + h.Note + ")"
+	}
+	if h.Until != nil {
+		reason += " until " + h.Until.Format(time.RFC3339)
+	}
+	return []Occurrence{{Event: config.NotifyHeld, Harness: ev.Unit, RunID: ev.RunID, State: ev.State,
+		Reason: reason, Time: ev.Time, Until: h.Until}}
 }
 
 // Forget drops what the Detector knows of unit (removed by a reload).

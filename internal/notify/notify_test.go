@@ -103,6 +103,13 @@ func TestScenario_DetectorFindsWhatNeedsAPerson(t *testing.T) {
 			agentEv(api.AgentLimited, "", nil),
 		}, []string{"waiting: needs you: permission", "waiting: needs you: permission", "waiting: needs you: permission",
 			"limited: reached a usage limit; it resets at 2026-12-01T23:00:00Z"}},
+		{"held, held again the same, lifted, held for another reason", false, []api.Event{
+			holdEv(&api.Hold{Reason: api.HoldHours, Note: "Mon-Fri 08:00-19:00", Until: &tomorrow8}),
+			holdEv(&api.Hold{Reason: api.HoldHours, Note: "Mon-Fri 08:00-19:00", Until: &tomorrow8}), // a re-evaluation
+			holdEv(nil),
+			holdEv(&api.Hold{Reason: api.HoldBudget, Note: "max_runs_per_day 3 reached"}),
+		}, []string{"held: hold: hours (Mon-Fri 08:00-19:00) until 2026-12-02T08:00:00Z",
+			"held: hold: budget (max_runs_per_day 3 reached)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := run(tt.job, tt.evs...)
@@ -111,6 +118,12 @@ func TestScenario_DetectorFindsWhatNeedsAPerson(t *testing.T) {
 			}
 		})
 	}
+}
+
+var tomorrow8 = time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+
+func holdEv(h *api.Hold) api.Event {
+	return api.Event{Kind: api.EventHold, Unit: "h", State: "stopped", Hold: h}
 }
 
 func agentEv(st api.AgentState, prompt string, choices []string) api.Event {
