@@ -94,6 +94,8 @@ var specs = []Spec{
 		"Daemon version, protocol, pid, uptime, paths, active profile and warnings."),
 	spec[NoArgs, OK](OpShutdown, Write),
 	spec[NoArgs, []UpstreamStatus](OpMCPStatus, Read),
+	spec[MCPLoginArgs, MCPLoginResult](OpMCPLogin, Write),
+	spec[MCPLogoutArgs, MCPLoginResult](OpMCPLogout, Write),
 	spec[ProjectArgs, ProjectResult](OpProjectUp, Write),
 	spec[ProjectArgs, ProjectResult](OpProjectDown, Write),
 	spec[NameArg, []TrajectoryInfo](OpListTrajectories, Read).tool("trajectories",

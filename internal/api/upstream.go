@@ -39,6 +39,10 @@ type UpstreamRef struct {
 	// CallTimeout bounds each proxied call (call_timeout_s); 0 takes the
 	// broker's default. A change applies to the next call.
 	CallTimeout time.Duration
+	// OAuth (auth = "oauth") authorizes its connections with the tokens
+	// of the daemon's sign-in store (internal/upauth); a change applies to
+	// the next connection.
+	OAuth bool
 }
 
 // UpstreamSession is what the broker knows of one upstream's MCP session.

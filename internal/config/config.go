@@ -166,11 +166,25 @@ type Upstream struct {
 	// ${VAR} in a value is expanded from EnvFile and Env at every connect,
 	// never from the daemon's environment. Values are secrets.
 	Headers map[string]string
-	Tools   ToolPolicy
+	// OAuth (auth = "oauth", remote only) signs in with OAuth (DESIGN
+	// §21); nil for the default auth = "none".
+	OAuth *OAuth
+	Tools ToolPolicy
 	// CallTimeout (call_timeout_s) bounds each tools/call proxied to the
 	// upstream; 0 leaves calls unbounded (the caller may still cancel).
 	CallTimeout time.Duration
 	Project     string // "" for global upstreams
+}
+
+// OAuth is an upstream's OAuth sign-in: `harness mcp login KEY` gets the
+// tokens (internal/upauth), the connections use and refresh them.
+type OAuth struct {
+	// ClientID (client_id) is a client registered with the authorization
+	// server beforehand; empty registers one dynamically (RFC 7591).
+	ClientID string
+	// Scopes (scopes) are requested instead of the ones the server
+	// advertises.
+	Scopes []string
 }
 
 // ToolPolicy is how an upstream's tools are classified (api.ToolPolicy):

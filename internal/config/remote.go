@@ -31,10 +31,43 @@ func (d *decoder) remoteKey(k string, kp []string, val any, u *Upstream) bool {
 		u.URL, _ = d.str(kp, val)
 	case "headers":
 		u.Headers = d.headers(kp, val)
+	case "auth":
+		switch s, _ := d.str(kp, val); s {
+		case "oauth":
+			if u.OAuth == nil {
+				u.OAuth = &OAuth{}
+			}
+		case "none":
+		default:
+			d.add(kp, `invalid auth %q (want "none" or "oauth")`, s)
+		}
+	case "client_id", "scopes":
+		// Read with auth in oauthKeys, once every key is known.
 	default:
 		return false
 	}
 	return true
+}
+
+// oauthKeys reads client_id and scopes, which only mean something with
+// auth = "oauth".
+func (d *decoder) oauthKeys(path []string, t map[string]any, u *Upstream) {
+	for _, k := range []string{"client_id", "scopes"} {
+		val, ok := t[k]
+		if !ok {
+			continue
+		}
+		kp := child(path, k)
+		if u.OAuth == nil {
+			d.add(kp, `only with auth = "oauth"`)
+			continue
+		}
+		if k == "client_id" {
+			u.OAuth.ClientID, _ = d.str(kp, val)
+		} else {
+			u.OAuth.Scopes, _ = d.strs(kp, val)
+		}
+	}
 }
 
 // headers decodes a table of HTTP header names and value templates.
@@ -79,8 +112,10 @@ func (d *decoder) upstreamTarget(path []string, t map[string]any, u *Upstream) {
 		d.remote(path, t, u)
 	case hasCmd:
 		d.requireCmd(path, t, u.Cmd)
-		if _, ok := t["headers"]; ok {
-			d.add(child(path, "headers"), "only for a remote upstream (url)")
+		for _, k := range []string{"headers", "auth", "client_id", "scopes"} {
+			if _, ok := t[k]; ok {
+				d.add(child(path, k), "only for a remote upstream (url)")
+			}
 		}
 	default:
 		d.add(path, "cmd or url is required")
@@ -97,13 +132,14 @@ func (d *decoder) remote(path []string, t map[string]any, u *Upstream) {
 	if _, ok := t["url"].(string); !ok {
 		return // reported as the wrong type
 	}
+	d.oauthKeys(path, t, u)
 	up := child(path, "url")
 	parsed, err := endpoint.CheckURL(u.URL)
 	if err != nil {
 		d.add(up, "%v", err)
 		return
 	}
-	if parsed.Scheme == "http" && !endpoint.IsLoopback(parsed) && (len(u.Headers) > 0 || parsed.User != nil) {
+	if parsed.Scheme == "http" && !endpoint.IsLoopback(parsed) && (len(u.Headers) > 0 || parsed.User != nil || u.OAuth != nil) {
 		d.warn(up, "plain http to %s sends the credentials unencrypted; use https", parsed.Hostname())
 	}
 	if u.EnvFile != "" {

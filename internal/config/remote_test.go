@@ -42,6 +42,22 @@ env = { T = "x" }
 	if cfg.Upstreams["local"].Remote() != true {
 		t.Error("local is not remote")
 	}
+	if gh.OAuth != nil {
+		t.Errorf("gh has OAuth %+v without auth = \"oauth\"", gh.OAuth)
+	}
+}
+
+func TestParseOAuthUpstream(t *testing.T) {
+	cfg, err := Parse("harness.toml", []byte("[mcp.a]\nurl = 'https://h/mcp'\nauth = 'oauth'\n[mcp.b]\nurl = 'https://h/mcp'\nauth = 'oauth'\nclient_id = 'harness-cli'\nscopes = ['repo', 'read:org']\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.Upstreams["a"].OAuth; a == nil || a.ClientID != "" || a.Scopes != nil {
+		t.Errorf("a: %+v", a)
+	}
+	if b := cfg.Upstreams["b"].OAuth; b == nil || b.ClientID != "harness-cli" || !slices.Equal(b.Scopes, []string{"repo", "read:org"}) {
+		t.Errorf("b: %+v", b)
+	}
 }
 
 // TestScenario_RemoteUpstreamConfigErrors pins the load errors of DESIGN
@@ -76,6 +92,13 @@ func TestScenario_RemoteUpstreamConfigErrors(t *testing.T) {
 			`harness.toml:5: mcp.x.headers.B: ${9X}: a variable name is letters, digits and _, not starting with a digit`}},
 		{"url not a string", "[mcp.x]\nurl = 3\n",
 			[]string{"harness.toml:2: mcp.x.url: must be a string, not an integer"}},
+		{"auth not oauth or none", "[mcp.x]\nurl = 'https://h/mcp'\nauth = 'basic'\n",
+			[]string{`harness.toml:3: mcp.x.auth: invalid auth "basic" (want "none" or "oauth")`}},
+		{"client_id without oauth", "[mcp.x]\nurl = 'https://h/mcp'\nclient_id = 'c'\nscopes = ['a']\n", []string{
+			`harness.toml:3: mcp.x.client_id: only with auth = "oauth"`,
+			`harness.toml:4: mcp.x.scopes: only with auth = "oauth"`}},
+		{"oauth on a process", "[mcp.x]\ncmd = 'srv'\nauth = 'oauth'\n",
+			[]string{"harness.toml:3: mcp.x.auth: only for a remote upstream (url)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse("harness.toml", []byte(tt.src))

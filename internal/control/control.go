@@ -22,6 +22,7 @@ import (
 	"github.com/harness-dev/harness/internal/schedule"
 	"github.com/harness-dev/harness/internal/supervise"
 	"github.com/harness-dev/harness/internal/trajectory"
+	"github.com/harness-dev/harness/internal/upauth"
 )
 
 // UpstreamHooks is what control needs from the MCP broker, which is it
@@ -112,6 +113,9 @@ type Options struct {
 	// nil when there is none.
 	Notify   Notifications
 	Webhooks Webhooks
+	// OAuth keeps the sign-ins of upstreams with auth = "oauth"
+	// (oauth.go); nil serves none.
+	OAuth *upauth.Store
 }
 
 // Control owns the fleet and answers every control operation.
@@ -368,6 +372,8 @@ var opTable = map[string]opFunc{
 	api.OpDaemonInfo:       op((*Control).DaemonInfo),
 	api.OpShutdown:         op((*Control).Shutdown),
 	api.OpMCPStatus:        op((*Control).MCPStatus),
+	api.OpMCPLogin:         op((*Control).MCPLogin),
+	api.OpMCPLogout:        op((*Control).MCPLogout),
 	api.OpProjectUp:        op((*Control).ProjectUp),
 	api.OpProjectDown:      op((*Control).ProjectDown),
 	api.OpWorktreeRemove:   op((*Control).WorktreeRemove),

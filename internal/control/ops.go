@@ -543,6 +543,9 @@ func (c *Control) upstreamStatus() []api.UpstreamStatus {
 		if us.LastError == "" {
 			us.LastError = b.LastError
 		}
+		if why, ok := c.loginState(u, us.State); ok {
+			us.State, us.LastError = api.StateNeedsLogin, why
+		}
 		out = append(out, us)
 	}
 	c.addCallStats(out)

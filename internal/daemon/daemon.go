@@ -31,6 +31,7 @@ import (
 	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/supervise"
 	"github.com/harness-dev/harness/internal/trajectory"
+	"github.com/harness-dev/harness/internal/upauth"
 )
 
 // Options configure one daemon. Empty paths take the defaults of DESIGN §3.
@@ -157,9 +158,14 @@ func Run(ctx context.Context, opt Options) (err error) {
 	// The broker is control's UpstreamHooks as it is: each run reports its
 	// own start (an upstream that never completes initialize is a failed
 	// start) to its supervisor.
+	// OAuth sign-ins of remote upstreams (auth = "oauth"): 0600 files
+	// under the state dir, and the sign-ins in progress.
+	oauthStore := upauth.NewStore(filepath.Join(paths.StateDir, "oauth"))
+	defer oauthStore.Close()
 	brk := broker.New(log, broker.Options{
 		ConnectTimeout: opt.UpstreamConnectTimeout,
 		Mask:           masker.Func(),
+		OAuth:          oauthStore,
 	})
 	defer brk.Close()
 
@@ -218,6 +224,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Trajectories: trajStore,
 		Calls:        calls,
 		Masker:       masker,
+		OAuth:        oauthStore,
 		NewDeps: func(name string, kind supervise.Kind) (supervise.Deps, error) {
 			return supervise.Deps{
 				Tokens:     tokens,

@@ -32,6 +32,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/upauth"
 )
 
 // ProtocolVersion is the MCP version every upstream session is pinned to:
@@ -65,6 +66,9 @@ type Options struct {
 	// value, internal/mask) in the results of process upstreams (issue
 	// 36); transports get it in Env.Mask.
 	Mask func(string) string
+	// OAuth keeps the sign-ins of the upstreams with auth = "oauth"
+	// (Upstream.OAuth); their connections take and refresh tokens there.
+	OAuth *upauth.Store
 }
 
 // Upstream is one configured [mcp.KEY] table, Policy how its tools are
@@ -133,6 +137,10 @@ type upstream struct {
 	warnings     []string
 	lastErr      string
 	nextRetry    time.Time
+	oauth        bool
+	// needsLogin is why the last connection had no usable token
+	// (upauth.LoginError), "" otherwise: calls answer it.
+	needsLogin string
 }
 
 // conn is one served run: the goroutine serving it ends when cancel is
@@ -223,7 +231,7 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 	changed := false
 	for unit, u := range b.ups {
 		if want, ok := ups[unit]; ok && want.Key == u.key && want.Project == u.project {
-			u.callTimeout = want.CallTimeout
+			u.callTimeout, u.oauth = want.CallTimeout, want.OAuth
 			if !policyEqual(want.Tools, u.policy) {
 				promptsChanged := !slices.Equal(want.Tools.ExcludePrompts, u.policy.ExcludePrompts) && len(u.prompts) > 0 ||
 					!slices.Equal(want.Tools.ExcludeResources, u.policy.ExcludeResources)
@@ -249,7 +257,7 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 		}
 		b.ups[unit] = &upstream{
 			unit: unit, key: want.Key, project: want.Project, policy: want.Tools,
-			callTimeout: want.CallTimeout, sem: make(chan struct{}, b.opts.MaxInFlight),
+			callTimeout: want.CallTimeout, oauth: want.OAuth, sem: make(chan struct{}, b.opts.MaxInFlight),
 		}
 	}
 	b.bump()

@@ -282,6 +282,9 @@ func attribute(res *mcp.CallToolResult, key, tool string) {
 // unavailableErr says that u is down and when it is next tried. Caller
 // holds b.mu.
 func unavailableErr(u *upstream) error {
+	if u.needsLogin != "" {
+		return fmt.Errorf("broker: %s: %w", u.needsLogin, errcode.ErrUpstreamUnavailable)
+	}
 	if u.conn != nil && !u.conn.failed {
 		return fmt.Errorf("broker: upstream %s is starting (not connected yet): %w", u.key, errcode.ErrUpstreamUnavailable)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/harness-dev/harness/internal/endpoint"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/upauth"
 )
 
 // Remote upstreams (DESIGN §14): the same session, tools, calls and
@@ -48,13 +49,17 @@ func init() { RegisterTransport(openRemote) }
 // URL and the expanded headers, secrets included, held only for the run.
 func openRemote(target endpoint.Target, env Env) (Transport, error) {
 	rc := newRemoteConn(env.Key, target.URL, target.Header, target.Secrets, env.CountProgress)
-	rc.keepAlive = env.KeepAlive
+	rc.keepAlive, rc.oauth = env.KeepAlive, env.OAuth
 	return rc, nil
 }
 
 // Dial implements Transport.
 func (rc *remoteConn) Dial(context.Context) (mcp.Transport, error) {
-	return &mcp.StreamableClientTransport{Endpoint: rc.url, HTTPClient: rc.client, MaxRetries: remoteSSERetries}, nil
+	t := &mcp.StreamableClientTransport{Endpoint: rc.url, HTTPClient: rc.client, MaxRetries: remoteSSERetries}
+	if rc.oauth != nil {
+		t.OAuthHandler = rc.oauth
+	}
+	return t, nil
 }
 
 // Close implements Transport: no idle socket outlives the run.
@@ -90,6 +95,7 @@ func (rc *remoteConn) watchCall(ctx context.Context) (context.Context, func(cont
 // scrub its secrets.
 type remoteConn struct {
 	key       string
+	oauth     *upauth.Handler // auth = "oauth"; nil otherwise
 	url       string
 	keepAlive time.Duration
 	shown     string // the URL as it may be shown (endpoint.Redact)
@@ -184,6 +190,9 @@ func (rc *remoteConn) statusText(code int) string {
 
 // authText is what a refused credential reads as.
 func (rc *remoteConn) authText(code int) string {
+	if rc.oauth != nil {
+		return fmt.Sprintf("%s: the OAuth token was refused; if this persists, %s", rc.statusText(code), upauth.Hint(rc.key))
+	}
 	return fmt.Sprintf("%s: check the headers of [mcp.%s] and the env_file or env values they use", rc.statusText(code), rc.key)
 }
 
@@ -196,6 +205,11 @@ func (rc *remoteConn) explain(err error) error {
 		return err
 	}
 	msg := err.Error()
+	var login *upauth.LoginError
+	if errors.As(err, &login) {
+		// Holds no secret, and says what to do.
+		return &scrubbedError{msg: "broker: " + login.Error(), err: err}
+	}
 	if code := rc.lastStatus(); code == http.StatusUnauthorized || code == http.StatusForbidden {
 		// The go-sdk's text ("sending \"initialize\": Unauthorized") adds
 		// nothing to this.
@@ -289,8 +303,16 @@ func transientStatus(code int) bool {
 // caller's cancellation). Every message is scrubbed.
 func (b *Broker) remoteCallErr(ctx context.Context, c *conn, rc *remoteConn, st *callStatus, key, tool string, err error) (error, bool) {
 	var rpc *jsonrpc.Error
+	var login *upauth.LoginError
 	code := st.get()
 	switch {
+	case errors.As(err, &login):
+		// No usable token: nothing to ping, the session is over until
+		// someone signs in.
+		out := fmt.Errorf("broker: %w", login) // upstream_unavailable
+		drop(c, out)
+		b.log.Warn("broker: remote upstream needs a login", logkey.Upstream, key, logkey.Tool, tool, logkey.Reason, login.Why)
+		return out, true
 	case code != 0:
 		what := rc.statusText(code)
 		if code == http.StatusUnauthorized || code == http.StatusForbidden {

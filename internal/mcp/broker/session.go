@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/upauth"
 )
 
 // session connects to an upstream over c's transport, lists its tools,
@@ -155,6 +157,11 @@ func (b *Broker) failed(log *slog.Logger, u *upstream, c *conn, err error) {
 	if current {
 		u.session, u.conn.failed = nil, true
 		u.lastErr = err.Error()
+		u.needsLogin = ""
+		var login *upauth.LoginError
+		if errors.As(err, &login) {
+			u.needsLogin = login.Error()
+		}
 		b.bump()
 	}
 	b.mu.Unlock()
@@ -204,7 +211,7 @@ func (b *Broker) list(ctx context.Context, log *slog.Logger, u *upstream, c *con
 	u.all, u.listWarnings, u.listed = set, warnings, true
 	changed := b.installLocked(u)
 	if u.session == nil {
-		u.session, u.lastErr = cs, ""
+		u.session, u.lastErr, u.needsLogin = cs, "", ""
 		log.Info("broker: upstream connected", logkey.Tools, len(u.tools))
 	}
 	b.bump()

@@ -38,3 +38,12 @@ func (u *upstream) startingLocked() bool {
 	}
 	return u.run == 0 && !u.listed && u.lastErr == ""
 }
+
+// name is how a person names u on the command line: KEY, or PROJECT/KEY
+// for a project's upstream.
+func (u *upstream) name() string {
+	if u.project == "" {
+		return u.key
+	}
+	return u.project + "/" + u.key
+}

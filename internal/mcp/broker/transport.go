@@ -14,6 +14,7 @@ import (
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/jsonl"
+	"github.com/harness-dev/harness/internal/upauth"
 )
 
 // The one upstream seam. Every run of every upstream reaches the broker the
@@ -48,6 +49,9 @@ type Env struct {
 	// CountProgress counts a progress notification's params as they are
 	// read, for a transport that reads them itself (selfCounting).
 	CountProgress func(params []byte)
+	// OAuth authorizes the requests of a networked transport (auth =
+	// "oauth"); nil when the upstream does not sign in with OAuth.
+	OAuth *upauth.Handler
 }
 
 // Optional capabilities of a Transport, found by type assertion.
@@ -157,12 +161,18 @@ func (b *Broker) Serve(ctx context.Context, run api.UpstreamRun) {
 	b.mu.Lock()
 	u := b.ups[run.Unit]
 	var key string
+	var oauth *upauth.Handler
 	if u != nil {
 		key = u.key
+		if u.oauth && b.opts.OAuth != nil {
+			// Refreshes go to the authorization server with a client
+			// of their own: the upstream's headers are not for it.
+			oauth = b.opts.OAuth.Handler(u.unit, u.name(), nil)
+		}
 	}
 	b.mu.Unlock()
 	t, err := openTransport(run.Link, Env{Unit: run.Unit, Key: key, Run: run.Run, Logger: log,
-		KeepAlive: b.opts.KeepAlive, Mask: b.opts.Mask, CountProgress: b.countProgress})
+		KeepAlive: b.opts.KeepAlive, Mask: b.opts.Mask, CountProgress: b.countProgress, OAuth: oauth})
 	if err != nil {
 		log.Error("broker: run not served", logkey.Err, err)
 		report(run.Started, err)
