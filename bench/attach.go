@@ -43,6 +43,7 @@ var attachPathNames = map[string]string{
 	"s": "attach stream: a viewer on the daemon socket (client.DialAttach), the child supervised by the daemon",
 	"t": "`harness attach` running on a terminal (PTY) the bench types into",
 	"w": "the web dashboard's terminal in headless Chromium: xterm.js -> WebSocket -> daemon, timed in the page (bench/web.go)",
+	"f": "the browser's floor: the same Chromium, right after (w), one byte to a WebSocket that echoes it (a Go server in the bench, no daemon, no PTY)",
 }
 
 // keyTrip is one way of typing a key and waiting for its echo.
@@ -72,6 +73,11 @@ func runAttach(ctx context.Context, o options, bin, tmp string, rep *report) err
 		"s": func() (keyTrip, error) { return newStreamTrip(ctx, d.socket) },
 		"t": func() (keyTrip, error) { return newCLITrip(ctx, bin, d.socket) },
 	}
+	floor, stopFloor, err := floorServer()
+	if err != nil {
+		return err
+	}
+	defer stopFloor()
 	order := []string{"p", "s", "t", "w"}
 	samples := map[string][]time.Duration{}
 	for round := range o.Rounds {
@@ -79,12 +85,14 @@ func runAttach(ctx context.Context, o options, bin, tmp string, rep *report) err
 			path := order[(i+round)%len(order)]
 			o.progress("part 6: round %d, path %s", round+1, path)
 			if path == "w" {
-				// Timed in the browser, a batch at a time (web.go).
-				ms, err := webKeys(ctx, d, o.Warmup, o.Keys)
+				// Timed in the browser, a batch at a time, and the
+				// browser's floor (f) right after (web.go).
+				ms, fs, err := webKeys(ctx, d, floor, o.Warmup, o.Keys)
 				if err != nil {
 					return fmt.Errorf("path w: %w", err)
 				}
 				samples[path] = append(samples[path], ms...)
+				samples["f"] = append(samples["f"], fs...)
 				continue
 			}
 			kt, err := open[path]()
@@ -106,7 +114,7 @@ func runAttach(ctx context.Context, o options, bin, tmp string, rep *report) err
 		}
 	}
 	st := map[string]stats{}
-	for _, p := range order {
+	for _, p := range append(order, "f") {
 		st[p] = summarize(samples[p])
 		rep.Attach = append(rep.Attach, attachRow{Path: p, Stats: st[p]})
 	}
@@ -350,7 +358,7 @@ func (r *report) printAttach(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "\n### Part 6: attach, keystroke to echo\n\n")
-	for _, p := range []string{"p", "s", "t", "w"} {
+	for _, p := range []string{"p", "s", "t", "w", "f"} {
 		fmt.Fprintf(w, "- (%s) %s\n", p, attachPathNames[p])
 	}
 	var base stats
@@ -363,5 +371,16 @@ func (r *report) printAttach(w io.Writer) {
 	for _, a := range r.Attach {
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s |\n", a.Path, a.Stats.N, us(a.Stats.P50), us(a.Stats.P99),
 			ratio(float64(a.Stats.P50), float64(base.P50)), ratio(float64(a.Stats.P99), float64(base.P99)), us(a.Stats.P50-base.P50))
+	}
+	p50 := map[string]time.Duration{}
+	for _, a := range r.Attach {
+		p50[a.Path] = a.Stats.P50
+	}
+	if p50["f"] > 0 && p50["t"] > 0 {
+		// (w) is at least (f) + (s): the browser's own WebSocket round
+		// trip plus the daemon, PTY and child behind it. Say how much of
+		// the 2x budget (f) alone takes, and what the page adds beyond.
+		fmt.Fprintf(w, "\n(f) / (t) = %.2fx: the browser's own WebSocket round trip against `harness attach`. (w) - (f) = %s, against (s) = %s (the daemon, PTY and child a key goes through on any path); (w) - (f) - (s) = %s is the page's own part (xterm.js, the handler).\n",
+			float64(p50["f"])/float64(p50["t"]), us(p50["w"]-p50["f"]), us(p50["s"]), us(p50["w"]-p50["f"]-p50["s"]))
 	}
 }

@@ -121,10 +121,10 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("attach path %s: %+v, want %d keys", a.Path, a.Stats, o.Keys*o.Rounds)
 		}
 	}
-	if len(rep.Attach) != 4 {
-		t.Errorf("%d attach rows, want 4 (bare PTY, stream, harness attach, the web dashboard)", len(rep.Attach))
+	if len(rep.Attach) != 5 {
+		t.Errorf("%d attach rows, want 5 (bare PTY, stream, harness attach, the web dashboard, the browser's floor)", len(rep.Attach))
 	}
-	for _, want := range []string{"### Part 1", "### Other measurements", "### Targets", "| 2 | c |", "### Part 6", "| t | 10 |", "| 2 | b' |", "| 2 | r' |"} {
+	for _, want := range []string{"### Part 1", "### Other measurements", "### Targets", "| 2 | c |", "### Part 6", "| t | 10 |", "| f | 10 |", "(w) - (f) = ", "| 2 | b' |", "| 2 | r' |"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
 )
 
 // Path (w) of part 6 (issue 30): keystroke to echo through the web
@@ -23,22 +27,23 @@ import (
 const chromium = "/usr/bin/chromium"
 
 // webKeys types warmup+keys keys in a fresh browser and returns the timed
-// ones' round trips.
-func webKeys(ctx context.Context, d *benchDaemon, warmup, keys int) ([]time.Duration, error) {
+// ones' round trips (w), then, in the same browser, as many round trips
+// of one byte to the floor server's WebSocket echo (f).
+func webKeys(ctx context.Context, d *benchDaemon, floor string, warmup, keys int) (w, f []time.Duration, err error) {
 	if d.info.MCPURL == "" {
-		return nil, errors.New("daemon has no mcp_url (mcp_http unset?)")
+		return nil, nil, errors.New("daemon has no mcp_url (mcp_http unset?)")
 	}
 	if _, err := os.Stat(chromium); err != nil {
-		return nil, fmt.Errorf("path w needs %s (scripts/test installs Debian's chromium): %w", chromium, err)
+		return nil, nil, fmt.Errorf("path w needs %s (scripts/test installs Debian's chromium): %w", chromium, err)
 	}
 	tok, err := d.cli(ctx, "mcp", "token")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	base := strings.TrimSuffix(d.info.MCPURL, "/mcp")
 	profile, err := os.MkdirTemp("", "bench-chromium-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(profile)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
@@ -58,7 +63,7 @@ func webKeys(ctx context.Context, d *benchDaemon, warmup, keys int) ([]time.Dura
 	bctx, cancelTab := chromedp.NewContext(alloc)
 	defer cancelTab()
 	if err := chromedp.Do(bctx); err != nil {
-		return nil, fmt.Errorf("start chromium: %w", err)
+		return nil, nil, fmt.Errorf("start chromium: %w", err)
 	}
 	tctx, cancel := context.WithTimeout(bctx, 60*time.Second+time.Duration(warmup+keys)*100*time.Millisecond)
 	defer cancel()
@@ -71,18 +76,87 @@ func webKeys(ctx context.Context, d *benchDaemon, warmup, keys int) ([]time.Dura
 		chromedp.Navigate(base+"/h/webecho"),
 		chromedp.WaitVisible(chromedp.CSS(`#term[data-attached="1"]`)),
 	); err != nil {
-		return nil, fmt.Errorf("open the echo harness's page: %w", err)
+		return nil, nil, fmt.Errorf("open the echo harness's page: %w", err)
 	}
 	ms, err := chromedp.Run(tctx, chromedp.Evaluate[[]float64](fmt.Sprintf(webKeysJS, warmup, keys), chromedp.EvalAwaitPromise))
 	if err != nil {
-		return nil, fmt.Errorf("type in the page: %w", err)
+		return nil, nil, fmt.Errorf("type in the page: %w", err)
 	}
+	if err := chromedp.Do(tctx, chromedp.Navigate(floor)); err != nil {
+		return nil, nil, fmt.Errorf("open the floor page: %w", err)
+	}
+	fms, err := chromedp.Run(tctx, chromedp.Evaluate[[]float64](fmt.Sprintf(floorJS, warmup, keys), chromedp.EvalAwaitPromise))
+	if err != nil {
+		return nil, nil, fmt.Errorf("floor round trips: %w", err)
+	}
+	return millis(ms), millis(fms), nil
+}
+
+func millis(ms []float64) []time.Duration {
 	out := make([]time.Duration, len(ms))
 	for i, m := range ms {
 		out[i] = time.Duration(m * float64(time.Millisecond))
 	}
-	return out, nil
+	return out
 }
+
+// floorServer is path (f)'s other end: a page and a WebSocket that sends
+// every message straight back (coder/websocket, as the daemon uses), so
+// (f) is what the browser's own WebSocket path costs with no daemon, PTY
+// or program behind it. It returns the page's URL and a stop function.
+func floorServer() (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, "<!doctype html><title>floor</title><p>WebSocket echo")
+	})
+	mux.HandleFunc("GET /ws", func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		for {
+			typ, b, err := c.Read(r.Context())
+			if err != nil {
+				return
+			}
+			if err := c.Write(r.Context(), typ, b); err != nil {
+				return
+			}
+		}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String() + "/", func() { _ = srv.Close() }, nil
+}
+
+// floorJS sends one byte at a time on a WebSocket to the floor server
+// and times each echo, like webKeysJS.
+const floorJS = `(async (warmup, keys) => {
+  const ws = new WebSocket('ws://' + location.host + '/ws');
+  ws.binaryType = 'arraybuffer';
+  await new Promise((ok, fail) => { ws.onopen = ok; ws.onerror = () => fail(new Error('floor websocket failed')); });
+  let waiting = null;
+  ws.onmessage = () => { if (waiting) { const w = waiting; waiting = null; w(performance.now()); } };
+  const out = [];
+  for (let k = 0; k < warmup + keys; k++) {
+    const echoed = new Promise((done, fail) => {
+      waiting = done;
+      setTimeout(() => fail(new Error('no echo of byte ' + k)), 5000);
+    });
+    const t0 = performance.now();
+    ws.send(new Uint8Array([97 + k %% 26]));
+    const t1 = await echoed;
+    if (k >= warmup) out.push(t1 - t0);
+  }
+  ws.close();
+  return out;
+})(%d, %d)`
 
 // webKeysJS types keys one at a time into the page's terminal and times
 // each echo's arrival on the WebSocket (window.harnessAttach, app.js).
