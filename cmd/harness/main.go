@@ -30,7 +30,20 @@ type globals struct {
 	config   string
 	stateDir string
 	host     string
+	hosts    []string // every --host given (top shows several)
 	json     bool
+}
+
+// hostFlag is --host: the last one given is the daemon of every verb;
+// `top` takes them all (several hosts in one view).
+type hostFlag struct{ g *globals }
+
+func (h hostFlag) String() string { return h.g.host }
+func (h hostFlag) Type() string   { return "string" }
+func (h hostFlag) Set(v string) error {
+	h.g.host = v
+	h.g.hosts = append(h.g.hosts, v)
+	return nil
 }
 
 // exitError carries a specific exit status (trigger --wait follows the
@@ -84,7 +97,13 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.socket, "socket", "", "control socket (default $HARNESS_SOCKET, else $XDG_RUNTIME_DIR/harness/harness.sock)")
 	pf.StringVar(&g.config, "config", "", "config file (default $HARNESS_CONFIG, else $XDG_CONFIG_HOME/harness/harness.toml)")
-	pf.StringVar(&g.host, "host", "", "the daemon of another machine, through ssh: ssh://[user@]host[:port] (default $HARNESS_HOST)")
+	pf.Var(hostFlag{g}, "host", "the daemon of another machine, through ssh: ssh://[user@]host[:port] (default $HARNESS_HOST); top takes several")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if len(g.hosts) > 1 && cmd.Name() != "top" {
+			return errcode.Errorf(errcode.InvalidArgument, "--host is given %d times; only top shows several hosts", len(g.hosts))
+		}
+		return nil
+	}
 	pf.StringVar(&g.stateDir, "state-dir", "", "state directory (default $HARNESS_STATE_DIR, else $XDG_STATE_HOME/harness)")
 	root.AddCommand(
 		daemonCmd(g),

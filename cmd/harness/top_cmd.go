@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/client"
 	"github.com/harness-dev/harness/internal/tui/top"
 )
 
@@ -14,11 +16,19 @@ func topCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "top",
 		Short: "Full-screen dashboard of the fleet: states, previews, logs, runs; start/stop from the keyboard",
-		Args:  cobra.NoArgs,
+		Long: `Full-screen dashboard of the fleet: states, previews, logs, runs; start/stop from the keyboard.
+
+With --host given more than once, one view of several daemons: rows grouped by
+host, each action sent to its row's host. A host is ssh://[user@]host[:port]
+(or user@host), "local" for this machine's socket, or a socket path.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			exe, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("top: find this program to run attach: %w", err)
+			}
+			if len(g.hosts) > 1 {
+				return top.RunHosts(cmd.Context(), g.topHosts(), top.HostsAttach(exe), top.Options{})
 			}
 			socket := g.socketPath()
 			return top.Run(cmd.Context(), socket, top.Options{Attach: top.ExecAttach(exe, socket), Send: top.SendLine(socket)})
@@ -28,4 +38,33 @@ func topCmd(g *globals) *cobra.Command {
 	// the attach key runs `harness attach`.
 	return callsOps(cmd, api.OpList, api.OpDescribe, api.OpMCPStatus, api.OpLogs, api.OpRuns,
 		api.OpStart, api.OpStop, api.OpRestart, api.OpTrigger, api.OpReload, api.OpSend)
+}
+
+// topHosts are the hosts of `top --host a --host b`, each with the label
+// its rows carry: the ssh address without its scheme, or "local" (a
+// second label the same gets "#2").
+func (g *globals) topHosts() []top.HostAddr {
+	out := make([]top.HostAddr, 0, len(g.hosts))
+	seen := map[string]int{}
+	for _, h := range g.hosts {
+		addr, label := h, "local"
+		switch {
+		case h == "local":
+			addr = g.localSocket()
+		case strings.HasPrefix(h, "/") || strings.HasPrefix(h, "."):
+			// a socket path
+		default:
+			if !strings.Contains(h, "://") {
+				addr = client.SSHScheme + h
+			}
+			label = strings.TrimPrefix(addr, client.SSHScheme)
+			label = strings.ReplaceAll(label, "/", "_")
+		}
+		seen[label]++
+		if n := seen[label]; n > 1 {
+			label = fmt.Sprintf("%s#%d", label, n)
+		}
+		out = append(out, top.HostAddr{Label: label, Addr: addr})
+	}
+	return out
 }

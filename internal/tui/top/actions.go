@@ -26,6 +26,22 @@ func ExecAttach(exe, socket string) func(unit string) tea.ExecCommand {
 	}
 }
 
+// HostsAttach is RunHosts' attach: `exe --host ADDR attach UNIT` for an
+// ssh:// host, `exe --socket ADDR attach UNIT` for a local socket (with
+// HARNESS_HOST cleared, so the environment cannot send it elsewhere).
+func HostsAttach(exe string) func(addr, unit string) tea.ExecCommand {
+	return func(addr, unit string) tea.ExecCommand {
+		flag := "--socket"
+		if client.IsRemote(addr) {
+			flag = "--host"
+		}
+		c := exec.Command(exe, flag, addr, "attach", unit)
+		c.Env = append(os.Environ(), "HARNESS_HOST=")
+		c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+		return attachCommand{c}
+	}
+}
+
 // attachCommand keeps the terminal ExecAttach gave it.
 type attachCommand struct{ *exec.Cmd }
 

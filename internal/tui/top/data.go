@@ -68,6 +68,7 @@ type row struct {
 	project string
 	unit    *unitRow
 	up      *api.UpstreamStatus
+	text    string // a heading's own text (a host's), when set
 }
 
 // selectable reports whether the cursor may rest on the row.
@@ -77,6 +78,9 @@ func (r row) selectable() bool { return r.kind != rowGroup }
 // heading above it), or the heading's text.
 func (r row) label() string {
 	if r.kind == rowGroup {
+		if r.text != "" {
+			return r.text
+		}
 		if r.project == "" {
 			return "global"
 		}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 
 	tea "charm.land/bubbletea/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
 	"github.com/harness-dev/harness/internal/errcode"
 )
@@ -20,10 +22,8 @@ import (
 // optional parts (Attach, Send, timings); its Backend, Events and Socket
 // are set here. The process runs on one P unless GOMAXPROCS is set.
 func Run(ctx context.Context, socket string, o Options) error {
-	for _, f := range []*os.File{os.Stdin, os.Stdout} {
-		if _, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios); err != nil {
-			return errcode.Errorf(errcode.InvalidArgument, "harness top needs a terminal (%s is not one)", f.Name())
-		}
+	if err := needTerminal(); err != nil {
+		return err
 	}
 	c, err := client.Dial(ctx, socket)
 	if err != nil {
@@ -37,6 +37,49 @@ func Run(ctx context.Context, socket string, o Options) error {
 		return err
 	}
 	o.Backend, o.Events, o.Socket = c, events, socket
+	return runModel(ctx, o)
+}
+
+// RunHosts is Run over several daemons in one view (Fleets): rows tagged
+// and grouped by host, each action sent to its row's host. o.Attach, when
+// set, is given the row's host address and the host's own unit name
+// (HostsAttach); o.Send is set here (the send op on the row's host).
+func RunHosts(ctx context.Context, hosts []HostAddr, attach func(addr, unit string) tea.ExecCommand, o Options) error {
+	if err := needTerminal(); err != nil {
+		return err
+	}
+	f, err := DialFleets(ctx, hosts)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	addrs := make([]string, len(hosts))
+	for i, h := range hosts {
+		addrs[i] = h.Addr
+	}
+	o.Backend, o.Events, o.Socket = f, f.Events(), strings.Join(addrs, ", ")
+	if attach != nil {
+		o.Attach = func(unit string) tea.ExecCommand {
+			addr, name, _ := f.Route(unit)
+			return attach(addr, name)
+		}
+	}
+	o.Send = func(ctx context.Context, unit, line string) error {
+		return f.Call(ctx, api.OpSend, api.SendArgs{Name: unit, Text: line, Enter: true}, nil)
+	}
+	return runModel(ctx, o)
+}
+
+func needTerminal() error {
+	for _, f := range []*os.File{os.Stdin, os.Stdout} {
+		if _, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios); err != nil {
+			return errcode.Errorf(errcode.InvalidArgument, "harness top needs a terminal (%s is not one)", f.Name())
+		}
+	}
+	return nil
+}
+
+func runModel(ctx context.Context, o Options) error {
 	if os.Getenv("GOMAXPROCS") == "" {
 		// A frame takes well under a millisecond; more Ps only wake each
 		// other at every frame tick, which costs more than the drawing
@@ -44,7 +87,7 @@ func Run(ctx context.Context, socket string, o Options) error {
 		runtime.GOMAXPROCS(1)
 	}
 	m := New(o)
-	_, err = tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(m.o.FPS)).Run()
+	_, err := tea.NewProgram(m, tea.WithContext(ctx), tea.WithFPS(m.o.FPS)).Run()
 	if m.Err() != nil {
 		return m.Err()
 	}

@@ -6,6 +6,9 @@ import tea "charm.land/bubbletea/v2"
 func (m *Model) refreshRows() {
 	if m.rowsStale {
 		m.rows = buildRows(m.units, m.ups, m.filter)
+		if hs, ok := m.o.Backend.(hostsBackend); ok {
+			m.rows = groupByHost(m.rows, hs.Hosts(), m.filter)
+		}
 		m.rowsStale = false
 	}
 }

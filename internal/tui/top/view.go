@@ -85,6 +85,18 @@ func (m *Model) title() string {
 		t += fmt.Sprintf(", %d failing", c.failed)
 	}
 	t += fmt.Sprintf(" · %d upstreams", c.upstreams)
+	if hs, ok := m.o.Backend.(hostsBackend); ok {
+		hosts, down := hs.Hosts(), 0
+		for _, h := range hosts {
+			if h.Down != "" {
+				down++
+			}
+		}
+		t += fmt.Sprintf(" · %d hosts", len(hosts))
+		if down > 0 {
+			t += fmt.Sprintf(", %d down", down)
+		}
+	}
 	switch m.mode {
 	case modeLogs:
 		t += " · logs of " + m.sel
