@@ -533,9 +533,30 @@ func (c *Control) lookup(name string) (*unit, error) {
 	defer c.mu.RUnlock()
 	u, ok := c.units[name]
 	if !ok {
-		return nil, errcode.Errorf(errcode.UnknownHarness, "no harness named %s", errcode.Quote(name))
+		return nil, errcode.Errorf(errcode.UnknownHarness, "no harness named %s (%s)", errcode.Quote(name), c.namesLocked(namesShown))
 	}
 	return u, nil
+}
+
+// namesShown is how many names an unknown_harness error lists.
+const namesShown = 10
+
+// namesLocked says which units there are, for a caller who named none of
+// them: the first n names in order, and how many more.
+func (c *Control) namesLocked(n int) string {
+	if len(c.units) == 0 {
+		return "there are no harnesses"
+	}
+	names := make([]string, 0, len(c.units))
+	for k := range c.units {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	s := "harnesses: " + strings.Join(names[:min(n, len(names))], ", ")
+	if more := len(names) - n; more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
 }
 
 // harnesses returns the harness units sorted by name.
