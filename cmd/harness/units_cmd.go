@@ -92,7 +92,7 @@ func describeCmd(g *globals) *cobra.Command {
 
 // actionCmd is start, stop and restart: the op of the same name.
 func actionCmd(g *globals, op, short string) *cobra.Command {
-	var all, force bool
+	var all, force, fresh bool
 	cmd := &cobra.Command{
 		Use:   op + " NAME... | --all",
 		Short: short,
@@ -104,7 +104,7 @@ func actionCmd(g *globals, op, short string) *cobra.Command {
 			if !all {
 				args = g.qualify(cmd, args)
 			}
-			if err := g.call(cmd.Context(), op, api.NamesArgs{Names: args, All: all, Force: force}, &res); err != nil {
+			if err := g.call(cmd.Context(), op, api.NamesArgs{Names: args, All: all, Force: force, Fresh: fresh}, &res); err != nil {
 				return err
 			}
 			return printActions(cmd, g, res, true)
@@ -113,6 +113,9 @@ func actionCmd(g *globals, op, short string) *cobra.Command {
 	cmd.Flags().BoolVar(&all, "all", false, "every harness (start skips jobs)")
 	if op != api.OpStop {
 		cmd.Flags().BoolVar(&force, "force", false, "start past a hold (hours, budget, usage limit), this once")
+	}
+	if op == api.OpRestart {
+		cmd.Flags().BoolVar(&fresh, "fresh", false, "start a new conversation instead of resuming the agent's session (resume = true)")
 	}
 	addJSON(cmd, g)
 	return callsOps(cmd, op)

@@ -75,6 +75,12 @@ type Adapter struct {
 	// configuration format, merged with the user's configuration and never
 	// written over it. Nil: the agent is not wired.
 	Wiring func(spec WireSpec) (Wiring, error)
+	// HasSession reports whether a run in dir, with the environment
+	// getenv reads (HOME and the agent's own variables), has a
+	// conversation to continue (RunOptions.Continue): an agent that fails
+	// to start when asked to continue nothing is asked only when this is
+	// true. Nil: continuing nothing is harmless for this agent.
+	HasSession func(getenv func(string) string, dir string) bool
 }
 
 // RunOptions are what a harness asks of one run of its agent (DESIGN §17).
@@ -82,8 +88,8 @@ type Adapter struct {
 // args say.
 type RunOptions struct {
 	// Prompt is the task. For a Job it goes into the argv (the agent's
-	// print/exec mode); for an interactive run it is typed once the agent
-	// is first ready, not passed here (Argv ignores it then).
+	// print/exec mode); for an interactive run it is the agent's initial
+	// prompt argument, submitted as soon as the agent is ready.
 	Prompt string
 	// Model selects the model ("" leaves the agent's default).
 	Model string
@@ -95,8 +101,11 @@ type RunOptions struct {
 	// JobResult reads it.
 	Job bool
 	// ResumeSession continues that session (a session_id of an earlier
-	// run); "" starts a new conversation.
+	// run); "" starts a new conversation unless Continue.
 	ResumeSession string
+	// Continue continues the most recent conversation in the run's
+	// directory, for a resume whose session id is not known.
+	Continue bool
 }
 
 // Approval is how an agent asks before it runs a tool.
@@ -114,6 +123,7 @@ const (
 // JobResult is what a non-interactive run reports at its end.
 type JobResult struct {
 	SessionID string
+	Model     string
 	Result    string // the final answer's text
 	IsError   bool
 	Usage     Usage
@@ -124,13 +134,8 @@ type JobResult struct {
 	Until   time.Time
 }
 
-// Usage counts a run's tokens.
-type Usage struct {
-	Input      int64 `json:"input"`
-	Output     int64 `json:"output"`
-	CacheRead  int64 `json:"cache_read"`
-	CacheWrite int64 `json:"cache_write"`
-}
+// Usage counts a run's tokens: the wire's Tokens.
+type Usage = api.Tokens
 
 // ErrUnsupported is wrapped by Args for an option the agent cannot honour.
 var ErrUnsupported = errors.New("not supported by this agent")

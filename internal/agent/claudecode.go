@@ -1,6 +1,13 @@
 package agent
 
-import "github.com/harness-dev/harness/internal/api"
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/harness-dev/harness/internal/api"
+)
 
 // Claude Code (@anthropic-ai/claude-code, the `claude` command), as
 // 2.1.328 draws itself (testdata/claude-code, captured from the real
@@ -46,6 +53,10 @@ func init() {
 			{Name: "working", State: api.AgentWorking, When: res(`esc to interrupt`)},
 			{Name: "prompt", State: api.AgentReady, When: res(`\? for shortcuts|^❯\s*$`)},
 		},
+		Argv:       claudeArgv,
+		JobResult:  claudeJobResult,
+		UsageLimit: usageLimit,
+		HasSession: claudeHasSession,
 	})
 }
 
@@ -60,4 +71,103 @@ func claudeWiring(spec WireSpec) (Wiring, error) {
 		}))
 	}
 	return w, nil
+}
+
+// claudeArgv: `-p PROMPT --output-format stream-json --verbose` for a job
+// (stream-json so a run that ends early still says what it did), the
+// permission modes "default" (asks) and "auto" (its own mode that runs
+// tools without asking; "bypassPermissions" refuses to run as root), and
+// --max-turns, which it takes in both modes.
+func claudeArgv(o RunOptions) ([]string, error) {
+	var args []string
+	switch {
+	case o.ResumeSession != "":
+		args = append(args, "--resume", o.ResumeSession)
+	case o.Continue:
+		args = append(args, "--continue")
+	}
+	if o.Model != "" {
+		args = append(args, "--model", o.Model)
+	}
+	switch o.Approval {
+	case ApprovalAsk:
+		args = append(args, "--permission-mode", "default")
+	case ApprovalAuto:
+		args = append(args, "--permission-mode", "auto")
+	}
+	if o.MaxTurns > 0 {
+		args = append(args, "--max-turns", strconv.Itoa(o.MaxTurns))
+	}
+	if o.Job {
+		args = append(args, "--output-format", "stream-json", "--verbose", "-p", o.Prompt)
+	} else if o.Prompt != "" {
+		args = append(args, "--", o.Prompt)
+	}
+	return args, nil
+}
+
+// claudeJobResult reads the stream-json of `claude -p`: the system init
+// line (session, model) and the final result line (text, usage, cost,
+// is_error; api_error_status 429 for a usage limit).
+func claudeJobResult(out []byte) (JobResult, error) {
+	var r JobResult
+	found := false
+	for _, m := range jsonValues(out) {
+		switch str(m, "type") {
+		case "system":
+			if str(m, "subtype") == "init" {
+				r.SessionID, r.Model = str(m, "session_id"), str(m, "model")
+			}
+		case "result":
+			found = true
+			if id := str(m, "session_id"); id != "" {
+				r.SessionID = id
+			}
+			r.Result = str(m, "result")
+			r.IsError, _ = m["is_error"].(bool)
+			u := obj(m, "usage")
+			r.Usage = Usage{Input: int64(num(u, "input_tokens")), Output: int64(num(u, "output_tokens")),
+				CacheRead: int64(num(u, "cache_read_input_tokens")), CacheWrite: int64(num(u, "cache_creation_input_tokens"))}
+			r.CostUSD = num(m, "total_cost_usd")
+			r.Limited = r.IsError && (num(m, "api_error_status") == 429 || isUsageLimit(r.Result))
+		}
+	}
+	if !found {
+		return r, fmt.Errorf("claude-code: no result line in the job's output")
+	}
+	return r, nil
+}
+
+// claudeHasSession: Claude Code keeps a directory's sessions in
+// $CLAUDE_CONFIG_DIR (default ~/.claude)/projects/<the path with every
+// character but letters and digits as "-">/<session>.jsonl, and refuses
+// to start with --continue when there is none.
+func claudeHasSession(getenv func(string) string, dir string) bool {
+	base := getenv("CLAUDE_CONFIG_DIR")
+	if base == "" {
+		if getenv("HOME") == "" {
+			return false
+		}
+		base = filepath.Join(getenv("HOME"), ".claude")
+	}
+	for _, d := range []string{dir, realDir(dir)} {
+		munged := strings.Map(func(r rune) rune {
+			if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+				return r
+			}
+			return '-'
+		}, d)
+		if m, _ := filepath.Glob(filepath.Join(base, "projects", munged, "*.jsonl")); len(m) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// realDir is dir with symlinks resolved, or dir.
+func realDir(dir string) string {
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		return r
+	}
+	return dir
 }

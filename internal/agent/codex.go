@@ -2,6 +2,9 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
 
 	"github.com/harness-dev/harness/internal/api"
 )
@@ -52,6 +55,10 @@ func init() {
 				When: res(`(?i)^\s*■ .*(?:error|unexpected status|unauthorized|stream disconnected)`),
 			},
 		},
+		Argv:       codexArgv,
+		JobResult:  codexJobResult,
+		UsageLimit: usageLimit,
+		HasSession: codexHasSession,
 	})
 }
 
@@ -79,4 +86,85 @@ func tomlString(s string) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// codexArgv: a job is `exec --json --skip-git-repo-check … PROMPT`, a
+// resume the `resume ID|--last` subcommand (of exec for a job). Model and
+// approval go as -c overrides, which may repeat, so they never clash with
+// the user's own -m or -a. Codex has no turn bound.
+func codexArgv(o RunOptions) ([]string, error) {
+	if o.MaxTurns > 0 {
+		return nil, fmt.Errorf("codex: max_turns: %w", ErrUnsupported)
+	}
+	var args []string
+	if o.Job {
+		args = append(args, "exec", "--json", "--skip-git-repo-check")
+	}
+	if o.Model != "" {
+		args = append(args, "-c", "model="+strconv.Quote(o.Model))
+	}
+	switch o.Approval {
+	case ApprovalAsk:
+		args = append(args, "-c", `approval_policy="on-request"`)
+	case ApprovalAuto:
+		args = append(args, "-c", `approval_policy="never"`)
+	}
+	switch {
+	case o.ResumeSession != "":
+		args = append(args, "resume", o.ResumeSession)
+	case o.Continue:
+		args = append(args, "resume", "--last")
+	}
+	if o.Prompt != "" {
+		args = append(args, "--", o.Prompt)
+	}
+	return args, nil
+}
+
+// codexJobResult reads `codex exec --json`: thread.started (the session),
+// the last agent_message item (the result), turn.completed (usage; summed
+// over turns) and turn.failed / error (a usage limit among them).
+func codexJobResult(out []byte) (JobResult, error) {
+	var r JobResult
+	ended := false
+	for _, m := range jsonValues(out) {
+		switch str(m, "type") {
+		case "thread.started":
+			r.SessionID = str(m, "thread_id")
+		case "item.completed":
+			if it := obj(m, "item"); str(it, "type") == "agent_message" {
+				r.Result = str(it, "text")
+			}
+		case "turn.completed":
+			ended = true
+			u := obj(m, "usage")
+			r.Usage.Input += int64(num(u, "input_tokens"))
+			r.Usage.Output += int64(num(u, "output_tokens"))
+			r.Usage.CacheRead += int64(num(u, "cached_input_tokens"))
+			r.Usage.CacheWrite += int64(num(u, "cache_write_input_tokens"))
+		case "turn.failed":
+			ended = true
+			r.IsError = true
+			r.Result = str(obj(m, "error"), "message")
+			r.Limited = isUsageLimit(r.Result)
+		}
+	}
+	if !ended {
+		return r, fmt.Errorf("codex: no turn.completed or turn.failed in the job's output")
+	}
+	return r, nil
+}
+
+// codexHasSession: Codex keeps sessions under $CODEX_HOME (default
+// ~/.codex)/sessions/YYYY/MM/DD/rollout-….jsonl.
+func codexHasSession(getenv func(string) string, _ string) bool {
+	base := getenv("CODEX_HOME")
+	if base == "" {
+		if getenv("HOME") == "" {
+			return false
+		}
+		base = filepath.Join(getenv("HOME"), ".codex")
+	}
+	m, _ := filepath.Glob(filepath.Join(base, "sessions", "*", "*", "*", "rollout-*.jsonl"))
+	return len(m) > 0
 }

@@ -61,6 +61,9 @@ func init() {
 			{Name: "working", State: api.AgentWorking, When: res(`esc to cancel`)},
 			{Name: "prompt", State: api.AgentReady, When: res(`Type your message`)},
 		},
+		Argv:       geminiArgv,
+		JobResult:  geminiJobResult,
+		UsageLimit: usageLimit,
 	})
 }
 
@@ -166,4 +169,72 @@ func rootOnlyPath(dir string) error {
 			return nil
 		}
 	}
+}
+
+// geminiArgv: a job is `-p PROMPT -o json`, an interactive prompt `-i
+// PROMPT`; approvals are its --approval-mode default and yolo; --resume
+// takes a session id or "latest" (with none it starts anew with a
+// warning, so it needs no HasSession). Its turn bound is a setting
+// (model.maxSessionTurns), not a flag.
+func geminiArgv(o RunOptions) ([]string, error) {
+	if o.MaxTurns > 0 {
+		return nil, fmt.Errorf("gemini: max_turns: %w", ErrUnsupported)
+	}
+	var args []string
+	switch {
+	case o.ResumeSession != "":
+		args = append(args, "--resume", o.ResumeSession)
+	case o.Continue:
+		args = append(args, "--resume", "latest")
+	}
+	if o.Model != "" {
+		args = append(args, "--model", o.Model)
+	}
+	switch o.Approval {
+	case ApprovalAsk:
+		args = append(args, "--approval-mode", "default")
+	case ApprovalAuto:
+		args = append(args, "--approval-mode", "yolo")
+	}
+	switch {
+	case o.Job:
+		args = append(args, "--output-format", "json", "--prompt", o.Prompt)
+	case o.Prompt != "":
+		args = append(args, "--prompt-interactive", o.Prompt)
+	}
+	return args, nil
+}
+
+// geminiJobResult reads `gemini -p -o json`: one object with session_id,
+// response and stats.models.M.tokens, or error (code 429 for a quota).
+func geminiJobResult(out []byte) (JobResult, error) {
+	var r JobResult
+	found := false
+	for _, m := range jsonValues(out) {
+		if _, ok := m["session_id"]; !ok {
+			continue
+		}
+		found = true
+		r.SessionID = str(m, "session_id")
+		r.Result = str(m, "response")
+		for model, v := range obj(obj(m, "stats"), "models") {
+			mv, _ := v.(map[string]any)
+			t := obj(mv, "tokens")
+			if obj(obj(mv, "roles"), "main") != nil {
+				r.Model = model // the conversation's model, not the router's
+			}
+			r.Usage.Input += int64(num(t, "prompt"))
+			r.Usage.Output += int64(num(t, "candidates"))
+			r.Usage.CacheRead += int64(num(t, "cached"))
+		}
+		if e := obj(m, "error"); e != nil {
+			r.IsError = true
+			r.Result = str(e, "message")
+			r.Limited = num(e, "code") == 429 || isUsageLimit(r.Result)
+		}
+	}
+	if !found {
+		return r, fmt.Errorf("gemini: no result object in the job's output")
+	}
+	return r, nil
 }

@@ -36,6 +36,36 @@ type Run struct {
 	// EndCause says why the run ended when the daemon knows more than the
 	// exit status: EndCauseOOM (DESIGN §22).
 	EndCause string `json:"end_cause,omitempty"`
+	// RunAgent is what the agent of the run reported (DESIGN §16, §17):
+	// the session, tokens and cost, and a job's result.
+	RunAgent
+}
+
+// RunAgent is what a run's agent reported: from a non-interactive job's
+// machine-readable output (DESIGN §17) or its transcript (§16). Every
+// field is omitted while unknown.
+type RunAgent struct {
+	// SessionID is the agent's own session (conversation) id: what a
+	// resumed run continues.
+	SessionID string `json:"session_id,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Tokens    Tokens `json:"tokens,omitzero"`
+	// CostUSD is the run's cost in US dollars as the agent reports it.
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Result is a job's final answer, clipped (MaxResultBytes).
+	Result string `json:"result,omitempty"`
+}
+
+// MaxResultBytes bounds RunAgent.Result: the run history keeps the
+// answer's head, not a document.
+const MaxResultBytes = 16 << 10
+
+// Tokens counts a run's tokens.
+type Tokens struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cache_read"`
+	CacheWrite int64 `json:"cache_write"`
 }
 
 // RunOutcome is how a run ended (DESIGN §17).

@@ -111,6 +111,9 @@ type NamesArgs struct {
 	All   bool     `json:"all" mcp:"-: a facade call acts on one harness (DESIGN §10 names its arguments); the whole fleet at once is the CLI's"`
 	// Force (start, restart) starts past a hold, once (DESIGN §17).
 	Force bool `json:"force,omitempty" mcp:"-: overriding a hold (hours, budget, usage limit) is the operator's, not an agent's"`
+	// Fresh (restart) starts a new conversation for an agent that resumes
+	// its session (resume = true, DESIGN §17).
+	Fresh bool `json:"fresh,omitempty" jsonschema:"restart only: start a new conversation instead of resuming the agent's session"`
 }
 
 // ActionResult is the answer of start, stop, restart and use_profile.

@@ -138,6 +138,9 @@ type Harness struct {
 	Worktree *Worktree
 	// Holds are hours and max_runs_per_day (jobs.go).
 	Holds HoldControls
+	// AgentRun is prompt, prompt_file, model, approval, max_turns,
+	// resume, on_limit and loop_guard (agentrun.go).
+	AgentRun AgentRun
 }
 
 // IsJob reports whether h is a job (DESIGN §7): it has a schedule or it is

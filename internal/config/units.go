@@ -37,7 +37,8 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 	restartSet := false
 	for _, k := range sortedKeys(t) {
 		kp, val := child(path, k), t[k]
-		if d.processKey(k, kp, val, &h.Process) || d.jobKey(k, kp, val, &h.Job) || d.holdKey(k, kp, val, &h.Holds) {
+		if d.processKey(k, kp, val, &h.Process) || d.jobKey(k, kp, val, &h.Job) || d.holdKey(k, kp, val, &h.Holds) ||
+			d.agentRunKey(k, kp, val, &h.AgentRun) {
 			continue
 		}
 		switch k {
@@ -111,6 +112,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 		}
 	}
 	d.checkJob(path, t, h)
+	d.checkAgentRun(path, t, h)
 	d.checkResources(path, h.Resources)
 	d.checkWorktree(path, t, h)
 	return h

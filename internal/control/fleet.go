@@ -87,6 +87,9 @@ func (c *Control) harnessUnitConfig(name string, h *config.Harness) supervise.Un
 	}
 	uc.Timeout = h.Job.Timeout
 	uc.Agent = h.Agent
+	ar := h.AgentRun
+	uc.AgentRun = supervise.AgentRun{Prompt: ar.Prompt, PromptFile: ar.PromptFile, Model: ar.Model, Approval: ar.Approval,
+		MaxTurns: ar.MaxTurns, Job: h.IsJob() && ar.HasPrompt(), Resume: ar.Resume}
 	uc.ExtraEnv = []string{"HARNESS_SOCKET=" + c.opt.SocketPath}
 	if c.opt.MCPURL != "" {
 		uc.ExtraEnv = append(uc.ExtraEnv, "HARNESS_MCP_URL="+c.opt.MCPURL)

@@ -255,6 +255,9 @@ func (c *Control) Restart(ctx context.Context, a api.NamesArgs) (api.ActionResul
 		if err := c.admit(u, a.Force); err != nil {
 			return false, err
 		}
+		if a.Fresh {
+			return true, c.restartFresh(ctx, u, api.CauseManual)
+		}
 		return true, c.restartUnit(ctx, u, api.CauseManual)
 	}), nil
 }

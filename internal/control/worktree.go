@@ -46,6 +46,15 @@ func (c *Control) restartUnit(ctx context.Context, u *unit, cause runs.Cause) er
 	return u.sup.Restart(ctx, cause)
 }
 
+// restartFresh is restartUnit starting a new conversation (restart
+// --fresh, DESIGN §17).
+func (c *Control) restartFresh(ctx context.Context, u *unit, cause runs.Cause) error {
+	if err := c.ensureWorktree(ctx, u); err != nil {
+		return err
+	}
+	return u.sup.RestartFresh(ctx, cause)
+}
+
 // worktreePath is where the worktree of unit name lives.
 func (c *Control) worktreePath(name string) string {
 	return filepath.Join(c.opt.Paths.StateDir, "worktrees", logs.EscapeUnit(name))

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/logkey"
@@ -312,6 +313,66 @@ func (s *Store) Finish(id uint64, e Ending) error {
 		return fmt.Errorf("runs: end %d: %w", id, err)
 	}
 	return nil
+}
+
+// SetAgent records what the run's agent reported (DESIGN §16, §17): the
+// non-zero fields of a replace the run's, so a transcript read and a job
+// result can each add theirs. It works on an ended run too (a job's
+// result is read at its exit).
+func (s *Store) SetAgent(id uint64, a api.RunAgent) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.lookup(id)
+	if err != nil {
+		return fmt.Errorf("runs: set agent of %d: %w", id, err)
+	}
+	if a.SessionID != "" {
+		r.SessionID = a.SessionID
+	}
+	if a.Model != "" {
+		r.Model = a.Model
+	}
+	if a.Tokens != (api.Tokens{}) {
+		r.Tokens = a.Tokens
+	}
+	if a.CostUSD != 0 {
+		r.CostUSD = a.CostUSD
+	}
+	if a.Result != "" {
+		r.Result = clip(a.Result, api.MaxResultBytes)
+	}
+	if err := s.persist(*r); err != nil {
+		return fmt.Errorf("runs: set agent of %d: %w", id, err)
+	}
+	return nil
+}
+
+// clip cuts s to at most n bytes on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// LastSession returns the newest session id recorded on a run of unit
+// since the run id after (0: any), "" when none: what resume continues.
+func (s *Store) LastSession(unit string, after uint64) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.byUnit[unit]
+	for i := len(ids) - 1; i >= 0; i-- {
+		if ids[i] <= after {
+			break
+		}
+		if r := s.runs[ids[i]]; r != nil && r.SessionID != "" {
+			return r.SessionID
+		}
+	}
+	return ""
 }
 
 // Record adds a run that never spawned and ended at once: a skipped,

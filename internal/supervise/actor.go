@@ -24,6 +24,7 @@ type (
 		// conn: a connection run ended, connErr says why (nil: stopped).
 		conn    bool
 		connErr error
+		job     *jobEnd // a job run's result (agentrun.go)
 	}
 	timerEv struct {
 		gen  uint64
@@ -79,6 +80,7 @@ type actor struct {
 	runEnv     []string  // StartWith: for the runs up to the next explicit start
 	closeReply chan error
 	closing    bool
+	ar         agentRunState // sessions of an agent that resumes (agentrun.go)
 }
 
 func (a *actor) loop() {
@@ -149,6 +151,9 @@ func (a *actor) onStart(m startCmd) {
 	if a.closing {
 		m.reply <- fmt.Errorf("supervise: unit %s: %w", a.cfg.Name, ErrClosed)
 		return
+	}
+	if m.fresh {
+		a.ar.fresh = true
 	}
 	if a.proc != nil && !a.proc.stopping && !m.restart {
 		m.reply <- nil // already running
@@ -319,6 +324,7 @@ func (a *actor) onExit(ev exitEv) {
 		a.u.term.Flush()
 	}
 	end := ending(p, ev.code, ev.signal)
+	a.recordJob(p, ev.job, &end)
 	endCause := ""
 	if ev.oom {
 		endCause = api.EndCauseOOM

@@ -30,6 +30,7 @@ var needsRestart = map[string]bool{
 	"Timeout":      false, // "It applies from the next spawn" by itself, no restart needed
 	"Resources":    true,
 	"Agent":        false, // the tracker switches adapter at once (actor's update)
+	"AgentRun":     true,  // the adapter's argv of the next spawn
 }
 
 // TestScenario_EveryUnitConfigFieldIsClassified holds UnitConfig, the

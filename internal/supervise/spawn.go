@@ -62,6 +62,8 @@ type proc struct {
 	// its timeout, EndRun) and recorded when it exits.
 	outcome api.RunOutcome
 	note    string
+	// jobOut captures a job run's output for its adapter (agentrun.go).
+	jobOut *capture
 }
 
 func (p *proc) stopTimers() {
@@ -138,7 +140,10 @@ func (a *actor) spawn(cause runs.Cause) error {
 
 	var onStarted func()
 	attrs := proctree.SysProcAttr()
-	err = a.own.place(p, attrs)
+	err = a.addAgentArgs(p, cmd)
+	if err == nil {
+		err = a.own.place(p, attrs)
+	}
 	if err == nil {
 		if cfg.Kind == KindUpstream {
 			onStarted, err = a.startStdio(p, attrs)
@@ -264,7 +269,7 @@ func (a *actor) wait(p *proc) {
 	case <-drain.C: // a descendant still holds the output open; reapTree ends it
 	}
 	drain.Stop()
-	ev := exitEv{gen: p.gen}
+	ev := exitEv{gen: p.gen, job: readJob(p)}
 	if p.cg != nil {
 		ev.oom = p.cg.Counters().OOMKills > 0
 	}

@@ -51,7 +51,11 @@ func (a *actor) startPTY(p *proc, attrs *syscall.SysProcAttr) (func(), error) {
 	return func() {
 		go func() {
 			defer close(p.ioDone)
-			copyOutput(master, newPTYWriter(a.u.agent, a.deps.Log, a.u.out, logger), logger)
+			var w io.Writer = newPTYWriter(a.u.agent, a.deps.Log, a.u.out, logger)
+			if p.jobOut != nil {
+				w = teeWriter{w: w, c: p.jobOut}
+			}
+			copyOutput(master, w, logger)
 		}()
 	}, nil
 }

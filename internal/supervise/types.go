@@ -55,6 +55,9 @@ type UnitConfig struct {
 	// its screen (agent.Infer when the config sets none; "" is generic).
 	// It applies at once.
 	Agent string
+	// AgentRun is what each run asks of the agent (agentrun.go); it
+	// applies from the next spawn.
+	AgentRun AgentRun
 }
 
 // spawnEqual reports whether a and b spawn the same process, i.e. whether a
@@ -63,7 +66,7 @@ func spawnEqual(a, b UnitConfig) bool {
 	return a.Kind == b.Kind && a.Cmd == b.Cmd && slices.Equal(a.Args, b.Args) && a.Dir == b.Dir &&
 		a.EnvFile == b.EnvFile && maps.Equal(a.Env, b.Env) && slices.Equal(a.ExtraEnv, b.ExtraEnv) &&
 		a.Cols == b.Cols && a.Rows == b.Rows && a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
-		a.Resources == b.Resources
+		a.Resources == b.Resources && a.AgentRun == b.AgentRun
 }
 
 // clone returns a deep copy, so the actor never shares slices or maps with

@@ -88,6 +88,7 @@ type (
 		cause   runs.Cause
 		restart bool     // Restart: stop first when active, start even when active
 		env     []string // StartWith: KEY=VALUE for this run only
+		fresh   bool     // RestartFresh: the next run starts a new conversation
 		reply   chan error
 	}
 	stopCmd   struct{ reply chan error }

@@ -1,0 +1,67 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// jsonValues decodes every JSON object in out, in order: one per line
+// (JSONL, Claude Code's stream-json and Codex's --json) or one spread
+// over lines (Gemini CLI's json). Whatever is not JSON (a warning on
+// stderr, a PTY's carriage returns) is skipped.
+func jsonValues(out []byte) []map[string]any {
+	out = bytes.ReplaceAll(out, []byte("\r\n"), []byte("\n"))
+	var vals []map[string]any
+	for len(out) > 0 {
+		i := bytes.Index(out, []byte("\n{"))
+		switch {
+		case bytes.HasPrefix(out, []byte("{")):
+			i = 0
+		case i < 0:
+			return vals
+		default:
+			i++
+		}
+		out = out[i:]
+		dec := json.NewDecoder(bytes.NewReader(out))
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			out = out[1:] // not JSON from here: look for the next object
+			continue
+		}
+		vals = append(vals, m)
+		out = out[dec.InputOffset():]
+	}
+	return vals
+}
+
+// str, num and obj read a decoded JSON value's fields without panicking.
+func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+
+func num(m map[string]any, k string) float64 { f, _ := m[k].(float64); return f }
+
+func obj(m map[string]any, k string) map[string]any { o, _ := m[k].(map[string]any); return o }
+
+// isUsageLimit reports whether an error text is a usage (quota) limit
+// rather than another API error.
+func isUsageLimit(text string) bool {
+	t := strings.ToLower(text)
+	for _, p := range []string{"usage limit", "limit reached", "hit your limit", "hit your usage limit", "exhausted your", "quota", "rate limit"} {
+		if strings.Contains(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// usageLimit is the adapters' UsageLimit: a usage-limit message and the
+// reset time it names (ParseReset), zero when it names none.
+func usageLimit(text string, now time.Time) (time.Time, bool) {
+	if !isUsageLimit(text) {
+		return time.Time{}, false
+	}
+	until, _ := ParseReset(text, now)
+	return until, true
+}

@@ -1,0 +1,191 @@
+package interop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harness-dev/harness/internal/agent/modelapi"
+	"github.com/harness-dev/harness/internal/api"
+)
+
+// Agent runs (DESIGN §17) with the real agent CLIs from npm against the
+// scripted model API: prompts, non-interactive jobs and their results,
+// resumed sessions, usage limits.
+
+// runFleet is a daemon whose one harness runs a real agent with keys of
+// the test's choosing, in its own HOME and work directory.
+type runFleet struct {
+	*fleet
+	t          *testing.T
+	spec       agentSpec
+	api        *modelapi.Server
+	dir        string
+	home, work string
+	config     string
+}
+
+// newRunFleet writes a config for harness "a" running spec's agent with
+// keys (TOML lines) and starts a daemon on it; nothing is started.
+func newRunFleet(t *testing.T, spec agentSpec, keys string) *runFleet {
+	t.Helper()
+	srv, err := modelapi.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	dir := t.TempDir()
+	rf := &runFleet{t: t, spec: spec, api: srv, dir: dir, home: filepath.Join(dir, "home"), work: filepath.Join(dir, "work")}
+	for _, d := range []string{rf.home, rf.work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env, err := srv.AgentEnv(spec.agent, rf.home, rf.work, modelapi.AgentOptions{Trusted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		kv = append(kv, fmt.Sprintf("%s = %q", k, env[k]))
+	}
+	quoted := make([]string, len(spec.args))
+	for i, a := range spec.args {
+		quoted[i] = strconv.Quote(a)
+	}
+	rf.config = fmt.Sprintf(`
+[harness.a]
+cmd = %q
+args = [%s]
+workdir = %q
+env = { %s }
+stop_grace = 3
+%s
+`, tuiBin(t, spec.bin), strings.Join(quoted, ", "), rf.work, strings.Join(kv, ", "), keys)
+	rf.fleet = newFleetAt(t, dir, rf.config)
+	t.Cleanup(rf.checkNothingLeft)
+	return rf
+}
+
+// restartDaemon kills the daemon with SIGKILL and starts a new one on the
+// same config and state.
+func (rf *runFleet) restartDaemon() {
+	rf.t.Helper()
+	rf.fleet.cmd.Process.Kill()
+	<-rf.fleet.exited
+	rf.fleet = newFleetAt(rf.t, rf.dir, rf.config)
+}
+
+// checkNothingLeft: no process of the agent's HOME outlives the test.
+func (rf *runFleet) checkNothingLeft() {
+	tf := &tuiFleet{fleet: rf.fleet, name: rf.spec.bin, home: rf.home, pkg: rf.spec.pkg}
+	tf.checkNothingLeft()
+}
+
+// lastRun is the newest run of harness a.
+func (rf *runFleet) lastRun() api.Run {
+	rf.t.Helper()
+	var rs []api.Run
+	rf.mustJSON(&rs, "runs", "a")
+	if len(rs) == 0 {
+		rf.t.Fatal("no runs of a")
+	}
+	return rs[len(rs)-1]
+}
+
+// trigger runs the job and waits for its end, returning the trigger's
+// answer, or its error output when it has none.
+func (rf *runFleet) trigger() (api.TriggerResult, string) {
+	rf.t.Helper()
+	var tr api.TriggerResult
+	out, errOut, _ := rf.run("trigger", "a", "--wait", "--timeout", "3m", "--json")
+	if err := json.Unmarshal([]byte(out), &tr); err != nil && errOut == "" {
+		rf.t.Fatalf("trigger: %v: %s\nlog:\n%s", err, out, rf.log())
+	}
+	return tr, out + errOut
+}
+
+// TestAgent_AJobWithAPromptFileKeepsItsResult: a job with prompt_file runs
+// each agent non-interactively (claude -p, codex exec, gemini -p, each with
+// machine-readable output) against the model server; the run carries
+// outcome ok, the result text, its session, tokens and (Claude Code) cost.
+// A missing prompt_file fails the run with a message naming it.
+func TestAgent_AJobWithAPromptFileKeepsItsResult(t *testing.T) {
+	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
+		t.Run(spec.agent, func(t *testing.T) {
+			keys := "restart = \"no\"\nprompt_file = \"task.md\"\nmodel = " + strconv.Quote(map[string]string{
+				"claude-code": "claude-test-model", "codex": "gpt-5", "gemini": "gemini-test-model"}[spec.agent])
+			spec.args = nil // a job is the adapter's print/exec mode, not the TUI's flags
+			rf := newRunFleet(t, spec, keys)
+			rf.api.Script(modelapi.Turn{Text: "Reviewed: two PRs need changes.", Usage: modelapi.Usage{Input: 120, Output: 30}})
+
+			_, errOut := rf.trigger()
+			if r := rf.lastRun(); r.Outcome != api.RunFailed || !strings.Contains(r.Note, "prompt_file") ||
+				!strings.Contains(r.Note, "task.md") || !strings.Contains(errOut, "prompt_file") {
+				t.Fatalf("without its prompt_file: %s\n%+v", errOut, r)
+			}
+			if err := os.WriteFile(filepath.Join(rf.work, "task.md"), []byte("Review the open PRs of the nightly branch.\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			tr, errOut := rf.trigger()
+			r := rf.lastRun()
+			if tr.Outcome != api.RunOK || r.Outcome != api.RunOK {
+				t.Fatalf("trigger %+v %s\nrun %+v\nlog:\n%s", tr, errOut, r, rf.log())
+			}
+			if r.Result != "Reviewed: two PRs need changes." || r.SessionID == "" || r.Tokens.Output < 30 || r.Tokens.Input < 120 {
+				t.Errorf("run %+v", r)
+			}
+			if spec.agent == "claude-code" && (r.CostUSD <= 0 || r.Model != "claude-test-model") {
+				t.Errorf("claude run cost %v model %q", r.CostUSD, r.Model)
+			}
+			var main *modelapi.Request
+			for _, q := range rf.api.MainRequests() {
+				main = &q
+			}
+			if main == nil || !strings.Contains(string(main.Body), "Review the open PRs of the nightly branch.") {
+				t.Errorf("the model was not asked the prompt: %v", main != nil)
+			}
+			if m := main.JSON()["model"]; spec.agent != "gemini" && m != map[string]string{"claude-code": "claude-test-model", "codex": "gpt-5"}[spec.agent] {
+				t.Errorf("model %v", m)
+			}
+			if spec.agent == "gemini" && !strings.Contains(main.Path, "gemini-test-model") {
+				t.Errorf("gemini path %s", main.Path)
+			}
+		})
+	}
+}
+
+// TestAgent_AJobThatNeverHearsBackTimesOut: with timeout = 5 and a model
+// that never finishes its answer, the run ends timed_out and nothing of
+// the agent is left running.
+func TestAgent_AJobThatNeverHearsBackTimesOut(t *testing.T) {
+	spec := claudeSpec
+	spec.args = nil
+	rf := newRunFleet(t, spec, "restart = \"no\"\nprompt = \"Summarise the logs.\"\ntimeout = 5")
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	rf.api.Script(modelapi.Turn{Text: "Summarising the logs now", Chunks: 2, Hold: never})
+	start := time.Now()
+	tr, _ := rf.trigger()
+	if tr.Outcome != api.RunTimedOut || time.Since(start) > 60*time.Second {
+		t.Fatalf("trigger %+v after %s", tr, time.Since(start))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, _, err := rf.api.WaitRequest(ctx, 0, func(r modelapi.Request) bool { return r.Main }); err != nil {
+		t.Fatal("the agent never asked the model")
+	}
+	var rows []api.UnitInfo
+	rf.mustJSON(&rows, "list")
+	if len(rows) != 1 || rows[0].PID != 0 {
+		t.Errorf("still running: %+v", rows)
+	}
+}
