@@ -6,10 +6,8 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,45 +16,12 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/harness-dev/harness/internal/proctest"
 )
 
-const helperEnv = "CGROUP_TEST_HELPER"
-
 func TestMain(m *testing.M) {
-	switch os.Getenv(helperEnv) {
-	case "":
-	case "sleep":
-		fmt.Println("ready")
-		time.Sleep(time.Hour)
-		os.Exit(0)
-	case "stubborn":
-		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
-		fmt.Println("ready")
-		time.Sleep(time.Hour)
-		os.Exit(0)
-	case "escape":
-		// A child in a new session with an empty environment, ignoring
-		// SIGTERM: what no marker or process group can find.
-		c := exec.Command(os.Args[0])
-		c.Env = []string{helperEnv + "=stubborn"}
-		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		out, err := c.StdoutPipe()
-		if err == nil {
-			err = c.Start()
-		}
-		if err != nil {
-			fmt.Println("escape:", err)
-			os.Exit(3)
-		}
-		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
-			os.Exit(4)
-		}
-		fmt.Println(c.Process.Pid)
-		time.Sleep(time.Hour)
-		os.Exit(0)
-	default:
-		os.Exit(5)
-	}
+	proctest.Main(nil) // sleep, stubborn, escape: the shared hostile children
 	goleak.VerifyTestMain(m)
 }
 
@@ -93,8 +58,7 @@ func testTree(t *testing.T) *Tree {
 // line it printed.
 func startIn(t *testing.T, g *Group, mode string) (*exec.Cmd, string) {
 	t.Helper()
-	c := exec.Command(os.Args[0])
-	c.Env = append(os.Environ(), helperEnv+"="+mode)
+	c := proctest.Command(mode)
 	c.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: g.FD(), Setsid: true}
 	out, err := c.StdoutPipe()
 	if err != nil {

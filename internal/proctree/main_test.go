@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,15 +14,18 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/harness-dev/harness/internal/proctest"
 )
 
 // Helper processes are this test binary re-executed; these variables select
 // what it does instead of running tests.
+// The shared ones are proctest's.
 const (
-	helperEnv     = "PROCTREE_TEST_HELPER"
-	ignoreTermEnv = "PROCTREE_TEST_IGNORE_TERM" // "1": ignore SIGTERM
-	exitCodeEnv   = "PROCTREE_TEST_EXIT_CODE"   // for mode "exit"
-	spawnExitEnv  = "PROCTREE_TEST_SPAWN_EXIT"  // "1": mode "spawn" exits after reporting
+	helperEnv     = proctest.ModeEnv
+	ignoreTermEnv = proctest.IgnoreTermEnv     // "1": ignore SIGTERM
+	exitCodeEnv   = proctest.ExitCodeEnv       // for mode "exit"
+	spawnExitEnv  = "PROCTREE_TEST_SPAWN_EXIT" // "1": mode "spawn" exits after reporting
 )
 
 // testInst makes the markers of this test binary unique: markers are
@@ -41,9 +43,7 @@ var testInst = func() string {
 func inst(name string) string { return testInst + "-" + name }
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(helperEnv); mode != "" {
-		os.Exit(runHelper(mode))
-	}
+	proctest.Main(runHelper) // returns unless this process is a helper
 	// Orphans of the helpers must re-parent to the test process, as they
 	// would to the daemon.
 	if err := BecomeSubreaper(); err != nil {
@@ -53,10 +53,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// runHelper is the body of a helper process. Modes:
+// runHelper is the body of a helper process in this package's own modes
+// (proctest.Main runs the shared ones: sleep, exit, stubborn, escape):
 //
-//	sleep   print "ready", sleep
-//	exit    exit with $PROCTREE_TEST_EXIT_CODE
 //	spawn   start a setsid'd "sleep" (no parent-death signal), print its pid,
 //	        then sleep, or exit if $PROCTREE_TEST_SPAWN_EXIT=1
 //	tree    run "spawn" with SPAWN_EXIT=1 (so its sleeper re-parents), print
@@ -65,30 +64,17 @@ func TestMain(m *testing.M) {
 //	orphan  start a setsid'd "exit" and exit at once without waiting
 //	session-orphan  run "middle" (which starts a "sleep" in this session and
 //	        exits), print the sleeper's pid, sleep
-func runHelper(mode string) int {
-	if os.Getenv(ignoreTermEnv) == "1" {
-		signal.Ignore(syscall.SIGTERM)
-	}
+func runHelper(mode string) (code int, ok bool) {
 	switch mode {
-	case "sleep":
-		fmt.Println("ready")
-		time.Sleep(time.Hour)
-	case "exit":
-		code, err := strconv.Atoi(os.Getenv(exitCodeEnv))
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "exit code:", err)
-			return 100
-		}
-		return code
 	case "spawn":
 		pid, err := helperStartSleeper(&syscall.SysProcAttr{Setsid: true})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "spawn:", err)
-			return 101
+			return 101, true
 		}
 		fmt.Println(pid)
 		if os.Getenv(spawnExitEnv) == "1" {
-			return 0
+			return 0, true
 		}
 		time.Sleep(time.Hour)
 	case "tree":
@@ -97,7 +83,7 @@ func runHelper(mode string) int {
 		out, err := cmd.Output()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "tree:", err)
-			return 102
+			return 102, true
 		}
 		fmt.Print(string(out))
 		time.Sleep(time.Hour)
@@ -105,7 +91,7 @@ func runHelper(mode string) int {
 		pid, err := helperStartSleeper(SysProcAttr())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "pdeath:", err)
-			return 103
+			return 103, true
 		}
 		fmt.Println(pid)
 		time.Sleep(time.Hour)
@@ -115,14 +101,14 @@ func runHelper(mode string) int {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if err := cmd.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, "orphan:", err)
-			return 104
+			return 104, true
 		}
 	case "middle":
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), helperEnv+"=sleep")
 		if err := cmd.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, "middle:", err)
-			return 106
+			return 106, true
 		}
 		fmt.Println(cmd.Process.Pid)
 	case "session-orphan":
@@ -131,35 +117,22 @@ func runHelper(mode string) int {
 		out, err := cmd.Output()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "session-orphan:", err)
-			return 107
+			return 107, true
 		}
 		fmt.Print(string(out))
 		time.Sleep(time.Hour)
 	default:
-		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
-		return 105
+		return 0, false
 	}
-	return 0
+	return 0, true
 }
 
 // helperStartSleeper starts a "sleep" helper with attr (inheriting this
 // environment, marker included), waits for its "ready" and returns its pid.
 func helperStartSleeper(attr *syscall.SysProcAttr) (int, error) {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), helperEnv+"=sleep")
+	cmd := proctest.Command("sleep")
 	cmd.SysProcAttr = attr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, fmt.Errorf("stdout pipe: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("start sleeper: %w", err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		return 0, fmt.Errorf("sleeper not ready: %q: %v", line, err)
-	}
-	return cmd.Process.Pid, nil
+	return proctest.StartReady(cmd)
 }
 
 // helper is a started helper process with its stdout.

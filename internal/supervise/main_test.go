@@ -19,6 +19,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/harness-dev/harness/internal/proctest"
+
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/proctree"
@@ -26,8 +28,8 @@ import (
 )
 
 // helperEnv selects a helper mode when the test binary is re-executed as
-// a unit's child.
-const helperEnv = "SUPERVISE_HELPER"
+// a unit's child: proctest's, shared with proctree and cgroup.
+const helperEnv = proctest.ModeEnv
 
 // testReaper reaps grandchildren re-parented to the test process (it is a
 // child subreaper, like the daemon).
@@ -54,9 +56,7 @@ var testInstance = func() string {
 }()
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(helperEnv); mode != "" {
-		os.Exit(runHelper(mode))
-	}
+	proctest.Main(runHelper) // returns unless this process is a helper
 	if err := proctree.BecomeSubreaper(); err != nil {
 		fmt.Fprintln(os.Stderr, "become subreaper:", err)
 		os.Exit(1)
@@ -66,9 +66,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(reaperMain{m})
 }
 
-// runHelper is the child side. Modes:
+// runHelper is the child side, in this package's own modes (proctest.Main
+// runs the shared ones: sleep, stubborn, escape):
 //
-//	sleep        print "ready", then sleep
 //	exit         exit with $HELPER_CODE after $HELPER_DELAY
 //	ignore-term  ignore SIGTERM, print "ready", sleep
 //	print        print $HELPER_TEXT lines ("|" separated), then sleep
@@ -80,17 +80,14 @@ func TestMain(m *testing.M) {
 //	envless      start a "stubborn" child in a new session with an empty
 //	             environment (no marker), write its pid to $HELPER_OUT, print
 //	             "ready", sleep; with $HELPER_EXIT=1 exit 0 instead
-//	stubborn     ignore SIGTERM and SIGHUP, print "ready", sleep
-func runHelper(mode string) int {
+func runHelper(mode string) (code int, ok bool) {
 	switch mode {
-	case "sleep":
-		fmt.Println("ready")
 	case "exit":
 		if d, err := time.ParseDuration(os.Getenv("HELPER_DELAY")); err == nil {
 			time.Sleep(d)
 		}
 		n, _ := strconv.Atoi(os.Getenv("HELPER_CODE"))
-		return n
+		return n, true
 	case "ignore-term":
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ready")
@@ -101,7 +98,7 @@ func runHelper(mode string) int {
 	case "env":
 		if err := os.WriteFile(os.Getenv("HELPER_OUT"), []byte(os.Getenv(os.Getenv("HELPER_VAR"))), 0o600); err != nil {
 			fmt.Println("write:", err)
-			return 3
+			return 3, true
 		}
 		fmt.Println("ready")
 	case "flaky":
@@ -110,11 +107,11 @@ func runHelper(mode string) int {
 		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 		n++
 		if err := os.WriteFile(path, []byte(strconv.Itoa(n)), 0o600); err != nil {
-			return 3
+			return 3, true
 		}
 		fails, _ := strconv.Atoi(os.Getenv("HELPER_FAILS"))
 		if n <= fails {
-			return 1
+			return 1, true
 		}
 		fmt.Println("ready")
 	case "double-fork":
@@ -122,7 +119,7 @@ func runHelper(mode string) int {
 		cmd.Env = append(os.Environ(), helperEnv+"=middle")
 		if err := cmd.Run(); err != nil {
 			fmt.Println("middle:", err)
-			return 3
+			return 3, true
 		}
 		fmt.Println("ready")
 	case "middle":
@@ -130,12 +127,12 @@ func runHelper(mode string) int {
 		cmd.Env = append(os.Environ(), helperEnv+"=sleep")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if err := cmd.Start(); err != nil {
-			return 3
+			return 3, true
 		}
 		if err := os.WriteFile(os.Getenv("HELPER_OUT"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
-			return 3
+			return 3, true
 		}
-		return 0 // the grandchild is orphaned and re-parents to the subreaper
+		return 0, true // the grandchild is orphaned and re-parents to the subreaper
 	case "envless":
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = []string{helperEnv + "=stubborn"}
@@ -146,20 +143,17 @@ func runHelper(mode string) int {
 		}
 		if err != nil {
 			fmt.Println("envless:", err)
-			return 3
+			return 3, true
 		}
 		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
-			return 3
+			return 3, true
 		}
 		if err := os.WriteFile(os.Getenv("HELPER_OUT"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
-			return 3
+			return 3, true
 		}
 		if os.Getenv("HELPER_EXIT") == "1" {
-			return 0
+			return 0, true
 		}
-		fmt.Println("ready")
-	case "stubborn":
-		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
 		fmt.Println("ready")
 	case "echo":
 		fmt.Fprintln(os.Stderr, "echo helper on stderr")
@@ -167,16 +161,12 @@ func runHelper(mode string) int {
 		for sc.Scan() {
 			fmt.Println(sc.Text())
 		}
-		return 0
+		return 0, true
 	default:
-		if code, ok := runTermHelper(mode); ok {
-			return code
-		}
-		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
-		return 2
+		return runTermHelper(mode) // else proctest's shared modes
 	}
 	time.Sleep(time.Hour)
-	return 0
+	return 0, true
 }
 
 // recorder collects events and wakes waiters on each.
