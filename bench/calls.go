@@ -66,7 +66,8 @@ func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) erro
 func runLevel(ctx context.Context, o options, bin string, d *benchDaemon, relay *benchRelay, n int, rep *report) error {
 	var paths []*benchPath
 	for _, p := range []*benchPath{{name: "a", tool: "echo"}, {name: "a1", tool: "echo"}, {name: "r", tool: "echo"},
-		{name: "r'", tool: "echo"}, {name: "b", tool: "up__echo"}, {name: "b'", tool: "up__echo"}, {name: "c", tool: "up__echo"}} {
+		{name: "r'", tool: "echo"}, {name: "b", tool: "up__echo"}, {name: "b'", tool: "up__echo"}, {name: "c", tool: "up__echo"},
+		{name: "c'", tool: "up__echo"}} {
 		if len(o.Paths) == 0 || o.Paths[p.name] {
 			paths = append(paths, p)
 		}
@@ -130,7 +131,7 @@ func openSessions(ctx context.Context, bin string, d *benchDaemon, relay *benchR
 		case path == "b" || path == "b'":
 			s, err = d.bridgeSession(ctx, path == "b'")
 		default:
-			s, err = d.httpSession(ctx)
+			s, err = d.httpSession(ctx, path == "c'")
 		}
 		if err != nil {
 			closeAll()

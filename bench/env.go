@@ -175,8 +175,9 @@ func handoffEnv(on bool) string {
 
 // httpSession opens an MCP session on the daemon's Streamable HTTP endpoint
 // with the operator token. Each session has its own connection pool, as
-// separate agent processes would.
-func (d *benchDaemon) httpSession(ctx context.Context) (*mcp.ClientSession, error) {
+// separate agent processes would. pinned keeps the client at 2025-11-25
+// (a session); otherwise it negotiates the newest version it speaks.
+func (d *benchDaemon) httpSession(ctx context.Context, pinned bool) (*mcp.ClientSession, error) {
 	if d.info.MCPURL == "" {
 		return nil, errors.New("daemon has no mcp_url (mcp_http unset?)")
 	}
@@ -186,11 +187,15 @@ func (d *benchDaemon) httpSession(ctx context.Context) (*mcp.ClientSession, erro
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 8}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "bench-http", Version: "1"}, nil)
+	var opts *mcp.ClientSessionOptions
+	if pinned {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+	}
 	return cl.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   d.info.MCPURL,
 		HTTPClient: &http.Client{Transport: bearer{strings.TrimSpace(string(tok)), tr}},
 		MaxRetries: -1,
-	}, nil)
+	}, opts)
 }
 
 // close ends the daemon with SIGTERM (SIGKILL after 30 s) and waits.

@@ -75,7 +75,7 @@ func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) erro
 		return err
 	}
 	defer bridge.Close()
-	httpS, err := d.httpSession(ctx)
+	httpS, err := d.httpSession(ctx, false)
 	if err != nil {
 		return err
 	}
