@@ -1,8 +1,11 @@
 package interop
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -13,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,11 +29,13 @@ import (
 // why it does not apply. A scenario a new version adds fails the test until
 // it is classified here.
 //
-// Most scenarios that do not apply call test-only tools, resources or
-// prompts that the suite expects a server to implement for it; the daemon's
-// tools are its facade and its upstreams' (namespaced KEY__tool), and it
-// serves no resources. Three of them pass anyway, vacuously, so they are not
-// counted as passes.
+// The scenarios that ask for test-only tools, resources and prompts are
+// served by a test upstream, confupstream.mjs, through the broker: harness
+// offers them namespaced (conf__test_simple_text, harness://conf/test://…),
+// while the suite calls the bare names, so the test's proxy in front of the
+// endpoint maps the suite's names and URIs onto harness's and back
+// (confRewrite), and changes nothing else: content, schemas, progress,
+// logging, elicitation and sampling are the upstream's, through harness.
 var conformanceScenarios = map[string]string{
 	"server-initialize":           "",
 	"logging-set-level":           "",
@@ -41,29 +47,31 @@ var conformanceScenarios = map[string]string{
 	"prompts-get-with-args":       "",
 	"dns-rebinding-protection":    "",
 
-	"completion-complete":           "no completions: the daemon does not declare the capability (DESIGN §10), so a client may not call completion/complete",
-	"tools-call-simple-text":        "test-only tool test_simple_text; passes vacuously (the unknown_tool refusal is text content)",
-	"tools-call-error":              "test-only tool test_error_handling; passes vacuously (the unknown_tool refusal has isError)",
-	"tools-call-image":              "test-only tool test_image_content",
-	"tools-call-audio":              "test-only tool test_audio_content",
-	"tools-call-embedded-resource":  "test-only tool test_embedded_resource",
-	"tools-call-mixed-content":      "test-only tool test_multiple_content_types",
-	"tools-call-with-logging":       "test-only tool test_tool_with_logging",
-	"tools-call-with-progress":      "test-only tool test_tool_with_progress",
-	"tools-call-sampling":           "test-only tool test_sampling; the daemon never samples",
-	"tools-call-elicitation":        "test-only tool test_elicitation; the daemon never elicits",
-	"json-schema-2020-12":           "test-only tool json_schema_2020_12_tool",
-	"elicitation-sep1034-defaults":  "test-only tool test_elicitation_sep1034_defaults; the daemon never elicits",
-	"elicitation-sep1330-enums":     "test-only tool test_elicitation_sep1330_enums; the daemon never elicits",
-	"server-sse-polling":            "test-only tool test_reconnection (and pending in the suite itself)",
-	"resources-list":                "no resources (DESIGN §10 serves tools and prompts); passes vacuously on the empty list",
-	"resources-read-text":           "no resources: test-only test://static-text",
-	"resources-read-binary":         "no resources: test-only test://static-binary",
-	"resources-templates-read":      "no resources: test-only template test://template/{id}/data",
-	"resources-subscribe":           "no resources to subscribe to",
-	"resources-unsubscribe":         "no resources to subscribe to",
-	"prompts-get-embedded-resource": "prompts are markdown text: no embedded resource content",
-	"prompts-get-with-image":        "prompts are markdown text: no image content",
+	// Served by confupstream.mjs through the broker.
+	"tools-call-simple-text":        "",
+	"tools-call-error":              "",
+	"tools-call-image":              "",
+	"tools-call-audio":              "",
+	"tools-call-embedded-resource":  "",
+	"tools-call-mixed-content":      "",
+	"tools-call-with-logging":       "",
+	"tools-call-with-progress":      "",
+	"tools-call-sampling":           "",
+	"tools-call-elicitation":        "",
+	"json-schema-2020-12":           "",
+	"elicitation-sep1034-defaults":  "",
+	"elicitation-sep1330-enums":     "",
+	"resources-list":                "",
+	"resources-read-text":           "",
+	"resources-read-binary":         "",
+	"resources-templates-read":      "",
+	"resources-subscribe":           "",
+	"resources-unsubscribe":         "",
+	"prompts-get-embedded-resource": "",
+	"prompts-get-with-image":        "",
+
+	"completion-complete": "no completions: the daemon does not declare the capability (DESIGN §10) nor forward completion/complete to upstreams (not in §21's passthrough), so no upstream could serve it",
+	"server-sse-polling":  "tests the endpoint's own SSE stream being closed mid-call and resumed (SEP-1699), which the daemon's go-sdk handler does not do; an upstream's tool cannot close the daemon's stream (and the scenario is pending in the suite itself)",
 }
 
 // TestConformance_OfficialSuiteAgainstTheHTTPEndpoint runs the official MCP
@@ -109,7 +117,18 @@ func TestConformance_OfficialSuiteAgainstTheHTTPEndpoint(t *testing.T) {
 		}
 	}
 
-	f := newFleet(t, fmt.Sprintf("[daemon]\nmcp_http = \"127.0.0.1:0\"\n\n[mcp.prompts]\npaths = [%q]\n", filepath.Join(dir, "prompts")))
+	f := newFleet(t, fmt.Sprintf("[daemon]\nmcp_http = \"127.0.0.1:0\"\n\n[mcp.prompts]\npaths = [%q]\n\n[mcp.conf]\ncmd = %q\nargs = [%q]\n",
+		filepath.Join(dir, "prompts"), nodeBin, filepath.Join(interopDir, "confupstream.mjs")))
+	f.waitFor("the conformance upstream to run", 60*time.Second, func() bool {
+		var st []struct{ Key, State string }
+		f.mustJSON(&st, "mcp", "status")
+		return len(st) == 1 && st[0].State == "running"
+	})
+	markdown, _ := filepath.Glob(filepath.Join(dir, "prompts", "*.md"))
+	own := map[string]bool{}
+	for _, m := range markdown {
+		own[strings.TrimSuffix(filepath.Base(m), ".md")] = true
+	}
 	var info struct {
 		MCPURL string `json:"mcp_url"`
 	}
@@ -118,7 +137,7 @@ func TestConformance_OfficialSuiteAgainstTheHTTPEndpoint(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("harness mcp token: exit %d", code)
 	}
-	endpoint := authProxy(t, info.MCPURL, strings.TrimSpace(tok))
+	endpoint := authProxy(t, info.MCPURL, strings.TrimSpace(tok), confRewrite("conf", own))
 
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for n, why := range conformanceScenarios {
@@ -182,7 +201,7 @@ func readChecks(t *testing.T, dir string) []conformanceCheck {
 // target that adds the bearer token and passes everything else through,
 // Host included, so the endpoint's own Host and Origin checks are what the
 // suite meets.
-func authProxy(t *testing.T, target, token string) string {
+func authProxy(t *testing.T, target, token string, rw *rewrite) string {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
@@ -195,6 +214,15 @@ func authProxy(t *testing.T, target, token string) string {
 			r.SetURL(u)
 			r.Out.Host = r.In.Host
 			r.Out.Header.Set("Authorization", "Bearer "+token)
+			if rw != nil {
+				rw.request(r.Out)
+			}
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if rw != nil {
+				rw.response(resp)
+			}
+			return nil
 		},
 		FlushInterval: -1, // SSE events pass one by one
 		// Clients that hang up mid-stream are routine for the suite.
@@ -233,3 +261,90 @@ func (w *testLog) close() {
 	w.closed = true
 	w.mu.Unlock()
 }
+
+// rewrite maps the conformance suite's bare names onto one upstream's
+// namespace in requests, and back in responses.
+type rewrite struct {
+	key string
+	own map[string]bool // prompts harness serves itself (markdown)
+}
+
+// confRewrite maps names and URIs onto upstream key: tools/call names
+// (except the facade's harness_*), prompts/get names (except harness's own
+// prompts), and test:// resource URIs.
+func confRewrite(key string, own map[string]bool) *rewrite {
+	return &rewrite{key: key, own: own}
+}
+
+func (rw *rewrite) request(r *http.Request) {
+	if r.Body == nil || r.Method != http.MethodPost {
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return
+	}
+	var msg map[string]any
+	if json.Unmarshal(body, &msg) == nil {
+		params, _ := msg["params"].(map[string]any)
+		switch msg["method"] {
+		case "tools/call":
+			if name, ok := params["name"].(string); ok && !strings.HasPrefix(name, "harness_") {
+				params["name"] = rw.key + "__" + name
+			}
+		case "prompts/get":
+			if name, ok := params["name"].(string); ok && !rw.own[name] {
+				params["name"] = rw.key + "__" + name
+			}
+		case "resources/read", "resources/subscribe", "resources/unsubscribe":
+			if uri, ok := params["uri"].(string); ok && strings.HasPrefix(uri, "test://") {
+				params["uri"] = "harness://" + rw.key + "/" + uri
+			}
+		}
+		if b, err := json.Marshal(msg); err == nil {
+			body = b
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+}
+
+// response strips the namespace from names and URIs, line by line, so
+// event streams pass event by event.
+func (rw *rewrite) response(resp *http.Response) {
+	ct := resp.Header.Get("Content-Type")
+	if !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "text/event-stream") {
+		return
+	}
+	resp.Body = &lineRewriter{r: bufio.NewReader(resp.Body), c: resp.Body, fix: strings.NewReplacer(
+		`"`+rw.key+`__`, `"`, `"harness://`+rw.key+`/`, `"`).Replace}
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+}
+
+type lineRewriter struct {
+	r   *bufio.Reader
+	c   io.Closer
+	fix func(string) string
+	buf []byte
+}
+
+func (l *lineRewriter) Read(p []byte) (int, error) {
+	for len(l.buf) == 0 {
+		line, err := l.r.ReadString('\n')
+		l.buf = append(l.buf, l.fix(line)...)
+		if err != nil {
+			if len(l.buf) == 0 {
+				return 0, err
+			}
+			break
+		}
+	}
+	n := copy(p, l.buf)
+	l.buf = l.buf[n:]
+	return n, nil
+}
+
+func (l *lineRewriter) Close() error { return l.c.Close() }

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -54,8 +55,31 @@ func (b *Broker) inFlight(u *upstream, back Back) func() {
 		if u.backs[back]--; u.backs[back] <= 0 {
 			delete(u.backs, back)
 		}
+		if len(u.backs) == 0 {
+			u.lastBack, u.lastBackAt = back, time.Now()
+		}
 		b.mu.Unlock()
 	}
+}
+
+// logGrace is how long after its last call ended a session still gets the
+// upstream's log messages: the go-sdk client may hand the broker a message
+// the server sent just before its result after the result itself.
+const logGrace = time.Second
+
+// logBack is where a log message of the upstream of unit goes: the one
+// session with calls in flight, or the one whose call ended within
+// logGrace when none is in flight.
+func (b *Broker) logBack(unit string) Back {
+	if back, err := b.backFor(unit, "notifications/message"); err == nil {
+		return back
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if u := b.ups[unit]; u != nil && len(u.backs) == 0 && u.lastBack != nil && time.Since(u.lastBackAt) < logGrace {
+		return u.lastBack
+	}
+	return nil
 }
 
 // backFor is the one session with calls in flight on the upstream of unit,
@@ -108,8 +132,8 @@ func (b *Broker) backHandlers(opts *mcp.ClientOptions, unit string) {
 		return res, nil
 	}
 	opts.LoggingMessageHandler = func(ctx context.Context, req *mcp.LoggingMessageRequest) {
-		back, err := b.backFor(unit, "notifications/message")
-		if err != nil {
+		back := b.logBack(unit)
+		if back == nil {
 			b.log.Debug("broker: upstream log message with no call in flight", logkey.Unit, unit)
 			return
 		}

@@ -116,6 +116,10 @@ type upstream struct {
 	// backs are the downstream sessions with calls in flight here, and
 	// how many each (back.go).
 	backs map[Back]int
+	// lastBack is the session whose call ended last, and when, so a log
+	// message that trails its call's result still reaches it (logBack).
+	lastBack   Back
+	lastBackAt time.Time
 	// prompts are the upstream's prompts by their own names, from its
 	// last prompts/list (prompts.go).
 	prompts map[string]*mcp.Prompt
