@@ -9,7 +9,10 @@
 // that fleet in tmux (part 5: state change to screen, idle CPU next to a
 // client that re-lists every second), and keystroke to echo through
 // `harness attach` next to a bare PTY (part 6); with -parts ssh, `list` and
-// `attach` through ssh on loopback next to the local socket (part 7).
+// `attach` through ssh on loopback next to the local socket (part 7); with
+// -parts notify, a harness's failure to a [notify.*] receiver's request
+// next to the same event on the subscription, N harnesses failing at once
+// (part 8; its first commit called it part 7).
 //
 // It builds the harness binary into a temporary directory, starts real
 // daemons on temporary state directories and prints markdown tables, marking

@@ -124,7 +124,7 @@ func (r *report) print(w io.Writer) {
 		}
 	}
 	if len(r.Metrics) > 0 {
-		fmt.Fprintf(w, "\n### Other measurements (part 1 probe, parts 2 to 4)\n\n| part | measurement | value |\n|---|---|---|\n")
+		fmt.Fprintf(w, "\n### Other measurements (the part column says which)\n\n| part | measurement | value |\n|---|---|---|\n")
 		for _, m := range r.Metrics {
 			fmt.Fprintf(w, "| %s | %s | %s |\n", m.Part, m.Name, m.Value)
 		}
