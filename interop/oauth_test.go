@@ -196,7 +196,7 @@ func upstreamState(f *fleet, key string) (state, lastErr string) {
 func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) {
 	const ttl = 4 // seconds an access token lives
 	as := startOAuthServer(t, ttl)
-	f := newFleet(t, fmt.Sprintf("[mcp.oa]\nurl = %q\nauth = \"oauth\"\nrestart_delay = 0.2\n", as.url))
+	f := newFleet(t, fmt.Sprintf("[daemon]\nmcp_http = \"127.0.0.1:0\"\n\n[mcp.oa]\nurl = %q\nauth = \"oauth\"\nrestart_delay = 0.2\n", as.url))
 	var shown strings.Builder // every answer and output a person or agent saw
 	var frames syncBuffer
 
@@ -242,6 +242,10 @@ func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) 
 	code, text, err = goCall(ctx, s, "oa__whoami", nil)
 	if err != nil || code != "" || !strings.Contains(text, "client ") {
 		t.Fatalf("call after sign-in: code %q text %q err %v\nlog:\n%s", code, text, err, f.log())
+	}
+	// A server that echoes the token it got: the agent sees it hidden.
+	if code, text, err = goCall(ctx, s, "oa__echo_auth", nil); err != nil || code != "" || text != "token (hidden)" {
+		t.Errorf("echo_auth answered code %q text %q err %v, want the token hidden", code, text, err)
 	}
 
 	// The access token expires (ttl); calls keep succeeding, because it is
@@ -331,6 +335,7 @@ func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) 
 	shown.WriteString(out)
 	out, _, _ = f.run("describe", "mcp.oa", "--json")
 	shown.WriteString(out)
+	shown.WriteString(f.metrics(t))
 
 	// No token anywhere but the token file (gone now): not in the state
 	// dir, the daemon's log, the call log, the CLI's output, the browser's
@@ -361,6 +366,31 @@ func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) 
 			}
 		}
 	}
+}
+
+// metrics is the daemon's /metrics, read with the operator token.
+func (f *fleet) metrics(t *testing.T) string {
+	t.Helper()
+	var info struct {
+		MCPURL string `json:"mcp_url"`
+	}
+	f.mustJSON(&info, "daemon-info")
+	tok, _, code := f.run("--state-dir", f.state, "mcp", "token")
+	if code != 0 || info.MCPURL == "" {
+		t.Fatalf("no HTTP endpoint or token (exit %d)", code)
+	}
+	req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(info.MCPURL, "/mcp")+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(tok))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "oa") {
+		t.Fatalf("/metrics: HTTP %d %.300s", resp.StatusCode, b)
+	}
+	return string(b)
 }
 
 func containsAny(s string, subs []string) bool {

@@ -121,6 +121,9 @@ const server = app.listen(0, "127.0.0.1", () => {
     const mcp = new McpServer({ name: "oauth-upstream", version: "1.0.0" });
     mcp.registerTool("whoami", { description: "Say which OAuth client the request was authorized for.", inputSchema: {}, annotations: { readOnlyHint: true } },
       async (_args, extra) => { stats.toolCalls++; return { content: [{ type: "text", text: `client ${extra.authInfo.clientId} scopes ${extra.authInfo.scopes.join(" ")}` }] }; });
+    // A careless server: it answers with the token it was sent.
+    mcp.registerTool("echo_auth", { description: "Echo the bearer token of the request.", inputSchema: {}, annotations: { readOnlyHint: true } },
+      async (_args, extra) => { stats.toolCalls++; return { content: [{ type: "text", text: `token ${extra.authInfo.token}` }], structuredContent: { token: extra.authInfo.token } }; });
     mcp.registerTool("echo", { description: "Echo a message.", inputSchema: { message: z.string() }, annotations: { readOnlyHint: true } },
       async ({ message }) => { stats.toolCalls++; return { content: [{ type: "text", text: message }] }; });
     const t = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

@@ -42,7 +42,26 @@ type Handler struct {
 	client *http.Client
 	now    func() time.Time
 
-	mu sync.Mutex
+	mu   sync.Mutex
+	last []string // the access and refresh token last handed out (Tokens)
+}
+
+// Tokens are the access and refresh tokens in use, for hiding them in
+// what an upstream answers.
+func (h *Handler) Tokens() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
+
+// remember notes tok as the one in use; h.mu is held.
+func (h *Handler) remember(tok *oauth2.Token) {
+	h.last = h.last[:0:0]
+	for _, s := range []string{tok.AccessToken, tok.RefreshToken} {
+		if s != "" {
+			h.last = append(h.last, s)
+		}
+	}
 }
 
 var _ auth.OAuthHandler = (*Handler)(nil)
@@ -96,6 +115,7 @@ func (h *Handler) token(force bool) (*oauth2.Token, error) {
 	}
 	tok := *r.Token
 	if !force && tok.AccessToken != "" && (tok.Expiry.IsZero() || tok.Expiry.Add(-ahead(r)).After(h.now())) {
+		h.remember(&tok)
 		return &tok, nil
 	}
 	if tok.RefreshToken == "" {
@@ -121,6 +141,7 @@ func (h *Handler) token(force bool) (*oauth2.Token, error) {
 	if err := h.store.Save(h.unit, r); err != nil {
 		return nil, err
 	}
+	h.remember(fresh)
 	return fresh, nil
 }
 

@@ -112,15 +112,7 @@ type remoteConn struct {
 
 func newRemoteConn(key, url string, header http.Header, secrets []string, count func([]byte)) *remoteConn {
 	rc := &remoteConn{key: key, url: url, shown: endpoint.Redact(url), scrub: endpoint.Scrub(secrets)}
-	var inJSON []string
-	for _, s := range secrets {
-		if len(s) < endpoint.MinSecret {
-			continue
-		}
-		q, _ := json.Marshal(s) // a string always marshals
-		inJSON = append(inJSON, s, string(q[1:len(q)-1]))
-	}
-	if len(inJSON) > 0 {
+	if inJSON := jsonForms(secrets); len(inJSON) > 0 {
 		rc.scrubJSON = endpoint.Scrub(inJSON)
 	}
 	rc.transport = http.DefaultTransport.(*http.Transport).Clone()
@@ -130,19 +122,46 @@ func newRemoteConn(key, url string, header http.Header, secrets []string, count 
 	return rc
 }
 
+// jsonForms is each secret long enough to hide, as it is and as JSON
+// escapes it.
+func jsonForms(secrets []string) []string {
+	var out []string
+	for _, s := range secrets {
+		if len(s) < endpoint.MinSecret {
+			continue
+		}
+		q, _ := json.Marshal(s) // a string always marshals
+		out = append(out, s, string(q[1:len(q)-1]))
+	}
+	return out
+}
+
 // scrubResult hides this connection's secrets in a tool result: a server
 // that echoes the request (a whoami tool, an error quoting its headers)
 // must not hand the credential to the agent that called it. A result
 // without a secret is returned as it came.
 func (rc *remoteConn) filterResult(_ string, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-	if rc.scrubJSON == nil {
+	scrub := rc.scrubJSON
+	if rc.oauth != nil {
+		// The OAuth tokens change with every refresh: the ones in use
+		// now, as the result could echo them.
+		if toks := rc.oauth.Tokens(); len(toks) > 0 {
+			tokScrub := endpoint.Scrub(jsonForms(toks))
+			if prev := scrub; prev != nil {
+				scrub = func(s string) string { return tokScrub(prev(s)) }
+			} else {
+				scrub = tokScrub
+			}
+		}
+	}
+	if scrub == nil {
 		return res, nil
 	}
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return nil, fmt.Errorf("broker: upstream %s: encode a result to scrub it: %v: %w", rc.key, err, errcode.ErrInternal)
 	}
-	clean := rc.scrubJSON(string(raw))
+	clean := scrub(string(raw))
 	if clean == string(raw) {
 		return res, nil
 	}
