@@ -2,34 +2,14 @@ package proctree
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/harness-dev/harness/internal/disktest"
 )
-
-// ledgerGate holds every write until open is closed; in is closed by the
-// first.
-type ledgerGate struct {
-	in, open chan struct{}
-	once     sync.Once
-}
-
-func (g *ledgerGate) wrap(w io.Writer) io.Writer {
-	return ledgerWriterFunc(func(p []byte) (int, error) {
-		g.once.Do(func() { close(g.in) })
-		<-g.open
-		return w.Write(p)
-	})
-}
-
-type ledgerWriterFunc func([]byte) (int, error)
-
-func (f ledgerWriterFunc) Write(p []byte) (int, error) { return f(p) }
 
 func readLedger(t *testing.T, path string) ledgerFile {
 	t.Helper()
@@ -57,39 +37,26 @@ func TestScenario_SlowDiskNeverDelaysASpawnOrAnExit(t *testing.T) {
 	if err := l.AddInstance("i"); err != nil {
 		t.Fatal(err)
 	}
-	g := &ledgerGate{in: make(chan struct{}), open: make(chan struct{})}
-	l.wrap = g.wrap
+	g := disktest.NewGate()
+	l.wrap = g.Wrap
 	if err := l.Add(LedgerEntry{Unit: "first", PID: 1, Marker: "i:first:1"}); err != nil {
 		t.Fatal(err)
 	}
-	<-g.in // the writer is stuck in the disk
-	done := make(chan error, 1)
-	go func() {
+	<-g.Stuck() // the writer is stuck in the disk
+	disktest.NeverWaits(t, g, 20*time.Second, "the ledger", func() error {
 		for i := range 1000 {
 			m := fmt.Sprintf("i:u:%d", i)
 			if err := l.Add(LedgerEntry{Unit: "u", PID: 100 + i, Marker: m}); err != nil {
-				done <- err
-				return
+				return err
 			}
 			if i%2 == 0 {
 				if err := l.Remove(m); err != nil {
-					done <- err
-					return
+					return err
 				}
 			}
 		}
-		done <- nil
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		close(g.open)
-		t.Fatal("the ledger waited for the disk")
-	}
-	close(g.open)
+		return nil
+	})
 	l.Flush()
 	f := readLedger(t, path)
 	if len(f.Entries) != 501 || f.Entries[0].Marker != "i:first:1" || f.Entries[500].PID != 1099 || len(f.Instances) != 1 {
@@ -106,18 +73,8 @@ func TestScenario_AFullDiskNeverFailsASpawnAndTheLedgerCatchesUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	broken := true
-	l.wrap = func(w io.Writer) io.Writer {
-		return ledgerWriterFunc(func(p []byte) (int, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if broken {
-				return 0, errors.New("no space left on device")
-			}
-			return w.Write(p)
-		})
-	}
+	disk := disktest.NewFull(true)
+	l.wrap = disk.Wrap
 	if err := l.Add(LedgerEntry{Unit: "a", PID: 7, Marker: "i:a:1"}); err != nil {
 		t.Fatalf("Add on a full disk: %v", err)
 	}
@@ -125,9 +82,7 @@ func TestScenario_AFullDiskNeverFailsASpawnAndTheLedgerCatchesUp(t *testing.T) {
 	if l.WriteFailures() == 0 || len(l.Entries()) != 1 {
 		t.Fatalf("failures %d, entries %v", l.WriteFailures(), l.Entries())
 	}
-	mu.Lock()
-	broken = false
-	mu.Unlock()
+	disk.Set(false)
 	deadline := time.Now().Add(10 * time.Second)
 	for len(readLedger(t, path).Entries) != 1 {
 		if time.Now().After(deadline) {

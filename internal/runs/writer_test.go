@@ -1,45 +1,28 @@
 package runs
 
 import (
-	"errors"
-	"io"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/disktest"
 )
-
-// gate holds every write until open is closed; in is closed by the first.
-type gate struct {
-	w    io.Writer
-	in   chan struct{}
-	open chan struct{}
-	once sync.Once
-}
-
-func (g *gate) Write(p []byte) (int, error) {
-	g.once.Do(func() { close(g.in) })
-	<-g.open
-	return g.w.Write(p)
-}
 
 // TestScenario_SlowDiskNeverDelaysARun: with the writer stuck in the disk,
 // a thousand runs begin, get their pid and end without waiting (they run on
 // unit actors); once the disk answers, the file holds every one of them.
 func TestScenario_SlowDiskNeverDelaysARun(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runs.jsonl")
-	g := &gate{in: make(chan struct{}), open: make(chan struct{})}
-	s, err := openWith(path, 2000, func(w io.Writer) io.Writer { g.w = w; return g })
+	g := disktest.NewGate()
+	s, err := openWith(path, 2000, g.Wrap)
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := begin(t, s, "a", api.CauseManual)
-	<-g.in // the writer is stuck in the disk
+	<-g.Stuck() // the writer is stuck in the disk
 	const n = 1000
-	done := make(chan error, 1)
-	go func() {
+	disktest.NeverWaits(t, g, 20*time.Second, "runs", func() error {
 		for i := range n {
 			r, err := s.Begin("a", api.CauseRestart)
 			if err == nil {
@@ -49,22 +32,11 @@ func TestScenario_SlowDiskNeverDelaysARun(t *testing.T) {
 				err = s.End(r.ID, intp(0), "")
 			}
 			if err != nil {
-				done <- err
-				return
+				return err
 			}
 		}
-		done <- nil
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		close(g.open)
-		t.Fatal("runs waited for the disk")
-	}
-	close(g.open)
+		return nil
+	})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,49 +47,20 @@ func TestScenario_SlowDiskNeverDelaysARun(t *testing.T) {
 	}
 }
 
-// failing refuses writes while broken is set.
-type failing struct {
-	mu     sync.Mutex
-	broken bool
-	tries  int
-}
-
-func (f *failing) wrap(w io.Writer) io.Writer {
-	return writerFunc(func(p []byte) (int, error) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.tries++
-		if f.broken {
-			return 0, errors.New("no space left on device")
-		}
-		return w.Write(p)
-	})
-}
-
-func (f *failing) set(broken bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.broken = broken
-}
-
-type writerFunc func([]byte) (int, error)
-
-func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
-
 // TestScenario_AFullDiskNeverFailsARunAndTheHistoryRecovers: while every
 // write fails, runs still begin and end (memory is the truth), failures are
 // counted, and once the disk takes writes again the file is rewritten with
 // every run, the ones queued while it failed included.
 func TestScenario_AFullDiskNeverFailsARunAndTheHistoryRecovers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runs.jsonl")
-	fw := &failing{}
-	s, err := openWith(path, 0, fw.wrap)
+	fw := disktest.NewFull(false)
+	s, err := openWith(path, 0, fw.Wrap)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kept := begin(t, s, "a", api.CauseManual)
 	s.Flush()
-	fw.set(true)
+	fw.Set(true)
 	var ids []uint64
 	for range 5 {
 		r := begin(t, s, "a", api.CauseRestart)
@@ -130,7 +73,7 @@ func TestScenario_AFullDiskNeverFailsARunAndTheHistoryRecovers(t *testing.T) {
 	if s.WriteFailures() == 0 {
 		t.Fatal("no failure counted")
 	}
-	fw.set(false)
+	fw.Set(false)
 	s.Flush() // the retry (or this flush) rewrites the file from memory
 	if err := s.Close(); err != nil {
 		t.Fatalf("close after recovery: %v", err)
@@ -145,8 +88,8 @@ func TestScenario_AFullDiskNeverFailsARunAndTheHistoryRecovers(t *testing.T) {
 // TestCloseReportsAHistoryItCouldNotWrite: a store closed while the disk
 // still refuses says so.
 func TestCloseReportsAHistoryItCouldNotWrite(t *testing.T) {
-	fw := &failing{broken: true}
-	s, err := openWith(filepath.Join(t.TempDir(), "runs.jsonl"), 0, fw.wrap)
+	fw := disktest.NewFull(true)
+	s, err := openWith(filepath.Join(t.TempDir(), "runs.jsonl"), 0, fw.Wrap)
 	if err != nil {
 		t.Fatal(err)
 	}
