@@ -214,6 +214,9 @@ func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) 
 	if !strings.Contains(out, "needs_login") {
 		t.Errorf("mcp status:\n%s", out)
 	}
+	if _, errOut, code := f.run("mcp", "login", "nope"); code == 0 || !strings.Contains(errOut, "no upstream") {
+		t.Errorf("mcp login of an unknown upstream: exit %d, %s", code, errOut)
+	}
 	s := goSession(t, f, &frames, func(*mcp.ProgressNotificationParams) {})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
