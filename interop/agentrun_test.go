@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/agent/modelapi"
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/client"
 )
 
 // Agent runs (DESIGN §17) with the real agent CLIs from npm against the
@@ -188,5 +190,88 @@ func TestAgent_AJobThatNeverHearsBackTimesOut(t *testing.T) {
 	rf.mustJSON(&rows, "list")
 	if len(rows) != 1 || rows[0].PID != 0 {
 		t.Errorf("still running: %+v", rows)
+	}
+}
+
+// agent is an agentFleet on the current daemon (a new one after
+// restartDaemon), with its own event subscription.
+func (rf *runFleet) agent() *agentFleet {
+	rf.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	rf.t.Cleanup(cancel)
+	c, err := client.Dial(ctx, rf.socket)
+	if err != nil {
+		rf.t.Fatal(err)
+	}
+	rf.t.Cleanup(func() { c.Close() })
+	events, err := c.Subscribe(ctx)
+	if err != nil {
+		rf.t.Fatal(err)
+	}
+	return &agentFleet{tuiFleet: &tuiFleet{fleet: rf.fleet, name: "a", home: rf.home, pkg: rf.spec.pkg, events: events},
+		api: rf.api, work: rf.work}
+}
+
+// askAndSee types prompt into the agent once it is ready and returns the
+// main request that carried it to the model.
+func (rf *runFleet) askAndSee(af *agentFleet, prompt string) modelapi.Request {
+	rf.t.Helper()
+	af.waitState("ready")
+	before := len(rf.api.Requests())
+	af.ask(prompt)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, _, err := rf.api.WaitRequest(ctx, before, func(r modelapi.Request) bool {
+		return r.Main && strings.Contains(string(r.Body), prompt)
+	})
+	if err != nil {
+		rf.t.Fatalf("the prompt %q never reached the model: %v\nscreen %s", prompt, err, af.screen())
+	}
+	return r
+}
+
+// TestAgent_AResumedAgentRemembers: with resume = true, after `harness
+// restart` and after the daemon is killed and started again, the agent's
+// next request to the model carries the earlier turns of its session;
+// after `harness restart --fresh` it does not.
+func TestAgent_AResumedAgentRemembers(t *testing.T) {
+	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
+		t.Run(spec.agent, func(t *testing.T) {
+			rf := newRunFleet(t, spec, "resume = true\nmcp_wire = false")
+			rf.api.Script(modelapi.Turn{Text: "Noted the word."}, modelapi.Turn{Text: "It was papaya."},
+				modelapi.Turn{Text: "Still papaya."}, modelapi.Turn{Text: "What word?"})
+			if out, errOut, code := rf.run("start", "a"); code != 0 {
+				t.Fatalf("start: %s%s", out, errOut)
+			}
+			af := rf.agent()
+			const secret = "Remember the word PAPAYA-7731."
+			rf.askAndSee(af, secret)
+			af.screenHas("the answer", "Noted the word")
+			if r := rf.lastRun(); r.PID == 0 {
+				t.Fatalf("run %+v", r)
+			}
+
+			if out, errOut, code := rf.run("restart", "a"); code != 0 {
+				t.Fatalf("restart: %s%s", out, errOut)
+			}
+			if r := rf.askAndSee(af, "Tell me the word I gave you."); !strings.Contains(string(r.Body), "PAPAYA-7731") {
+				t.Errorf("after restart the request lacks the earlier turn: %.400s", r.Body)
+			}
+			af.screenHas("the second answer", "It was papaya")
+
+			rf.restartDaemon()
+			af = rf.agent()
+			if r := rf.askAndSee(af, "Now tell me that word again."); !strings.Contains(string(r.Body), "PAPAYA-7731") {
+				t.Errorf("after a daemon SIGKILL the request lacks the earlier turn: %.400s", r.Body)
+			}
+			af.screenHas("the third answer", "Still papaya")
+
+			if out, errOut, code := rf.run("restart", "a", "--fresh"); code != 0 {
+				t.Fatalf("restart --fresh: %s%s", out, errOut)
+			}
+			if r := rf.askAndSee(af, "Tell me any word you know."); strings.Contains(string(r.Body), "PAPAYA-7731") {
+				t.Errorf("after restart --fresh the request carries the old session: %.400s", r.Body)
+			}
+		})
 	}
 }
