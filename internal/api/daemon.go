@@ -74,6 +74,26 @@ type DaemonInfo struct {
 	Notify []NotifyStats `json:"notify"`
 	// Webhooks is the webhook listener, when [daemon] webhook_listen serves.
 	Webhooks *WebhookInfo `json:"webhooks,omitempty"`
+	// StateWrites says whether the state dir's records (the run history,
+	// the process ledger) are being written; a full disk stops no unit,
+	// the writes are retried from memory.
+	StateWrites StateWrites `json:"state_writes"`
+}
+
+// StateWrites counts the failed writes of the state dir's records since
+// the daemon started. A failed write is retried (with a backoff and at
+// every change) until one succeeds, so Failures > 0 with Failing empty
+// means the disk refused for a while and everything is written now.
+type StateWrites struct {
+	Failures int `json:"failures"`
+	// Failing lists the files whose last write failed, with why.
+	Failing []StateWriteError `json:"failing"`
+}
+
+// StateWriteError is a state file whose last write failed.
+type StateWriteError struct {
+	File  string `json:"file"`
+	Error string `json:"error"`
 }
 
 // Paths are the files the daemon uses.

@@ -103,6 +103,9 @@ type Options struct {
 
 	// Ownership is shown by daemon_info.
 	Ownership api.Ownership
+	// StateWrites reports the state dir's write failures for daemon_info;
+	// nil reports none.
+	StateWrites func() api.StateWrites
 	// Calls is the MCP call log (calls.go); nil keeps none.
 	Calls CallLog
 	// Masker hides secrets in what operations render (screen, logs);

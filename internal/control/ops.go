@@ -499,22 +499,34 @@ func (c *Control) DaemonInfo(ctx context.Context, _ api.NoArgs) (api.DaemonInfo,
 	profile := c.profile
 	c.mu.RUnlock()
 	return api.DaemonInfo{
-		Version:   c.opt.Version,
-		Proto:     c.opt.Proto,
-		PID:       os.Getpid(),
-		StartedAt: c.startedAt,
-		Uptime:    time.Since(c.startedAt).Round(time.Second).String(),
-		UptimeS:   time.Since(c.startedAt).Seconds(),
-		Paths:     c.opt.Paths,
-		Profile:   profile,
-		MCPURL:    c.opt.MCPURL,
-		Warnings:  c.Warnings(),
-		Upstreams: c.upstreamStatus(),
-		Ownership: c.opt.Ownership,
-		CallLog:   c.callLogInfo(),
-		Notify:    c.notifyStats(),
-		Webhooks:  c.webhookInfo(),
+		Version:     c.opt.Version,
+		Proto:       c.opt.Proto,
+		PID:         os.Getpid(),
+		StartedAt:   c.startedAt,
+		Uptime:      time.Since(c.startedAt).Round(time.Second).String(),
+		UptimeS:     time.Since(c.startedAt).Seconds(),
+		Paths:       c.opt.Paths,
+		Profile:     profile,
+		MCPURL:      c.opt.MCPURL,
+		Warnings:    c.Warnings(),
+		Upstreams:   c.upstreamStatus(),
+		Ownership:   c.opt.Ownership,
+		CallLog:     c.callLogInfo(),
+		Notify:      c.notifyStats(),
+		Webhooks:    c.webhookInfo(),
+		StateWrites: c.stateWrites(),
 	}, nil
+}
+
+func (c *Control) stateWrites() api.StateWrites {
+	if c.opt.StateWrites == nil {
+		return api.StateWrites{Failing: []api.StateWriteError{}}
+	}
+	w := c.opt.StateWrites()
+	if w.Failing == nil {
+		w.Failing = []api.StateWriteError{}
+	}
+	return w
 }
 
 // MCPStatus answers `mcp_status`.

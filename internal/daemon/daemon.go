@@ -117,7 +117,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	if err := ledger.AddInstance(instance); err != nil {
-		return fmt.Errorf("daemon: %w", err)
+		// A full state dir stops nothing: the ledger's writer retries,
+		// and daemon_info's state_writes says it is failing.
+		log.Warn("the process ledger cannot be written; retrying", logkey.Err, err)
 	}
 	runStore, err := runs.Open(filepath.Join(paths.StateDir, "runs.jsonl"), 0)
 	if err != nil {
@@ -263,6 +265,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Ownership: own.info,
 		Notify:    ntf,
 		Webhooks:  whInfo,
+		StateWrites: func() api.StateWrites {
+			return stateWrites(runStore, ledger)
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)

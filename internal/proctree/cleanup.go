@@ -265,7 +265,11 @@ func (c *cleanup) waitGone(d time.Duration) bool {
 
 func truncateLedger(path string) error {
 	if err := writeLedgerFile(path, ledgerFile{}, nil); err != nil {
-		return fmt.Errorf("cleanup leftovers: truncate: %w", err)
+		// A full disk has no room for the new file; emptying the old
+		// one needs none (an empty file is an empty ledger).
+		if terr := os.Truncate(path, 0); terr != nil {
+			return fmt.Errorf("cleanup leftovers: truncate: %w", errors.Join(err, terr))
+		}
 	}
 	return nil
 }

@@ -226,6 +226,7 @@ func (l *Ledger) commit(next ledgerFile, what string) error {
 	err := l.save()
 	l.mu.Lock()
 	if err != nil {
+		l.kickLocked() // memory holds the change: the writer retries it
 		return fmt.Errorf("ledger %s: %w", what, err)
 	}
 	return nil
@@ -314,6 +315,13 @@ func (l *Ledger) WriteFailures() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.failures
+}
+
+// WriteError is the last write's failure, nil once a write succeeded.
+func (l *Ledger) WriteError() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastErr
 }
 
 func readLedgerFile(path string) (ledgerFile, error) {

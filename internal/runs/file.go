@@ -174,6 +174,16 @@ func (s *Store) WriteFailures() int {
 	return s.w.failures
 }
 
+// WriteError is the last write's failure, nil once a write succeeded.
+func (s *Store) WriteError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.lastErr
+}
+
+// Path is the history file.
+func (s *Store) Path() string { return s.path }
+
 // appendFile appends records. Only the writer (or Open) calls it.
 func (s *Store) appendFile(buf []byte) error {
 	if s.f == nil {

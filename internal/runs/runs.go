@@ -126,7 +126,10 @@ func openWith(path string, retainPerUnit int, wrap func(io.Writer) io.Writer) (*
 	// append too: rewrite the file from what was understood.
 	if !clean || s.lines > s.compactAt() {
 		if err := s.compact(); err != nil {
-			return nil, fmt.Errorf("runs: open %s: %w", path, err)
+			// A full disk: memory is the truth, and the writer
+			// rewrites the file once it can (file.go).
+			slog.Warn("runs: rewriting the history failed; retrying", logkey.File, path, logkey.Err, err)
+			s.w.rewrite, s.w.failures, s.w.lastErr = true, 1, err
 		}
 	} else {
 		s.f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -135,6 +138,9 @@ func openWith(path string, retainPerUnit int, wrap func(io.Writer) io.Writer) (*
 		}
 	}
 	s.startWriter()
+	if s.w.rewrite {
+		s.w.kick <- struct{}{}
+	}
 	return s, nil
 }
 
