@@ -36,11 +36,11 @@ type oauthServer struct {
 	errs syncBuffer
 }
 
-func startOAuthServer(t *testing.T, accessTTL int) *oauthServer {
+func startOAuthServer(t *testing.T, accessTTL int, env ...string) *oauthServer {
 	t.Helper()
 	s := &oauthServer{done: make(chan struct{})}
 	s.cmd = exec.Command(nodeBin, filepath.Join(interopDir, "oauthserver.mjs"))
-	s.cmd.Env = cleanEnv(fmt.Sprintf("ACCESS_TTL=%d", accessTTL))
+	s.cmd.Env = cleanEnv(append(env, fmt.Sprintf("ACCESS_TTL=%d", accessTTL))...)
 	s.cmd.Stderr = &s.errs
 	s.cmd.SysProcAttr = withParentDeath(&syscall.SysProcAttr{Setpgid: true})
 	stdout, err := s.cmd.StdoutPipe()
@@ -403,4 +403,30 @@ func containsAny(s string, subs []string) bool {
 		}
 	}
 	return false
+}
+
+// With client_id configured there is no dynamic registration: the
+// preregistered client signs in, with the configured scopes.
+func TestScenario_OAuthUpstreamWithAConfiguredClientID(t *testing.T) {
+	as := startOAuthServer(t, 3600, "PRECLIENT=harness-pre")
+	f := newFleet(t, fmt.Sprintf("[mcp.pre]\nurl = %q\nauth = \"oauth\"\nclient_id = \"harness-pre\"\nscopes = [\"mcp:tools\"]\n", as.url))
+	f.waitFor("needs_login", 30*time.Second, func() bool {
+		st, _ := upstreamState(f, "pre")
+		return st == "needs_login"
+	})
+	f.login(t, "pre")
+	if st := as.stats(t); st.Registrations != 0 || st.Authorizations != 1 || st.CodeExchanges != 1 {
+		t.Errorf("after login with a client_id: %+v", st)
+	}
+	f.waitFor("pre running", 30*time.Second, func() bool {
+		st, _ := upstreamState(f, "pre")
+		return st == "running"
+	})
+	s := goSession(t, f, io.Discard, func(*mcp.ProgressNotificationParams) {})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code, text, err := goCall(ctx, s, "pre__whoami", nil)
+	if err != nil || code != "" || text != "client harness-pre scopes mcp:tools" {
+		t.Errorf("whoami: code %q text %q err %v", code, text, err)
+	}
 }

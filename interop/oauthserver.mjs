@@ -17,13 +17,13 @@
 // ?only=access the access tokens only (as a server restart would); GET
 // /admin/stats counts what happened; GET /admin/issued lists every token
 // handed out. Environment: ACCESS_TTL (seconds,
-// default 3600). It prints one JSON line {"url": MCP endpoint} once it
+// default 3600), PRECLIENT (a client id registered beforehand). It prints one JSON line {"url": MCP endpoint} once it
 // listens on a loopback port of its own.
 import { randomUUID } from "node:crypto";
 import express from "express";
 import { mcpAuthRouter, getOAuthProtectedResourceMetadataUrl } from "@modelcontextprotocol/sdk/server/auth/router.js";
 import { requireBearerAuth } from "@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js";
-import { InvalidGrantError, InvalidRequestError, InvalidTokenError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import { InvalidGrantError, InvalidTokenError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
@@ -46,7 +46,8 @@ class Provider {
     this.refresh = new Map(); // token -> {clientId, scopes, resource}
   }
   async authorize(client, params, res) {
-    if (!client.redirect_uris.includes(params.redirectUri)) throw new InvalidRequestError("unregistered redirect_uri");
+    // The SDK's authorize handler has checked redirect_uri against the
+    // client's (any port on loopback, RFC 8252 7.3).
     stats.authorizations++;
     const code = randomUUID();
     this.codes.set(code, { client, params });
@@ -99,6 +100,14 @@ class Provider {
 }
 
 const provider = new Provider();
+// PRECLIENT registers a public client beforehand (a configured client_id),
+// with a loopback redirect on any port.
+if (process.env.PRECLIENT) {
+  provider.clientsStore.clients.set(process.env.PRECLIENT, {
+    client_id: process.env.PRECLIENT, redirect_uris: ["http://127.0.0.1/callback"], token_endpoint_auth_method: "none",
+    grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], client_name: "preregistered",
+  });
+}
 const app = express();
 const server = app.listen(0, "127.0.0.1", () => {
   const base = new URL(`http://127.0.0.1:${server.address().port}`);
