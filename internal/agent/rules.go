@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/harness-dev/harness/internal/api"
 )
@@ -199,15 +201,47 @@ func (r *Rule) choiceRows(lines []string) (texts []string, rows []string) {
 	if r.Choice == nil {
 		return nil, nil
 	}
-	for _, l := range r.region(lines) {
-		if m := r.Choice.FindStringSubmatch(l); m != nil && len(m) > 1 {
-			if t := clean(m[1]); t != "" {
-				texts = append(texts, t)
-				rows = append(rows, l)
-			}
+	reg := r.region(lines)
+	for i := 0; i < len(reg); i++ {
+		l := reg[i]
+		m := r.Choice.FindStringSubmatchIndex(l)
+		if m == nil || len(m) < 4 || m[2] < 0 {
+			continue
 		}
+		t := clean(l[m[2]:m[3]])
+		if t == "" {
+			continue
+		}
+		// A choice longer than the terminal is wide goes on in the rows
+		// below, indented to where its text begins (Claude Code's
+		// "Yes, and always allow access to" + a long path): they are
+		// part of it, up to a blank row or the next choice.
+		col := utf8.RuneCountInString(l[:m[2]])
+		for i+1 < len(reg) && !r.Choice.MatchString(reg[i+1]) && indent(reg[i+1]) >= col {
+			more := clean(reg[i+1])
+			if more == "" {
+				break
+			}
+			t += " " + more
+			i++
+		}
+		texts = append(texts, t)
+		rows = append(rows, l)
 	}
 	return texts, rows
+}
+
+// indent is where a row's text begins, in runes: past blanks and the
+// borders of a dialog's box.
+func indent(l string) int {
+	n := 0
+	for _, c := range l {
+		if !unicode.IsSpace(c) && !strings.ContainsRune("│┃║|", c) {
+			return n
+		}
+		n++
+	}
+	return n
 }
 
 func (r *Rule) choices(lines []string) []string {

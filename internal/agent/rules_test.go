@@ -73,6 +73,10 @@ func TestScenario_ClaudeCodeScreens(t *testing.T) {
 		{file: "permission", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-agent",
 			choices: []string{"Yes", "Yes, and always allow access to /home/u/work-claude from this project",
 				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}, selected: 0},
+		// A choice wider than the terminal goes on in the next row.
+		{file: "permission-wrapped", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-a-rather-long-file-name-to-wrap",
+			choices: []string{"Yes", "Yes, and always allow access to /home/u/a-very-long-project-directory-name-for-a-test-of-wrapping/work-claude from this project",
+				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}, selected: 0},
 		{file: "answered", state: api.AgentReady},
 		{file: "limited", state: api.AgentLimited, until: "23:30"},
 	})
