@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/harness-dev/harness/internal/fleettest"
 )
 
 var (
@@ -142,61 +144,31 @@ func (f *fleet) log() string {
 	return string(b)
 }
 
-// stop ends the daemon with SIGTERM and waits for it.
-func (f *fleet) stop() {
-	select {
-	case <-f.exited:
-		return
-	default:
-	}
-	f.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-f.exited:
-	case <-time.After(30 * time.Second):
-		f.cmd.Process.Kill()
-		<-f.exited
-		f.t.Errorf("daemon did not exit within 30s of SIGTERM\nlog:\n%s", f.log())
-	}
+// cli is the CLI against this fleet's socket (fleettest, shared with
+// cmd/harness's e2e tests).
+func (f *fleet) cli() fleettest.CLI {
+	return fleettest.CLI{T: f.t, Bin: harnessBin, Socket: f.socket, Env: cleanEnv(), Log: f.log}
 }
+
+// stop ends the daemon with SIGTERM and waits for it.
+func (f *fleet) stop() { fleettest.Stop(f.t, f.cmd.Process, f.exited, f.log) }
 
 // run invokes the CLI against this fleet's socket.
 func (f *fleet) run(args ...string) (stdout, stderr string, code int) {
-	c := exec.Command(harnessBin, append([]string{"--socket", f.socket}, args...)...)
-	c.Env = cleanEnv()
-	var o, e bytes.Buffer
-	c.Stdout, c.Stderr = &o, &e
-	if err := c.Run(); err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			f.t.Fatalf("run harness %v: %v", args, err)
-		}
-		code = ee.ExitCode()
-	}
-	return o.String(), e.String(), code
+	f.t.Helper()
+	return f.cli().Run(args...)
 }
 
 // mustJSON runs a --json verb that must succeed and decodes its output.
 func (f *fleet) mustJSON(v any, args ...string) {
 	f.t.Helper()
-	out, errOut, code := f.run(append(args, "--json")...)
-	if code != 0 {
-		f.t.Fatalf("harness %v --json: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
-	}
-	if err := json.Unmarshal([]byte(out), v); err != nil {
-		f.t.Fatalf("harness %v --json: decode %q: %v", args, out, err)
-	}
+	f.cli().MustJSON(v, args...)
 }
 
 // waitFor polls cond until it holds (the CLI has no push channel).
 func (f *fleet) waitFor(what string, d time.Duration, cond func() bool) {
 	f.t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("timed out after %s waiting for %s\ndaemon log:\n%s", d, what, f.log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	f.cli().WaitFor(what, d, cond)
 }
 
 // bridge is the transport spec that makes client.mjs run `harness mcp`

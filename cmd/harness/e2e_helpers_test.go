@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/cgroup"
+	"github.com/harness-dev/harness/internal/fleettest"
 )
 
 // harnessBin is the binary built once by TestMain; the end-to-end tests
@@ -197,78 +198,49 @@ func (f *fleet) daemonCmd() *exec.Cmd {
 	return c
 }
 
+// cli is the CLI against this fleet's socket (fleettest, shared with
+// interop).
+func (f *fleet) cli() fleettest.CLI {
+	return fleettest.CLI{T: f.t, Bin: harnessBin, Socket: f.socket,
+		Env: append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN="), Log: f.log}
+}
+
+// log is the daemon's log so far.
+func (f *fleet) log() string {
+	b, _ := os.ReadFile(f.logPath)
+	return string(b)
+}
+
 // stop ends the daemon with SIGTERM (if still running) and waits.
 func (f *fleet) stop() {
-	if f.cmd == nil || f.cmd.Process == nil {
+	if f.cmd == nil {
 		return
 	}
-	select {
-	case <-f.exited:
-		return
-	default:
-	}
-	f.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-f.exited:
-	case <-time.After(30 * time.Second):
-		f.cmd.Process.Kill()
-		<-f.exited
-		f.t.Errorf("daemon did not exit within 30s of SIGTERM")
-	}
+	fleettest.Stop(f.t, f.cmd.Process, f.exited, nil)
 }
 
 // run invokes the CLI against this fleet's socket.
 func (f *fleet) run(args ...string) (stdout, stderr string, code int) {
-	c := exec.Command(harnessBin, append([]string{"--socket", f.socket}, args...)...)
-	c.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
-	var o, e bytes.Buffer
-	c.Stdout, c.Stderr = &o, &e
-	err := c.Run()
-	code = 0
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else {
-			f.t.Fatalf("run harness %v: %v", args, err)
-		}
-	}
-	return o.String(), e.String(), code
+	f.t.Helper()
+	return f.cli().Run(args...)
 }
 
 // mustJSON runs a --json verb that must succeed and decodes its output.
 func (f *fleet) mustJSON(v any, args ...string) {
 	f.t.Helper()
-	out, errOut, code := f.run(append(args, "--json")...)
-	if code != 0 {
-		f.t.Fatalf("harness %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
-	}
-	if err := json.Unmarshal([]byte(out), v); err != nil {
-		f.t.Fatalf("harness %v: decode %q: %v", args, out, err)
-	}
+	f.cli().MustJSON(v, args...)
 }
 
 // mustRun runs a verb that must succeed.
 func (f *fleet) mustRun(args ...string) string {
 	f.t.Helper()
-	out, errOut, code := f.run(args...)
-	if code != 0 {
-		f.t.Fatalf("harness %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
-	}
-	return out
+	return f.cli().MustRun(args...)
 }
 
-// waitFor polls cond until it holds. The CLI has no push channel, so
-// polling with a deadline is how a user would wait too.
+// waitFor polls cond until it holds (fleettest.CLI.WaitFor).
 func (f *fleet) waitFor(what string, d time.Duration, cond func() bool) {
 	f.t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			logText, _ := os.ReadFile(f.logPath)
-			f.t.Fatalf("timed out after %s waiting for %s\ndaemon log:\n%s", d, what, logText)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	f.cli().WaitFor(what, d, cond)
 }
 
 // unitInfo is the §9 shape of one `list --json` row.
