@@ -9,13 +9,14 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/mask"
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
 // withAgent adds the agent of a harness to its list row (DESIGN §16) and,
 // while the harness has a run, what that agent is doing. Upstreams keep
 // their shape.
-func withAgent(ui *api.UnitInfo, u *unit, st supervise.Status) {
+func withAgent(ui *api.UnitInfo, u *unit, st supervise.Status, m *mask.Masker) {
 	h := u.harness()
 	if h == nil {
 		return
@@ -25,9 +26,22 @@ func withAgent(ui *api.UnitInfo, u *unit, st supervise.Status) {
 		return
 	}
 	if as := u.sup.AgentStatus(); as.RunID == st.RunID && as.AgentState != "" {
-		ui.AgentView = as.AgentView
+		ui.AgentView = maskAgent(m, as.AgentView)
 		ui.Agent = h.Agent
 	}
+}
+
+// maskAgent returns v with what it read off the screen (the prompt, the
+// choices, the error shown) masked as the screen op masks the rows: an
+// agent asking to run `curl -H "Authorization: Bearer …"` shows its
+// command on the screen, and so in v.
+func maskAgent(m *mask.Masker, v api.AgentView) api.AgentView {
+	v.Prompt = m.String(v.Prompt)
+	v.AgentMessage = m.String(v.AgentMessage)
+	if v.Choices != nil {
+		v.Choices = m.Strings(slices.Clone(v.Choices)) // the published status shares them
+	}
+	return v
 }
 
 // waitAgent answers `wait --state`: it returns once the agent of the
@@ -58,7 +72,7 @@ func (c *Control) waitAgent(ctx context.Context, a api.WaitArgs, timeout time.Du
 		changed := u.sup.AgentChanged()
 		as := u.sup.AgentStatus()
 		if as.RunID == run {
-			res.AgentView = as.AgentView
+			res.AgentView = maskAgent(c.Masker(), as.AgentView)
 			if slices.Contains(a.State, as.AgentState) {
 				return res, nil
 			}

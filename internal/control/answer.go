@@ -68,9 +68,7 @@ func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResul
 		Name: u.name, RunID: run, Choice: m.String(choices[i]), Number: i + 1,
 		Prompt: m.String(as.Prompt), Keys: keys,
 	}
-	res.After = settleAfterAnswer(ctx, u, as, AnswerSettle)
-	res.After.Prompt = m.String(res.After.Prompt)
-	m.Strings(res.After.Choices)
+	res.After = maskAgent(m, settleAfterAnswer(ctx, u, as, AnswerSettle))
 	return res, nil
 }
 
@@ -92,20 +90,14 @@ func settleAfterAnswer(ctx context.Context, u *unit, was supervise.AgentStatus, 
 		changed := u.sup.AgentChanged()
 		now := u.sup.AgentStatus()
 		if now.RunID != was.RunID || now.AgentState != was.AgentState || now.Prompt != was.Prompt || !slices.Equal(now.Choices, was.Choices) {
-			return cloneView(now.AgentView)
+			return now.AgentView
 		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			return cloneView(now.AgentView)
+			return now.AgentView
 		case <-ctx.Done():
-			return cloneView(now.AgentView)
+			return now.AgentView
 		}
 	}
-}
-
-// cloneView copies v's slices, which the published status shares.
-func cloneView(v api.AgentView) api.AgentView {
-	v.Choices = slices.Clone(v.Choices)
-	return v
 }

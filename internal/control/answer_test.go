@@ -1,13 +1,17 @@
 package control
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/supervise"
 )
 
 // dialogScript draws Claude Code's API-key dialog (as 2.1.328 does, the
@@ -76,5 +80,56 @@ func TestScenario_AnswerPicksAChoiceOfAWaitingAgent(t *testing.T) {
 	err = f.call(api.OpAnswer, api.AnswerArgs{Name: "claude", Choice: "Yes"}, nil)
 	if errcode.Of(err) != errcode.NotWaiting {
 		t.Fatalf("a second answer: %v", err)
+	}
+}
+
+// permissionScript draws Claude Code's permission dialog for a command
+// that carries a token, then waits for the answer's Enter and clears it.
+const permissionScript = `stty raw -echo opost
+printf ' Bash command\r\n╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌\r\n curl -H "Authorization: token ghp_0123456789abcdefghijABCDEFGHIJ" api\r\n╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌\r\n Do you want to proceed?\r\n ❯ 1. Yes, with ghp_0123456789abcdefghijABCDEFGHIJ\r\n   2. No\r\n'
+dd bs=1 count=1 2>/dev/null >/dev/null
+printf '\033[2J\033[H❯ \r\n'
+exec sleep 100000
+`
+
+// TestScenario_AnAgentsPromptIsMaskedWhereverItShows: a credential on
+// the agent's dialog (its command, a choice) is masked in the list row,
+// in the agent event and in the answer's result, as the screen op masks it.
+func TestScenario_AnAgentsPromptIsMaskedWhereverItShows(t *testing.T) {
+	const token = "ghp_0123456789abcdefghijABCDEFGHIJ"
+	script := filepath.Join(t.TempDir(), "permission.sh")
+	if err := os.WriteFile(script, []byte(permissionScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var events []string
+	f := newFixture(t, "[harness.claude]\ncmd = \"sh\"\nargs = [\""+script+"\"]\nagent = \"claude-code\"\nstop_grace = 2\n",
+		func(f *fixture) {
+			f.onEvent = func(ev supervise.Event) {
+				if ev.Agent != nil {
+					b, _ := json.Marshal(ev.Agent)
+					mu.Lock()
+					events = append(events, string(b))
+					mu.Unlock()
+				}
+			}
+		})
+	f.mustCall(api.OpStart, api.NamesArgs{Name: "claude"}, nil)
+	var w api.WaitResult
+	f.mustCall(api.OpWait, api.WaitArgs{Name: "claude", State: []api.AgentState{api.AgentWaiting}, TimeoutS: 30}, &w)
+	if w.WaitingFor != api.WaitingPermission || !strings.Contains(w.Prompt, "curl -H") || len(w.Choices) != 2 {
+		t.Fatalf("the dialog: %+v\n%s", w, f.screenOf("claude"))
+	}
+	var rows []api.UnitInfo
+	f.mustCall(api.OpList, api.NoArgs{}, &rows)
+	var res api.AnswerResult
+	f.mustCall(api.OpAnswer, api.AnswerArgs{Name: "claude", Choice: "1"}, &res)
+	mu.Lock()
+	seen := strings.Join(events, "\n")
+	mu.Unlock()
+	for what, s := range map[string]string{"wait": fmt.Sprint(w), "list": fmt.Sprint(rows), "answer": fmt.Sprint(res), "events": seen} {
+		if strings.Contains(s, token) || !strings.Contains(s, "[masked]") {
+			t.Errorf("%s shows the token (or masks nothing): %s", what, s)
+		}
 	}
 }

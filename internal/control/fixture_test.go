@@ -36,6 +36,8 @@ type fixture struct {
 	// to Options.Upstreams.
 	limits    supervise.Limits
 	upstreams UpstreamHooks
+	// onEvent, when set before open, sees every event control passes on.
+	onEvent func(supervise.Event)
 }
 
 // sleeper is a harness table whose process runs until stopped.
@@ -89,7 +91,10 @@ func (f *fixture) open() {
 		},
 		Upstreams: f.upstreams,
 		Logger:    quiet,
-		OnEvent: func(supervise.Event) {
+		OnEvent: func(ev supervise.Event) {
+			if f.onEvent != nil {
+				f.onEvent(ev)
+			}
 			select {
 			case f.changed <- struct{}{}:
 			default:

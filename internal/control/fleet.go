@@ -452,6 +452,10 @@ func (c *Control) onEvent(u *unit, ev supervise.Event) {
 	if ev.Kind == supervise.EventExit && u.kind == supervise.KindHarness {
 		c.recheckHolds() // a run ended: budgets and the agent count moved
 	}
+	if ev.Agent != nil {
+		v := maskAgent(c.Masker(), *ev.Agent)
+		ev.Agent = &v
+	}
 	if c.opt.OnEvent != nil {
 		c.opt.OnEvent(ev)
 	}

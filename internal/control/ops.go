@@ -52,7 +52,7 @@ func (c *Control) info(u *unit, st supervise.Status) api.UnitInfo {
 		ui.Project = up.Project
 	}
 	withActivity(&ui, u, st)
-	withAgent(&ui, u, st)
+	withAgent(&ui, u, st, c.Masker())
 	if h := c.holdOf(u, time.Now()); h != nil && (!isActive(st.State) || h.Reason == api.HoldHours) {
 		ui.Hold = h
 	}
