@@ -125,6 +125,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		daemonInfoCmd(g),
 		shutdownCmd(g),
 		mcpCmd(g),
+		hookCmd(g),
 		callsCmd(g),
 		upCmd(g),
 		downCmd(g),

@@ -81,6 +81,10 @@ type Adapter struct {
 	// to start when asked to continue nothing is asked only when this is
 	// true. Nil: continuing nothing is harmless for this agent.
 	HasSession func(getenv func(string) string, dir string) bool
+
+	// Hook reads one call of the agent's hooks (hook.go): the event and its
+	// JSON payload, decoded. Nil: the agent has no hooks harness installs.
+	Hook func(event string, payload map[string]any) HookSignal
 }
 
 // RunOptions are what a harness asks of one run of its agent (DESIGN §17).

@@ -20,6 +20,7 @@ func init() {
 		Name:     ClaudeCode,
 		Commands: []string{"claude", "claude-code"},
 		Wiring:   claudeWiring,
+		Hook:     claudeHook,
 		Rules: []Rule{
 			{
 				Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
@@ -62,13 +63,26 @@ func init() {
 
 // claudeWiring gives Claude Code harness's MCP server with --mcp-config
 // (added to the user's .mcp.json and settings servers, which stay as they
-// are) as an inline JSON argument: nothing is written to disk.
+// are) and its hooks with --settings (a settings layer of its own: Claude
+// Code runs the hooks of every layer, the user's included), both as
+// inline JSON arguments: nothing is written to disk.
 func claudeWiring(spec WireSpec) (Wiring, error) {
 	var w Wiring
 	if spec.MCP {
 		w.Args = append(w.Args, jsonArg("--mcp-config", map[string]any{
 			"mcpServers": map[string]any{ServerName: stdioServer(spec.Exe)},
 		}))
+	}
+	if spec.Hooks {
+		hooks := map[string]any{}
+		for _, ev := range claudeHookEvents {
+			entry := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": hookCommand(spec.Exe, ev), "timeout": 10}}}
+			if ev == "PreToolUse" || ev == "PostToolUse" || ev == "PermissionRequest" {
+				entry["matcher"] = "*"
+			}
+			hooks[ev] = []any{entry}
+		}
+		w.Args = append(w.Args, jsonArg("--settings", map[string]any{"hooks": hooks}))
 	}
 	return w, nil
 }
@@ -170,4 +184,35 @@ func realDir(dir string) string {
 		return r
 	}
 	return dir
+}
+
+// claudeHookEvents are the Claude Code hook events harness listens to.
+var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest", "Notification", "Stop"}
+
+// claudeHook reads a Claude Code hook call (its payload carries
+// session_id and transcript_path on every event): a prompt submitted or a
+// tool about to run or done is working, a permission request or a
+// permission notification is waiting(permission), the idle notification
+// and the end of a turn (Stop) are ready.
+func claudeHook(event string, m map[string]any) HookSignal {
+	sig := HookSignal{SessionID: str(m, "session_id"), Transcript: str(m, "transcript_path")}
+	switch event {
+	case "UserPromptSubmit", "PreToolUse", "PostToolUse":
+		sig.State = api.AgentWorking
+	case "PermissionRequest":
+		sig.State, sig.WaitingFor = api.AgentWaiting, api.WaitingPermission
+		if t := str(m, "tool_name"); t != "" {
+			sig.Message = "Claude needs your permission to use " + t
+		}
+	case "Notification":
+		switch str(m, "notification_type") {
+		case "permission_prompt":
+			sig.State, sig.WaitingFor, sig.Message = api.AgentWaiting, api.WaitingPermission, str(m, "message")
+		case "idle_prompt":
+			sig.State = api.AgentReady
+		}
+	case "Stop":
+		sig.State = api.AgentReady
+	}
+	return sig
 }

@@ -77,3 +77,53 @@ func TestScenario_EachAgentIsWiredInItsOwnFormat(t *testing.T) {
 		t.Errorf("generic is wired: %+v", w)
 	}
 }
+
+// TestScenario_ClaudeCodeHooksTellItsState: Claude Code's hook calls map
+// to states (a prompt or a tool is working, a permission request waiting,
+// the end of a turn ready) and carry its session and transcript; a payload
+// that is not a JSON object is an error for that call; Claude Code is
+// given its hooks as a settings layer of its own calling `harness hook`.
+func TestScenario_ClaudeCodeHooksTellItsState(t *testing.T) {
+	a := MustLookup(ClaudeCode)
+	for _, c := range []struct {
+		event, payload string
+		want           HookSignal
+	}{
+		{"UserPromptSubmit", `{"session_id":"s1","transcript_path":"/h/.claude/projects/p/s1.jsonl","prompt":"hi"}`,
+			HookSignal{State: "working", SessionID: "s1", Transcript: "/h/.claude/projects/p/s1.jsonl"}},
+		{"Notification", `{"session_id":"s1","notification_type":"permission_prompt","message":"Claude needs your permission to use Bash"}`,
+			HookSignal{State: "waiting", WaitingFor: "permission", Message: "Claude needs your permission to use Bash", SessionID: "s1"}},
+		{"PermissionRequest", `{"tool_name":"Bash"}`, HookSignal{State: "waiting", WaitingFor: "permission", Message: "Claude needs your permission to use Bash"}},
+		{"Stop", `{"session_id":"s1"}`, HookSignal{State: "ready", SessionID: "s1"}},
+		{"SessionStart", `{"session_id":"s2","transcript_path":"/t"}`, HookSignal{SessionID: "s2", Transcript: "/t"}},
+		{"Frobnicate", ``, HookSignal{}},
+	} {
+		got, err := a.ParseHook(c.event, []byte(c.payload))
+		if err != nil || got != c.want {
+			t.Errorf("%s %s: %+v, %v; want %+v", c.event, c.payload, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{`[1]`, `{"session_id":`, `"x"`} {
+		if _, err := a.ParseHook("Stop", []byte(bad)); err == nil {
+			t.Errorf("payload %s was taken", bad)
+		}
+	}
+	if _, err := a.ParseHook("Stop", make([]byte, MaxHookPayload+1)); err == nil {
+		t.Error("an oversized payload was taken")
+	}
+	w, err := a.Wire(WireSpec{Exe: "/opt/my harness", Hooks: true})
+	if err != nil || len(w.Args) != 1 || !strings.HasPrefix(w.Args[0], "--settings={") {
+		t.Fatalf("hooks wiring: %q, %v", w.Args, err)
+	}
+	var s struct {
+		Hooks map[string][]struct {
+			Hooks []struct{ Type, Command string } `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(w.Args[0], "--settings=")), &s); err != nil {
+		t.Fatal(err)
+	}
+	if h := s.Hooks["Stop"]; len(h) != 1 || h[0].Hooks[0].Command != `'/opt/my harness' hook Stop` {
+		t.Errorf("Stop hook: %+v", s.Hooks["Stop"])
+	}
+}

@@ -86,6 +86,9 @@ type Options struct {
 	// Exe is the harness binary a known agent launches as its MCP server
 	// and hook command (wire.go); "" wires no agent.
 	Exe string
+	// Tokens resolves the run tokens `hook` calls carry (hook.go); nil
+	// refuses every hook call.
+	Tokens TokenLookup
 	// MCPURL, when the HTTP endpoint is on, is passed to harnesses as
 	// HARNESS_MCP_URL and shown by daemon_info.
 	MCPURL    string
@@ -385,6 +388,7 @@ var opTable = map[string]opFunc{
 	api.OpCalls:            op((*Control).Calls),
 	api.OpSend:             op((*Control).Send),
 	api.OpAnswer:           op((*Control).Answer),
+	api.OpHook:             op((*Control).Hook),
 	api.OpScreen:           op((*Control).Screen),
 	api.OpWait:             op((*Control).Wait),
 	api.OpNotifyTest:       op((*Control).NotifyTest),

@@ -216,6 +216,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Runs:       runStore,
 		SocketPath: paths.Socket,
 		Exe:        selfExe(),
+		Tokens:     tokens,
 		MCPURL:     mcpURL,
 		Upstreams:  brk,
 		Prompts:    promptSet,

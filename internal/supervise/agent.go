@@ -19,6 +19,11 @@ import (
 var (
 	AgentSample   = 40 * time.Millisecond
 	AgentDebounce = 120 * time.Millisecond
+	// HookHold is how long a state the agent's own hook told stands
+	// against a screen that still shows working or ready otherwise: the
+	// hook is the fresher signal until the agent has redrawn. A screen
+	// that shows a dialog, a limit or an error is taken at once.
+	HookHold = time.Second
 )
 
 // agentTracker derives the agent state of a harness from its screen with
@@ -44,6 +49,12 @@ type agentTracker struct {
 	cand      *AgentStatus // a state seen but not yet held long enough
 	candSince time.Time
 	closed    bool
+	// hookState is the state the last hook call told, at hookAt.
+	hookState api.AgentState
+	hookAt    time.Time
+	// session and transcript are the run's agent session as its hooks
+	// said (AgentSession).
+	session, transcript string
 }
 
 // AgentStatus is the agent state of a harness's current run, with what
@@ -102,6 +113,7 @@ func (t *agentTracker) begin(run uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.run, t.shown, t.cand = run, false, nil
+	t.hookState, t.session, t.transcript = "", "", ""
 	if t.timer != nil {
 		t.timer.Stop()
 		t.timer = nil
@@ -174,6 +186,13 @@ func (t *agentTracker) check() {
 	st := t.statusLocked(a, s)
 	cur := t.view.Load()
 	now := t.now()
+	if t.hookState != "" && st.AgentState != t.hookState && now.Sub(t.hookAt) < HookHold &&
+		(st.AgentState == api.AgentWorking || st.AgentState == api.AgentReady || st.AgentState == api.AgentStarting) {
+		// The hook is fresher than this screen: look again once it is not.
+		t.cand = nil
+		t.timer = time.AfterFunc(HookHold-now.Sub(t.hookAt), t.check)
+		return
+	}
 	switch {
 	case cur != nil && sameAgent(cur, st):
 		t.cand = nil
@@ -190,6 +209,71 @@ func (t *agentTracker) check() {
 		t.cand, t.candSince = st, now
 		t.timer = time.AfterFunc(AgentDebounce, t.check)
 	}
+}
+
+// hook applies one hook call of run's agent: its session, and its state
+// at once (no debounce: a hook is the agent's own word). A waiting hook
+// does not replace a waiting state read off the screen, which has the
+// prompt and the choices. It reports the state after, and false when run
+// is not the run being tracked.
+func (t *agentTracker) hook(run uint64, sig agent.HookSignal) (AgentStatus, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || run == 0 || run != t.run {
+		return AgentStatus{}, false
+	}
+	if sig.SessionID != "" {
+		t.session = sig.SessionID
+	}
+	if sig.Transcript != "" {
+		t.transcript = sig.Transcript
+	}
+	cur := t.view.Load()
+	if sig.State == "" {
+		if cur == nil {
+			return AgentStatus{}, true
+		}
+		return *cur, true
+	}
+	t.hookState, t.hookAt = sig.State, t.now()
+	t.shown = true
+	if sig.State == api.AgentWaiting && cur != nil && cur.AgentState == api.AgentWaiting {
+		return *cur, true
+	}
+	st := &AgentStatus{AgentView: api.AgentView{Agent: t.adapter.Load().Name, AgentState: sig.State}, RunID: run, Selected: -1}
+	if sig.State == api.AgentWaiting {
+		st.WaitingFor, st.Prompt = sig.WaitingFor, sig.Message
+	}
+	t.cand = nil
+	if cur == nil || !sameAgent(cur, st) {
+		t.commitLocked(st)
+	}
+	if t.timer == nil {
+		// The screen is looked at again after the hold.
+		t.timer = time.AfterFunc(HookHold, t.check)
+	}
+	return *t.view.Load(), true
+}
+
+// AgentHook applies a call of the agent's hooks (`harness hook`) made by
+// run: false when run is not the harness's current run.
+func (u *Unit) AgentHook(run uint64, sig agent.HookSignal) (AgentStatus, bool) {
+	if u.agent == nil {
+		return AgentStatus{}, false
+	}
+	return u.agent.hook(run, sig)
+}
+
+// AgentSession returns the agent session of the current run as its hooks
+// told it: the run, the agent's session id and the path of its transcript
+// file ("" when no hook said).
+func (u *Unit) AgentSession() (run uint64, session, transcript string) {
+	if u.agent == nil {
+		return 0, "", ""
+	}
+	u.agent.mu.Lock()
+	defer u.agent.mu.Unlock()
+	return u.agent.run, u.agent.session, u.agent.transcript
 }
 
 // statusLocked classifies s with a.

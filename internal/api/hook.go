@@ -1,0 +1,26 @@
+package api
+
+import "encoding/json"
+
+// OpHook is a call of an agent's hook (`harness hook EVENT`, which the
+// agent's hook configuration runs; DESIGN §16): the agent tells its own
+// state, authenticated by its run's HARNESS_MCP_TOKEN.
+const OpHook = "hook"
+
+// HookArgs are the arguments of `hook`.
+type HookArgs struct {
+	// Event is the agent's hook event ("Stop", "Notification", …).
+	Event string `json:"event"`
+	// Payload is the JSON the agent gave the hook on stdin.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// Token is the run's HARNESS_MCP_TOKEN: it names the harness and run.
+	Token string `json:"token"`
+}
+
+// HookResult is the answer of `hook`: the harness and run the token
+// names, and its agent's state after the call.
+type HookResult struct {
+	Name  string `json:"name"`
+	RunID uint64 `json:"run_id"`
+	AgentView
+}
