@@ -82,9 +82,9 @@ func (af *agentFleet) mainRequestApproving(n int) modelapi.Request {
 		if found != nil {
 			return *found
 		}
-		if r := af.row(); r.AgentState == "waiting" && approved < 3 {
+		if r := af.row(); r.AgentState == "waiting" && len(r.Choices) > 0 && approved < 3 {
 			af.t.Logf("approving %q (%v)", r.Prompt, r.Choices)
-			af.answer(r, "first")
+			af.answer(r, r.Choices[0])
 			approved++
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

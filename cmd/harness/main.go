@@ -126,6 +126,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		shutdownCmd(g),
 		mcpCmd(g),
 		hookCmd(g),
+		turnsCmd(g),
 		callsCmd(g),
 		upCmd(g),
 		downCmd(g),

@@ -85,6 +85,14 @@ type Adapter struct {
 	// Hook reads one call of the agent's hooks (hook.go): the event and its
 	// JSON payload, decoded. Nil: the agent has no hooks harness installs.
 	Hook func(event string, payload map[string]any) HookSignal
+
+	// Transcripts finds and reads the agent's own session records
+	// (transcript.go). Nil: the agent keeps none harness reads.
+	Transcripts *TranscriptSource
+
+	// Prices are what the agent's models cost, by model name prefix
+	// (longest match wins), for a run's cost_usd.
+	Prices map[string]Price
 }
 
 // RunOptions are what a harness asks of one run of its agent (DESIGN §17).

@@ -1,10 +1,16 @@
 package agent
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/harness-dev/harness/internal/api"
 )
@@ -21,6 +27,15 @@ func init() {
 		Commands: []string{"claude", "claude-code"},
 		Wiring:   claudeWiring,
 		Hook:     claudeHook,
+		// Public list prices, USD per million tokens.
+		Prices: map[string]Price{
+			"claude-opus-4":    {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
+			"claude-opus-4-5":  {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
+			"claude-sonnet-4":  {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+			"claude-haiku-4":   {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
+			"claude-3-5-haiku": {Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1},
+		},
+		Transcripts: claudeTranscripts,
 		Rules: []Rule{
 			{
 				Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
@@ -215,4 +230,145 @@ func claudeHook(event string, m map[string]any) HookSignal {
 		sig.State = api.AgentReady
 	}
 	return sig
+}
+
+// claudeTranscripts: Claude Code keeps each session as
+// HOME/.claude/projects/<workdir, dashed>/<session id>.jsonl, one JSON
+// object a line: user and assistant messages (an assistant message
+// streamed in blocks is a line per block with the same message id and
+// usage), tool results as user lines, each with sessionId and cwd.
+var claudeTranscripts = &TranscriptSource{
+	Find: func(home, workdir, session string, started time.Time) string {
+		dir := filepath.Join(home, ".claude", "projects", "*")
+		if session != "" {
+			if m, _ := filepath.Glob(filepath.Join(dir, session+".jsonl")); len(m) > 0 {
+				return m[0]
+			}
+		}
+		return newestFile(filepath.Join(dir, "*.jsonl"), started, func(p string) bool { return fileMentions(p, workdir) })
+	},
+	Read: readClaudeTranscript,
+}
+
+// claudeLine is the part of a Claude Code transcript line harness reads.
+type claudeLine struct {
+	Type      string    `json:"type"`
+	SessionID string    `json:"sessionId"`
+	Timestamp time.Time `json:"timestamp"`
+	IsAPIErr  bool      `json:"isApiErrorMessage"`
+	Message   struct {
+		ID      string          `json:"id"`
+		Role    string          `json:"role"`
+		Model   string          `json:"model"`
+		Content json.RawMessage `json:"content"`
+		Usage   struct {
+			Input      int64 `json:"input_tokens"`
+			Output     int64 `json:"output_tokens"`
+			CacheRead  int64 `json:"cache_read_input_tokens"`
+			CacheWrite int64 `json:"cache_creation_input_tokens"`
+		} `json:"usage"`
+	} `json:"message"`
+}
+
+// claudeBlock is one content block.
+type claudeBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	IsError   bool            `json:"is_error"`
+}
+
+func readClaudeTranscript(data []byte) Transcript {
+	var t Transcript
+	usageOf := map[string]Usage{} // by message id: the last line of a message has its final usage
+	var order []string
+	jsonLines(data, func(b []byte) {
+		var l claudeLine
+		if json.Unmarshal(b, &l) != nil || (l.Type != "user" && l.Type != "assistant") {
+			return
+		}
+		if l.SessionID != "" {
+			t.SessionID = l.SessionID
+		}
+		var blocks []claudeBlock
+		var text string
+		if json.Unmarshal(l.Message.Content, &text) != nil {
+			_ = json.Unmarshal(l.Message.Content, &blocks)
+		}
+		if l.Type == "user" {
+			results := false
+			for _, bl := range blocks {
+				switch bl.Type {
+				case "tool_result":
+					results = true
+					outcome := "ok"
+					if bl.IsError {
+						outcome = "error"
+					}
+					settle(t.Turns, bl.ToolUseID, outcome)
+				case "text":
+					text += bl.Text
+				}
+			}
+			if !results || text != "" {
+				t.Turns = append(t.Turns, Turn{Time: l.Timestamp, Role: "user", Text: text})
+			}
+			return
+		}
+		if l.IsAPIErr {
+			for _, bl := range blocks {
+				t.LastAPIError = bl.Text
+			}
+			return
+		}
+		if l.Message.Model != "" && l.Message.Model != "<synthetic>" {
+			t.Model = l.Message.Model
+		}
+		u := Usage{Input: l.Message.Usage.Input, Output: l.Message.Usage.Output, CacheRead: l.Message.Usage.CacheRead, CacheWrite: l.Message.Usage.CacheWrite}
+		id := l.Message.ID
+		var turn *Turn
+		if n := len(t.Turns); id != "" && n > 0 && t.Turns[n-1].Role == "assistant" && slices.Contains(order, id) && order[len(order)-1] == id {
+			turn = &t.Turns[n-1]
+		} else {
+			t.Turns = append(t.Turns, Turn{Time: l.Timestamp, Role: "assistant", Model: l.Message.Model})
+			turn = &t.Turns[len(t.Turns)-1]
+			order = append(order, id)
+		}
+		if id != "" {
+			usageOf[id] = u
+		} else {
+			usageOf[fmt.Sprint(len(order))] = u
+		}
+		turn.Usage = u
+		turn.Text += text
+		for _, bl := range blocks {
+			switch bl.Type {
+			case "text":
+				turn.Text += bl.Text
+			case "tool_use":
+				turn.Tools = append(turn.Tools, ToolCall{ID: bl.ID, Name: bl.Name, Input: string(bl.Input)})
+			}
+		}
+	})
+	for _, u := range usageOf {
+		addUsage(&t.Usage, u)
+	}
+	return t
+}
+
+// fileMentions reports whether the head of the file at path contains s
+// as a JSON string value (a transcript's cwd).
+func fileMentions(path, s string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 256<<10)
+	n, _ := io.ReadFull(f, head)
+	q, _ := json.Marshal(s)
+	return bytes.Contains(head[:n], q)
 }

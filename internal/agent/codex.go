@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/harness-dev/harness/internal/api"
 )
@@ -19,9 +21,13 @@ func init() {
 	// placeholder (RE2 has no look-ahead).
 	latest := re(`^› (?:[^A]|A[^s]|As[^k])`)
 	Register(&Adapter{
-		Name:     Codex,
-		Commands: []string{"codex"},
-		Wiring:   codexWiring,
+		Name:        Codex,
+		Commands:    []string{"codex"},
+		Wiring:      codexWiring,
+		Transcripts: codexTranscripts,
+		Prices: map[string]Price{
+			"gpt-5": {Input: 1.25, Output: 10, CacheRead: 0.125},
+		},
 		Rules: []Rule{
 			{
 				Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
@@ -167,4 +173,147 @@ func codexHasSession(getenv func(string) string, _ string) bool {
 	}
 	m, _ := filepath.Glob(filepath.Join(base, "sessions", "*", "*", "*", "rollout-*.jsonl"))
 	return len(m) > 0
+}
+
+// codexTranscripts: Codex keeps each session as a rollout file,
+// HOME/.codex/sessions/YYYY/MM/DD/rollout-<time>-<session id>.jsonl, one
+// JSON object a line: session_meta (id, cwd), turn_context (model),
+// response_item (messages, function calls and their output) and event_msg
+// (token_count with the running totals, errors).
+var codexTranscripts = &TranscriptSource{
+	Find: func(home, workdir, session string, started time.Time) string {
+		pattern := filepath.Join(home, ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl")
+		if session != "" {
+			if m, _ := filepath.Glob(filepath.Join(home, ".codex", "sessions", "*", "*", "*", "rollout-*"+session+".jsonl")); len(m) > 0 {
+				return m[0]
+			}
+		}
+		return newestFile(pattern, started, func(p string) bool { return fileMentions(p, workdir) })
+	},
+	Read: readCodexTranscript,
+}
+
+type codexLine struct {
+	Timestamp time.Time `json:"timestamp"`
+	Type      string    `json:"type"`
+	Payload   struct {
+		Type      string          `json:"type"`
+		ID        string          `json:"id"`
+		Model     string          `json:"model"`
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		Name      string          `json:"name"`
+		Namespace string          `json:"namespace"`
+		Arguments string          `json:"arguments"`
+		CallID    string          `json:"call_id"`
+		Output    json.RawMessage `json:"output"`
+		Message   string          `json:"message"`
+		Info      *struct {
+			Total struct {
+				Input      int64 `json:"input_tokens"`
+				Cached     int64 `json:"cached_input_tokens"`
+				CacheWrite int64 `json:"cache_write_input_tokens"`
+				Output     int64 `json:"output_tokens"`
+			} `json:"total_token_usage"`
+			Last struct {
+				Input      int64 `json:"input_tokens"`
+				Cached     int64 `json:"cached_input_tokens"`
+				CacheWrite int64 `json:"cache_write_input_tokens"`
+				Output     int64 `json:"output_tokens"`
+			} `json:"last_token_usage"`
+		} `json:"info"`
+	} `json:"payload"`
+}
+
+func readCodexTranscript(data []byte) Transcript {
+	var t Transcript
+	jsonLines(data, func(b []byte) {
+		var l codexLine
+		if json.Unmarshal(b, &l) != nil {
+			return
+		}
+		p := &l.Payload
+		switch l.Type {
+		case "session_meta":
+			t.SessionID = p.ID
+		case "turn_context":
+			if p.Model != "" {
+				t.Model = p.Model
+			}
+		case "event_msg":
+			switch p.Type {
+			case "token_count":
+				if p.Info != nil {
+					tot := p.Info.Total
+					t.Usage = Usage{Input: tot.Input - tot.Cached, Output: tot.Output, CacheRead: tot.Cached, CacheWrite: tot.CacheWrite}
+					last := p.Info.Last
+					for i := len(t.Turns) - 1; i >= 0; i-- {
+						if t.Turns[i].Role == "assistant" {
+							t.Turns[i].Usage = Usage{Input: last.Input - last.Cached, Output: last.Output, CacheRead: last.Cached, CacheWrite: last.CacheWrite}
+							break
+						}
+					}
+				}
+			case "error", "stream_error":
+				t.LastAPIError = p.Message
+			}
+		case "response_item":
+			switch p.Type {
+			case "message":
+				var parts []struct {
+					Text string `json:"text"`
+				}
+				_ = json.Unmarshal(p.Content, &parts)
+				var text string
+				for _, c := range parts {
+					text += c.Text
+				}
+				switch {
+				case p.Role == "assistant":
+					t.Turns = append(t.Turns, Turn{Time: l.Timestamp, Role: "assistant", Text: text, Model: t.Model})
+				case p.Role == "user" && !strings.HasPrefix(strings.TrimSpace(text), "<"):
+					// Codex's own context (<environment_context>, …) is not the user's.
+					t.Turns = append(t.Turns, Turn{Time: l.Timestamp, Role: "user", Text: text})
+				}
+			case "function_call", "custom_tool_call":
+				name := p.Name
+				if p.Namespace != "" {
+					name = p.Namespace + "__" + p.Name
+				}
+				n := len(t.Turns)
+				if n == 0 || t.Turns[n-1].Role != "assistant" {
+					t.Turns = append(t.Turns, Turn{Time: l.Timestamp, Role: "assistant", Model: t.Model})
+					n++
+				}
+				t.Turns[n-1].Tools = append(t.Turns[n-1].Tools, ToolCall{ID: p.CallID, Name: name, Input: p.Arguments})
+			case "function_call_output", "custom_tool_call_output":
+				settle(t.Turns, p.CallID, codexOutcome(p.Output))
+			}
+		}
+	})
+	return t
+}
+
+// codexOutcome reads a function call's output: a command that exited
+// non-zero, or a call that was refused, is an error.
+func codexOutcome(out json.RawMessage) string {
+	var s string
+	if json.Unmarshal(out, &s) != nil {
+		s = string(out)
+	}
+	const exited = "exited with code "
+	if i := strings.Index(s, exited); i >= 0 {
+		rest := s[i+len(exited):]
+		end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+		if end < 0 {
+			end = len(rest)
+		}
+		if rest[:end] != "0" {
+			return "error"
+		}
+	}
+	if strings.Contains(s, "rejected by user") || strings.Contains(s, "declined") {
+		return "error"
+	}
+	return "ok"
 }

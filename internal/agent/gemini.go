@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/harness-dev/harness/internal/api"
 )
@@ -21,9 +23,14 @@ func init() {
 	latest := re(`^ > \S`)
 	boxChoice := re(`^[│\s]*(?:●\s*)?\d+\.\s+(.+?)[│\s]*$`)
 	Register(&Adapter{
-		Name:     Gemini,
-		Commands: []string{"gemini"},
-		Wiring:   geminiWiring,
+		Name:        Gemini,
+		Commands:    []string{"gemini"},
+		Wiring:      geminiWiring,
+		Transcripts: geminiTranscripts,
+		Prices: map[string]Price{
+			"gemini-2.5-pro":   {Input: 1.25, Output: 10, CacheRead: 0.31},
+			"gemini-2.5-flash": {Input: 0.30, Output: 2.5, CacheRead: 0.075},
+		},
 		Rules: []Rule{
 			{
 				Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
@@ -237,4 +244,106 @@ func geminiJobResult(out []byte) (JobResult, error) {
 		return r, fmt.Errorf("gemini: no result object in the job's output")
 	}
 	return r, nil
+}
+
+// geminiTranscripts: Gemini CLI keeps each chat as
+// HOME/.gemini/tmp/<project>/chats/session-<time>-<id>.jsonl: a header line
+// (sessionId), then message records by id (a record written again replaces
+// the earlier one) and {"$set": …} updates, whose messages are the chat's
+// set-up context.
+var geminiTranscripts = &TranscriptSource{
+	Find: func(home, workdir, session string, started time.Time) string {
+		pattern := filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*.jsonl")
+		if session != "" {
+			if m, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*"+session[:min(8, len(session))]+"*.jsonl")); len(m) > 0 {
+				return m[0]
+			}
+		}
+		return newestFile(pattern, started, func(p string) bool { return fileMentions(p, workdir) })
+	},
+	Read: readGeminiTranscript,
+}
+
+type geminiRecord struct {
+	SessionID string          `json:"sessionId"`
+	ID        string          `json:"id"`
+	Timestamp time.Time       `json:"timestamp"`
+	Type      string          `json:"type"`
+	Content   json.RawMessage `json:"content"`
+	Model     string          `json:"model"`
+	Tokens    *struct {
+		Input  int64 `json:"input"`
+		Output int64 `json:"output"`
+		Cached int64 `json:"cached"`
+	} `json:"tokens"`
+	ToolCalls []struct {
+		ID     string          `json:"id"`
+		Name   string          `json:"name"`
+		Args   json.RawMessage `json:"args"`
+		Status string          `json:"status"`
+	} `json:"toolCalls"`
+}
+
+func readGeminiTranscript(data []byte) Transcript {
+	var t Transcript
+	var order []string
+	byID := map[string]geminiRecord{}
+	jsonLines(data, func(b []byte) {
+		var r geminiRecord
+		if json.Unmarshal(b, &r) != nil {
+			return
+		}
+		if r.SessionID != "" {
+			t.SessionID = r.SessionID
+		}
+		if r.ID == "" || (r.Type != "user" && r.Type != "gemini" && r.Type != "error") {
+			return
+		}
+		if _, seen := byID[r.ID]; !seen {
+			order = append(order, r.ID)
+		}
+		byID[r.ID] = r
+	})
+	for _, id := range order {
+		r := byID[id]
+		var text string
+		if json.Unmarshal(r.Content, &text) != nil {
+			var parts []struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(r.Content, &parts)
+			for _, p := range parts {
+				text += p.Text
+			}
+		}
+		switch r.Type {
+		case "error":
+			t.LastAPIError = text
+		case "user":
+			if text != "" && !strings.HasPrefix(text, "<session_context>") {
+				t.Turns = append(t.Turns, Turn{Time: r.Timestamp, Role: "user", Text: text})
+			}
+		case "gemini":
+			turn := Turn{Time: r.Timestamp, Role: "assistant", Text: text, Model: r.Model}
+			if r.Model != "" {
+				t.Model = r.Model
+			}
+			if r.Tokens != nil {
+				turn.Usage = Usage{Input: r.Tokens.Input - r.Tokens.Cached, Output: r.Tokens.Output, CacheRead: r.Tokens.Cached}
+				addUsage(&t.Usage, turn.Usage)
+			}
+			for _, c := range r.ToolCalls {
+				outcome := ""
+				switch c.Status {
+				case "success":
+					outcome = "ok"
+				case "error", "cancelled":
+					outcome = "error"
+				}
+				turn.Tools = append(turn.Tools, ToolCall{ID: c.ID, Name: c.Name, Input: string(c.Args), Outcome: outcome})
+			}
+			t.Turns = append(t.Turns, turn)
+		}
+	}
+	return t
 }

@@ -109,6 +109,7 @@ var specs = []Spec{
 		"Answer the prompt a waiting agent shows (agent_state waiting in harness_list, with its prompt and choices): pick one choice by its text or its number; harness presses the keys that agent's dialog needs. A harness that is not waiting answers not_waiting; a choice it does not offer, invalid_argument listing the choices."),
 	spec[ScreenArgs, Screen](OpScreen, Read).tool("", screenDescription),
 	spec[HookArgs, HookResult](OpHook, Read),
+	spec[TurnsArgs, TurnsResult](OpTurns, Read),
 	spec[WaitArgs, WaitResult](OpWait, Read),
 	spec[NotifyTestArgs, NotifyTestResult](OpNotifyTest, Write),
 	spec[WorktreeRemoveArgs, WorktreeRemoveResult](OpWorktreeRemove, Write),

@@ -389,6 +389,7 @@ var opTable = map[string]opFunc{
 	api.OpSend:             op((*Control).Send),
 	api.OpAnswer:           op((*Control).Answer),
 	api.OpHook:             op((*Control).Hook),
+	api.OpTurns:            op((*Control).Turns),
 	api.OpScreen:           op((*Control).Screen),
 	api.OpWait:             op((*Control).Wait),
 	api.OpNotifyTest:       op((*Control).NotifyTest),

@@ -1,0 +1,33 @@
+package agent
+
+import "strings"
+
+// Price is what a model costs, in US dollars per million tokens.
+type Price struct {
+	Input, Output, CacheRead, CacheWrite float64
+}
+
+// Cost is what usage of model cost by the adapter's price table (the
+// longest model-name prefix with a price wins), and false when the table
+// has no price for model. prices, when set, overrides the adapter's.
+func (a *Adapter) Cost(model string, u Usage, prices map[string]Price) (float64, bool) {
+	p, ok := pick(prices, model)
+	if !ok {
+		p, ok = pick(a.Prices, model)
+	}
+	if !ok {
+		return 0, false
+	}
+	return (float64(u.Input)*p.Input + float64(u.Output)*p.Output +
+		float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*p.CacheWrite) / 1e6, true
+}
+
+func pick(prices map[string]Price, model string) (Price, bool) {
+	best, bestLen, found := Price{}, -1, false
+	for prefix, p := range prices {
+		if strings.HasPrefix(model, prefix) && len(prefix) > bestLen {
+			best, bestLen, found = p, len(prefix), true
+		}
+	}
+	return best, found
+}

@@ -1,0 +1,134 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/harness-dev/harness/internal/agent"
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/config"
+	"github.com/harness-dev/harness/internal/errcode"
+)
+
+// Turns answers `turns` (DESIGN §16): the run's conversation as the
+// agent's own transcript holds it, found by the session its hooks named
+// (the current run) or by its workdir and start time, read with a bound
+// (agent.MaxTranscriptRead) on the caller's goroutine, never a unit's,
+// and masked like everything else the daemon shows.
+func (c *Control) Turns(_ context.Context, a api.TurnsArgs) (api.TurnsResult, error) {
+	u, err := c.lookup(a.Name)
+	if err != nil {
+		return api.TurnsResult{}, err
+	}
+	h := u.harness()
+	if h == nil {
+		return api.TurnsResult{}, errcode.Errorf(errcode.InvalidArgument, "%s is an MCP upstream: it has no agent", a.Name)
+	}
+	ad := agent.MustLookup(h.Agent)
+	id := a.Run
+	if id == 0 {
+		id = u.sup.Status().RunID
+		if id == 0 {
+			if last := c.opt.Runs.List(a.Name, 1); len(last) > 0 {
+				id = last[0].ID
+			}
+		}
+	}
+	run, ok := c.opt.Runs.Get(id)
+	if !ok || run.Harness != a.Name {
+		return api.TurnsResult{}, errcode.Errorf(errcode.InvalidArgument, "%s has no run %d", a.Name, id)
+	}
+	session, path := "", ""
+	if r, s, p := u.sup.AgentSession(); r == id {
+		session, path = s, p
+	}
+	var tr agent.Transcript
+	if path != "" {
+		tr, err = ad.ReadTranscriptFile(path)
+	} else {
+		tr, err = ad.ReadTranscript(c.agentHome(h), c.agentWorkdir(a.Name, h), session, run.StartedAt)
+	}
+	if err != nil {
+		if errors.Is(err, agent.ErrNoTranscript) || errors.Is(err, os.ErrNotExist) {
+			return api.TurnsResult{}, errcode.Errorf(errcode.InvalidArgument, "%s run %d: %v", a.Name, id, err)
+		}
+		return api.TurnsResult{}, err
+	}
+	return c.turnsResult(a, ad, id, tr), nil
+}
+
+// turnsResult renders a transcript, masked, the newest a.Limit turns.
+func (c *Control) turnsResult(a api.TurnsArgs, ad *agent.Adapter, run uint64, tr agent.Transcript) api.TurnsResult {
+	m := c.opt.Masker.String
+	res := api.TurnsResult{
+		Name: a.Name, RunID: run, Agent: ad.Name, SessionID: tr.SessionID, Model: tr.Model,
+		Tokens: turnTokens(tr.Usage), LastAPIError: m(clipText(tr.LastAPIError)), Truncated: tr.Truncated,
+		Turns: []api.TurnInfo{},
+	}
+	if cost, ok := ad.Cost(tr.Model, tr.Usage, nil); ok {
+		res.CostUSD = &cost
+	}
+	limit := a.Limit
+	if limit <= 0 {
+		limit = api.DefaultTurns
+	}
+	turns := tr.Turns
+	if len(turns) > limit {
+		res.Omitted = len(turns) - limit
+		turns = turns[len(turns)-limit:]
+	}
+	for _, t := range turns {
+		ti := api.TurnInfo{Role: t.Role, Text: m(clipText(t.Text)), Model: t.Model}
+		if !t.Time.IsZero() {
+			tt := t.Time
+			ti.Time = &tt
+		}
+		if t.Usage != (agent.Usage{}) {
+			tok := turnTokens(t.Usage)
+			ti.Tokens = &tok
+		}
+		for _, tc := range t.Tools {
+			ti.ToolCalls = append(ti.ToolCalls, api.ToolCallInfo{Name: tc.Name, Input: m(clipText(tc.Input)), Outcome: tc.Outcome})
+		}
+		res.Turns = append(res.Turns, ti)
+	}
+	return res
+}
+
+func turnTokens(u agent.Usage) api.Tokens { return u }
+
+// clipText keeps the head of s (api.MaxTurnText bytes, on a rune
+// boundary).
+func clipText(s string) string {
+	if len(s) <= api.MaxTurnText {
+		return s
+	}
+	n := api.MaxTurnText
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// agentHome is the HOME a harness's agent keeps its records under: its
+// env table's, else the daemon's.
+func (c *Control) agentHome(h *config.Harness) string {
+	if home := h.Env["HOME"]; home != "" {
+		return home
+	}
+	home, _ := os.UserHomeDir()
+	return home
+}
+
+// agentWorkdir is where a harness's agent runs.
+func (c *Control) agentWorkdir(name string, h *config.Harness) string {
+	switch {
+	case h.Worktree != nil:
+		return c.worktreePath(name)
+	case h.Workdir != "":
+		return h.Workdir
+	}
+	wd, _ := os.Getwd()
+	return wd
+}
