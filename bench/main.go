@@ -104,6 +104,8 @@ func serveMode(args []string) {
 		serveTicker(args[2])
 	case args[1] == "-serve-tui":
 		what, err = "bench tui", serveTUI(args[2:])
+	case args[1] == "-serve-agent":
+		what, err = "bench agent", serveAgent(args[2:])
 	case args[1] == "-serve-daemon":
 		what, err = "bench daemon", serveDaemon(args[2:])
 	default:
@@ -127,7 +129,7 @@ func main() {
 	o := defaults(quick)
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
-	parts := fs.String("parts", "calls,fleet,calllog,top,attach", "parts to run: calls (part 1), fleet (parts 2, 2b and 3), tui (part 2b alone), calllog (part 4), top (part 5), attach (part 6), notify (part 8, on request)")
+	parts := fs.String("parts", "calls,fleet,calllog,top,attach", "parts to run: calls (part 1), fleet (parts 2, 2b and 3), tui (part 2b alone), calllog (part 4), top (part 5), attach (part 6), notify (part 8, on request), agent (part 9: agent state latency and rule CPU, on request)")
 	paths := fs.String("paths", strings.Join(pathOrder, ","), "paths of part 1 (the targets need a, a1, r, r', b and b')")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
@@ -244,6 +246,11 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if o.Parts["notify"] {
 		if err := runNotify(ctx, o, bin, tmp, rep); err != nil {
 			return rep, fmt.Errorf("part 8: %w", err)
+		}
+	}
+	if o.Parts["agent"] {
+		if err := runAgent(ctx, o, bin, tmp, rep); err != nil {
+			return rep, fmt.Errorf("part 9: %w", err)
 		}
 	}
 	rep.LoadAfter = loadAvg()

@@ -46,12 +46,12 @@ type agentFleet struct {
 // scripted model server.
 func newAgentFleet(t *testing.T, spec agentSpec, o modelapi.AgentOptions) *agentFleet {
 	t.Helper()
-	return newAgentFleetEnv(t, spec, o, nil, t.TempDir())
+	return newAgentFleetEnv(t, spec, o, nil, t.TempDir(), "")
 }
 
 // newAgentFleetEnv is newAgentFleet with extra variables in the agent's
-// environment and the fleet's files under dir.
-func newAgentFleetEnv(t *testing.T, spec agentSpec, o modelapi.AgentOptions, extra map[string]string, dir string) *agentFleet {
+// environment, the fleet's files under dir, and an env_file unless "".
+func newAgentFleetEnv(t *testing.T, spec agentSpec, o modelapi.AgentOptions, extra map[string]string, dir, envFile string) *agentFleet {
 	t.Helper()
 	srv, err := modelapi.Start()
 	if err != nil {
@@ -70,7 +70,11 @@ func newAgentFleetEnv(t *testing.T, spec agentSpec, o modelapi.AgentOptions, ext
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			kv = append(kv, fmt.Sprintf("%s = %q", k, env[k]))
 		}
-		return "{ " + strings.Join(kv, ", ") + " }"
+		table := "{ " + strings.Join(kv, ", ") + " }"
+		if envFile != "" {
+			table += fmt.Sprintf("\nenv_file = %q", envFile)
+		}
+		return table
 	}, spec.args...)
 	return af
 }
@@ -96,12 +100,18 @@ func (af *agentFleet) screenHas(what string, phrases ...string) tuiScreen {
 // ask types a prompt into the agent and presses Enter.
 func (af *agentFleet) ask(prompt string) {
 	af.t.Helper()
+	af.askShowing(prompt, prompt)
+}
+
+// askShowing is ask for a prompt the screen shows as shown (masked).
+func (af *agentFleet) askShowing(prompt, shown string) {
+	af.t.Helper()
 	if out, errOut, code := af.run("send", af.name, prompt); code != 0 {
 		af.t.Fatalf("send: exit %d: %s%s", code, out, errOut)
 	}
 	// Enter once the text shows and the agent has settled: a TUI may take
 	// an Enter right after a paste as part of it (Gemini CLI does).
-	af.screenHas("the typed prompt", prompt)
+	af.screenHas("the typed prompt", shown)
 	// Every agent sends the model server a request for a submitted prompt.
 	// An Enter that arrives while the TUI still takes the paste is lost
 	// now and then (seen with Gemini CLI in CI): press it again, at most

@@ -1,29 +1,135 @@
 package interop
 
 import (
+	"context"
 	"os"
-	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/harness-dev/harness/internal/agent/modelapi"
+	"github.com/harness-dev/harness/internal/api"
 )
 
-func TestAgent_DumpTranscripts(t *testing.T) {
+// turnsSecret is planted in the harness's env_file and typed into the
+// agent: the agent's transcript holds it, harness never shows it.
+const turnsSecret = "swordfish-7c1e-correct-horse-battery"
+
+// TestAgent_TurnsOfRealAgents: after a scripted conversation (an answer
+// with known token counts, then a shell command approved and run, then a
+// last answer), `harness turns` shows, from each real agent's own
+// transcript, its session id, the model the agent asked the model server
+// for, the token totals the server sent, and the turns with the tool call
+// and its outcome; the secret of the env_file, typed into a prompt, is
+// masked in every form of the answer. The run record (`harness runs`)
+// carries the session, model and tokens too; for Claude Code they arrive
+// through its hooks (SessionStart, Stop) before anyone asks for turns.
+func TestAgent_TurnsOfRealAgents(t *testing.T) {
 	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
-			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: true}, nil, t.TempDir())
+			dir := t.TempDir()
+			envFile := filepath.Join(dir, "secrets.env")
+			if err := os.WriteFile(envFile, []byte("TURNS_SECRET="+turnsSecret+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: true}, nil, dir, envFile)
 			af.api.Script(modelapi.Turn{Text: "First answer.", Usage: modelapi.Usage{Input: 111, Output: 22, CacheRead: 33, CacheWrite: 44}},
 				modelapi.Turn{Shell: "touch made-by-agent"}, modelapi.Turn{Text: "Made it."})
 			af.screenHas("its prompt", spec.prompt)
-			af.ask("Say something")
-			af.mainRequest(0)
+			af.askShowing("Remember "+turnsSecret, "Remember [masked]") // the screen is masked too
+			first := af.mainRequest(0)
 			af.waitState("ready")
 			af.ask("Make the file")
 			af.mainRequestApproving(2)
 			af.waitState("ready")
-			out := "/tmp/i27b-samples/" + spec.agent
-			os.RemoveAll(out)
-			exec.Command("cp", "-r", af.home, out).Run()
+			model := requestModel(first)
+			want := api.Tokens{Input: 131, Output: 32, CacheRead: 33, CacheWrite: 44}
+			if spec.agent != "claude-code" {
+				want.CacheWrite = 0 // Codex and Gemini CLI keep no cache writes apart
+			}
+			run := af.screen().RunID
+
+			if spec.agent == "claude-code" {
+				// Claude Code's hooks put its session on the run, and its
+				// Stop hook the transcript's totals, without a turns call.
+				r := af.waitRun(run, func(r api.Run) bool { return r.SessionID != "" && r.Tokens == want })
+				if r.Model != model {
+					t.Errorf("run from the hooks: model %q, want %q", r.Model, model)
+				}
+			}
+
+			var res api.TurnsResult
+			af.mustJSON(&res, "turns", af.name)
+			if res.SessionID == "" || res.Model != model || res.Tokens != want || res.RunID != run || res.Agent != spec.agent {
+				t.Errorf("turns: session %q model %q (want %q) tokens %+v (want %+v) run %d/%d agent %s",
+					res.SessionID, res.Model, model, res.Tokens, want, res.RunID, run, res.Agent)
+			}
+			var texts []string
+			var tools []api.ToolCallInfo
+			for _, turn := range res.Turns {
+				texts = append(texts, turn.Role+": "+turn.Text)
+				tools = append(tools, turn.ToolCalls...)
+			}
+			joined := strings.Join(texts, "\n")
+			for _, w := range []string{"user: Remember [masked]", "assistant: First answer.", "user: Make the file", "assistant: Made it."} {
+				if !strings.Contains(joined, w) {
+					t.Errorf("turns lack %q:\n%s", w, joined)
+				}
+			}
+			if len(tools) != 1 || tools[0].Outcome != "ok" || !strings.Contains(tools[0].Input, "touch made-by-agent") {
+				t.Errorf("tool calls %+v", tools)
+			}
+			out, errOut, code := af.run("turns", af.name)
+			jsonOut, _, _ := af.run("turns", af.name, "--json")
+			if code != 0 || !strings.Contains(out, "Made it.") || !strings.Contains(out, "session "+res.SessionID) {
+				t.Errorf("turns text: exit %d\n%s%s", code, out, errOut)
+			}
+			for _, o := range []string{out, jsonOut} {
+				if strings.Contains(o, turnsSecret) {
+					t.Errorf("the env_file secret is shown:\n%s", o)
+				}
+			}
+			r := af.waitRun(run, func(r api.Run) bool { return r.SessionID == res.SessionID && r.Tokens == want })
+			if r.Model != model {
+				t.Errorf("run record: model %q, want %q", r.Model, model)
+			}
 		})
 	}
+}
+
+// requestModel is the model an agent asked the model server for: the
+// body's model (Anthropic, OpenAI) or the path's (Gemini).
+func requestModel(r modelapi.Request) string {
+	if m, ok := r.JSON()["model"].(string); ok && m != "" {
+		return m
+	}
+	if _, rest, ok := strings.Cut(r.Path, "/models/"); ok {
+		m, _, _ := strings.Cut(rest, ":")
+		return m
+	}
+	return ""
+}
+
+// waitRun polls `harness runs` until run satisfies ok (10 s).
+func (af *agentFleet) waitRun(id uint64, ok func(api.Run) bool) api.Run {
+	af.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var last api.Run
+	for ctx.Err() == nil {
+		var rs []api.Run
+		af.mustJSON(&rs, "runs", af.name)
+		for _, r := range rs {
+			if r.ID == id {
+				last = r
+				if ok(r) {
+					return r
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	af.t.Fatalf("run %d never got there: %+v", id, last)
+	return last
 }

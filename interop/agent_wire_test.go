@@ -27,7 +27,7 @@ func TestAgent_MCPWiringReachesHarness(t *testing.T) {
 			if spec.agent == "gemini" {
 				dir = rootOnlyDir(t)
 			}
-			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: true}, map[string]string{"ENABLE_TOOL_SEARCH": "false"}, dir)
+			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: true}, map[string]string{"ENABLE_TOOL_SEARCH": "false"}, dir, "")
 			af.api.Script(modelapi.Turn{Text: "Hello there."})
 			af.screenHas("its prompt", spec.prompt)
 			af.ask("Say hello")

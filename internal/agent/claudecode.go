@@ -360,7 +360,7 @@ func readClaudeTranscript(data []byte) Transcript {
 }
 
 // fileMentions reports whether the head of the file at path contains s
-// as a JSON string value (a transcript's cwd).
+// as JSON writes it (a transcript's cwd, or a path in its context).
 func fileMentions(path, s string) bool {
 	f, err := os.Open(path)
 	if err != nil {
@@ -370,5 +370,5 @@ func fileMentions(path, s string) bool {
 	head := make([]byte, 256<<10)
 	n, _ := io.ReadFull(f, head)
 	q, _ := json.Marshal(s)
-	return bytes.Contains(head[:n], q)
+	return bytes.Contains(head[:n], q[1:len(q)-1])
 }

@@ -35,6 +35,9 @@ type unit struct {
 	harvest *harvestFlag
 	// gone is set when the unit leaves the configuration.
 	gone atomic.Bool
+	// reading is set while a transcript of the unit is read into its run
+	// (turns.go): one read at a time.
+	reading atomic.Bool
 	// queued is a job's firing waiting for its active run (jobs.go).
 	queued queuedFiring
 	// hold is the unit's last published hold (holds.go).

@@ -48,5 +48,10 @@ func (c *Control) Hook(_ context.Context, a api.HookArgs) (api.HookResult, error
 	if !live {
 		return api.HookResult{}, errcode.Errorf(errcode.NotRunning, "hook: run %d of %s is not its current run", run, name)
 	}
+	if sig.SessionID != "" || sig.State == api.AgentReady {
+		// The session goes on the run; at the end of a turn the
+		// transcript's model, tokens and cost do too, read off this call.
+		c.recordTranscript(u, h, run, sig.State == api.AgentReady)
+	}
 	return api.HookResult{Name: name, RunID: run, AgentView: st.AgentView}, nil
 }

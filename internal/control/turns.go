@@ -9,6 +9,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // Turns answers `turns` (DESIGN §16): the run's conversation as the
@@ -39,23 +40,66 @@ func (c *Control) Turns(_ context.Context, a api.TurnsArgs) (api.TurnsResult, er
 	if !ok || run.Harness != a.Name {
 		return api.TurnsResult{}, errcode.Errorf(errcode.InvalidArgument, "%s has no run %d", a.Name, id)
 	}
-	session, path := "", ""
-	if r, s, p := u.sup.AgentSession(); r == id {
-		session, path = s, p
-	}
-	var tr agent.Transcript
-	if path != "" {
-		tr, err = ad.ReadTranscriptFile(path)
-	} else {
-		tr, err = ad.ReadTranscript(c.agentHome(h), c.agentWorkdir(a.Name, h), session, run.StartedAt)
-	}
+	tr, err := c.readTranscript(u, h, ad, run)
 	if err != nil {
 		if errors.Is(err, agent.ErrNoTranscript) || errors.Is(err, os.ErrNotExist) {
 			return api.TurnsResult{}, errcode.Errorf(errcode.InvalidArgument, "%s run %d: %v", a.Name, id, err)
 		}
 		return api.TurnsResult{}, err
 	}
+	c.storeTranscript(ad, id, tr)
 	return c.turnsResult(a, ad, id, tr), nil
+}
+
+// readTranscript reads the transcript of run: the file its hooks named
+// (the current run), else the one the adapter finds for its session,
+// workdir and start.
+func (c *Control) readTranscript(u *unit, h *config.Harness, ad *agent.Adapter, run api.Run) (agent.Transcript, error) {
+	session := run.SessionID
+	if r, s, p := u.sup.AgentSession(); r == run.ID {
+		if p != "" {
+			return ad.ReadTranscriptFile(p)
+		}
+		if s != "" {
+			session = s
+		}
+	}
+	return ad.ReadTranscript(c.agentHome(h), c.agentWorkdir(u.name, h), session, run.StartedAt)
+}
+
+// storeTranscript puts what a transcript says about run on the run
+// record (DESIGN §16: runs, describe).
+func (c *Control) storeTranscript(ad *agent.Adapter, id uint64, tr agent.Transcript) {
+	ra := api.RunAgent{SessionID: tr.SessionID, Model: tr.Model, Tokens: tr.Usage}
+	if cost, ok := ad.Cost(tr.Model, tr.Usage, nil); ok {
+		ra.CostUSD = cost
+	}
+	if err := c.opt.Runs.SetAgent(id, ra); err != nil {
+		c.log.Debug("transcript not recorded on the run", logkey.Run, id, logkey.Err, err)
+	}
+}
+
+// recordTranscript records the session a hook named on run, and with
+// read the transcript's totals too, on a goroutine of its own (a
+// transcript read is bounded but not instant), one per unit at a time.
+func (c *Control) recordTranscript(u *unit, h *config.Harness, run uint64, read bool) {
+	if _, s, _ := u.sup.AgentSession(); s != "" {
+		_ = c.opt.Runs.SetAgent(run, api.RunAgent{SessionID: s})
+	}
+	if !read || !u.reading.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer u.reading.Store(false)
+		r, ok := c.opt.Runs.Get(run)
+		if !ok {
+			return
+		}
+		ad := agent.MustLookup(h.Agent)
+		if tr, err := c.readTranscript(u, h, ad, r); err == nil {
+			c.storeTranscript(ad, run, tr)
+		}
+	}()
 }
 
 // turnsResult renders a transcript, masked, the newest a.Limit turns.
