@@ -46,6 +46,7 @@ func (c *Control) MCPLogin(ctx context.Context, a api.MCPLoginArgs) (api.MCPLogi
 	}
 	l, err := c.opt.OAuth.Begin(u.name, a.Key, upauth.LoginConfig{
 		URL: target.URL, Header: target.Header, ClientID: up.OAuth.ClientID, Scopes: up.OAuth.Scopes,
+		Secrets: target.Secrets,
 	}, func(err error) {
 		if err != nil {
 			c.log.Warn("control: sign-in failed", logkey.Unit, u.name, logkey.Err, err)

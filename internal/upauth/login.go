@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/harness-dev/harness/internal/endpoint"
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
@@ -37,6 +38,10 @@ type LoginConfig struct {
 	Client *http.Client
 	// Timeout bounds the wait for the redirect (0: DefaultLoginTimeout).
 	Timeout time.Duration
+	// Secrets are hidden in every error the sign-in reports
+	// (endpoint.Target.Secrets): a request's error quotes its URL, whose
+	// query may carry an env_file value.
+	Secrets []string
 }
 
 // Login is one sign-in in progress.
@@ -104,6 +109,7 @@ func (s *Store) Begin(unit, name string, cfg LoginConfig, finished func(error)) 
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 30 * time.Second}
 	}
+	hide := endpoint.Scrub(cfg.Secrets)
 	ctx, cancel := context.WithTimeout(context.Background(), cmpDur(cfg.Timeout, DefaultLoginTimeout))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -153,6 +159,7 @@ func (s *Store) Begin(unit, name string, cfg LoginConfig, finished func(error)) 
 		hcfg.ScopeFilter = func([]string) []string { return scopes }
 	}
 	finish := func(err error) {
+		err = hidden(hide, err)
 		l.err = err
 		close(l.result)
 		// Shutdown lets the redirect's page say how it ended.
@@ -172,15 +179,21 @@ func (s *Store) Begin(unit, name string, cfg LoginConfig, finished func(error)) 
 		}
 		close(l.done)
 	}
+	// fail ends a sign-in that never started: the caller hears of it
+	// from Begin's error, not from finished (which would take it for a
+	// sign-in that ended well).
+	fail := func(err error) (*Login, error) {
+		finished = nil
+		finish(err)
+		return nil, l.err
+	}
 	h, err := auth.NewAuthorizationCodeHandler(hcfg)
 	if err != nil {
-		finish(nil)
-		return nil, fmt.Errorf("upauth: %s: %v: %w", name, err, errcode.ErrInvalidArgument)
+		return fail(fmt.Errorf("upauth: %s: %v: %w", name, err, errcode.ErrInvalidArgument))
 	}
 	req, resp, err := challenge(ctx, cfg)
 	if err != nil {
-		finish(nil)
-		return nil, fmt.Errorf("upauth: %s: %w", name, err)
+		return fail(fmt.Errorf("upauth: %s: %w", name, err))
 	}
 
 	s.mu.Lock()
@@ -206,9 +219,29 @@ func (s *Store) Begin(unit, name string, cfg LoginConfig, finished func(error)) 
 		if err == nil {
 			err = fmt.Errorf("upauth: %s: the sign-in ended before it asked for a browser: %w", name, errcode.ErrInternal)
 		}
-		return nil, err
+		return nil, hidden(hide, err)
 	}
 }
+
+// hidden is err with hide applied to its text; it still wraps err, so its
+// code stays.
+func hidden(hide func(string) string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg := hide(err.Error()); msg != err.Error() {
+		return &scrubbed{msg: msg, err: err}
+	}
+	return err
+}
+
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
 
 // challenge sends the upstream what a client sends first (initialize)
 // without a token, and returns the refusal that says how to sign in.
