@@ -226,3 +226,45 @@ func TestScenario_AFullStateDirStopsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestScenario_AnEnvFileChangedSinceTheConfigIsMaskedFromTheNextSpawn: an
+// env_file edited while the daemon runs (no reload) is read again at the
+// next spawn, and its new value is masked in logs and screen from the
+// program's first line on (issue 33: the masker follows spawns, not only
+// reloads).
+func TestScenario_AnEnvFileChangedSinceTheConfigIsMaskedFromTheNextSpawn(t *testing.T) {
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "rotating.env")
+	write := func(v string) {
+		if err := os.WriteFile(envFile, []byte("TOKEN="+v+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, second := fmt.Sprintf("first-%d", time.Now().UnixNano()), fmt.Sprintf("rotated-%d", time.Now().UnixNano())
+	write(first)
+	f := newFleet(t, fmt.Sprintf(`
+[harness.rot]
+cmd = "sh"
+args = ["-c", "printf 'token is %%s\\n' \"$TOKEN\"; echo printed-$$; exec sleep 100000"]
+env_file = %q
+stop_grace = 2
+`, envFile))
+	f.mustRun("start", "rot")
+	f.waitFor("the first run's line", 20*time.Second, func() bool { return strings.Contains(f.mustRun("logs", "rot", "--json"), "printed-") })
+	write(second) // rotated: no reload
+	f.mustRun("restart", "rot")
+	f.waitFor("the second run's line", 20*time.Second, func() bool {
+		return strings.Count(f.mustRun("logs", "rot", "--json"), "printed-") == 2
+	})
+	for _, args := range [][]string{{"logs", "rot", "--json"}, {"logs", "rot"}, {"screen", "rot", "--json"}} {
+		out := f.mustRun(args...)
+		for _, s := range []string{first, second} {
+			if strings.Contains(out, s) {
+				t.Errorf("%s shows %q:\n%s", strings.Join(args, " "), s, out)
+			}
+		}
+	}
+	if n := strings.Count(f.mustRun("logs", "rot", "--json"), "token is [masked]"); n != 2 {
+		t.Errorf("logs: %d masked token lines, want 2", n)
+	}
+}

@@ -135,6 +135,13 @@ type Control struct {
 	opt       Options
 	log       *slog.Logger
 	startedAt time.Time
+
+	// The masker's literals (mask.go): those of the applied
+	// configuration, those first read at a spawn, and the set of both.
+	maskMu    sync.Mutex
+	maskBase  []string
+	maskExtra []string
+	maskSeen  map[string]struct{}
 	sched     *schedule.Scheduler
 
 	// reconcileMu serialises whole reconciles (reload, project up/down),

@@ -426,6 +426,7 @@ func (c *Control) newUnitLocked(name string, ucfg supervise.UnitConfig) (*unit, 
 	}
 	deps.Log = lg
 	deps.Runs = c.opt.Runs
+	deps.OnSecrets = c.maskSpawnSecrets
 	u := &unit{name: name, kind: ucfg.Kind, log: lg, harvest: harvest}
 	deps.OnEvent = func(ev supervise.Event) { c.onEvent(u, ev) }
 	if ucfg.Kind == supervise.KindUpstream && c.opt.Upstreams != nil {

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/harness-dev/harness/internal/config"
@@ -80,5 +81,47 @@ func (c *Control) refreshMask() {
 		}
 		secrets = append(secrets, t.Secrets...)
 	}
-	c.opt.Masker.Set(secrets)
+	c.maskMu.Lock()
+	defer c.maskMu.Unlock()
+	c.maskBase = secrets
+	c.maskSeen = map[string]struct{}{}
+	for _, v := range secrets {
+		c.maskSeen[v] = struct{}{}
+	}
+	for _, v := range c.maskExtra {
+		c.maskSeen[v] = struct{}{}
+	}
+	c.opt.Masker.Set(append(slices.Clone(secrets), c.maskExtra...))
+}
+
+// maskSpawnSecrets adds the secrets a spawn reads (an env_file changed
+// since the last applied configuration, a rotated token) to the masker
+// before the program starts, so they are masked from its first line on.
+// It runs on the unit's actor: a value already masked costs a map lookup;
+// only a new one rebuilds the masker. Values first seen at a spawn stay
+// masked across reloads (a rotated-out token is still a secret).
+func (c *Control) maskSpawnSecrets(values []string) {
+	if c.opt.Masker == nil {
+		return
+	}
+	c.maskMu.Lock()
+	defer c.maskMu.Unlock()
+	if c.maskSeen == nil {
+		c.maskSeen = map[string]struct{}{}
+	}
+	added := false
+	for _, v := range values {
+		if len(v) < mask.MinLen {
+			continue
+		}
+		if _, ok := c.maskSeen[v]; ok {
+			continue
+		}
+		c.maskSeen[v] = struct{}{}
+		c.maskExtra = append(c.maskExtra, v)
+		added = true
+	}
+	if added {
+		c.opt.Masker.Set(append(slices.Clone(c.maskBase), c.maskExtra...))
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -111,6 +112,15 @@ func (a *actor) spawn(cause runs.Cause) error {
 	if err != nil {
 		a.setState(StateStarting)
 		return a.spawnFailed(a.errSpawn(err))
+	}
+	if a.deps.OnSecrets != nil && len(fileEnv) > 0 {
+		vals := make([]string, 0, len(fileEnv))
+		for _, kv := range fileEnv {
+			if _, v, ok := strings.Cut(kv, "="); ok {
+				vals = append(vals, v)
+			}
+		}
+		a.deps.OnSecrets(vals) // masked before the program can print them
 	}
 	run, err := a.deps.Runs.Begin(cfg.Name, cause)
 	if err != nil {

@@ -36,6 +36,9 @@ func (a *actor) spawnConn(cause runs.Cause) error {
 	if err != nil {
 		return a.spawnFailed(a.errConnect(err))
 	}
+	if a.deps.OnSecrets != nil && len(target.Secrets) > 0 {
+		a.deps.OnSecrets(target.Secrets)
+	}
 	run, err := a.deps.Runs.Begin(cfg.Name, cause)
 	if err != nil {
 		return a.spawnFailed(a.errConnect(fmt.Errorf("begin run: %w", err)))

@@ -106,6 +106,11 @@ type Deps struct {
 	OnLink func(ctx context.Context, r api.UpstreamRun)
 	// BaseEnv is the first layer of every unit's environment; default os.Environ().
 	BaseEnv []string
+	// OnSecrets, when set, is given the secrets a spawn is about to use
+	// before the process starts or the connection opens: the env_file's
+	// values as read at this spawn, a remote upstream's expanded header
+	// values. It is called on the actor: it must be cheap and not block.
+	OnSecrets func(values []string)
 
 	// Cgroups, when set, holds every run in a cgroup leaf of its own
 	// (cgroup mode): a run ends when its last process does, and stopping
