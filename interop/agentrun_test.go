@@ -214,9 +214,12 @@ func (rf *runFleet) agent() *agentFleet {
 
 // askAndSee types prompt into the agent once it is ready and returns the
 // main request that carried it to the model.
-func (rf *runFleet) askAndSee(af *agentFleet, prompt string) modelapi.Request {
+func (rf *runFleet) askAndSee(af *agentFleet, prompt string, states ...string) modelapi.Request {
 	rf.t.Helper()
-	af.waitState("ready")
+	if states == nil {
+		states = []string{"ready"}
+	}
+	af.waitState(states...)
 	before := len(rf.api.Requests())
 	af.ask(prompt)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -274,4 +277,112 @@ func TestAgent_AResumedAgentRemembers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unitRow is harness a's list --json row.
+func (rf *runFleet) unitRow() api.UnitInfo {
+	rf.t.Helper()
+	var rows []api.UnitInfo
+	rf.mustJSON(&rows, "list")
+	for _, r := range rows {
+		if r.Name == "a" {
+			return r
+		}
+	}
+	rf.t.Fatal("no row for a")
+	return api.UnitInfo{}
+}
+
+// waitRow polls a's list row until ok, for up to d.
+func (rf *runFleet) waitRow(what string, d time.Duration, ok func(api.UnitInfo) bool) api.UnitInfo {
+	rf.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		r := rf.unitRow()
+		if ok(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			out, _, _ := rf.run("runs", "a")
+			rf.t.Fatalf("no %s within %s: row %+v\nruns:\n%s", what, d, r, out)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// TestAgent_AUsageLimitParksTheAgentUntilItsReset: the real Claude Code
+// gets a scripted usage-limit answer resetting 20 s ahead. The harness
+// shows hold usage_limit until the reset the agent shows, its run ends
+// limited, no restart is counted and nothing is spawned before the reset;
+// then it is started again and, with resume = true, the model sees the
+// earlier turns. With on_limit = "stop" it is stopped instead.
+func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
+	t.Run("park", func(t *testing.T) {
+		rf := newRunFleet(t, claudeSpec, "resume = true\nmcp_wire = false")
+		rf.api.Script(modelapi.Turn{Text: "Noted the word."})
+		if out, errOut, code := rf.run("start", "a"); code != 0 {
+			t.Fatalf("start: %s%s", out, errOut)
+		}
+		af := rf.agent()
+		rf.askAndSee(af, "Remember the word KIWI-4410.")
+		af.screenHas("the answer", "Noted the word")
+		limited := rf.lastRun()
+
+		reset := time.Now().Add(20 * time.Second)
+		rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: reset}},
+			modelapi.Turn{Text: "It was kiwi."})
+		rf.askAndSee(af, "Go on with the work.")
+		row := rf.waitRow("hold usage_limit", time.Minute, func(r api.UnitInfo) bool { return r.Hold != nil })
+		h := row.Hold
+		// Claude Code shows the reset as a clock time of the minute
+		// ("resets 12:05am"): until is that minute's end at the latest,
+		// plus up to a second of jitter.
+		if h.Reason != api.HoldUsageLimit || h.Until == nil || h.Until.Before(reset.Add(-time.Minute)) ||
+			h.Until.After(reset.Truncate(time.Minute).Add(time.Minute+2*time.Second)) {
+			t.Fatalf("hold %+v (reset %s)", h, reset)
+		}
+		if row.RestartCount != 0 || row.PID != 0 || !row.Enabled {
+			t.Errorf("parked row %+v", row)
+		}
+		r := rf.lastRun()
+		if r.ID != limited.ID || r.Outcome != api.RunLimited || r.LimitUntil == nil || !r.LimitUntil.Equal(*h.Until) {
+			out, _, _ := rf.run("runs", "a")
+			t.Errorf("the limited run %+v (the first %d)\n%s", r, limited.ID, out)
+		}
+		// A start is refused with held until then; nothing else starts it.
+		if _, errOut, code := rf.run("start", "a"); code == 0 || !strings.Contains(errOut, "usage_limit") {
+			t.Errorf("start while parked: exit %d %s", code, errOut)
+		}
+		back := rf.waitRow("the harness back after the reset", 3*time.Minute, func(r api.UnitInfo) bool { return r.PID != 0 })
+		next := rf.lastRun()
+		if next.ID == r.ID || next.StartedAt.Before(*h.Until) || back.Hold != nil {
+			t.Errorf("restarted before the reset %s: run %+v, row %+v", h.Until, next, back)
+		}
+		// Resumed, Claude Code shows the conversation again, the old limit
+		// message last: its screen reads limited until the next prompt
+		// (which does not park it again: that limit is not this run's).
+		if req := rf.askAndSee(af, "Tell me the word I gave you.", "ready", "limited"); !strings.Contains(string(req.Body), "KIWI-4410") {
+			t.Errorf("the resumed session lacks the earlier turn: %.300s", req.Body)
+		}
+		af.screenHas("the answer after the reset", "It was kiwi")
+		if row := rf.unitRow(); row.PID == 0 || row.Hold != nil || row.AgentState != "ready" {
+			t.Errorf("after the answer: %+v", row)
+		}
+	})
+	t.Run("stop", func(t *testing.T) {
+		rf := newRunFleet(t, claudeSpec, "on_limit = \"stop\"\nmcp_wire = false")
+		rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: time.Now().Add(time.Hour)}})
+		if out, errOut, code := rf.run("start", "a"); code != 0 {
+			t.Fatalf("start: %s%s", out, errOut)
+		}
+		af := rf.agent()
+		rf.askAndSee(af, "Start the work.")
+		row := rf.waitRow("a stopped harness", time.Minute, func(r api.UnitInfo) bool { return r.State == "stopped" })
+		if row.Hold != nil || row.Enabled || row.RestartCount != 0 {
+			t.Errorf("stopped row %+v", row)
+		}
+		if r := rf.lastRun(); r.Outcome != api.RunLimited || r.LimitUntil != nil {
+			t.Errorf("run %+v", r)
+		}
+	})
 }

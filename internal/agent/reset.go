@@ -76,7 +76,12 @@ func ParseReset(text string, now time.Time) (time.Time, bool) {
 			return time.Time{}, false
 		}
 		t := time.Date(now.Year(), now.Month(), now.Day(), h, mins, 0, 0, now.Location())
-		if !t.After(now) {
+		switch {
+		case !t.Before(now.Add(-time.Minute)) && !t.After(now):
+			// "resets 11:13pm" read at 23:13:30: the reset is within this
+			// minute, not tomorrow.
+			t = t.Add(time.Minute)
+		case !t.After(now):
 			t = t.AddDate(0, 0, 1)
 		}
 		return t, true

@@ -36,6 +36,9 @@ type Run struct {
 	// EndCause says why the run ended when the daemon knows more than the
 	// exit status: EndCauseOOM (DESIGN §22).
 	EndCause string `json:"end_cause,omitempty"`
+	// LimitUntil: the run ended on a usage limit and the harness is held
+	// until then (its reset plus jitter, DESIGN §17).
+	LimitUntil *time.Time `json:"limit_until,omitempty"`
 	// RunAgent is what the agent of the run reported (DESIGN §16, §17):
 	// the session, tokens and cost, and a job's result.
 	RunAgent

@@ -77,6 +77,15 @@ func (d *decoder) agentRunKey(k string, kp []string, val any, a *AgentRun) bool 
 		a.MaxTurns = d.count(kp, val, 1, 100000)
 	case "resume":
 		a.Resume = d.boolean(kp, val)
+	case "on_limit":
+		if s, ok := d.str(kp, val); ok {
+			switch l := LimitAction(s); l {
+			case OnLimitPark, OnLimitStop, OnLimitIgnore:
+				a.OnLimit = l
+			default:
+				d.add(kp, `invalid on_limit %q (want "park", "stop" or "ignore")`, s)
+			}
+		}
 	default:
 		return false
 	}
@@ -101,7 +110,7 @@ func (d *decoder) checkAgentRun(path []string, t map[string]any, h *Harness) {
 		d.add(child(path, "prompt_file"), "cannot be combined with prompt")
 	}
 	if h.Agent == agent.Generic {
-		for _, k := range []string{"prompt", "prompt_file", "model", "approval", "max_turns", "resume"} {
+		for _, k := range []string{"prompt", "prompt_file", "model", "approval", "max_turns", "resume", "on_limit"} {
 			if _, ok := t[k]; ok {
 				d.warn(child(path, k), "has no effect: %q is a generic harness (set agent = \"claude-code\", \"codex\" or \"gemini\")", h.Cmd)
 			}

@@ -18,6 +18,7 @@ model = "claude-sonnet"
 approval = "auto"
 max_turns = 12
 resume = true
+on_limit = "stop"
 
 [harness.pair]
 cmd = "gemini"
@@ -28,7 +29,7 @@ prompt = "hello"
 	}
 	n := cfg.Harnesses["nightly"].AgentRun
 	want := AgentRun{PromptFile: "review.md", Model: "claude-sonnet", Approval: agent.ApprovalAuto, MaxTurns: 12,
-		Resume: true, OnLimit: OnLimitPark}
+		Resume: true, OnLimit: OnLimitStop}
 	if n != want || !n.HasPrompt() {
 		t.Fatalf("nightly: %+v", n)
 	}
@@ -44,6 +45,8 @@ func TestAgentRunBadInputNamesFileAndLine(t *testing.T) {
 	for _, tt := range []struct{ name, src, want string }{
 		{"bad approval", "[harness.a]\ncmd='claude'\napproval = 'yolo'\n",
 			`harness.toml:3: harness.a.approval: invalid approval "yolo" (want "ask" or "auto")`},
+		{"bad on_limit", "[harness.a]\ncmd='claude'\non_limit = 'wait'\n",
+			`harness.toml:3: harness.a.on_limit: invalid on_limit "wait" (want "park", "stop" or "ignore")`},
 		{"max_turns codex", "[harness.a]\ncmd='codex'\nmax_turns = 3\n",
 			`harness.toml:3: harness.a.max_turns: agent codex has no flag for it`},
 		{"both prompts", "[harness.a]\ncmd='claude'\nprompt = 'x'\nprompt_file = 'p.md'\n",

@@ -42,6 +42,8 @@ type unit struct {
 	queued queuedFiring
 	// hold is the unit's last published hold (holds.go).
 	hold unitHold
+	// worked is the last run whose agent was seen working (limit.go).
+	worked atomic.Uint64
 }
 
 // unitTables is the configuration of one unit: exactly one of h and up.
@@ -459,6 +461,9 @@ func (c *Control) onEvent(u *unit, ev supervise.Event) {
 	if ev.Agent != nil {
 		v := maskAgent(c.Masker(), *ev.Agent)
 		ev.Agent = &v
+	}
+	if u.kind == supervise.KindHarness {
+		c.onAgentLimit(u, ev)
 	}
 	if c.opt.OnEvent != nil {
 		c.opt.OnEvent(ev)

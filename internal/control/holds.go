@@ -46,6 +46,7 @@ func (c *Control) holdOf(u *unit, now time.Time) *api.Hold {
 		return nil
 	}
 	var use hold.Usage
+	use.LimitedUntil, use.LimitNote = c.limitedUntil(u.name)
 	if l.MaxRunsPerDay > 0 {
 		use.RunsToday = c.runsSince(u.name, hold.StartOfDay(now))
 	}
@@ -136,6 +137,9 @@ func (c *Control) holdTick(now time.Time) time.Time {
 		l, _ := holdLimits(u)
 		if n := hold.NextChange(now, l); !n.IsZero() && (next.IsZero() || n.Before(next)) {
 			next = n
+		}
+		if n, _ := c.limitedUntil(u.name); n.After(now) && (next.IsZero() || n.Before(next)) {
+			next = n // a usage limit's reset
 		}
 		h := c.holdOf(u, now)
 		st := u.sup.Status()

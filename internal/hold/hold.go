@@ -21,6 +21,10 @@ type Usage struct {
 	RunsToday   int
 	OtherAgents int
 	MaxAgents   int // [daemon] max_concurrent_agents; 0: no bound
+	// LimitedUntil is when the usage limit the harness's last run was
+	// parked on resets (with its jitter); LimitNote what the agent said.
+	LimitedUntil time.Time
+	LimitNote    string
 }
 
 // StartOfDay is local midnight of t's day.
@@ -30,12 +34,17 @@ func StartOfDay(t time.Time) time.Time {
 }
 
 // Evaluate returns the hold on a start at now, nil when it may start.
-// Hours come first (nothing else matters outside them), then the day's
-// run budget, then the fleet's agent count.
+// Hours come first (nothing else matters outside them), then a usage
+// limit until its reset, then the day's run budget, then the fleet's
+// agent count.
 func Evaluate(now time.Time, l Limits, u Usage) *api.Hold {
 	if l.Hours != nil && !l.Hours.Open(now) {
 		until := l.Hours.Next(now)
 		return &api.Hold{Reason: api.HoldHours, Until: &until, Note: "outside hours " + l.Hours.String()}
+	}
+	if u.LimitedUntil.After(now) {
+		until := u.LimitedUntil
+		return &api.Hold{Reason: api.HoldUsageLimit, Until: &until, Note: u.LimitNote}
 	}
 	if l.MaxRunsPerDay > 0 && u.RunsToday >= l.MaxRunsPerDay {
 		until := StartOfDay(now).AddDate(0, 0, 1)

@@ -46,6 +46,10 @@ func cloneRun(r Run) Run {
 		c := *r.ExitCode
 		r.ExitCode = &c
 	}
+	if r.LimitUntil != nil {
+		t := *r.LimitUntil
+		r.LimitUntil = &t
+	}
 	return r
 }
 
@@ -349,6 +353,23 @@ func (s *Store) SetAgent(id uint64, a api.RunAgent) error {
 	}
 	if err := s.persist(*r); err != nil {
 		return fmt.Errorf("runs: set agent of %d: %w", id, err)
+	}
+	return nil
+}
+
+// SetLimitUntil records that the run's harness is held on a usage limit
+// until t (DESIGN §17): the hold is read back from the run history, so it
+// holds across a daemon restart.
+func (s *Store) SetLimitUntil(id uint64, t time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.lookup(id)
+	if err != nil {
+		return fmt.Errorf("runs: set limit of %d: %w", id, err)
+	}
+	r.LimitUntil = &t
+	if err := s.persist(*r); err != nil {
+		return fmt.Errorf("runs: set limit of %d: %w", id, err)
 	}
 	return nil
 }
