@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
@@ -20,6 +21,9 @@ import (
 // every operation on a row goes to the row's host with the host's own
 // name for it. A host that cannot be reached, or that goes away, is a
 // heading that says so; the dashboard ends only when every host is gone.
+
+// hostDialTimeout bounds connecting to one host (ssh and the handshake).
+const hostDialTimeout = 20 * time.Second
 
 // HostAddr is one daemon of a several-host dashboard.
 type HostAddr struct {
@@ -69,7 +73,10 @@ func DialFleets(ctx context.Context, addrs []HostAddr) (*Fleets, error) {
 		wg.Add(1)
 		go func(s *hostSource) {
 			defer wg.Done()
-			c, err := client.Dial(ctx, s.Addr)
+			// A host that drops packets must not hold the others' view.
+			dctx, cancel := context.WithTimeout(ctx, hostDialTimeout)
+			defer cancel()
+			c, err := client.Dial(dctx, s.Addr)
 			if err != nil {
 				s.down = "unreachable: " + oneLine(err)
 				return
