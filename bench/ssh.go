@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/harness-dev/harness/internal/client"
@@ -21,7 +23,8 @@ import (
 //	      o.Harnesses/10 sleepers, as a new process each time (what a
 //	      user's command costs): local, through ssh, and through ssh with
 //	      connection sharing (ControlMaster), as a user's ssh config can
-//	      set it.
+//	      set it. And `ssh host true` with a key without a forced command:
+//	      what ssh, the login shell and its rc files cost with no harness.
 //	attach: keystroke to echo through `harness attach` on a PTY (part 6's
 //	      path t), local and through ssh.
 //
@@ -50,7 +53,8 @@ func runSSH(ctx context.Context, o options, bin, tmp string, rep *report) error 
 	if err != nil {
 		return err
 	}
-	srv, err := sshtest.Start(dir, sshtest.Key{Name: "bench", Command: bin + " --socket " + d.socket + " bridge --grant read,write,input"})
+	srv, err := sshtest.Start(dir, sshtest.Key{Name: "bench", Command: bin + " --socket " + d.socket + " bridge --grant read,write,input"},
+		sshtest.Key{Name: "shell"}) // no forced command: `ssh host true`, the base
 	if err != nil {
 		return err
 	}
@@ -64,8 +68,14 @@ func runSSH(ctx context.Context, o options, bin, tmp string, rep *report) error 
 		"local":     func() error { return runQuiet(ctx, nil, bin, "--socket", d.socket, "list", "--json") },
 		"ssh":       func() error { return runQuiet(ctx, []string{plain}, bin, "--host", srv.Host(), "list", "--json") },
 		"ssh (mux)": func() error { return runQuiet(ctx, []string{mux}, bin, "--host", srv.Host(), "list", "--json") },
+		// What the machine's ssh costs with no harness in it: the
+		// connection, the login shell and its rc files, `true`.
+		"ssh true": func() error {
+			argv := append(strings.Fields(srv.SSHCommand("shell")), "-p", strconv.Itoa(srv.Port), srv.User+"@127.0.0.1", "true")
+			return runQuiet(ctx, nil, argv[0], argv[1:]...)
+		},
 	}
-	listOrder := []string{"local", "ssh", "ssh (mux)"}
+	listOrder := []string{"local", "ssh", "ssh (mux)", "ssh true"}
 	samples := map[string][]time.Duration{}
 	runs := max(o.ListRuns/5, 5)
 	for round := range o.Rounds {
@@ -149,5 +159,15 @@ func (r *report) printSSH(w io.Writer) {
 		b := base[row.What]
 		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s |\n", row.What, row.Path, row.Stats.N, us(row.Stats.P50), us(row.Stats.P99),
 			ratio(float64(row.Stats.P50), float64(b.P50)), ratio(float64(row.Stats.P99), float64(b.P99)))
+	}
+	p50 := map[string]time.Duration{}
+	for _, row := range r.SSH {
+		if row.What == "list --json" {
+			p50[row.Path] = row.Stats.P50
+		}
+	}
+	if p50["ssh true"] > 0 {
+		fmt.Fprintf(w, "\nssh's own part (ssh true, no harness): %s; list through ssh minus it: %s (the local list: %s)\n",
+			us(p50["ssh true"]), us(p50["ssh"]-p50["ssh true"]), us(p50["local"]))
 	}
 }
