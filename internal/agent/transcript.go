@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 )
 
@@ -102,9 +103,13 @@ func (a *Adapter) ReadTranscriptFile(path string) (Transcript, error) {
 	return t, nil
 }
 
-// readTail reads path, or its last max bytes from a line start.
+// readTail reads path, or its last max bytes from a line start. Only a
+// regular file is read: a hook's payload names the path, and a FIFO or a
+// device there would block the reader (and the daemon's shutdown, which
+// waits for it) or never end; O_NONBLOCK keeps even the open of a FIFO
+// from waiting for a writer.
 func readTail(path string, max int64) ([]byte, bool, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, false, err
 	}
@@ -112,6 +117,9 @@ func readTail(path string, max int64) ([]byte, bool, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, false, fmt.Errorf("%s is not a regular file: %w", path, ErrNoTranscript)
 	}
 	if fi.Size() <= max {
 		b, err := io.ReadAll(io.LimitReader(f, max))

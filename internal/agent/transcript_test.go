@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -81,5 +83,30 @@ func TestScenario_AHugeOrMissingTranscriptIsBounded(t *testing.T) {
 	}
 	if _, err := MustLookup(Generic).ReadTranscript(dir, "/nowhere", "", time.Now()); err == nil {
 		t.Error("generic has a transcript")
+	}
+}
+
+// TestScenario_ATranscriptPathThatIsNotAFileIsRefusedAtOnce: a hook's
+// payload names the transcript, so it may name a FIFO (whose open waits
+// for a writer) or a device that never ends; neither is read.
+func TestScenario_ATranscriptPathThatIsNotAFileIsRefusedAtOnce(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, "/dev/zero", t.TempDir()} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := MustLookup(ClaudeCode).ReadTranscriptFile(p)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNoTranscript) {
+				t.Errorf("%s: %v, want ErrNoTranscript", p, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("reading %s as a transcript blocks", p)
+		}
 	}
 }
