@@ -174,7 +174,11 @@ type Control struct {
 	holds holdWatch
 
 	// retiring counts units being stopped after they left the config.
-	retiring  sync.WaitGroup
+	retiring sync.WaitGroup
+	// reads counts transcript reads a hook started (recordTranscript);
+	// Close waits for them, so none writes the run history after it.
+	// Added to under mu (read), after a check of closing.
+	reads     sync.WaitGroup
 	closing   atomic.Bool   // set once Close begins
 	dirty     chan struct{} // state file needs writing (capacity 1)
 	stopSaver chan struct{}
@@ -310,6 +314,7 @@ func (c *Control) Close(ctx context.Context) {
 	wg.Wait()
 	// Units a reload removed may still be stopping.
 	c.retiring.Wait()
+	c.reads.Wait()
 	close(c.stopSaver)
 	<-c.saverDone
 	c.writeState()

@@ -84,12 +84,25 @@ func (c *Control) storeTranscript(ad *agent.Adapter, id uint64, tr agent.Transcr
 // transcript read is bounded but not instant), one per unit at a time.
 func (c *Control) recordTranscript(u *unit, h *config.Harness, run uint64, read bool) {
 	if _, s, _ := u.sup.AgentSession(); s != "" {
-		_ = c.opt.Runs.SetAgent(run, api.RunAgent{SessionID: s})
+		if err := c.opt.Runs.SetAgent(run, api.RunAgent{SessionID: s}); err != nil {
+			c.log.Debug("session not recorded on the run", logkey.Run, run, logkey.Err, err)
+		}
 	}
 	if !read || !u.reading.CompareAndSwap(false, true) {
 		return
 	}
+	// Close sets closing before it takes mu, then waits for reads: a
+	// read counted here is waited for, one not counted never starts.
+	c.mu.RLock()
+	if c.closing.Load() {
+		c.mu.RUnlock()
+		u.reading.Store(false)
+		return
+	}
+	c.reads.Add(1)
+	c.mu.RUnlock()
 	go func() {
+		defer c.reads.Done()
 		defer u.reading.Store(false)
 		r, ok := c.opt.Runs.Get(run)
 		if !ok {
