@@ -7,8 +7,8 @@ const OpAnswer = "answer"
 // CHOICE; MCP: harness_answer): the choice by its text as the screen
 // shows it, or its number (1 for the first).
 type AnswerArgs struct {
-	Name   string `json:"name" jsonschema:"harness name (project/name for project harnesses)" mcp:"required,minLength=1"`
-	Choice string `json:"choice" jsonschema:"the choice to pick, by its text as the prompt shows it (see choices in harness_list or harness_describe) or by its number, 1 for the first" mcp:"required,minLength=1"`
+	Name   string `json:"name" jsonschema:"harness name, or project/name" mcp:"required,minLength=1"`
+	Choice string `json:"choice" jsonschema:"one of the prompt's choices, by its text or its number (1 for the first)" mcp:"required,minLength=1"`
 }
 
 // AnswerResult is the answer of `answer`: the choice picked, the keys

@@ -29,13 +29,13 @@ const (
 // LogsArgs are the arguments of `logs`, in the CLI's words.
 type LogsArgs struct {
 	Name     string  `json:"name" jsonschema:"harness name" mcp:"required,minLength=1"`
-	Format   string  `json:"format" jsonschema:"summary: activity entries paged by cursor; raw: output bytes paged by offset" mcp:"enum=summary|raw,default=summary"`
-	Cursor   *uint64 `json:"cursor" jsonschema:"summary: return only entries newer than this id (the previous next_cursor)" mcp:"minimum=0"`
-	Offset   *int64  `json:"offset" jsonschema:"raw: absolute byte offset to start from (the previous next_offset)" mcp:"minimum=0"`
-	MaxBytes int     `json:"max_bytes" jsonschema:"cap on the answer's size (default 256 KiB)" mcp:"minimum=1"`
-	Lines    int     `json:"lines" jsonschema:"return at most this many trailing lines or entries" mcp:"minimum=1"`
+	Format   string  `json:"format" jsonschema:"summary: activity entries; raw: output bytes" mcp:"enum=summary|raw,default=summary"`
+	Cursor   *uint64 `json:"cursor" jsonschema:"summary: entries after this id (the previous next_cursor)" mcp:"minimum=0"`
+	Offset   *int64  `json:"offset" jsonschema:"raw: byte offset to start at (the previous next_offset)" mcp:"minimum=0"`
+	MaxBytes int     `json:"max_bytes" jsonschema:"answer size cap (default 256 KiB)" mcp:"minimum=1"`
+	Lines    int     `json:"lines" jsonschema:"at most this many trailing lines or entries" mcp:"minimum=1"`
 	// Run keeps only the entries of that run (summary format).
-	Run uint64 `json:"run,omitempty" jsonschema:"summary: only the entries of this run (an id from harness_runs)" mcp:"minimum=1"`
+	Run uint64 `json:"run,omitempty" jsonschema:"summary: only this run's entries (an id from harness_runs)" mcp:"minimum=1"`
 }
 
 // LogsSummary is the summary answer of `logs`: activity entries.

@@ -106,7 +106,7 @@ func (r Run) Ended() bool { return r.EndedAt != nil }
 // RunsArgs are the arguments of `runs`.
 type RunsArgs struct {
 	Name  string `json:"name" jsonschema:"only runs of this harness" mcp:"minLength=1"`
-	Limit int    `json:"limit" jsonschema:"at most this many runs, newest first" mcp:"minimum=1"`
+	Limit int    `json:"limit" jsonschema:"only the newest this many runs" mcp:"minimum=1"`
 }
 
 // JobInfo is one row of `jobs`.
@@ -133,8 +133,8 @@ type Trigger struct {
 // TriggerArgs are the arguments of `trigger`.
 type TriggerArgs struct {
 	Name     string  `json:"name" jsonschema:"job name" mcp:"required,minLength=1"`
-	Wait     bool    `json:"wait" jsonschema:"follow the run to its end and return exit code, duration and log tail"`
-	TimeoutS float64 `json:"timeout_s" jsonschema:"with wait: give up following after this many seconds (at most a day)" mcp:"exclusiveMinimum=0,maximum=86400"`
+	Wait     bool    `json:"wait" jsonschema:"follow the run to its end"`
+	TimeoutS float64 `json:"timeout_s" jsonschema:"with wait: give up after this many seconds" mcp:"exclusiveMinimum=0,maximum=86400"`
 }
 
 // TriggerResult is the answer of `trigger`.
@@ -163,8 +163,8 @@ type TriggerResult struct {
 type TrajectoryArgs struct {
 	Name     string  `json:"name" jsonschema:"harness name" mcp:"required,minLength=1"`
 	Run      uint64  `json:"run" jsonschema:"run id, from harness_list_trajectories" mcp:"required,minimum=1"`
-	Cursor   *uint64 `json:"cursor" jsonschema:"return only entries newer than this id (the previous next_cursor)" mcp:"minimum=0"`
-	MaxBytes int     `json:"max_bytes" jsonschema:"cap on the answer's size (default 256 KiB)" mcp:"minimum=1"`
+	Cursor   *uint64 `json:"cursor" jsonschema:"entries after this id (the previous next_cursor)" mcp:"minimum=0"`
+	MaxBytes int     `json:"max_bytes" jsonschema:"answer size cap (default 256 KiB)" mcp:"minimum=1"`
 }
 
 // TrajectoryInfo is one row of `list_trajectories`: a kept transcript joined

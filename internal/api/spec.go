@@ -39,8 +39,10 @@ type ToolSpec struct {
 
 // SchemaTag is the struct tag key that bounds a facade argument, as a comma
 // separated list: `required`, `minLength=N`, `minimum=X`, `maximum=X`,
-// `exclusiveMinimum=X`, `enum=a|b`, `default=V`. A field that a facade tool
-// must not expose says `-: why` (the reason is required).
+// `exclusiveMinimum=X`, `enum=a|b`, `default=V`, and `only=OP` for a field
+// of an argument type several ops share that only OP reads (the other ops'
+// tools leave it out). A field that a facade tool must not expose says
+// `-: why` (the reason is required).
 const SchemaTag = "mcp"
 
 // Door operations are answered by the socket server or a stream mode, not
@@ -68,25 +70,25 @@ func (s Spec) tool(resultKey, description string) Spec {
 // CLI's verb test then say what is missing.
 var specs = []Spec{
 	spec[ListArgs, []UnitInfo](OpList, Read).tool("harnesses",
-		"List every harness with its state, enabled flag, pid, restart count, last exit code, description and project."),
+		"List every harness: its state, and its agent's (with prompt and choices when waiting)."),
 	spec[NameArg, Description](OpDescribe, Read).tool("",
-		"Describe one harness: the list fields plus its config, whether the config changed since it started, and its current run."),
+		"Describe one harness: its list row, config (and whether it changed since it started) and current run."),
 	spec[LogsArgs, any](OpLogs, Read).tool("",
-		"Poll a harness's output. summary (default) returns activity entries and next_cursor; pass it back as cursor for newer entries. raw returns output bytes with next_offset; pass it back as offset. Answers are capped and say truncated."),
+		"Poll a harness's output; page on with the answer's next_cursor or next_offset. Answers are capped and say truncated."),
 	spec[NamesArgs, ActionResult](OpStart, Write).tool("",
-		"Start a harness (idempotent: an already running harness is left alone)."),
+		"Start a harness; one already running is left alone."),
 	spec[NamesArgs, ActionResult](OpStop, Write).tool("",
-		"Stop a harness (idempotent: an already stopped harness is left alone)."),
+		"Stop a harness; one already stopped is left alone."),
 	spec[NamesArgs, ActionResult](OpRestart, Write).tool("",
-		"Restart a harness, exactly as `harness restart NAME` would."),
+		"Stop and start a harness; also clears a failed state."),
 	spec[RunsArgs, []Run](OpRuns, Read).tool("runs",
-		"Run history (one run per spawn, plus skipped and missed firings): id, harness, cause, pid, start, end, exit code or signal, outcome (ok, failed, timed_out, skipped, missed, interrupted, limited, loop, held) and note."),
+		"Run history: one run per spawn, plus skipped and missed firings, with cause, times, exit code, outcome and note."),
 	spec[NoArgs, []JobInfo](OpJobs, Read).tool("jobs",
 		"List jobs: harnesses with a schedule or a run-to-completion restart policy."),
 	spec[NoArgs, []Trigger](OpTriggers, Read).tool("triggers",
-		"List scheduled triggers with their next firing and skipped firings."),
+		"Scheduled triggers: next firing and skipped firings."),
 	spec[TriggerArgs, TriggerResult](OpTrigger, Write).tool("",
-		"Start a job now. With wait, follow the run to its end (bounded by timeout_s) and return exit code, duration and log tail."),
+		"Start a job now; with wait, return its exit code, duration and log tail once it ends."),
 	spec[NoArgs, []ProfileInfo](OpProfiles, Read),
 	spec[NameArg, ActionResult](OpUseProfile, Write),
 	spec[NoArgs, ReloadResult](OpReload, Write),
@@ -99,14 +101,14 @@ var specs = []Spec{
 	spec[ProjectArgs, ProjectResult](OpProjectUp, Write),
 	spec[ProjectArgs, ProjectResult](OpProjectDown, Write),
 	spec[NameArg, []TrajectoryInfo](OpListTrajectories, Read).tool("trajectories",
-		"List the kept run transcripts of a harness that sets harvest_trajectory = true: run id, cause, start, end, exit code, entries and size."),
+		"List the kept run transcripts of a harness (harvest_trajectory = true)."),
 	spec[TrajectoryArgs, Trajectory](OpGetTrajectory, Read).tool("",
-		"Read the transcript of one run (its activity entries, kept after the run ended) of a harness that sets harvest_trajectory = true. Pass next_cursor back as cursor for later entries; answers are capped and say truncated."),
+		"Read one kept run transcript; pass next_cursor back as cursor for more. Answers are capped and say truncated."),
 	spec[CallsArgs, CallsResult](OpCalls, Read),
 	spec[SendArgs, SendResult](OpSend, Input).tool("",
-		"Type into a running harness's terminal, as a person at its keyboard would: text, then named keys, then Enter. Use it to answer the harness's prompts; read its screen before and after (harness_screen with idle_s)."),
+		"Type into a running harness's terminal as a person would: text, then keys, then Enter. Read its screen before and after (harness_screen with idle_s)."),
 	spec[AnswerArgs, AnswerResult](OpAnswer, Input).tool("",
-		"Answer the prompt a waiting agent shows (agent_state waiting in harness_list, with its prompt and choices): pick one choice by its text or its number; harness presses the keys that agent's dialog needs. A harness that is not waiting answers not_waiting; a choice it does not offer, invalid_argument listing the choices."),
+		"Answer a waiting agent's prompt (agent_state waiting in harness_list) with one of its choices; harness presses the keys its dialog needs. Not waiting: not_waiting; a choice not offered: invalid_argument listing them."),
 	spec[ScreenArgs, Screen](OpScreen, Read).tool("", screenDescription),
 	spec[HookArgs, HookResult](OpHook, Read),
 	spec[TurnsArgs, TurnsResult](OpTurns, Read),
@@ -123,7 +125,7 @@ var doorClasses = map[string]Class{
 }
 
 // screenDescription tells a model what harness_screen answers.
-const screenDescription = "Show what a running harness's terminal shows now: its rows as text (trailing blanks trimmed), cursor, size, title, whether it is on the alternate screen, and whether it is busy (printing) or idle, with idle_s. With idle_s, wait until it has been quiet that long first (bounded by timeout_s; a note says if it timed out): use it to read a TUI agent's dialog or answer once it has settled. A harness that is not running answers not_running."
+const screenDescription = "What a running harness's terminal shows now (rows as text, cursor, title, busy or idle). With idle_s, first wait until it is quiet, to read a TUI agent's dialog once it has settled."
 
 var specByOp = func() map[string]int {
 	m := make(map[string]int, len(specs))

@@ -20,11 +20,11 @@ const (
 // harness_screen). With IdleS, the answer waits until the harness has
 // been idle that long, bounded by TimeoutS.
 type ScreenArgs struct {
-	Name       string  `json:"name" jsonschema:"harness name (project/name for project harnesses)" mcp:"required,minLength=1"`
-	Scrollback int     `json:"scrollback" jsonschema:"also return up to this many lines that scrolled off the screen, oldest first" mcp:"minimum=0,maximum=1000"`
-	ANSI       bool    `json:"ansi" jsonschema:"keep the rows' colours and attributes as SGR escape sequences"`
-	IdleS      float64 `json:"idle_s" jsonschema:"first wait until the harness has been idle (no output) for this many seconds, at least its idle_after" mcp:"minimum=0,maximum=86400"`
-	TimeoutS   float64 `json:"timeout_s" jsonschema:"with idle_s: give up waiting after this many seconds (default 30) and return the screen as it is, with a note" mcp:"minimum=0,maximum=86400"`
+	Name       string  `json:"name" jsonschema:"harness name, or project/name" mcp:"required,minLength=1"`
+	Scrollback int     `json:"scrollback" jsonschema:"also return up to this many scrolled-off lines, oldest first" mcp:"minimum=0,maximum=1000"`
+	ANSI       bool    `json:"ansi" jsonschema:"keep colours and attributes as SGR escapes"`
+	IdleS      float64 `json:"idle_s" jsonschema:"first wait until it has been quiet this many seconds (at least its idle_after)" mcp:"minimum=0,maximum=86400"`
+	TimeoutS   float64 `json:"timeout_s" jsonschema:"with idle_s: wait at most this long (default 30)" mcp:"minimum=0,maximum=86400"`
 }
 
 // Cursor is where a terminal's cursor is (0-based) and whether it shows.
@@ -81,9 +81,9 @@ type WaitResult struct {
 // set.
 type SendArgs struct {
 	Name  string   `json:"name" jsonschema:"harness name" mcp:"required,minLength=1"`
-	Text  string   `json:"text" jsonschema:"literal text to type (sent as a bracketed paste when the program enabled it); text and keys together at most 16 KiB"`
-	Keys  []string `json:"keys" jsonschema:"named keys typed after the text, in order: Enter, Tab, Esc, Up, Down, Left, Right, Backspace, Space, C-a … C-z"`
-	Enter bool     `json:"enter" jsonschema:"press Enter after the text and keys"`
+	Text  string   `json:"text" jsonschema:"literal text (a bracketed paste if the program enabled it); text and keys at most 16 KiB"`
+	Keys  []string `json:"keys" jsonschema:"keys typed after the text: Enter, Tab, Esc, Up, Down, Left, Right, Backspace, Space, C-a … C-z"`
+	Enter bool     `json:"enter" jsonschema:"press Enter last"`
 }
 
 // SendResult is the answer of `send`.

@@ -11,7 +11,7 @@ type ListArgs struct {
 
 // NameArg is the argument of operations that take one harness name.
 type NameArg struct {
-	Name string `json:"name" jsonschema:"harness name (project/name for project harnesses)" mcp:"required,minLength=1"`
+	Name string `json:"name" jsonschema:"harness name, or project/name" mcp:"required,minLength=1"`
 }
 
 // UnitInfo is one row of `list` (DESIGN §9).
@@ -106,14 +106,14 @@ type UnitConfigView struct {
 
 // NamesArgs selects units for start, stop and restart.
 type NamesArgs struct {
-	Name  string   `json:"name" jsonschema:"harness name (project/name for project harnesses)" mcp:"required,minLength=1"`
+	Name  string   `json:"name" jsonschema:"harness name, or project/name" mcp:"required,minLength=1"`
 	Names []string `json:"names" mcp:"-: a facade call acts on one harness (DESIGN §10 names its arguments); several at once is the CLI's"`
 	All   bool     `json:"all" mcp:"-: a facade call acts on one harness (DESIGN §10 names its arguments); the whole fleet at once is the CLI's"`
 	// Force (start, restart) starts past a hold, once (DESIGN §17).
 	Force bool `json:"force,omitempty" mcp:"-: overriding a hold (hours, budget, usage limit) is the operator's, not an agent's"`
 	// Fresh (restart) starts a new conversation for an agent that resumes
 	// its session (resume = true, DESIGN §17).
-	Fresh bool `json:"fresh,omitempty" jsonschema:"restart only: start a new conversation instead of resuming the agent's session"`
+	Fresh bool `json:"fresh,omitempty" jsonschema:"start a new agent conversation, not resume it" mcp:"only=restart"`
 }
 
 // ActionResult is the answer of start, stop, restart and use_profile.

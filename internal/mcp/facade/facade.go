@@ -52,7 +52,7 @@ var registry = func() []Tool {
 		if sp.Tool == nil {
 			continue
 		}
-		schema, err := inputSchema(sp.Args)
+		schema, err := inputSchema(sp.Args, sp.Op)
 		if err != nil {
 			panic(fmt.Sprintf("facade: tool %s: %v", sp.Tool.Name, err))
 		}

@@ -18,8 +18,10 @@ import (
 // is refused: additionalProperties false), a field's `jsonschema` tag is its
 // description, and its api.SchemaTag tag its bounds and whether it is
 // required. A field hidden from the facade (`mcp:"-: why"`) is left out and
-// must say why.
-func inputSchema(args reflect.Type) (json.RawMessage, error) {
+// must say why; a field of an argument type several ops share that only
+// one of them reads (`mcp:"only=OP"`) is left out of the others' tools, so
+// a model is not offered an argument that does nothing.
+func inputSchema(args reflect.Type, op string) (json.RawMessage, error) {
 	s, err := jsonschema.ForType(args, nil)
 	if err != nil {
 		return nil, err
@@ -28,7 +30,12 @@ func inputSchema(args reflect.Type) (json.RawMessage, error) {
 		s.Properties = map[string]*jsonschema.Schema{}
 	}
 	s.Required = nil
-	for _, f := range argFields(args) {
+	for _, f := range argFields(args, op) {
+		if f.only != "" {
+			if _, ok := api.SpecOf(f.only); !ok {
+				return nil, fmt.Errorf("field %s: %s only=%q names no op", f.goName, api.SchemaTag, f.only)
+			}
+		}
 		if f.hidden {
 			if f.reason == "" {
 				return nil, fmt.Errorf("field %s is hidden from the facade without a reason (%s:\"-: why\")", f.goName, api.SchemaTag)
@@ -52,7 +59,7 @@ func inputSchema(args reflect.Type) (json.RawMessage, error) {
 			}
 		}
 	}
-	if err := checkProperties(args, s); err != nil {
+	if err := checkProperties(args, op, s); err != nil {
 		return nil, err
 	}
 	return json.Marshal(s)
@@ -64,10 +71,14 @@ type argField struct {
 	kind         reflect.Kind
 	hidden       bool
 	reason       string
-	opts         []string
+	// only is the op whose tool alone has the field (only=OP), if any.
+	only string
+	opts []string
 }
 
-func argFields(t reflect.Type) []argField {
+// argFields are the JSON fields of t as op's tool sees them: a field
+// another op's only (only=OP) is hidden, with that as its reason.
+func argFields(t reflect.Type, op string) []argField {
 	var out []argField
 	for _, sf := range reflect.VisibleFields(t) {
 		if sf.Anonymous || !sf.IsExported() {
@@ -89,6 +100,14 @@ func argFields(t reflect.Type) []argField {
 				f.opts = strings.Split(tag, ",")
 			}
 		}
+		for _, opt := range f.opts {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(opt), "only="); ok {
+				f.only = v
+			}
+		}
+		if f.only != "" && f.only != op {
+			f.hidden, f.reason = true, "an argument of harness_"+f.only+" only"
+		}
 		out = append(out, f)
 	}
 	return out
@@ -108,6 +127,8 @@ func applyOpt(s, p *jsonschema.Schema, f argField, opt string) error {
 	switch key {
 	case "required":
 		s.Required = append(s.Required, f.name)
+	case "only":
+		// Read by argFields: the field is on this op's tool.
 	case "minLength":
 		var n int
 		if n, err = strconv.Atoi(val); err == nil {
@@ -140,13 +161,13 @@ func applyOpt(s, p *jsonschema.Schema, f argField, opt string) error {
 	return err
 }
 
-// checkProperties holds a schema to its argument type both ways: every
-// JSON field is a property unless hidden with a reason, and every property
-// is a field. The derivation guarantees it; the check is what a hand-edited
+// checkProperties holds op's schema to its argument type both ways: every
+// JSON field is a property unless hidden with a reason (or another op's
+// only), and every property is a field. The derivation guarantees it; the check is what a hand-edited
 // or half-derived schema fails (and the test shows it does).
-func checkProperties(args reflect.Type, s *jsonschema.Schema) error {
+func checkProperties(args reflect.Type, op string, s *jsonschema.Schema) error {
 	fields := map[string]bool{}
-	for _, f := range argFields(args) {
+	for _, f := range argFields(args, op) {
 		fields[f.name] = true
 		_, has := s.Properties[f.name]
 		switch {

@@ -108,13 +108,16 @@ func (l *live) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	return l.callTool(ctx, req), nil
 }
 
+// facadeTool is t as a session lists it. Only a read tool carries
+// annotations (readOnlyHint): a write or input tool's would be
+// {"idempotentHint":false,"readOnlyHint":false}, the defaults, bytes in
+// every listing that tell a model nothing.
 func facadeTool(t facade.Tool) *mcp.Tool {
-	return &mcp.Tool{
-		Name:        t.Name,
-		Description: t.Description,
-		InputSchema: t.InputSchema,
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: t.Class == api.Read},
+	mt := &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+	if t.Class == api.Read {
+		mt.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true}
 	}
+	return mt
 }
 
 func toolName(t *mcp.Tool) string {
