@@ -386,3 +386,25 @@ func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
 		}
 	})
 }
+
+// TestAgent_TheLoopGuardEndsAnAgentRepeatingItself: the real Claude Code,
+// scripted to run the same shell command again and again, is ended by
+// loop_guard = 3 at the third same call in a row (seen through its
+// PreToolUse hook), with outcome loop and the call named in the run.
+func TestAgent_TheLoopGuardEndsAnAgentRepeatingItself(t *testing.T) {
+	spec := claudeSpec
+	spec.args = nil
+	rf := newRunFleet(t, spec, "restart = \"no\"\nprompt = \"Check the status.\"\napproval = \"auto\"\nloop_guard = 3\nmcp_wire = false")
+	for range 8 {
+		rf.api.Script(modelapi.Turn{Shell: "echo looping"})
+	}
+	tr, out := rf.trigger()
+	r := rf.lastRun()
+	if tr.Outcome != api.RunLoop || r.Outcome != api.RunLoop || !strings.Contains(r.Note, "3 times in a row") ||
+		!strings.Contains(r.Note, "Bash") || !strings.Contains(r.Note, "echo looping") {
+		t.Fatalf("trigger %+v %s\nrun %+v\nlog:\n%s", tr, out, r, rf.log())
+	}
+	if n := len(rf.api.MainRequests()); n < 3 || n > 5 {
+		t.Errorf("%d main requests: the guard ended it late or early", n)
+	}
+}

@@ -214,6 +214,9 @@ func claudeHook(event string, m map[string]any) HookSignal {
 	switch event {
 	case "UserPromptSubmit", "PreToolUse", "PostToolUse":
 		sig.State = api.AgentWorking
+		if event == "PreToolUse" {
+			sig.Tool = toolCall(str(m, "tool_name"), m["tool_input"])
+		}
 	case "PermissionRequest":
 		sig.State, sig.WaitingFor = api.AgentWaiting, api.WaitingPermission
 		if t := str(m, "tool_name"); t != "" {

@@ -21,6 +21,9 @@ type HookSignal struct {
 	// set when the payload carries them.
 	SessionID  string
 	Transcript string
+	// Tool is the tool call about to run (its name and its input, as
+	// one string): what the loop guard compares (DESIGN §17).
+	Tool string
 }
 
 // MaxHookPayload bounds the payload a hook call may carry.

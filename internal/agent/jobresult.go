@@ -65,3 +65,20 @@ func usageLimit(text string, now time.Time) (time.Time, bool) {
 	until, _ := ParseReset(text, now)
 	return until, true
 }
+
+// toolCall is a tool call as the loop guard compares it: the name and the
+// input as compact JSON (encoding/json sorts map keys), clipped.
+func toolCall(name string, input any) string {
+	if name == "" {
+		return ""
+	}
+	b, err := json.Marshal(input)
+	if err != nil || input == nil {
+		return name
+	}
+	s := name + " " + string(b)
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}

@@ -86,6 +86,8 @@ func (d *decoder) agentRunKey(k string, kp []string, val any, a *AgentRun) bool 
 				d.add(kp, `invalid on_limit %q (want "park", "stop" or "ignore")`, s)
 			}
 		}
+	case "loop_guard":
+		a.LoopGuard = d.count(kp, val, 2, 10000)
 	default:
 		return false
 	}
@@ -110,7 +112,7 @@ func (d *decoder) checkAgentRun(path []string, t map[string]any, h *Harness) {
 		d.add(child(path, "prompt_file"), "cannot be combined with prompt")
 	}
 	if h.Agent == agent.Generic {
-		for _, k := range []string{"prompt", "prompt_file", "model", "approval", "max_turns", "resume", "on_limit"} {
+		for _, k := range []string{"prompt", "prompt_file", "model", "approval", "max_turns", "resume", "on_limit", "loop_guard"} {
 			if _, ok := t[k]; ok {
 				d.warn(child(path, k), "has no effect: %q is a generic harness (set agent = \"claude-code\", \"codex\" or \"gemini\")", h.Cmd)
 			}

@@ -19,6 +19,7 @@ approval = "auto"
 max_turns = 12
 resume = true
 on_limit = "stop"
+loop_guard = 5
 
 [harness.pair]
 cmd = "gemini"
@@ -29,7 +30,7 @@ prompt = "hello"
 	}
 	n := cfg.Harnesses["nightly"].AgentRun
 	want := AgentRun{PromptFile: "review.md", Model: "claude-sonnet", Approval: agent.ApprovalAuto, MaxTurns: 12,
-		Resume: true, OnLimit: OnLimitStop}
+		Resume: true, OnLimit: OnLimitStop, LoopGuard: 5}
 	if n != want || !n.HasPrompt() {
 		t.Fatalf("nightly: %+v", n)
 	}
@@ -53,6 +54,8 @@ func TestAgentRunBadInputNamesFileAndLine(t *testing.T) {
 			`harness.toml:4: harness.a.prompt_file: cannot be combined with prompt`},
 		{"negative max_turns", "[harness.a]\ncmd='claude'\nmax_turns = -1\n",
 			`harness.toml:3: harness.a.max_turns: -1 is out of range (want 1..100000)`},
+		{"loop_guard of one", "[harness.a]\ncmd='claude'\nloop_guard = 1\n",
+			`harness.toml:3: harness.a.loop_guard: 1 is out of range (want 2..10000)`},
 		{"empty prompt", "[harness.a]\ncmd='claude'\nprompt = ' '\n",
 			`harness.toml:3: harness.a.prompt: is empty`},
 	} {

@@ -14,6 +14,7 @@ import (
 	"github.com/harness-dev/harness/internal/cgroup"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/hold"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/runs"
@@ -44,6 +45,11 @@ type unit struct {
 	hold unitHold
 	// worked is the last run whose agent was seen working (limit.go).
 	worked atomic.Uint64
+	// repeats counts the agent's same tool call in a row (loop_guard).
+	repeats struct {
+		sync.Mutex
+		r hold.Repeats
+	}
 }
 
 // unitTables is the configuration of one unit: exactly one of h and up.

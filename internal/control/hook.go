@@ -48,6 +48,9 @@ func (c *Control) Hook(_ context.Context, a api.HookArgs) (api.HookResult, error
 	if !live {
 		return api.HookResult{}, errcode.Errorf(errcode.NotRunning, "hook: run %d of %s is not its current run", run, name)
 	}
+	if sig.Tool != "" {
+		c.guardLoop(u, h.AgentRun.LoopGuard, run, sig.Tool)
+	}
 	if sig.SessionID != "" || sig.State == api.AgentReady {
 		// The session goes on the run; at the end of a turn the
 		// transcript's model, tokens and cost do too, read off this call.

@@ -107,3 +107,22 @@ func (c *Control) limitedUntil(name string) (time.Time, string) {
 	}
 	return time.Time{}, ""
 }
+
+// guardLoop counts call, made by run's agent, and ends the run with
+// outcome loop, naming the call, when it is the limit-th same call in a
+// row (loop_guard, DESIGN §17; 0: off).
+func (c *Control) guardLoop(u *unit, limit int, run uint64, call string) {
+	u.repeats.Lock()
+	u.repeats.r = u.repeats.r.Next(run, call)
+	r := u.repeats.r
+	u.repeats.Unlock()
+	if !r.Tripped(limit) {
+		return
+	}
+	note := fmt.Sprintf("loop guard: the same tool call %d times in a row: %s", r.N, call)
+	go func() {
+		if err := u.sup.EndRun(context.Background(), run, api.RunLoop, note); err != nil {
+			c.log.Error("loop guard: end run", logkey.Unit, u.name, logkey.Err, err)
+		}
+	}()
+}

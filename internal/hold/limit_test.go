@@ -84,3 +84,28 @@ func TestScenario_AUsageLimitHoldsUntilItsReset(t *testing.T) {
 		}
 	})
 }
+
+func TestRepeatsTripOnTheNthSameCallInARow(t *testing.T) {
+	var r Repeats
+	for i, step := range []struct {
+		run     uint64
+		call    string
+		n       int
+		tripped bool
+	}{
+		{1, `Bash {"command":"ls"}`, 1, false},
+		{1, `Bash {"command":"ls"}`, 2, false},
+		{1, `Bash {"command":"pwd"}`, 1, false}, // another call: counted anew
+		{1, `Bash {"command":"pwd"}`, 2, false},
+		{1, `Bash {"command":"pwd"}`, 3, true},
+		{2, `Bash {"command":"pwd"}`, 1, false}, // a new run starts over
+	} {
+		r = r.Next(step.run, step.call)
+		if r.N != step.n || r.Tripped(3) != step.tripped {
+			t.Errorf("step %d: %+v tripped %v", i, r, r.Tripped(3))
+		}
+	}
+	if r.Tripped(0) {
+		t.Error("loop_guard 0 trips")
+	}
+}
