@@ -132,6 +132,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 	// The one masker (DESIGN §22): control loads it with the fleet's
 	// secrets at every applied configuration.
 	masker := mask.New()
+	// A job's result and a run's note are the agent's words: masked
+	// before the run history keeps them.
+	runStore.SetMask(masker.Func())
 	calls, err := openCallLog(paths.StateDir, log, masker)
 	if err != nil {
 		return err

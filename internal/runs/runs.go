@@ -81,6 +81,7 @@ type Store struct {
 	mu      sync.Mutex
 	f       *os.File
 	now     func() time.Time
+	mask    func(string) string // nil: none (SetMask)
 	runs    map[uint64]*Run
 	byUnit  map[string][]uint64 // ascending ids per unit
 	nextID  uint64
@@ -247,6 +248,23 @@ func (s *Store) SetClock(now func() time.Time) {
 	s.now = now
 }
 
+// SetMask makes the store mask what an agent or a program wrote before
+// it is kept (a job's result, an ending's note): the file is a state file,
+// and the daemon's masker knows the fleet's secrets (DESIGN §22).
+func (s *Store) SetMask(mask func(string) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mask = mask
+}
+
+// masked is text as the store keeps it. Called under mu.
+func (s *Store) masked(text string) string {
+	if s.mask == nil || text == "" {
+		return text
+	}
+	return s.mask(text)
+}
+
 // Begin records a new run of unit, started now. Its id is above every id
 // this store's file has ever held, also across re-Open.
 func (s *Store) Begin(unit string, cause Cause) (Run, error) {
@@ -349,7 +367,7 @@ func (s *Store) SetAgent(id uint64, a api.RunAgent) error {
 		r.CostUSD = a.CostUSD
 	}
 	if a.Result != "" {
-		r.Result = clip(a.Result, api.MaxResultBytes)
+		r.Result = clip(s.masked(a.Result), api.MaxResultBytes)
 	}
 	if err := s.persist(*r); err != nil {
 		return fmt.Errorf("runs: set agent of %d: %w", id, err)
@@ -450,7 +468,7 @@ func (s *Store) end(r *Run, e Ending) {
 		r.ExitCode = &c
 	}
 	r.Signal = e.Signal
-	r.Outcome, r.Note = e.Outcome, e.Note
+	r.Outcome, r.Note = e.Outcome, s.masked(e.Note)
 	if r.Outcome == "" {
 		r.Outcome = api.ExitOutcome(e.ExitCode, e.Signal)
 	}

@@ -1,0 +1,51 @@
+package runs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/harness-dev/harness/internal/api"
+)
+
+// TestScenario_AJobsResultAndNoteAreMaskedBeforeTheHistoryKeepsThem: an
+// agent's answer (a job's result) and the note taken from it may quote a
+// secret of the fleet; with a mask set, neither the run nor the file holds
+// it.
+func TestScenario_AJobsResultAndNoteAreMaskedBeforeTheHistoryKeepsThem(t *testing.T) {
+	const secret = "sk-live-0123456789abcdef"
+	path := filepath.Join(t.TempDir(), "runs.jsonl")
+	s := openT(t, path, 0)
+	s.SetMask(func(text string) string { return strings.ReplaceAll(text, secret, "[masked]") })
+	r, err := s.Begin("job", api.CauseSchedule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetAgent(r.ID, api.RunAgent{Result: "the key is " + secret}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(r.ID, Ending{Outcome: api.RunFailed, Note: "API error: bad key " + secret}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.Record("job", api.CauseSchedule, api.RunHeld, "held: "+secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint64{r.ID, held.ID} {
+		got, _ := s.Get(id)
+		if strings.Contains(got.Result+got.Note, secret) || !strings.Contains(got.Result+got.Note, "[masked]") {
+			t.Errorf("run %d: result %q note %q", id, got.Result, got.Note)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), secret) {
+		t.Errorf("the file holds the secret:\n%s", b)
+	}
+}
