@@ -13,7 +13,8 @@ import (
 
 // TestScenario_AnUnknownNameIsAnsweredWithTheNamesThereAre: a mistyped
 // name gets unknown_harness with up to ten of the names there are (harnesses
-// and upstreams, in order) and how many more, or that there are none.
+// and upstreams, in order) and how many more, or that there are none; no
+// error message repeats its code.
 func TestScenario_AnUnknownNameIsAnsweredWithTheNamesThereAre(t *testing.T) {
 	var cfg strings.Builder
 	for i := range 12 {
@@ -26,9 +27,17 @@ func TestScenario_AnUnknownNameIsAnsweredWithTheNamesThereAre(t *testing.T) {
 	if code != "unknown_harness" || !strings.Contains(msg, want) {
 		t.Errorf("describe nope: %s %q, want unknown_harness %q", code, msg, want)
 	}
+	// The code is in its field, not repeated in the message; a person
+	// reads it once, after the message.
+	for _, args := range [][]string{{"describe", "nope"}, {"start"}, {"trigger", "h01"}, {"send", "h01", "--key", "NoSuchKey"}} {
+		b := f.jsonError(args...)
+		if b.Code == "" || strings.Contains(b.Message, string(b.Code)) {
+			t.Errorf("harness %s --json: message %q repeats its code %s", strings.Join(args, " "), b.Message, b.Code)
+		}
+	}
 	_, errOut, _ := f.run("stop", "h0")
-	if !strings.Contains(errOut, "h00, h01") {
-		t.Errorf("stop h0: %q names no harness", errOut)
+	if !strings.Contains(errOut, "h00, h01") || !strings.HasSuffix(strings.TrimSpace(errOut), "more) (unknown_harness)") {
+		t.Errorf("stop h0: %q", errOut)
 	}
 
 	e := newFleet(t, "")

@@ -76,7 +76,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		b, _ := json.Marshal(map[string]errcode.Body{"error": errcode.BodyOf(err)})
 		fmt.Fprintln(stdout, string(b))
 	} else {
-		fmt.Fprintln(stderr, "harness:", err)
+		// The message, then the code when it carries one.
+		if code := errcode.Of(err); code != errcode.Internal {
+			fmt.Fprintf(stderr, "harness: %s (%s)\n", errcode.Message(err), code)
+		} else {
+			fmt.Fprintln(stderr, "harness:", errcode.Message(err))
+		}
 	}
 	return 1
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -152,9 +153,24 @@ type Body struct {
 	Message string `json:"message"`
 }
 
-// BodyOf renders err for the wire.
+// BodyOf renders err for the wire: its code, and its message without the
+// code word (Message).
 func BodyOf(err error) Body {
-	return Body{Code: Of(err), Message: err.Error()}
+	return Body{Code: Of(err), Message: Message(err)}
+}
+
+// Message is err's text without the code word its sentinel puts at the
+// end (`no harness named "x": unknown_harness` reads `no harness named
+// "x"`): the code has a field of its own wherever a message goes. A bare
+// sentinel keeps its code, the only thing it says.
+func Message(err error) string {
+	msg := err.Error()
+	if c := Of(err); c != "" {
+		if m, ok := strings.CutSuffix(msg, ": "+string(c)); ok && m != "" {
+			return m
+		}
+	}
+	return msg
 }
 
 // QuoteMax is how many bytes of a caller's value an error message echoes.
