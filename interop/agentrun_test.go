@@ -408,3 +408,28 @@ func TestAgent_TheLoopGuardEndsAnAgentRepeatingItself(t *testing.T) {
 		t.Errorf("%d main requests: the guard ended it late or early", n)
 	}
 }
+
+// TestAgent_MaxCostPerDayHoldsTheNextRun: a job of the real Claude Code
+// whose run costs more than max_cost_per_day (the cost Claude Code reports
+// for the scripted token counts) is held at its next firing, until
+// midnight, with outcome held.
+func TestAgent_MaxCostPerDayHoldsTheNextRun(t *testing.T) {
+	spec := claudeSpec
+	spec.args = nil
+	rf := newRunFleet(t, spec, "restart = \"no\"\nprompt = \"Summarise.\"\nmax_cost_per_day = 0.01\nmcp_wire = false")
+	rf.api.Script(modelapi.Turn{Text: "A long summary.", Usage: modelapi.Usage{Input: 200000, Output: 2000}})
+	if tr, out := rf.trigger(); tr.Outcome != api.RunOK {
+		t.Fatalf("first run: %+v %s", tr, out)
+	}
+	if r := rf.lastRun(); r.CostUSD <= 0.01 {
+		t.Fatalf("the first run cost %v: the budget test needs more", r.CostUSD)
+	}
+	tr, out := rf.trigger()
+	r := rf.lastRun()
+	if r.Outcome != api.RunHeld || !strings.Contains(r.Note, "max_cost_per_day") || !strings.Contains(out, "held") {
+		t.Fatalf("second firing: %+v %s\nrun %+v", tr, out, r)
+	}
+	if row := rf.unitRow(); row.Hold == nil || row.Hold.Reason != api.HoldBudget || row.Hold.Until == nil {
+		t.Errorf("row %+v", row)
+	}
+}

@@ -94,6 +94,9 @@ func (d *decoder) count(kp []string, val any, lo, hi int64) int {
 type HoldControls struct {
 	Hours         *hold.Hours
 	MaxRunsPerDay int
+	// MaxCostPerDay (max_cost_per_day, USD; 0: no bound) bounds what the
+	// runs since local midnight cost, as their agents report it.
+	MaxCostPerDay float64
 }
 
 // holdKey decodes one hold key into h and reports whether k was one.
@@ -109,6 +112,20 @@ func (d *decoder) holdKey(k string, kp []string, val any, h *HoldControls) bool 
 		}
 	case "max_runs_per_day":
 		h.MaxRunsPerDay = d.count(kp, val, 1, 1000000)
+	case "max_cost_per_day":
+		switch n := val.(type) {
+		case float64:
+			h.MaxCostPerDay = n
+		case int64:
+			h.MaxCostPerDay = float64(n)
+		default:
+			d.add(kp, "must be a number of US dollars, not %s", tomlType(val))
+			return true
+		}
+		if !(h.MaxCostPerDay > 0) || h.MaxCostPerDay > 1e6 {
+			d.add(kp, "%v is out of range (want more than 0, at most 1000000 US dollars)", val)
+			h.MaxCostPerDay = 0
+		}
 	default:
 		return false
 	}

@@ -18,6 +18,7 @@ catch_up = true
 keep_runs = 7
 hours = "Mon-Fri 08:00-19:00"
 max_runs_per_day = 4
+max_cost_per_day = 12.5
 
 [harness.once]
 cmd = "sh"
@@ -34,7 +35,7 @@ cmd = "sleep"
 	if n.Timeout != 90*time.Second || n.OnOverlap != OverlapQueue || !n.CatchUp || n.KeepRuns != 7 {
 		t.Fatalf("nightly: %+v", n)
 	}
-	if hs := cfg.Harnesses["nightly"].Holds; hs.Hours == nil || hs.Hours.String() != "Mon-Fri 08:00-19:00" || hs.MaxRunsPerDay != 4 {
+	if hs := cfg.Harnesses["nightly"].Holds; hs.Hours == nil || hs.Hours.String() != "Mon-Fri 08:00-19:00" || hs.MaxRunsPerDay != 4 || hs.MaxCostPerDay != 12.5 {
 		t.Fatalf("nightly holds: %+v", hs)
 	}
 	if o := cfg.Harnesses["once"].Job; o.Timeout != 500*time.Millisecond || o.OnOverlap != OverlapSkip {
@@ -61,6 +62,8 @@ func TestJobControlsBadInputNamesFileAndLine(t *testing.T) {
 			`harness.toml:3: harness.j.hours: invalid hours "Mon-Fry 08:00-19:00": unknown day in "Mon-Fry" (want Mon, Tue, Wed, Thu, Fri, Sat, Sun)`},
 		{"negative budget", "[harness.j]\ncmd='x'\nmax_runs_per_day = -2\n",
 			`harness.toml:3: harness.j.max_runs_per_day: -2 is out of range (want 1..1000000)`},
+		{"negative cost budget", "[harness.j]\ncmd='x'\nmax_cost_per_day = -0.5\n",
+			`harness.toml:3: harness.j.max_cost_per_day: -0.5 is out of range (want more than 0, at most 1000000 US dollars)`},
 		{"zero agents", "[daemon]\nmax_concurrent_agents = 0\n",
 			`harness.toml:2: daemon.max_concurrent_agents: 0 is out of range (want 1..10000)`},
 		{"timeout on a service", "[harness.s]\ncmd='x'\n\ntimeout = 5\n",

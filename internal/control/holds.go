@@ -35,7 +35,7 @@ func holdLimits(u *unit) (hold.Limits, bool) {
 	if h == nil {
 		return hold.Limits{}, false
 	}
-	return hold.Limits{Hours: h.Holds.Hours, MaxRunsPerDay: h.Holds.MaxRunsPerDay,
+	return hold.Limits{Hours: h.Holds.Hours, MaxRunsPerDay: h.Holds.MaxRunsPerDay, MaxCostPerDay: h.Holds.MaxCostPerDay,
 		Agent: h.Agent != "" && h.Agent != "generic"}, true
 }
 
@@ -49,6 +49,9 @@ func (c *Control) holdOf(u *unit, now time.Time) *api.Hold {
 	use.LimitedUntil, use.LimitNote = c.limitedUntil(u.name)
 	if l.MaxRunsPerDay > 0 {
 		use.RunsToday = c.runsSince(u.name, hold.StartOfDay(now))
+	}
+	if l.MaxCostPerDay > 0 {
+		use.CostToday = c.costSince(u.name, hold.StartOfDay(now))
 	}
 	if l.Agent {
 		if use.MaxAgents = int(c.holds.maxAgents.Load()); use.MaxAgents > 0 {
@@ -77,6 +80,18 @@ func (c *Control) runsSince(name string, t time.Time) int {
 		}
 	}
 	return n
+}
+
+// costSince sums what the runs of name started since t cost (cost_usd,
+// as their agents reported it).
+func (c *Control) costSince(name string, t time.Time) float64 {
+	sum := 0.0
+	for _, r := range c.opt.Runs.List(name, 0) {
+		if !r.StartedAt.Before(t) {
+			sum += r.CostUSD
+		}
+	}
+	return sum
 }
 
 // admit refuses a start of u that a hold forbids, unless forced: the

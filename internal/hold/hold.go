@@ -9,8 +9,9 @@ import (
 
 // Limits are one harness's holds from its configuration.
 type Limits struct {
-	Hours         *Hours // nil: any time
-	MaxRunsPerDay int    // 0: no bound
+	Hours         *Hours  // nil: any time
+	MaxRunsPerDay int     // 0: no bound
+	MaxCostPerDay float64 // USD; 0: no bound
 	// Agent: the harness runs an agent, so max_concurrent_agents counts it.
 	Agent bool
 }
@@ -19,6 +20,7 @@ type Limits struct {
 // (local day) and agents running now besides this one.
 type Usage struct {
 	RunsToday   int
+	CostToday   float64 // USD, what today's runs reported
 	OtherAgents int
 	MaxAgents   int // [daemon] max_concurrent_agents; 0: no bound
 	// LimitedUntil is when the usage limit the harness's last run was
@@ -51,6 +53,11 @@ func Evaluate(now time.Time, l Limits, u Usage) *api.Hold {
 		return &api.Hold{Reason: api.HoldBudget, Until: &until,
 			Note: fmt.Sprintf("max_runs_per_day %d reached", l.MaxRunsPerDay)}
 	}
+	if l.MaxCostPerDay > 0 && u.CostToday >= l.MaxCostPerDay {
+		until := StartOfDay(now).AddDate(0, 0, 1)
+		return &api.Hold{Reason: api.HoldBudget, Until: &until,
+			Note: fmt.Sprintf("max_cost_per_day $%g reached ($%.4f spent today)", l.MaxCostPerDay, u.CostToday)}
+	}
 	if l.Agent && u.MaxAgents > 0 && u.OtherAgents >= u.MaxAgents {
 		return &api.Hold{Reason: api.HoldBudget, Note: fmt.Sprintf("max_concurrent_agents %d running", u.MaxAgents)}
 	}
@@ -65,7 +72,7 @@ func NextChange(now time.Time, l Limits) time.Time {
 	if l.Hours != nil {
 		next = l.Hours.Next(now)
 	}
-	if l.MaxRunsPerDay > 0 {
+	if l.MaxRunsPerDay > 0 || l.MaxCostPerDay > 0 {
 		if mid := StartOfDay(now).AddDate(0, 0, 1); next.IsZero() || mid.Before(next) {
 			next = mid
 		}

@@ -109,3 +109,18 @@ func TestRepeatsTripOnTheNthSameCallInARow(t *testing.T) {
 		t.Error("loop_guard 0 trips")
 	}
 }
+
+func TestEvaluateCostBudgetHoldsUntilMidnight(t *testing.T) {
+	now := time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC)
+	l := Limits{MaxCostPerDay: 2.5}
+	if h := Evaluate(now, l, Usage{CostToday: 2.49}); h != nil {
+		t.Fatalf("held below the budget: %+v", h)
+	}
+	h := Evaluate(now, l, Usage{CostToday: 2.5})
+	if h == nil || h.Reason != api.HoldBudget || !h.Until.Equal(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)) || h.Note != "max_cost_per_day $2.5 reached ($2.5000 spent today)" {
+		t.Fatalf("%+v", h)
+	}
+	if n := NextChange(now, l); !n.Equal(*h.Until) {
+		t.Errorf("next change %v", n)
+	}
+}
