@@ -72,6 +72,10 @@ args = ["100000"]
 	fa.waitState("web", "running")
 	fb.waitState("web", "running")
 
+	// "local" is this machine's daemon for any verb, as for top.
+	if out, errOut, code := fa.run("--host", "local", "list", "--json"); code != 0 || !strings.Contains(out, "only-a") {
+		t.Fatalf("--host local list: exit %d: %s%s", code, out, errOut)
+	}
 	// Only top takes several hosts; another verb says so, not picks one.
 	out, _, code := s.runHost("ssh://hosta", "key-a", "--host", "ssh://hostb", "list", "--json")
 	if code == 0 || !strings.Contains(out, "invalid_argument") || !strings.Contains(out, "only top") {

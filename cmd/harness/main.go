@@ -175,7 +175,7 @@ func (g *globals) socketPath() string {
 	if host == "" {
 		host = os.Getenv("HARNESS_HOST")
 	}
-	if host == "" {
+	if host == "" || host == "local" { // "local": this machine's, as top --host local
 		return g.localSocket()
 	}
 	if !strings.Contains(host, "://") {
