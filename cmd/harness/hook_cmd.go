@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harness-dev/harness/internal/agent"
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 )
@@ -33,14 +32,14 @@ run of a harness has; without a live run's token the call is refused.`,
 			if len(args) == 2 {
 				payload = []byte(args[1])
 			} else {
-				b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), agent.MaxHookPayload+1))
+				b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), api.MaxHookPayload+1))
 				if err != nil {
 					return fmt.Errorf("hook: read the payload: %w", err)
 				}
 				payload = b
 			}
-			if len(payload) > agent.MaxHookPayload {
-				return errcode.Errorf(errcode.InvalidArgument, "hook: the payload is over %d bytes", agent.MaxHookPayload)
+			if len(payload) > api.MaxHookPayload {
+				return errcode.Errorf(errcode.InvalidArgument, "hook: the payload is over %d bytes", api.MaxHookPayload)
 			}
 			a := api.HookArgs{Event: args[0], Token: os.Getenv(tokenEnv)}
 			if len(payload) > 0 {

@@ -26,8 +26,9 @@ type HookSignal struct {
 	Tool string
 }
 
-// MaxHookPayload bounds the payload a hook call may carry.
-const MaxHookPayload = 1 << 20
+// MaxHookPayload bounds the payload a hook call may carry
+// (api.MaxHookPayload, which the CLI checks too).
+const MaxHookPayload = api.MaxHookPayload
 
 // ParseHook reads one hook call of the agent: event is the hook event
 // (the argument of `harness hook`), payload its JSON. A payload that is not

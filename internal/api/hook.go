@@ -7,6 +7,10 @@ import "encoding/json"
 // state, authenticated by its run's HARNESS_MCP_TOKEN.
 const OpHook = "hook"
 
+// MaxHookPayload bounds the payload a hook call may carry: `harness hook`
+// refuses a bigger one before it dials, the daemon's adapter again.
+const MaxHookPayload = 1 << 20
+
 // HookArgs are the arguments of `hook`.
 type HookArgs struct {
 	// Event is the agent's hook event ("Stop", "Notification", …).
