@@ -36,6 +36,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -97,6 +98,11 @@ func serveMode(args []string) {
 	}
 	var what string
 	var err error
+	// A claude-code harness gets the agent wiring's --settings=… before its
+	// own args.
+	if i := slices.Index(args, "-serve-agent"); i > 1 {
+		args = append([]string{args[0]}, args[i:]...)
+	}
 	switch {
 	case args[1] == "-serve-relay":
 		what, err = "bench relay", serveRelay(args[2:])

@@ -17,8 +17,8 @@ import (
 // drawn row by row) never flickers it. Together they bound the delay from
 // a screen change to its agent event.
 var (
-	AgentSample   = 40 * time.Millisecond
-	AgentDebounce = 120 * time.Millisecond
+	AgentSample   = 25 * time.Millisecond
+	AgentDebounce = 90 * time.Millisecond
 	// HookHold is how long a state the agent's own hook told stands
 	// against a screen that still shows working or ready otherwise: the
 	// hook is the fresher signal until the agent has redrawn. A screen
