@@ -175,14 +175,15 @@ type Control struct {
 
 	// retiring counts units being stopped after they left the config.
 	retiring sync.WaitGroup
-	// reads counts transcript reads a hook started (recordTranscript);
-	// Close waits for them, so none writes the run history after it.
-	// Added to under mu (read), after a check of closing.
-	reads     sync.WaitGroup
-	closing   atomic.Bool   // set once Close begins
-	dirty     chan struct{} // state file needs writing (capacity 1)
-	stopSaver chan struct{}
-	saverDone chan struct{}
+	// background counts work a call starts and does not wait for (a
+	// Stop hook's transcript read, the loop guard's end of a run): Close
+	// waits for it, so none touches the run history or a unit after.
+	// Added to by goBackground only.
+	background sync.WaitGroup
+	closing    atomic.Bool   // set once Close begins
+	dirty      chan struct{} // state file needs writing (capacity 1)
+	stopSaver  chan struct{}
+	saverDone  chan struct{}
 }
 
 // New builds a Control on a validated configuration. It spawns nothing:
@@ -314,10 +315,28 @@ func (c *Control) Close(ctx context.Context) {
 	wg.Wait()
 	// Units a reload removed may still be stopping.
 	c.retiring.Wait()
-	c.reads.Wait()
+	c.background.Wait()
 	close(c.stopSaver)
 	<-c.saverDone
 	c.writeState()
+}
+
+// goBackground runs f on a goroutine of its own that Close waits for, or
+// not at all (false) once Close has begun. Close sets closing before it
+// takes mu, so work counted here is waited for and work not counted
+// never starts.
+func (c *Control) goBackground(f func()) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closing.Load() {
+		return false
+	}
+	c.background.Add(1)
+	go func() {
+		defer c.background.Done()
+		f()
+	}()
+	return true
 }
 
 // Config returns the configuration in force.

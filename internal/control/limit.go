@@ -120,9 +120,9 @@ func (c *Control) guardLoop(u *unit, limit int, run uint64, call string) {
 		return
 	}
 	note := fmt.Sprintf("loop guard: the same tool call %d times in a row: %s", r.N, call)
-	go func() {
+	c.goBackground(func() {
 		if err := u.sup.EndRun(context.Background(), run, api.RunLoop, note); err != nil {
 			c.log.Error("loop guard: end run", logkey.Unit, u.name, logkey.Err, err)
 		}
-	}()
+	})
 }

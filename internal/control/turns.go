@@ -91,18 +91,7 @@ func (c *Control) recordTranscript(u *unit, h *config.Harness, run uint64, read 
 	if !read || !u.reading.CompareAndSwap(false, true) {
 		return
 	}
-	// Close sets closing before it takes mu, then waits for reads: a
-	// read counted here is waited for, one not counted never starts.
-	c.mu.RLock()
-	if c.closing.Load() {
-		c.mu.RUnlock()
-		u.reading.Store(false)
-		return
-	}
-	c.reads.Add(1)
-	c.mu.RUnlock()
-	go func() {
-		defer c.reads.Done()
+	started := c.goBackground(func() {
 		defer u.reading.Store(false)
 		r, ok := c.opt.Runs.Get(run)
 		if !ok {
@@ -112,7 +101,10 @@ func (c *Control) recordTranscript(u *unit, h *config.Harness, run uint64, read 
 		if tr, err := c.readTranscript(u, h, ad, r); err == nil {
 			c.storeTranscript(ad, run, tr)
 		}
-	}()
+	})
+	if !started {
+		u.reading.Store(false)
+	}
 }
 
 // turnsResult renders a transcript, masked, the newest a.Limit turns.
