@@ -34,6 +34,9 @@ var fleetColumns = []column{
 		if r.kind == rowUpstream {
 			return r.up.State
 		}
+		if r.unit.Hold != nil && r.unit.PID == 0 {
+			return "held" // a held harness that does not run: holdCell says why in the preview
+		}
 		return r.unit.State
 	}},
 	{title: "ACTIVITY", short: "ACT", min: 6, max: 10, drop: 3, cell: activityCell},
@@ -99,6 +102,18 @@ func activityCell(r row, now time.Time) string {
 		return r.unit.Activity
 	}
 	return "-"
+}
+
+// holdCell is a harness's hold: "usage_limit 14:05:00", "hours Mon 08:00"
+// ("-" when none).
+func holdCell(r row, now time.Time) string {
+	if r.kind != rowUnit || r.unit.Hold == nil {
+		return "-"
+	}
+	if r.unit.Hold.Until == nil {
+		return string(r.unit.Hold.Reason)
+	}
+	return string(r.unit.Hold.Reason) + " " + clock(*r.unit.Hold.Until, now)
 }
 
 // agentShown reports whether a row's activity cell shows its agent state

@@ -596,3 +596,29 @@ func TestScenario_AWaitingAgentStandsOut(t *testing.T) {
 		t.Errorf("a generic harness shows %q, want busy", l)
 	}
 }
+
+// TestScenario_AHeldHarnessShowsItsHold: a hold event makes top fetch the
+// harness, whose row then says held and whose preview says why and until
+// when.
+func TestScenario_AHeldHarnessShowsItsHold(t *testing.T) {
+	f := smallFleet()
+	d := newDriver(t, f, 160, 30, nil)
+	d.advance(selectDelay)
+	if l := d.line("beta"); strings.Contains(l, "usage_limit") {
+		t.Fatalf("beta before its hold: %q", l)
+	}
+	until := d.now.Add(20 * time.Second)
+	f.mu.Lock()
+	f.units["beta"].Hold = &api.Hold{Reason: api.HoldUsageLimit, Until: &until}
+	f.mu.Unlock()
+	d.event(api.Event{Kind: api.EventHold, Unit: "beta", Hold: f.units["beta"].Hold})
+	d.advance(time.Second)
+	if l := d.line("beta"); !strings.Contains(l, "held") {
+		t.Fatalf("beta held: %q\n%s", l, d.m.Render())
+	}
+	d.key("down") // select beta: its preview names the hold and until when
+	d.advance(selectDelay)
+	if s := d.screen(); !strings.Contains(s, "held: usage_limit "+clock(until, d.now)) {
+		t.Fatalf("beta's preview:\n%s", s)
+	}
+}

@@ -187,6 +187,9 @@ func (m *Model) renderPreview(lines []string, h int) []string {
 		if st := m.stateOf(m.sel); st != "" {
 			head += " (" + st + ")"
 		}
+		if u, ok := m.units[m.sel]; ok && u.Hold != nil {
+			head += " · held: " + holdCell(row{kind: rowUnit, unit: u}, m.o.Now())
+		}
 	}
 	lines = append(lines, styleFaint.Styled(rule(head, m.width)))
 	return append(lines, m.paneBody(p, h-1, 0)...)
