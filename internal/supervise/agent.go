@@ -24,6 +24,14 @@ var (
 	// hook is the fresher signal until the agent has redrawn. A screen
 	// that shows a dialog, a limit or an error is taken at once.
 	HookHold = time.Second
+	// HookWaitGrace is how long a waiting state a hook told, for an agent
+	// whose dialogs the rules read, waits for the screen to show the
+	// dialog: the hook (Claude Code's PermissionRequest) fires before the
+	// dialog is drawn and carries neither its prompt nor its choices, and
+	// a waiting state without them can be neither answered nor notified
+	// usefully. A dialog that never shows leaves the hook's state
+	// published once the grace is over.
+	HookWaitGrace = 500 * time.Millisecond
 )
 
 // agentTracker derives the agent state of a harness from its screen with
@@ -52,6 +60,9 @@ type agentTracker struct {
 	// hookState is the state the last hook call told, at hookAt.
 	hookState api.AgentState
 	hookAt    time.Time
+	// hookWait is a waiting state a hook told, held for HookWaitGrace
+	// until the screen shows its dialog.
+	hookWait *AgentStatus
 	// session and transcript are the run's agent session as its hooks
 	// said (AgentSession).
 	session, transcript string
@@ -113,7 +124,7 @@ func (t *agentTracker) begin(run uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.run, t.shown, t.cand = run, false, nil
-	t.hookState, t.session, t.transcript = "", "", ""
+	t.hookState, t.hookWait, t.session, t.transcript = "", nil, "", ""
 	if t.timer != nil {
 		t.timer.Stop()
 		t.timer = nil
@@ -186,6 +197,26 @@ func (t *agentTracker) check() {
 	st := t.statusLocked(a, s)
 	cur := t.view.Load()
 	now := t.now()
+	if hw := t.hookWait; hw != nil && st.AgentState != api.AgentWaiting {
+		if left := HookWaitGrace - now.Sub(t.hookAt); left > 0 {
+			// The dialog the hook told of is not drawn yet.
+			t.cand = nil
+			t.timer = time.AfterFunc(min(left, AgentSample), t.check)
+			return
+		}
+		// It never showed: the hook's word stands, as long as a hook's does.
+		t.hookWait, t.cand = nil, nil
+		if cur == nil || !sameAgent(cur, hw) {
+			t.commitLocked(hw)
+		}
+		if left := HookHold - now.Sub(t.hookAt); left > 0 {
+			t.timer = time.AfterFunc(left, t.check)
+		}
+		return
+	}
+	// A dialog on screen (debounced below like any) replaces a held hook
+	// state.
+	t.hookWait = nil
 	if t.hookState != "" && st.AgentState != t.hookState && now.Sub(t.hookAt) < HookHold &&
 		(st.AgentState == api.AgentWorking || st.AgentState == api.AgentReady || st.AgentState == api.AgentStarting) {
 		// The hook is fresher than this screen: look again once it is not.
@@ -240,9 +271,23 @@ func (t *agentTracker) hook(run uint64, sig agent.HookSignal) (AgentStatus, bool
 	if sig.State == api.AgentWaiting && cur != nil && cur.AgentState == api.AgentWaiting {
 		return *cur, true
 	}
-	st := &AgentStatus{AgentView: api.AgentView{Agent: t.adapter.Load().Name, AgentState: sig.State}, RunID: run, Selected: -1}
+	a := t.adapter.Load()
+	st := &AgentStatus{AgentView: api.AgentView{Agent: a.Name, AgentState: sig.State}, RunID: run, Selected: -1}
+	t.hookWait = nil
 	if sig.State == api.AgentWaiting {
 		st.WaitingFor, st.Prompt = sig.WaitingFor, sig.Message
+		if len(a.Rules) > 0 {
+			// Published when the screen shows the dialog, with its prompt
+			// and choices, or after HookWaitGrace.
+			t.hookWait, t.cand = st, nil
+			if t.timer == nil {
+				t.timer = time.AfterFunc(AgentSample, t.check)
+			}
+			if cur == nil {
+				return AgentStatus{}, true
+			}
+			return *cur, true
+		}
 	}
 	t.cand = nil
 	if cur == nil || !sameAgent(cur, st) {

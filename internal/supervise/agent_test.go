@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/agent"
 	"github.com/harness-dev/harness/internal/api"
 )
 
@@ -78,6 +79,84 @@ func TestScenario_AgentStateFromTheScreenWithoutFlicker(t *testing.T) {
 			t.Errorf("event %+v", ev)
 		}
 	}
+}
+
+// agentLateHelper draws Claude Code's ready prompt, and its permission
+// dialog only after a key: the moment between is when Claude Code's
+// PermissionRequest hook has fired and the dialog is not drawn yet.
+func agentLateHelper() {
+	os.Stdout.WriteString("\x1b[H\x1b[2J● Working on it.\r\n────\r\n❯ \r\n────\r\n  ? for shortcuts\r\n")
+	if err := rawStdin(); err != nil {
+		fmt.Println("raw:", err)
+		return
+	}
+	buf := make([]byte, 16)
+	_, _ = os.Stdin.Read(buf)
+	os.Stdout.WriteString("\x1b[H\x1b[2J")
+	for _, l := range []string{"● Bash(touch x)", "", " Bash command", " ╌╌╌╌╌╌╌╌╌╌╌╌", " touch x", " ╌╌╌╌╌╌╌╌╌╌╌╌",
+		" Do you want to proceed?", " ❯ 1. Yes", "   2. No", "", " Esc to cancel"} {
+		os.Stdout.WriteString(l + "\r\n")
+	}
+}
+
+// TestScenario_AWaitingHookWaitsForTheDialogItTellsOf: a permission hook
+// that fires before the dialog is drawn publishes no waiting state
+// without choices: the dialog, once drawn, is the one waiting state, with
+// its prompt and choices (so it can be answered and notified). A hook
+// whose dialog never shows stands once HookWaitGrace is over.
+func TestScenario_AWaitingHookWaitsForTheDialogItTellsOf(t *testing.T) {
+	agentEvents := func(e *env) []string {
+		var out []string
+		for _, ev := range e.rec.all() {
+			if ev.Kind == api.EventAgent {
+				a := ev.Agent
+				out = append(out, string(a.AgentState)+"/"+string(a.WaitingFor)+"/"+a.Prompt+"/"+strings.Join(a.Choices, ","))
+			}
+		}
+		return out
+	}
+	hook := agent.HookSignal{State: api.AgentWaiting, WaitingFor: api.WaitingPermission, Message: "Claude needs your permission to use Bash"}
+	start := func(t *testing.T) *env {
+		cfg := helperCfg("claude", "agentlate", nil)
+		cfg.Agent = "claude-code"
+		e := newEnv(t, cfg)
+		e.start()
+		e.waitFor("ready", func() bool { return slices.Contains(agentEvents(e), "ready///") })
+		return e
+	}
+
+	t.Run("the dialog follows", func(t *testing.T) {
+		e := start(t)
+		if _, ok := e.u.AgentHook(e.u.Status().RunID, hook); !ok {
+			t.Fatal("the hook was not taken for the current run")
+		}
+		if _, err := e.u.Input(t.Context(), []byte("\r")); err != nil {
+			t.Fatal(err)
+		}
+		waiting := "waiting/permission/touch x/Yes,No"
+		e.waitFor("the dialog's waiting", func() bool { return slices.Contains(agentEvents(e), waiting) })
+		for _, s := range agentEvents(e) {
+			if strings.HasPrefix(s, "waiting/") && s != waiting {
+				t.Errorf("a waiting state without the dialog was published: %q (all: %q)", s, agentEvents(e))
+			}
+		}
+		if st := e.u.AgentStatus(); st.Rule == nil || len(st.Choices) != 2 {
+			t.Errorf("AgentStatus %+v: want the dialog's rule and choices", st)
+		}
+	})
+
+	t.Run("no dialog shows", func(t *testing.T) {
+		e := start(t)
+		at := time.Now()
+		if _, ok := e.u.AgentHook(e.u.Status().RunID, hook); !ok {
+			t.Fatal("the hook was not taken for the current run")
+		}
+		want := "waiting/permission/" + hook.Message + "/"
+		e.waitFor("the hook's waiting", func() bool { return slices.Contains(agentEvents(e), want) })
+		if d := time.Since(at); d < HookWaitGrace {
+			t.Errorf("the hook's waiting was published after %v, before the grace of %v", d, HookWaitGrace)
+		}
+	})
 }
 
 // TestScenario_AGenericHarnessFollowsBusyIdle: without an adapter the

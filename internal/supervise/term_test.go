@@ -53,6 +53,8 @@ func runTermHelper(mode string) (int, bool) {
 		}
 	case "agent":
 		agentHelper()
+	case "agentlate":
+		agentLateHelper()
 	default:
 		return runInputHelper(mode)
 	}
