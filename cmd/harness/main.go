@@ -146,6 +146,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(screenCmd(g), waitCmd(g)) // terminals, DESIGN §12
 	root.AddCommand(worktreeCmd(g))           // workspaces, DESIGN §22
 	root.AddCommand(answerCmd(g))             // agents, DESIGN §16
+	root.AddCommand(runCmd(g))                // scratch harnesses, DESIGN §17
 	usageErrorsAreInvalidArguments(root)
 	return root
 }

@@ -115,6 +115,7 @@ var specs = []Spec{
 	spec[WaitArgs, WaitResult](OpWait, Read),
 	spec[NotifyTestArgs, NotifyTestResult](OpNotifyTest, Write),
 	spec[WorktreeRemoveArgs, WorktreeRemoveResult](OpWorktreeRemove, Write),
+	spec[RunArgs, RunResult](OpRun, Write),
 }
 
 // doorClasses are the classes of the door operations (not in specs: no

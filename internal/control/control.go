@@ -424,6 +424,7 @@ var opTable = map[string]opFunc{
 	api.OpScreen:           op((*Control).Screen),
 	api.OpWait:             op((*Control).Wait),
 	api.OpNotifyTest:       op((*Control).NotifyTest),
+	api.OpRun:              op((*Control).Run),
 }
 
 // op adapts a typed operation to the table. Arguments are decoded

@@ -50,6 +50,9 @@ type unit struct {
 		sync.Mutex
 		r hold.Repeats
 	}
+	// scratch marks a harness of `harness run` (scratch.go): not of any
+	// config file, forgotten when it ends. Set before it is registered.
+	scratch bool
 }
 
 // unitTables is the configuration of one unit: exactly one of h and up.
@@ -247,6 +250,9 @@ func (c *Control) admitGlobalLocked(cfg *config.Config) error {
 	if c.closing.Load() {
 		return errcode.Errorf(errcode.DaemonUnavailable, "the daemon is shutting down")
 	}
+	if err := c.scratchClashLocked(cfg); err != nil {
+		return err
+	}
 	for _, name := range sortedKeys(c.projects) {
 		p := c.projects[name]
 		if _, ok := cfg.Harnesses[name]; ok {
@@ -300,7 +306,7 @@ func (c *Control) reconcileLocked(scope string, want map[string]unitSpec, res *a
 	}
 	for _, name := range sortedKeys(c.units) {
 		u := c.units[name]
-		if u.project != scope {
+		if u.project != scope || u.scratch { // a scratch harness is in no file
 			continue
 		}
 		spec, ok := want[name]
@@ -470,6 +476,7 @@ func (c *Control) onEvent(u *unit, ev supervise.Event) {
 	}
 	if u.kind == supervise.KindHarness {
 		c.onAgentLimit(u, ev)
+		c.scratchEnded(u, ev)
 	}
 	if c.opt.OnEvent != nil {
 		c.opt.OnEvent(ev)
@@ -483,7 +490,7 @@ func (c *Control) noteIntent(u *unit, enabled bool) {
 	// A daemon shutdown stops units without changing what the operator
 	// intends: they start again with the next daemon. A unit that left
 	// the config speaks no more for its name, which a new unit may reuse.
-	if c.closing.Load() || u.gone.Load() {
+	if c.closing.Load() || u.gone.Load() || u.scratch { // a scratch harness is never brought back
 		return
 	}
 	c.intentMu.Lock()

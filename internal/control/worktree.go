@@ -40,6 +40,9 @@ func (c *Control) startUnit(ctx context.Context, u *unit, cause runs.Cause) erro
 
 // restartUnit restarts u after making its worktree, if it needs one.
 func (c *Control) restartUnit(ctx context.Context, u *unit, cause runs.Cause) error {
+	if err := refuseScratchRestart(u); err != nil {
+		return err
+	}
 	if err := c.ensureWorktree(ctx, u); err != nil {
 		return err
 	}
@@ -49,6 +52,9 @@ func (c *Control) restartUnit(ctx context.Context, u *unit, cause runs.Cause) er
 // restartFresh is restartUnit starting a new conversation (restart
 // --fresh, DESIGN §17).
 func (c *Control) restartFresh(ctx context.Context, u *unit, cause runs.Cause) error {
+	if err := refuseScratchRestart(u); err != nil {
+		return err
+	}
 	if err := c.ensureWorktree(ctx, u); err != nil {
 		return err
 	}
