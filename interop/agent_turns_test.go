@@ -94,6 +94,43 @@ func TestAgent_TurnsOfRealAgents(t *testing.T) {
 			if r.Model != model {
 				t.Errorf("run record: model %q, want %q", r.Model, model)
 			}
+			// The run carries the tool call with its outcome: in runs
+			// --json, and describe's current run (--json and text).
+			if len(tools) == 1 && (len(r.ToolCalls) != 1 || r.ToolCalls[0] != (api.RunToolCall{Name: tools[0].Name, Outcome: "ok"})) {
+				t.Errorf("runs --json tool calls %+v, want [%s ok]", r.ToolCalls, tools[0].Name)
+			}
+			var d api.Description
+			af.mustJSON(&d, "describe", af.name)
+			if d.CurrentRun == nil || len(d.CurrentRun.ToolCalls) != 1 || d.CurrentRun.ToolCalls[0].Outcome != "ok" {
+				t.Errorf("describe --json current run %+v", d.CurrentRun)
+			}
+			if out, _, _ := af.run("describe", af.name); len(tools) == 1 && !strings.Contains(out, "tool calls:     "+tools[0].Name+" ok") {
+				t.Errorf("describe text lacks the tool call:\n%s", out)
+			}
+
+			if spec.agent == "claude-code" {
+				// A scripted API error is the run's last API error, read
+				// from the transcript (a 429: Claude Code retries other
+				// errors, or falls back to a request without streaming,
+				// and the fallback gets an answer). A 429 is also a usage
+				// limit: the harness stops, held, and the run has ended,
+				// so describe has no current run to show it on.
+				af.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, Message: "scripted bad request " + turnsSecret}})
+				af.ask("Fail now")
+				af.mainRequest(3)
+				// No hook tells of the failed turn: a turns call reads the
+				// transcript and puts what it says on the run.
+				if res := af.waitTurns(func(res api.TurnsResult) bool { return res.LastAPIError != "" }); !strings.Contains(res.LastAPIError, "scripted bad request [masked]") {
+					t.Errorf("turns last API error %q", res.LastAPIError)
+				}
+				r := af.waitRun(run, func(r api.Run) bool { return r.LastAPIError != "" })
+				if !strings.Contains(r.LastAPIError, "scripted bad request [masked]") || strings.Contains(r.LastAPIError, turnsSecret) {
+					t.Errorf("runs --json last API error %q", r.LastAPIError)
+				}
+				if len(r.ToolCalls) != 1 {
+					t.Errorf("runs --json tool calls after the error %+v", r.ToolCalls)
+				}
+			}
 		})
 	}
 }
@@ -131,5 +168,23 @@ func (af *agentFleet) waitRun(id uint64, ok func(api.Run) bool) api.Run {
 		time.Sleep(200 * time.Millisecond)
 	}
 	af.t.Fatalf("run %d never got there: %+v", id, last)
+	return last
+}
+
+// waitTurns polls `harness turns --json` until ok (30 s): the agent
+// writes its transcript after it shows its answer.
+func (af *agentFleet) waitTurns(ok func(api.TurnsResult) bool) api.TurnsResult {
+	af.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var last api.TurnsResult
+	for ctx.Err() == nil {
+		af.mustJSON(&last, "turns", af.name)
+		if ok(last) {
+			return last
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	af.t.Fatalf("turns never got there: %+v", last)
 	return last
 }

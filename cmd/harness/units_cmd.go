@@ -82,6 +82,12 @@ func describeCmd(g *globals) *cobra.Command {
 			}
 			if d.CurrentRun != nil {
 				fmt.Fprintf(w, "current run:    %d (%s, since %s)\n", d.CurrentRun.ID, d.CurrentRun.Cause, when(&d.CurrentRun.StartedAt))
+				if len(d.CurrentRun.ToolCalls) > 0 {
+					fmt.Fprintf(w, "tool calls:     %s\n", toolCallsText(d.CurrentRun.RunAgent))
+				}
+				if d.CurrentRun.LastAPIError != "" {
+					fmt.Fprintf(w, "last api error: %s\n", oneLine(d.CurrentRun.LastAPIError))
+				}
 			}
 			return nil
 		},
@@ -181,4 +187,32 @@ func holdText(h *api.Hold) string {
 		s += " (" + h.Note + ")"
 	}
 	return s
+}
+
+// describeToolCalls is how many of a run's tool calls describe's text
+// names, the newest; --json has the run's whole list.
+const describeToolCalls = 10
+
+// toolCallsText names a run's newest tool calls with their outcomes:
+// "Bash ok, Read error (+3 earlier)".
+func toolCallsText(r api.RunAgent) string {
+	calls, earlier := r.ToolCalls, r.ToolCallsOmitted
+	if n := len(calls) - describeToolCalls; n > 0 {
+		calls, earlier = calls[n:], earlier+n
+	}
+	parts := make([]string, len(calls))
+	for i, c := range calls {
+		parts[i] = c.Name + " " + orDash(c.Outcome)
+	}
+	s := strings.Join(parts, ", ")
+	if earlier > 0 {
+		s += fmt.Sprintf(" (+%d earlier)", earlier)
+	}
+	return s
+}
+
+// oneLine keeps the first line of s.
+func oneLine(s string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return first
 }

@@ -57,7 +57,27 @@ type RunAgent struct {
 	CostUSD float64 `json:"cost_usd,omitempty"`
 	// Result is a job's final answer, clipped (MaxResultBytes).
 	Result string `json:"result,omitempty"`
+	// ToolCalls are the run's tool calls from its transcript, the newest
+	// MaxRunToolCalls, each with its outcome (DESIGN §16).
+	ToolCalls []RunToolCall `json:"tool_calls,omitempty"`
+	// ToolCallsOmitted counts the older tool calls left out.
+	ToolCallsOmitted int `json:"tool_calls_omitted,omitempty"`
+	// LastAPIError is the last model-API error the transcript logged,
+	// masked and clipped (MaxTurnText).
+	LastAPIError string `json:"last_api_error,omitempty"`
 }
+
+// RunToolCall is one tool call of a run: its name and outcome (ok, error,
+// or absent while the agent logged no result). Its arguments are in
+// `turns`, not on the run.
+type RunToolCall struct {
+	Name    string `json:"name"`
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// MaxRunToolCalls bounds RunAgent.ToolCalls: a run record keeps the newest
+// calls, `turns` has them all.
+const MaxRunToolCalls = 50
 
 // MaxResultBytes bounds RunAgent.Result: the run history keeps the
 // answer's head, not a document.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"time"
 
 	"github.com/harness-dev/harness/internal/agent"
 	"github.com/harness-dev/harness/internal/api"
@@ -70,7 +71,12 @@ func (c *Control) readTranscript(u *unit, h *config.Harness, ad *agent.Adapter, 
 // storeTranscript puts what a transcript says about run on the run
 // record (DESIGN §16: runs, describe).
 func (c *Control) storeTranscript(ad *agent.Adapter, id uint64, tr agent.Transcript) {
-	ra := api.RunAgent{SessionID: tr.SessionID, Model: tr.Model, Tokens: tr.Usage}
+	ra := api.RunAgent{SessionID: tr.SessionID, Model: tr.Model, Tokens: tr.Usage, LastAPIError: tr.LastAPIError}
+	for _, t := range tr.Turns {
+		for _, tc := range t.Tools {
+			ra.ToolCalls = append(ra.ToolCalls, api.RunToolCall{Name: tc.Name, Outcome: tc.Outcome})
+		}
+	}
 	if cost, ok := ad.Cost(tr.Model, tr.Usage, nil); ok {
 		ra.CostUSD = cost
 	}
@@ -98,12 +104,46 @@ func (c *Control) recordTranscript(u *unit, h *config.Harness, run uint64, read 
 			return
 		}
 		ad := agent.MustLookup(h.Agent)
+		if _, _, p := u.sup.AgentSession(); p != "" {
+			c.settle(p)
+		}
 		if tr, err := c.readTranscript(u, h, ad, r); err == nil {
 			c.storeTranscript(ad, run, tr)
 		}
 	})
 	if !started {
 		u.reading.Store(false)
+	}
+}
+
+// Settling a transcript: an agent queues its transcript writes, so at the
+// end of a turn (its Stop hook) the file may still lack the turn's last
+// lines. The read waits until the file has not grown for settleQuiet,
+// at most settleMax.
+const (
+	settlePoll  = 50 * time.Millisecond
+	settleQuiet = 300 * time.Millisecond
+	settleMax   = 2 * time.Second
+)
+
+// settle waits until the file at path stops growing (bounded by
+// settleMax, and cut short when the control closes).
+func (c *Control) settle(path string) {
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return -1
+		}
+		return fi.Size()
+	}
+	last, quiet := size(), time.Duration(0)
+	for waited := time.Duration(0); waited < settleMax && quiet < settleQuiet && !c.closing.Load(); waited += settlePoll {
+		time.Sleep(settlePoll)
+		if n := size(); n != last {
+			last, quiet = n, 0
+		} else {
+			quiet += settlePoll
+		}
 	}
 }
 

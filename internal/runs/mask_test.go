@@ -49,3 +49,36 @@ func TestScenario_AJobsResultAndNoteAreMaskedBeforeTheHistoryKeepsThem(t *testin
 		t.Errorf("the file holds the secret:\n%s", b)
 	}
 }
+
+// TestScenario_ARunKeepsItsNewestToolCallsAndAMaskedAPIError: a run from a
+// long conversation keeps the newest MaxRunToolCalls tool calls and counts
+// the rest; the transcript's last API error is masked before the history
+// keeps it.
+func TestScenario_ARunKeepsItsNewestToolCallsAndAMaskedAPIError(t *testing.T) {
+	const secret = "sk-live-0123456789abcdef"
+	path := filepath.Join(t.TempDir(), "runs.jsonl")
+	s := openT(t, path, 0)
+	s.SetMask(func(text string) string { return strings.ReplaceAll(text, secret, "[masked]") })
+	r, err := s.Begin("agent", api.CauseManual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []api.RunToolCall
+	for i := range api.MaxRunToolCalls + 7 {
+		calls = append(calls, api.RunToolCall{Name: "Bash", Outcome: []string{"ok", "error"}[i%2]})
+	}
+	calls[len(calls)-1].Name = "Read"
+	if err := s.SetAgent(r.ID, api.RunAgent{ToolCalls: calls, LastAPIError: "401 bad key " + secret}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Get(r.ID)
+	if len(got.ToolCalls) != api.MaxRunToolCalls || got.ToolCallsOmitted != 7 || got.ToolCalls[len(got.ToolCalls)-1].Name != "Read" {
+		t.Errorf("tool calls: %d kept, %d omitted, last %+v", len(got.ToolCalls), got.ToolCallsOmitted, got.ToolCalls[len(got.ToolCalls)-1])
+	}
+	if got.LastAPIError != "401 bad key [masked]" {
+		t.Errorf("last API error %q", got.LastAPIError)
+	}
+	if b, _ := os.ReadFile(path); strings.Contains(string(b), secret) {
+		t.Errorf("the history file:\n%s", b)
+	}
+}

@@ -369,6 +369,15 @@ func (s *Store) SetAgent(id uint64, a api.RunAgent) error {
 	if a.Result != "" {
 		r.Result = clip(s.masked(a.Result), api.MaxResultBytes)
 	}
+	if len(a.ToolCalls) > 0 {
+		r.ToolCalls, r.ToolCallsOmitted = a.ToolCalls, a.ToolCallsOmitted
+		if n := len(r.ToolCalls) - api.MaxRunToolCalls; n > 0 {
+			r.ToolCalls, r.ToolCallsOmitted = r.ToolCalls[n:], r.ToolCallsOmitted+n
+		}
+	}
+	if a.LastAPIError != "" {
+		r.LastAPIError = clip(s.masked(a.LastAPIError), api.MaxTurnText)
+	}
 	if err := s.persist(*r); err != nil {
 		return fmt.Errorf("runs: set agent of %d: %w", id, err)
 	}
