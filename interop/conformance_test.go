@@ -69,9 +69,11 @@ var conformanceScenarios = map[string]string{
 	"resources-unsubscribe":         "",
 	"prompts-get-embedded-resource": "",
 	"prompts-get-with-image":        "",
+	// harness declares completions because conf does, and forwards
+	// completion/complete of conf's prompt to it (DESIGN §21 passthrough).
+	"completion-complete": "",
 
-	"completion-complete": "no completions: the daemon does not declare the capability (DESIGN §10) nor forward completion/complete to upstreams (not in §21's passthrough), so no upstream could serve it",
-	"server-sse-polling":  "tests the endpoint's own SSE stream being closed mid-call and resumed (SEP-1699), which the daemon's go-sdk handler does not do; an upstream's tool cannot close the daemon's stream (and the scenario is pending in the suite itself)",
+	"server-sse-polling": "tests the endpoint's own SSE stream being closed mid-call and resumed (SEP-1699), which the daemon's go-sdk handler does not do; an upstream's tool cannot close the daemon's stream (and the scenario is pending in the suite itself)",
 }
 
 // TestConformance_OfficialSuiteAgainstTheHTTPEndpoint runs the official MCP
@@ -168,15 +170,30 @@ func TestConformance_OfficialSuiteAgainstTheHTTPEndpoint(t *testing.T) {
 			if passed == 0 {
 				t.Errorf("no check passed:\n%s", out)
 			}
+			if name == "completion-complete" {
+				// The values are conf's for what the suite typed ("test"):
+				// the completion went through harness to the upstream.
+				for _, c := range checks {
+					var d struct {
+						Result struct {
+							Completion struct{ Values []string }
+						}
+					}
+					if err := json.Unmarshal(c.Details, &d); err != nil || !slices.Equal(d.Result.Completion.Values, []string{"test-one", "test-two"}) {
+						t.Errorf("%s: details %s (%v), want conf's values for \"test\"", c.ID, c.Details, err)
+					}
+				}
+			}
 			t.Logf("%d checks passed in %v", passed, time.Since(start).Round(time.Millisecond))
 		})
 	}
 }
 
 type conformanceCheck struct {
-	ID           string `json:"id"`
-	Status       string `json:"status"`
-	ErrorMessage string `json:"errorMessage"`
+	ID           string          `json:"id"`
+	Status       string          `json:"status"`
+	ErrorMessage string          `json:"errorMessage"`
+	Details      json.RawMessage `json:"details"`
 }
 
 // readChecks reads the checks.json the suite wrote under dir.
@@ -271,7 +288,9 @@ type rewrite struct {
 
 // confRewrite maps names and URIs onto upstream key: tools/call names
 // (except the facade's harness_*), prompts/get names (except harness's own
-// prompts), and test:// resource URIs.
+// prompts), test:// resource URIs, and completion/complete refs (every
+// prompt name: harness's own prompts have no completions, and conf lists a
+// prompt of the name the suite completes).
 func confRewrite(key string, own map[string]bool) *rewrite {
 	return &rewrite{key: key, own: own}
 }
@@ -296,6 +315,14 @@ func (rw *rewrite) request(r *http.Request) {
 		case "prompts/get":
 			if name, ok := params["name"].(string); ok && !rw.own[name] {
 				params["name"] = rw.key + "__" + name
+			}
+		case "completion/complete":
+			ref, _ := params["ref"].(map[string]any)
+			if name, ok := ref["name"].(string); ok && ref["type"] == "ref/prompt" {
+				ref["name"] = rw.key + "__" + name
+			}
+			if uri, ok := ref["uri"].(string); ok && ref["type"] == "ref/resource" && strings.HasPrefix(uri, "test://") {
+				ref["uri"] = "harness://" + rw.key + "/" + uri
 			}
 		case "resources/read", "resources/subscribe", "resources/unsubscribe":
 			if uri, ok := params["uri"].(string); ok && strings.HasPrefix(uri, "test://") {

@@ -6,14 +6,15 @@
 // the test_* tools (text, image, audio, embedded resource, mixed content,
 // logging, error, progress, sampling, elicitation, SEP-1034 defaults,
 // SEP-1330 enums), the JSON Schema 2020-12 tool, the test:// resources and
-// template, subscriptions, and the two prompts with non-text content.
+// template, subscriptions, the two prompts with non-text content, and
+// completions of a prompt's and of the template's arguments.
 // harness serves it through its broker as conf__NAME and harness://conf/URI.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import {
   CallToolRequestSchema, ListToolsRequestSchema, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema,
   ReadResourceRequestSchema, SubscribeRequestSchema, UnsubscribeRequestSchema, ListPromptsRequestSchema,
-  GetPromptRequestSchema, ElicitResultSchema, CreateMessageResultSchema,
+  GetPromptRequestSchema, ElicitResultSchema, CreateMessageResultSchema, CompleteRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
 // A 1x1 red PNG and a tiny WAV (44-byte header, two silent samples).
@@ -53,7 +54,7 @@ const tools = [
 ];
 
 const server = new Server({ name: "conformance-upstream", version: "1.0.0" },
-  { capabilities: { tools: {}, logging: {}, resources: { subscribe: true }, prompts: {} } });
+  { capabilities: { tools: {}, logging: {}, resources: { subscribe: true }, prompts: {}, completions: {} } });
 
 server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
 server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
@@ -154,6 +155,13 @@ server.setRequestHandler(UnsubscribeRequestSchema, async (req) => { subscribed.d
 server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [
   { name: "test_prompt_with_embedded_resource", description: "A prompt with an embedded resource", arguments: [{ name: "resourceUri", description: "URI of the resource to embed", required: true }] },
   { name: "test_prompt_with_image", description: "A prompt with an image" },
+  // completion-complete completes arg1 of this prompt; harness's own
+  // (markdown) prompt of the same name answers prompts/get, and offers no
+  // completions (they are an upstream's only).
+  { name: "test_prompt_with_arguments", description: "A prompt with two arguments", arguments: [
+    { name: "arg1", description: "First test argument", required: true },
+    { name: "arg2", description: "Second test argument", required: true },
+  ] },
 ] }));
 server.setRequestHandler(GetPromptRequestSchema, async (req) => {
   if (req.params.name === "test_prompt_with_embedded_resource") {
@@ -169,6 +177,22 @@ server.setRequestHandler(GetPromptRequestSchema, async (req) => {
     ] };
   }
   throw new Error(`no prompt ${req.params.name}`);
+});
+
+// Completions: the values that start with what was typed, so a test sees
+// its own input's effect; the ref names what is completed (this server's own
+// names: harness strips its namespace on the way here).
+const choices = {
+  "ref/prompt test_prompt_with_arguments arg1": ["paris", "park", "party", "test-one", "test-two"],
+  "ref/prompt test_prompt_with_arguments arg2": ["alpha", "beta"],
+  "ref/resource test://template/{id}/data id": ["1", "12", "123", "2"],
+};
+server.setRequestHandler(CompleteRequestSchema, async (req) => {
+  const { ref, argument } = req.params;
+  const all = choices[`${ref.type} ${ref.name ?? ref.uri} ${argument.name}`];
+  if (!all) throw new Error(`no completions for ${ref.type} ${ref.name ?? ref.uri} argument ${argument.name}`);
+  const values = all.filter((v) => v.startsWith(argument.value));
+  return { completion: { values, total: values.length, hasMore: false } };
 });
 
 await server.connect(new StdioServerTransport());

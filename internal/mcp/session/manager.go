@@ -370,9 +370,12 @@ func (m *Manager) buildWith(id Identity, versions []string) *live {
 		},
 		SubscribeHandler:   l.subscribe,
 		UnsubscribeHandler: l.unsubscribe,
+		// Declared only to sessions an upstream completes for
+		// (completionsCapMiddleware).
+		CompletionHandler:  l.complete,
 		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { l.connected.Store(true) },
 	})
-	l.server.AddReceivingMiddleware(l.recordMiddleware, l.callMiddleware, l.firstListMiddleware)
+	l.server.AddReceivingMiddleware(l.recordMiddleware, l.callMiddleware, l.firstListMiddleware, l.completionsCapMiddleware)
 	return l
 }
 
