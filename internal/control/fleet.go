@@ -224,6 +224,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (api.ReloadResult, error)
 	c.finish(ch)
 	c.refreshMask()
 	c.startAll(toStart, api.CauseAutostart, false)
+	c.recheckHolds() // new hold keys may hold or release a harness now
 	if !boot {
 		// At boot the projects are restored next; saving now would
 		// write a state without them.
@@ -443,6 +444,7 @@ func (c *Control) newUnitLocked(name string, ucfg supervise.UnitConfig) (*unit, 
 	deps.OnSecrets = c.maskSpawnSecrets
 	u := &unit{name: name, kind: ucfg.Kind, log: lg, harvest: harvest}
 	deps.OnEvent = func(ev supervise.Event) { c.onEvent(u, ev) }
+	deps.HoldRestart = func() string { return c.restartHold(u, time.Now()) }
 	if ucfg.Kind == supervise.KindUpstream && c.opt.Upstreams != nil {
 		deps.OnLink = c.opt.Upstreams.Serve
 	}

@@ -45,14 +45,7 @@ func (c *Control) holdOf(u *unit, now time.Time) *api.Hold {
 	if !ok {
 		return nil
 	}
-	var use hold.Usage
-	use.LimitedUntil, use.LimitNote = c.limitedUntil(u.name)
-	if l.MaxRunsPerDay > 0 {
-		use.RunsToday = c.runsSince(u.name, hold.StartOfDay(now))
-	}
-	if l.MaxCostPerDay > 0 {
-		use.CostToday = c.costSince(u.name, hold.StartOfDay(now))
-	}
+	use := c.holdUsage(u, l, now)
 	if l.Agent {
 		if use.MaxAgents = int(c.holds.maxAgents.Load()); use.MaxAgents > 0 {
 			for _, o := range c.harnesses() {
@@ -63,6 +56,38 @@ func (c *Control) holdOf(u *unit, now time.Time) *api.Hold {
 		}
 	}
 	return hold.Evaluate(now, l, use)
+}
+
+// holdUsage is what u has used that a hold judges, but for the agent
+// count (which needs the fleet, so c.mu): the usage limit, today's runs
+// and cost. It reads only the run history.
+func (c *Control) holdUsage(u *unit, l hold.Limits, now time.Time) hold.Usage {
+	var use hold.Usage
+	use.LimitedUntil, use.LimitNote = c.limitedUntil(u.name)
+	if l.MaxRunsPerDay > 0 {
+		use.RunsToday = c.runsSince(u.name, hold.StartOfDay(now))
+	}
+	if l.MaxCostPerDay > 0 {
+		use.CostToday = c.costSince(u.name, hold.StartOfDay(now))
+	}
+	return use
+}
+
+// restartHold says why a policy restart of u is held at now ("" when it
+// is not): hours, the day's budget or a usage limit (DESIGN §17). It runs
+// on u's actor, so it takes no c.mu: max_concurrent_agents is not asked
+// (restarting a crashed agent does not add one). The watcher publishes the
+// hold and starts u when it lifts (u stays enabled).
+func (c *Control) restartHold(u *unit, now time.Time) string {
+	l, ok := holdLimits(u)
+	if !ok {
+		return ""
+	}
+	if h := hold.Evaluate(now, l, c.holdUsage(u, l, now)); h != nil {
+		c.recheckHolds() // publish it now
+		return hold.Message(u.name, h)
+	}
+	return ""
 }
 
 // runsSince counts the runs of name that spawned (or tried to) since t:

@@ -465,6 +465,17 @@ func (a *actor) idle() bool { return a.proc == nil && len(a.reaping) == 0 }
 // enabled unit; why says what happened, for the failed message.
 func (a *actor) applyPolicy(e Exit, why string) {
 	d := Decide(a.cfg.Restart, a.hist, e, a.cfg.RestartDelay, a.deps.Limits, a.deps.Rand)
+	if d.Restart && a.deps.HoldRestart != nil {
+		if why := a.deps.HoldRestart(); why != "" {
+			// Held: not a failure of the program, so neither the crash
+			// history nor the restart count moves.
+			a.deps.Log.Event(a.runID, why+": not restarted until the hold lifts")
+			a.deps.Logger.Info("supervise: restart held", logkey.Reason, why)
+			a.cancelRetry()
+			a.setState(StateStopped)
+			return
+		}
+	}
 	a.hist = d.History
 	if d.Reason != "" {
 		a.deps.Log.Event(a.runID, d.Reason)

@@ -124,6 +124,12 @@ type Deps struct {
 	// success; an exit before that, or a reported failure, is a failed
 	// start (an upstream that never completes initialize).
 	AwaitReady bool
+	// HoldRestart, when set, is asked before a policy restart: a
+	// non-empty answer (why) holds the unit instead (DESIGN §17): no
+	// restart is armed or counted, the exit does not count towards
+	// degraded, and the unit stays enabled and stopped, so whoever lifts
+	// the hold starts it. It is called on the actor: it must not block.
+	HoldRestart func() (why string)
 }
 
 // Event kinds: the values of the wire's event kinds.
