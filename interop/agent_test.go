@@ -51,7 +51,7 @@ func newAgentFleet(t *testing.T, spec agentSpec, o modelapi.AgentOptions) *agent
 
 // newAgentFleetEnv is newAgentFleet with extra variables in the agent's
 // environment, the fleet's files under dir, and an env_file unless "".
-func newAgentFleetEnv(t *testing.T, spec agentSpec, o modelapi.AgentOptions, extra map[string]string, dir, envFile string) *agentFleet {
+func newAgentFleetEnv(t *testing.T, spec agentSpec, o modelapi.AgentOptions, extra map[string]string, dir, envFile string, tomlLines ...string) *agentFleet {
 	t.Helper()
 	srv, err := modelapi.Start()
 	if err != nil {
@@ -73,6 +73,9 @@ func newAgentFleetEnv(t *testing.T, spec agentSpec, o modelapi.AgentOptions, ext
 		table := "{ " + strings.Join(kv, ", ") + " }"
 		if envFile != "" {
 			table += fmt.Sprintf("\nenv_file = %q", envFile)
+		}
+		for _, l := range tomlLines {
+			table += "\n" + l
 		}
 		return table
 	}, spec.args...)

@@ -2,6 +2,7 @@ package interop
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,12 @@ func TestAgent_TurnsOfRealAgents(t *testing.T) {
 			if err := os.WriteFile(envFile, []byte("TURNS_SECRET="+turnsSecret+"\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: true}, nil, dir, envFile)
+			// The harness's own price table (prices) covers the models
+			// the scripted server reports, which no adapter's table does
+			// (gpt-5 overridden).
+			price := `{ input = 2, output = 10, cache_read = 0.5, cache_write = 4 }`
+			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: true}, nil, dir, envFile,
+				`prices = { "claude-opus-5" = `+price+`, "gpt-5" = `+price+`, "gemini-3" = `+price+` }`)
 			af.api.Script(modelapi.Turn{Text: "First answer.", Usage: modelapi.Usage{Input: 111, Output: 22, CacheRead: 33, CacheWrite: 44}},
 				modelapi.Turn{Shell: "touch made-by-agent"}, modelapi.Turn{Text: "Made it."})
 			af.screenHas("its prompt", spec.prompt)
@@ -65,6 +71,10 @@ func TestAgent_TurnsOfRealAgents(t *testing.T) {
 				t.Errorf("turns: session %q model %q (want %q) tokens %+v (want %+v) run %d/%d agent %s",
 					res.SessionID, res.Model, model, res.Tokens, want, res.RunID, run, res.Agent)
 			}
+			wantCost := (float64(want.Input)*2 + float64(want.Output)*10 + float64(want.CacheRead)*0.5 + float64(want.CacheWrite)*4) / 1e6
+			if res.CostUSD == nil || math.Abs(*res.CostUSD-wantCost) > 1e-12 {
+				t.Errorf("turns cost_usd %v, want %v from the harness's prices (model %s)", res.CostUSD, wantCost, res.Model)
+			}
 			var texts []string
 			var tools []api.ToolCallInfo
 			for _, turn := range res.Turns {
@@ -91,8 +101,8 @@ func TestAgent_TurnsOfRealAgents(t *testing.T) {
 				}
 			}
 			r := af.waitRun(run, func(r api.Run) bool { return r.SessionID == res.SessionID && r.Tokens == want })
-			if r.Model != model {
-				t.Errorf("run record: model %q, want %q", r.Model, model)
+			if r.Model != model || math.Abs(r.CostUSD-wantCost) > 1e-12 {
+				t.Errorf("run record: model %q (want %q), cost_usd %v (want %v)", r.Model, model, r.CostUSD, wantCost)
 			}
 			// The run carries the tool call with its outcome: in runs
 			// --json, and describe's current run (--json and text).

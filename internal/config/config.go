@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/harness-dev/harness/internal/agent"
 	"github.com/harness-dev/harness/internal/api"
 )
 
@@ -132,6 +133,10 @@ type Harness struct {
 	// an MCP configuration that reaches harness; false leaves the
 	// agent's MCP configuration to the user.
 	MCPWire bool
+	// Prices (prices, prices.go) are model-name prefixes to USD per
+	// million tokens, consulted before the agent's own price table to put
+	// cost_usd on a run; nil when the key is absent.
+	Prices map[string]agent.Price
 	// Job holds timeout, on_overlap, catch_up and keep_runs (jobs.go).
 	Job JobControls
 	// Worktree (worktree.go), nil when the harness has none.

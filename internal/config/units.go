@@ -86,6 +86,8 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 			h.Agent = d.agent(kp, val)
 		case "mcp_wire":
 			h.MCPWire = d.boolean(kp, val)
+		case "prices":
+			h.Prices = d.prices(kp, val)
 		default:
 			d.unknown(kp, val)
 		}

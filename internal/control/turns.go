@@ -48,8 +48,8 @@ func (c *Control) Turns(_ context.Context, a api.TurnsArgs) (api.TurnsResult, er
 		}
 		return api.TurnsResult{}, err
 	}
-	c.storeTranscript(ad, id, tr)
-	return c.turnsResult(a, ad, id, tr), nil
+	c.storeTranscript(h, ad, id, tr)
+	return c.turnsResult(a, h, ad, id, tr), nil
 }
 
 // readTranscript reads the transcript of run: the file its hooks named
@@ -70,14 +70,14 @@ func (c *Control) readTranscript(u *unit, h *config.Harness, ad *agent.Adapter, 
 
 // storeTranscript puts what a transcript says about run on the run
 // record (DESIGN §16: runs, describe).
-func (c *Control) storeTranscript(ad *agent.Adapter, id uint64, tr agent.Transcript) {
+func (c *Control) storeTranscript(h *config.Harness, ad *agent.Adapter, id uint64, tr agent.Transcript) {
 	ra := api.RunAgent{SessionID: tr.SessionID, Model: tr.Model, Tokens: tr.Usage, LastAPIError: tr.LastAPIError}
 	for _, t := range tr.Turns {
 		for _, tc := range t.Tools {
 			ra.ToolCalls = append(ra.ToolCalls, api.RunToolCall{Name: tc.Name, Outcome: tc.Outcome})
 		}
 	}
-	if cost, ok := ad.Cost(tr.Model, tr.Usage, nil); ok {
+	if cost, ok := ad.Cost(tr.Model, tr.Usage, h.Prices); ok {
 		ra.CostUSD = cost
 	}
 	if err := c.opt.Runs.SetAgent(id, ra); err != nil {
@@ -108,7 +108,7 @@ func (c *Control) recordTranscript(u *unit, h *config.Harness, run uint64, read 
 			c.settle(p)
 		}
 		if tr, err := c.readTranscript(u, h, ad, r); err == nil {
-			c.storeTranscript(ad, run, tr)
+			c.storeTranscript(h, ad, run, tr)
 		}
 	})
 	if !started {
@@ -122,8 +122,8 @@ func (c *Control) recordTranscript(u *unit, h *config.Harness, run uint64, read 
 // at most settleMax.
 const (
 	settlePoll  = 50 * time.Millisecond
-	settleQuiet = 300 * time.Millisecond
-	settleMax   = 2 * time.Second
+	settleQuiet = time.Second
+	settleMax   = 3 * time.Second
 )
 
 // settle waits until the file at path stops growing (bounded by
@@ -148,14 +148,14 @@ func (c *Control) settle(path string) {
 }
 
 // turnsResult renders a transcript, masked, the newest a.Limit turns.
-func (c *Control) turnsResult(a api.TurnsArgs, ad *agent.Adapter, run uint64, tr agent.Transcript) api.TurnsResult {
+func (c *Control) turnsResult(a api.TurnsArgs, h *config.Harness, ad *agent.Adapter, run uint64, tr agent.Transcript) api.TurnsResult {
 	m := c.opt.Masker.String
 	res := api.TurnsResult{
 		Name: a.Name, RunID: run, Agent: ad.Name, SessionID: tr.SessionID, Model: tr.Model,
 		Tokens: turnTokens(tr.Usage), LastAPIError: m(clipText(tr.LastAPIError)), Truncated: tr.Truncated,
 		Turns: []api.TurnInfo{},
 	}
-	if cost, ok := ad.Cost(tr.Model, tr.Usage, nil); ok {
+	if cost, ok := ad.Cost(tr.Model, tr.Usage, h.Prices); ok {
 		res.CostUSD = &cost
 	}
 	limit := a.Limit
