@@ -86,7 +86,7 @@ type Ledger struct {
 	path string
 	boot string // stamped on every entry and cgroup added
 	mu   sync.Mutex
-	data ledgerFile // copy on write: a snapshot may be encoded unlocked
+	data ledgerFile // under mu; a write encodes a snapshot of it unlocked
 
 	gen, saved uint64     // under mu: changes made, changes on disk
 	writing    bool       // under mu: the writer goroutine runs
@@ -146,11 +146,10 @@ func (l *Ledger) Add(e LedgerEntry) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e.Boot = l.boot
-	next := l.data
-	next.Entries = slices.DeleteFunc(slices.Clone(l.data.Entries),
+	l.data.Entries = slices.DeleteFunc(l.data.Entries,
 		func(x LedgerEntry) bool { return x.Marker == e.Marker })
-	next.Entries = append(next.Entries, e)
-	l.change(next)
+	l.data.Entries = append(l.data.Entries, e)
+	l.changed()
 	return nil
 }
 
@@ -161,10 +160,9 @@ func (l *Ledger) Remove(marker string) error {
 	if !slices.ContainsFunc(l.data.Entries, func(x LedgerEntry) bool { return x.Marker == marker }) {
 		return nil
 	}
-	next := l.data
-	next.Entries = slices.DeleteFunc(slices.Clone(l.data.Entries),
+	l.data.Entries = slices.DeleteFunc(l.data.Entries,
 		func(x LedgerEntry) bool { return x.Marker == marker })
-	l.change(next)
+	l.changed()
 	return nil
 }
 
@@ -174,21 +172,18 @@ func (l *Ledger) Remove(marker string) error {
 func (l *Ledger) SetMembers(members map[string][]Ident) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	next := l.data
-	next.Entries = slices.Clone(l.data.Entries)
 	changed := false
-	for i, e := range next.Entries {
+	for i, e := range l.data.Entries {
 		m, ok := members[e.Marker]
 		if !ok || slices.Equal(m, e.Members) {
 			continue
 		}
-		next.Entries[i].Members = slices.Clone(m)
+		l.data.Entries[i].Members = slices.Clone(m) // never changed in place: snapshots share it
 		changed = true
 	}
-	if !changed {
-		return nil
+	if changed {
+		l.changed()
 	}
-	l.change(next)
 	return nil
 }
 
@@ -232,12 +227,24 @@ func (l *Ledger) commit(next ledgerFile, what string) error {
 	return nil
 }
 
-// change adopts next and wakes the writer. Called under mu; never waits
-// for the disk.
-func (l *Ledger) change(next ledgerFile) {
-	l.data = next
+// changed wakes the writer after l.data was changed in place. Called
+// under mu; never waits for the disk. Add, Remove and SetMembers change
+// the entries in place, not copy on write: a copy per change made a stop
+// of 1,000 units copy 1,000 entries 1,000 times (most of its CPU time);
+// the writer copies once per write instead (snapshot).
+func (l *Ledger) changed() {
 	l.gen++
 	l.kickLocked()
+}
+
+// snapshot is a copy of l.data that later changes leave alone (entries'
+// Members are replaced, never changed in place). Called under mu.
+func (l *Ledger) snapshot() ledgerFile {
+	d := l.data
+	d.Instances = slices.Clone(d.Instances)
+	d.Entries = slices.Clone(d.Entries)
+	d.Cgroups = slices.Clone(d.Cgroups)
+	return d
 }
 
 func (l *Ledger) kickLocked() {
@@ -280,8 +287,12 @@ func (l *Ledger) save() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	l.mu.Lock()
-	snap, gen := l.data, l.gen
+	gen := l.gen
 	done := gen == l.saved
+	var snap ledgerFile
+	if !done {
+		snap = l.snapshot()
+	}
 	l.mu.Unlock()
 	if done {
 		return nil

@@ -39,6 +39,11 @@ func BecomeSubreaper() error { return nil }
 // environment at all). Processes that vanish or cannot be read are
 // skipped: they are either gone or not ours.
 func scan(match func(string) bool) []procInfo {
+	return scanPIDs(func(_ int, v string) bool { return match(v) }, match == nil)
+}
+
+// scanPIDs is scan with a match that is told whose environ it looks at.
+func scanPIDs(match func(pid int, v string) bool, noEnviron bool) []procInfo {
 	all, err := unix.SysctlKinfoProcSlice("kern.proc.all")
 	if err != nil {
 		slog.Default().Warn("proctree: list processes", logkey.Err, err)
@@ -51,8 +56,9 @@ func scan(match func(string) bool) []procInfo {
 		if p.pid == self || p.pid == 0 {
 			continue
 		}
-		if match != nil && p.live() {
-			p.marked = environMatches(p.pid, match)
+		if !noEnviron && p.live() {
+			pid := p.pid
+			p.marked = environMatches(pid, func(v string) bool { return match(pid, v) })
 		}
 		out = append(out, p)
 	}

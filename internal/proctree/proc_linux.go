@@ -48,6 +48,11 @@ func BecomeSubreaper() error {
 // all). Processes that vanish or
 // cannot be read are skipped: they are either gone or not ours.
 func scan(match func(string) bool) []procInfo {
+	return scanPIDs(func(_ int, v string) bool { return match(v) }, match == nil)
+}
+
+// scanPIDs is scan with a match that is told whose environ it looks at.
+func scanPIDs(match func(pid int, v string) bool, noEnviron bool) []procInfo {
 	d, err := os.Open("/proc")
 	if err != nil {
 		slog.Default().Warn("proctree: open /proc", logkey.Err, err)
@@ -72,8 +77,8 @@ func scan(match func(string) bool) []procInfo {
 		if err != nil {
 			continue
 		}
-		if match != nil && st.live() {
-			st.marked = environMatches(pid, match)
+		if !noEnviron && st.live() {
+			st.marked = environMatches(pid, func(v string) bool { return match(pid, v) })
 		}
 		out = append(out, st)
 	}

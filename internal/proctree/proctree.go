@@ -81,7 +81,7 @@ func FindPrefix(prefix string) []int {
 
 func findMatching(match func(string) bool) []int {
 	var out []int
-	for _, p := range scan(match) {
+	for _, p := range shared.scan(match) {
 		if p.marked {
 			out = append(out, p.pid)
 		}
@@ -104,7 +104,7 @@ func findMatching(match func(string) bool) []int {
 // id pid again is someone else, and then only marker carriers are hit. The
 // daemon's own process group is never signalled.
 func Kill(pid int, marker string, sig syscall.Signal) int {
-	procs := scan(func(v string) bool { return marker != "" && v == marker })
+	procs := shared.scan(func(v string) bool { return marker != "" && v == marker })
 	groups := markedGroups(procs)
 	if pid > 1 && pid != syscall.Getpgrp() {
 		reused := false
