@@ -433,3 +433,92 @@ func TestAgent_MaxCostPerDayHoldsTheNextRun(t *testing.T) {
 		t.Errorf("row %+v", row)
 	}
 }
+
+// mainWith counts the model server's main requests from index from on
+// whose body holds s.
+func (rf *runFleet) mainWith(from int, s string) int {
+	n := 0
+	for _, r := range rf.api.Requests()[from:] {
+		if r.Main && strings.Contains(string(r.Body), s) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitPromptRequest waits for a main request from index from on that
+// carries prompt.
+func (rf *runFleet) waitPromptRequest(af *agentFleet, from int, prompt string) {
+	rf.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, _, err := rf.api.WaitRequest(ctx, from, func(r modelapi.Request) bool {
+		return r.Main && strings.Contains(string(r.Body), prompt)
+	}); err != nil {
+		rf.t.Fatalf("the prompt %q never reached the model after the agent was ready: %v\nscreen %s\nlog:\n%s", prompt, err, af.screen(), rf.log())
+	}
+}
+
+// TestAgent_AnInteractivePromptIsTypedOnceReady: an interactive harness
+// with prompt = "Make the file" starts Claude Code with no prompt
+// argument; once its agent is first ready, harness types the prompt: the
+// model server gets it after the ready, exactly once, and the agent is
+// ready again. A restart starts a new conversation and types it again;
+// with resume = true the resumed conversation is not given it again.
+func TestAgent_AnInteractivePromptIsTypedOnceReady(t *testing.T) {
+	const prompt = "Make the file"
+	for _, resume := range []bool{false, true} {
+		t.Run(fmt.Sprintf("resume=%v", resume), func(t *testing.T) {
+			rf := newRunFleet(t, claudeSpec, fmt.Sprintf("prompt = %q\nresume = %v\nmcp_wire = false", prompt, resume))
+			rf.api.Script(modelapi.Turn{Text: "Made it."}, modelapi.Turn{Text: "Made it again."}, modelapi.Turn{Text: "Fine."})
+			af := rf.agent() // subscribed before the start: the first ready is seen
+			if out, errOut, code := rf.run("start", "a"); code != 0 {
+				t.Fatalf("start: %s%s", out, errOut)
+			}
+			r0 := rf.lastRun()
+			run := r0.ID
+			// The agent starts as an operator starts it: no prompt argument.
+			if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", r0.PID)); err != nil || strings.Contains(string(cmdline), prompt) {
+				t.Errorf("the agent's argv (%v) carries the prompt: %q", err, cmdline)
+			}
+			af.waitAgent("the first ready", func(w agentWait) bool { return w.AgentState == "ready" })
+			rf.waitPromptRequest(af, 0, prompt)
+			af.screenHas("the answer", "Made it.")
+			af.waitState("ready")
+			if n := rf.mainWith(0, prompt); n != 1 {
+				t.Errorf("%d main requests carry the prompt, want 1", n)
+			}
+			if log := rf.log(); strings.Count(log, "prompt typed") != 1 {
+				t.Errorf("want one prompt typed in the log:\n%s", log)
+			}
+
+			before := len(rf.api.Requests())
+			if out, errOut, code := rf.run("restart", "a"); code != 0 {
+				t.Fatalf("restart: %s%s", out, errOut)
+			}
+			if r := rf.lastRun(); r.ID == run {
+				t.Fatalf("no new run after restart: %+v", r)
+			}
+			if !resume {
+				rf.waitPromptRequest(af, before, prompt)
+				af.screenHas("the second answer", "Made it again.")
+				af.waitState("ready")
+				if n := rf.mainWith(before, prompt); n != 1 {
+					t.Errorf("after restart %d main requests carry the prompt, want 1", n)
+				}
+				return
+			}
+			// Resumed: the first request of the new run is ours, and the
+			// prompt is in it only as the earlier turn.
+			r := rf.askAndSee(af, "Anything else?")
+			if n := strings.Count(string(r.Body), prompt); n != 1 {
+				t.Errorf("the resumed request carries the prompt %d times, want once (the earlier turn): %.600s", n, r.Body)
+			}
+			for _, q := range rf.api.Requests()[before:] {
+				if q.Main && !strings.Contains(string(q.Body), "Anything else?") {
+					t.Errorf("a main request of the resumed run before ours: %.400s", q.Body)
+				}
+			}
+		})
+	}
+}

@@ -99,9 +99,10 @@ type Adapter struct {
 // The zero value asks for nothing: the agent starts as the user's own
 // args say.
 type RunOptions struct {
-	// Prompt is the task. For a Job it goes into the argv (the agent's
-	// print/exec mode); for an interactive run it is the agent's initial
-	// prompt argument, submitted as soon as the agent is ready.
+	// Prompt is the task of a Job: it goes into the argv (the agent's
+	// print/exec mode). An interactive run's prompt is no argument: the
+	// harness types it once the agent is first ready (DESIGN §17), so
+	// adapters ignore it when Job is false.
 	Prompt string
 	// Model selects the model ("" leaves the agent's default).
 	Model string

@@ -129,8 +129,6 @@ func claudeArgv(o RunOptions) ([]string, error) {
 	}
 	if o.Job {
 		args = append(args, "--output-format", "stream-json", "--verbose", "-p", o.Prompt)
-	} else if o.Prompt != "" {
-		args = append(args, "--", o.Prompt)
 	}
 	return args, nil
 }

@@ -121,7 +121,7 @@ func codexArgv(o RunOptions) ([]string, error) {
 	case o.Continue:
 		args = append(args, "resume", "--last")
 	}
-	if o.Prompt != "" {
+	if o.Job && o.Prompt != "" {
 		args = append(args, "--", o.Prompt)
 	}
 	return args, nil

@@ -178,8 +178,7 @@ func rootOnlyPath(dir string) error {
 	}
 }
 
-// geminiArgv: a job is `-p PROMPT -o json`, an interactive prompt `-i
-// PROMPT`; approvals are its --approval-mode default and yolo; --resume
+// geminiArgv: a job is `-p PROMPT -o json`; approvals are its --approval-mode default and yolo; --resume
 // takes a session id or "latest" (with none it starts anew with a
 // warning, so it needs no HasSession). Its turn bound is a setting
 // (model.maxSessionTurns), not a flag.
@@ -203,11 +202,8 @@ func geminiArgv(o RunOptions) ([]string, error) {
 	case ApprovalAuto:
 		args = append(args, "--approval-mode", "yolo")
 	}
-	switch {
-	case o.Job:
+	if o.Job {
 		args = append(args, "--output-format", "json", "--prompt", o.Prompt)
-	case o.Prompt != "":
-		args = append(args, "--prompt-interactive", o.Prompt)
 	}
 	return args, nil
 }

@@ -22,12 +22,15 @@ func TestScenario_RunOptionsBecomeEachAgentsOwnFlags(t *testing.T) {
 	}{
 		{ClaudeCode, job, "--model m1 --permission-mode auto --output-format stream-json --verbose -p review the PRs"},
 		{ClaudeCode, RunOptions{Approval: ApprovalAsk, MaxTurns: 7, Continue: true}, "--continue --permission-mode default --max-turns 7"},
-		{ClaudeCode, RunOptions{ResumeSession: "s-1", Prompt: "go on"}, "--resume s-1 -- go on"},
+		// An interactive run's prompt is typed once the agent is ready: no argument.
+		{ClaudeCode, RunOptions{ResumeSession: "s-1", Prompt: "go on"}, "--resume s-1"},
+		{ClaudeCode, RunOptions{Prompt: "Make the file"}, ""},
+		{Codex, RunOptions{Prompt: "Make the file", Model: "m1"}, `-c model="m1"`},
 		{Codex, job, `exec --json --skip-git-repo-check -c model="m1" -c approval_policy="never" -- review the PRs`},
 		{Codex, RunOptions{Approval: ApprovalAsk, Continue: true}, `-c approval_policy="on-request" resume --last`},
 		{Codex, RunOptions{Job: true, Prompt: "p", ResumeSession: "th-1"}, `exec --json --skip-git-repo-check resume th-1 -- p`},
 		{Gemini, job, "--model m1 --approval-mode yolo --output-format json --prompt review the PRs"},
-		{Gemini, RunOptions{Continue: true, Prompt: "hi"}, "--resume latest --prompt-interactive hi"},
+		{Gemini, RunOptions{Continue: true, Prompt: "hi"}, "--resume latest"},
 		{Gemini, RunOptions{ResumeSession: "g-1", Approval: ApprovalAsk}, "--resume g-1 --approval-mode default"},
 	}
 	for _, c := range cases {

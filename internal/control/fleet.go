@@ -53,6 +53,9 @@ type unit struct {
 	// scratch marks a harness of `harness run` (scratch.go): not of any
 	// config file, forgotten when it ends. Set before it is registered.
 	scratch bool
+	// prompt is the interactive prompt a run waits to have typed
+	// (prompt.go).
+	prompt pendingPrompt
 }
 
 // unitTables is the configuration of one unit: exactly one of h and up.
@@ -445,6 +448,7 @@ func (c *Control) newUnitLocked(name string, ucfg supervise.UnitConfig) (*unit, 
 	u := &unit{name: name, kind: ucfg.Kind, log: lg, harvest: harvest}
 	deps.OnEvent = func(ev supervise.Event) { c.onEvent(u, ev) }
 	deps.HoldRestart = func() string { return c.restartHold(u, time.Now()) }
+	deps.TypePrompt = u.promptAtSpawn
 	if ucfg.Kind == supervise.KindUpstream && c.opt.Upstreams != nil {
 		deps.OnLink = c.opt.Upstreams.Serve
 	}
@@ -478,6 +482,7 @@ func (c *Control) onEvent(u *unit, ev supervise.Event) {
 	}
 	if u.kind == supervise.KindHarness {
 		c.onAgentLimit(u, ev)
+		c.onAgentPrompt(u, ev)
 		c.scratchEnded(u, ev)
 	}
 	if c.opt.OnEvent != nil {

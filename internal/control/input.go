@@ -63,14 +63,7 @@ func keySeq(name string) (string, bool) {
 // Enter.
 func encodeSend(a api.SendArgs, paste bool) ([]byte, error) {
 	var b strings.Builder
-	if a.Text != "" {
-		if paste {
-			// The text cannot end the paste early and turn the rest into keys.
-			b.WriteString(pasteStart + strings.ReplaceAll(a.Text, pasteEnd, "") + pasteEnd)
-		} else {
-			b.WriteString(a.Text)
-		}
-	}
+	b.Write(encodeText(a.Text, paste))
 	for _, k := range a.Keys {
 		seq, ok := keySeq(k)
 		if !ok {
@@ -88,6 +81,16 @@ func encodeSend(a api.SendArgs, paste bool) ([]byte, error) {
 		return nil, errcode.Errorf(errcode.InvalidArgument, "send of %d bytes is over the bound of %d bytes (text and keys as typed)", b.Len(), MaxSendBytes)
 	}
 	return []byte(b.String()), nil
+}
+
+// encodeText is text as typed: a bracketed paste when the program asked
+// for it, the text itself otherwise.
+func encodeText(text string, paste bool) []byte {
+	if text == "" || !paste {
+		return []byte(text)
+	}
+	// The text cannot end the paste early and turn the rest into keys.
+	return []byte(pasteStart + strings.ReplaceAll(text, pasteEnd, "") + pasteEnd)
 }
 
 // Send answers `send`: it types text and keys into a running harness's

@@ -23,8 +23,8 @@ import (
 type AgentRun struct {
 	// Prompt, or PromptFile (read at every spawn; relative to Dir), is
 	// the task. A Job runs it non-interactively and its result is the
-	// run's; an interactive run starts with it when it starts a new
-	// conversation.
+	// run's; an interactive run that starts a new conversation has it
+	// typed once its agent is first ready (Deps.TypePrompt).
 	Prompt, PromptFile string
 	Model              string
 	Approval           agent.Approval
@@ -88,9 +88,14 @@ func (a *actor) addAgentArgs(p *proc, cmd *exec.Cmd) error {
 			o.Continue = true
 		}
 	}
-	if o.Job || (o.ResumeSession == "" && !o.Continue) {
-		// A resumed conversation has had its prompt already.
+	switch {
+	case o.Job:
 		o.Prompt = prompt
+	case prompt != "" && o.ResumeSession == "" && !o.Continue && a.deps.TypePrompt != nil:
+		// Typed once the agent is ready, not an argument: the agent
+		// starts as an operator would start it. A resumed conversation
+		// has had its prompt already.
+		a.deps.TypePrompt(p.run, prompt)
 	}
 	args, err := ad.Args(o)
 	if err != nil {

@@ -130,6 +130,11 @@ type Deps struct {
 	// degraded, and the unit stays enabled and stopped, so whoever lifts
 	// the hold starts it. It is called on the actor: it must not block.
 	HoldRestart func() (why string)
+	// TypePrompt, when set, is told at spawn the prompt an interactive
+	// run of an agent is to be typed once it is first ready (DESIGN §17):
+	// the text read at spawn, for run. It is called on the actor: it
+	// must not block.
+	TypePrompt func(run uint64, text string)
 }
 
 // Event kinds: the values of the wire's event kinds.
