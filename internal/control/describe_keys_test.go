@@ -25,6 +25,7 @@ var notDescribed = map[string]string{
 	"keep_runs":  "job controls of issue 28, shown by jobs/runs; not in describe's config yet",
 	"mcp_tools":  "issue 32's tool listing mode; not in describe's config yet",
 	"mcp_wire":   "issue 27's MCP wiring switch; not in describe's config yet",
+	"prices":     "issue 27's price override; its effect is cost_usd on runs and turns; not in describe's config yet",
 }
 
 // TestScenario_DescribeShowsEveryConfigKey reads the [harness.*] keys the
