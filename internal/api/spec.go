@@ -115,7 +115,7 @@ var specs = []Spec{
 	spec[WaitArgs, WaitResult](OpWait, Read),
 	spec[NotifyTestArgs, NotifyTestResult](OpNotifyTest, Write),
 	spec[WorktreeRemoveArgs, WorktreeRemoveResult](OpWorktreeRemove, Write),
-	spec[RunArgs, RunResult](OpRun, Write),
+	spec[RunArgs, RunResult](OpRun, Input), // it runs any program: more than write (see Input)
 }
 
 // doorClasses are the classes of the door operations (not in specs: no

@@ -57,7 +57,7 @@ func TestScenario_ASpecWithoutAClassFails(t *testing.T) {
 func TestClassOf(t *testing.T) {
 	cases := map[string]Class{
 		OpList: Read, OpStop: Write, OpSend: Input, OpScreen: Read, OpShutdown: Write,
-		OpReload: Write, OpCalls: Read, OpSubscribe: Read, OpAttach: Input,
+		OpReload: Write, OpCalls: Read, OpSubscribe: Read, OpAttach: Input, OpRun: Input,
 	}
 	for op, want := range cases {
 		if got, ok := ClassOf(op); !ok || got != want {

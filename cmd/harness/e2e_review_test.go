@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeSSH writes a stand-in for ssh (HARNESS_SSH_COMMAND) that ignores
+// its arguments and runs this fleet's bridge under grant, as a key's
+// forced command would.
+func (f *fleet) fakeSSH(grant string) string {
+	f.t.Helper()
+	p := filepath.Join(f.dir, "ssh-"+strings.ReplaceAll(grant, ",", "-"))
+	script := fmt.Sprintf("#!/bin/sh\nexec %s --socket %s bridge --grant %s\n", harnessBin, f.socket, grant)
+	if err := os.WriteFile(p, []byte(script), 0o700); err != nil {
+		f.t.Fatal(err)
+	}
+	return p
+}
+
+// TestScenario_AWriteKeyCannotRunAnyCommand: `harness run` starts any
+// program the caller names, which is more than starting or stopping the
+// configured fleet; a bridge key granted read,write is refused it (it
+// needs input, the class that may make a harness run anything), and a key
+// with input may.
+func TestScenario_AWriteKeyCannotRunAnyCommand(t *testing.T) {
+	f := newFleet(t, "")
+	marker := filepath.Join(t.TempDir(), "ran")
+	remote := func(grant string) (string, string, int) {
+		c := exec.Command(harnessBin, "--host", "ssh://remote", "run", "--detach", "--json", "--name", "x", "--", "sh", "-c", "touch "+marker+"; sleep 1000")
+		c.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=", "HARNESS_SSH_COMMAND="+f.fakeSSH(grant))
+		var out, errOut bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errOut
+		err := c.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errOut.String(), code
+	}
+	out, errOut, code := remote("read,write")
+	var e jsonError
+	if code == 0 || json.Unmarshal([]byte(out), &e) != nil || e.Error.Code != "not_permitted" || !strings.Contains(e.Error.Message, "needs input") {
+		t.Fatalf("run through a read,write key: exit %d, %s%s; want not_permitted naming input", code, out, errOut)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the refused command ran")
+	}
+	if _, ok := f.listed("x"); ok {
+		t.Fatal("the refused scratch harness is listed")
+	}
+	if out, errOut, code := remote("read,write,input"); code != 0 {
+		t.Fatalf("run through a read,write,input key: exit %d, %s%s", code, out, errOut)
+	}
+	f.waitState("x", "running")
+	f.mustRun("stop", "x")
+}
