@@ -21,6 +21,12 @@ import (
 // is left.
 const refreshAhead = 30 * time.Second
 
+// refreshTimeout bounds one refresh when the handler makes its own client:
+// every request of the upstream's connections waits for it under h.mu, and
+// a token endpoint that never answers would hold them all (tests shorten
+// it).
+var refreshTimeout = 30 * time.Second
+
 // ahead is how early r's token is refreshed.
 func ahead(r *Record) time.Duration {
 	life := r.Token.Expiry.Sub(r.Obtained)
@@ -68,10 +74,11 @@ var _ auth.OAuthHandler = (*Handler)(nil)
 
 // Handler is the OAuthHandler for unit's connections; name is what the
 // user types to sign it in (KEY or PROJECT/KEY), client makes the refresh
-// requests (nil: http.DefaultClient).
+// requests (nil: a client of its own whose requests end after
+// refreshTimeout; http.DefaultClient waits forever).
 func (s *Store) Handler(unit, name string, client *http.Client) *Handler {
 	if client == nil {
-		client = http.DefaultClient
+		client = &http.Client{Timeout: refreshTimeout}
 	}
 	return &Handler{store: s, unit: unit, name: name, client: client, now: time.Now}
 }

@@ -2,6 +2,8 @@ package upauth
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,5 +125,44 @@ func TestScenario_AFreshTokenIsUsedWithoutARefresh(t *testing.T) {
 	}
 	if needs, _ := s.NeedsLogin("mcp.gh"); needs {
 		t.Error("an unreachable server cost the sign-in")
+	}
+}
+
+// A token endpoint that accepts the refresh and never answers does not
+// hold the upstream: every request of its connections waits on the same
+// refresh (under the handler's lock), so the refresh is bounded and says
+// the server could not be reached, keeping the sign-in.
+func TestScenario_ATokenEndpointThatNeverAnswersDoesNotHoldTheUpstream(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // before Close, which waits for the handler
+	defer func(d time.Duration) { refreshTimeout = d }(refreshTimeout)
+	refreshTimeout = 200 * time.Millisecond
+
+	s := NewStore(t.TempDir())
+	now := time.Now()
+	if err := s.Save("mcp.gh", &Record{ClientID: "c", TokenURL: srv.URL + "/token", Obtained: now.Add(-time.Hour),
+		Token: &oauth2.Token{AccessToken: "access-0123456789", RefreshToken: "refresh-0123456789", Expiry: now.Add(-time.Minute)}}); err != nil {
+		t.Fatal(err)
+	}
+	h := s.Handler("mcp.gh", "gh", nil)
+	done := make(chan error, 1)
+	go func() { _, err := h.token(false); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || errors.Is(err, ErrNeedsLogin) || errcode.Of(err) != errcode.UpstreamUnavailable {
+			t.Fatalf("a refresh nobody answers: %v; want upstream_unavailable, the sign-in kept", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the refresh still waits for a token endpoint that never answers")
+	}
+	if needs, _ := s.NeedsLogin("mcp.gh"); needs {
+		t.Error("a silent token endpoint cost the sign-in")
 	}
 }
