@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -331,7 +330,10 @@ func readClaudeTranscript(data []byte) Transcript {
 		u := Usage{Input: l.Message.Usage.Input, Output: l.Message.Usage.Output, CacheRead: l.Message.Usage.CacheRead, CacheWrite: l.Message.Usage.CacheWrite}
 		id := l.Message.ID
 		var turn *Turn
-		if n := len(t.Turns); id != "" && n > 0 && t.Turns[n-1].Role == "assistant" && slices.Contains(order, id) && order[len(order)-1] == id {
+		// The next block of the message the last turn holds (the last
+		// id seen; a search of all of them made a long session
+		// quadratic).
+		if n := len(t.Turns); id != "" && n > 0 && t.Turns[n-1].Role == "assistant" && len(order) > 0 && order[len(order)-1] == id {
 			turn = &t.Turns[n-1]
 		} else {
 			t.Turns = append(t.Turns, Turn{Time: l.Timestamp, Role: "assistant", Model: l.Message.Model})
