@@ -19,12 +19,6 @@ import (
 	"github.com/harness-dev/harness/internal/logkey"
 )
 
-// Ops the dashboard calls that the wire may not have yet: turns (DESIGN
-// §16). A page shows what it returns when the daemon has it.
-const (
-	opTurns = "turns"
-)
-
 type pages struct{ t *template.Template }
 
 func parsePages() (*pages, error) {
@@ -33,6 +27,8 @@ func parsePages() (*pages, error) {
 		"until":    until,
 		"exitText": exitText,
 		"holdText": holdText,
+		"clock":    clock,
+		"usd":      usd,
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)
@@ -265,9 +261,67 @@ type harnessView struct {
 	Unit     unitView
 	Runs     []api.Run
 	Calls    []api.CallRecord
-	Turns    json.RawMessage
 	Terminal bool
 	Notice   string
+	// Run is the run whose turns the page shows (?run=N); 0 follows the
+	// current run.
+	Run uint64
+	// Turns is the conversation of the harness's agent; nil for a harness
+	// without one (a generic program, an upstream) and in the live part,
+	// which does not read the transcript on every event.
+	Turns *turnsView
+}
+
+// Fragment is the URL of the page's live part.
+func (v harnessView) Fragment() string {
+	u := "/h/" + v.Unit.Name + "?fragment=1"
+	if v.Run != 0 {
+		u += "&run=" + strconv.FormatUint(v.Run, 10)
+	}
+	return u
+}
+
+// HasTurns reports whether the harness's agent keeps a transcript the
+// turns op reads (every agent harness knows but the generic one).
+func (v harnessView) HasTurns() bool {
+	return v.Unit.Agent != "" && v.Unit.Agent != "generic" && v.Terminal
+}
+
+// turnsView is the turns section of a harness page: what the turns op
+// answers (DESIGN §16, masked by the daemon like `harness turns`), or why
+// there is nothing to show yet.
+type turnsView struct {
+	Name string
+	Run  uint64 // as asked: 0 follows the current run
+	Res  *api.TurnsResult
+	Err  string
+}
+
+// Fragment is the URL of the turns section alone.
+func (v turnsView) Fragment() string {
+	u := "/h/" + v.Name + "?fragment=turns"
+	if v.Run != 0 {
+		u += "&run=" + strconv.FormatUint(v.Run, 10)
+	}
+	return u
+}
+
+// turnsOnPage is how many turns a page shows, the newest.
+const turnsOnPage = api.DefaultTurns
+
+// turns reads the conversation of run (0: the current run, else the last
+// one) through the turns op. A refusal that only says there is nothing to
+// read yet (no run, no transcript) is shown as such; any other error too,
+// as a line in the section rather than hiding the page.
+func (s *Server) turns(ctx context.Context, name string, run uint64) *turnsView {
+	v := &turnsView{Name: name, Run: run}
+	var res api.TurnsResult
+	if err := s.call(ctx, api.OpTurns, api.TurnsArgs{Name: name, Run: run, Limit: turnsOnPage}, &res); err != nil {
+		v.Err = err.Error()
+		return v
+	}
+	v.Res = &res
+	return v
 }
 
 func (s *Server) harness(ctx context.Context, name string) (harnessView, error) {
@@ -287,10 +341,6 @@ func (s *Server) harness(ctx context.Context, name string) (harnessView, error) 
 		v.Calls = calls.Calls
 		slices.Reverse(v.Calls)
 	}
-	var turns json.RawMessage
-	if err := s.call(ctx, opTurns, api.NameArg{Name: name}, &turns); err == nil {
-		v.Turns = turns
-	}
 	v.Notice = strings.Join(notes, "; ")
 	v.Terminal = !strings.HasPrefix(name, "mcp.") // upstreams have no terminal
 	return v, nil
@@ -301,13 +351,44 @@ func (s *Server) serveHarness(w http.ResponseWriter, r *http.Request, rq *reques
 		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
 		return
 	}
+	q := r.URL.Query()
+	var run uint64
+	if rs := q.Get("run"); rs != "" {
+		n, err := strconv.ParseUint(rs, 10, 64)
+		if err != nil || n == 0 {
+			s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("run %s: want a run id such as 3", errcode.Quote(rs)))
+			return
+		}
+		run = n
+	}
+	fragment := q.Get("fragment")
+	if fragment == "turns" {
+		// The turns section alone, which the page fetches when the agent's
+		// state changes: the transcript is read only then.
+		var u unitView
+		if err := s.call(r.Context(), api.OpDescribe, api.NameArg{Name: name}, &u); err != nil {
+			s.failOp(w, r, err)
+			return
+		}
+		v := harnessView{Unit: u, Run: run, Terminal: !strings.HasPrefix(name, "mcp.")}
+		if !v.HasTurns() {
+			s.fail(w, r, http.StatusNotFound, name+" has no agent transcript to show")
+			return
+		}
+		s.render(w, r, http.StatusOK, "harness-turns", s.turns(r.Context(), name, run))
+		return
+	}
 	v, err := s.harness(r.Context(), name)
 	if err != nil {
 		s.failOp(w, r, err)
 		return
 	}
+	v.Run = run
+	if fragment == "" && v.HasTurns() {
+		v.Turns = s.turns(r.Context(), name, run)
+	}
 	p := s.newPage(rq, name, v)
-	if r.URL.Query().Get("fragment") != "" {
+	if fragment != "" {
 		s.render(w, r, http.StatusOK, "harness-live", p)
 		return
 	}
@@ -392,6 +473,22 @@ func roughDuration(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%dd", int(d.Hours()/24))
 	}
+}
+
+// clock renders a turn's time as the CLI does (15:04:05, local).
+func clock(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	return t.Local().Format("15:04:05")
+}
+
+// usd renders a cost as the CLI does; "-" when the model has no price.
+func usd(c *float64) string {
+	if c == nil {
+		return "-"
+	}
+	return fmt.Sprintf("$%.4f", *c)
 }
 
 func exitText(r api.Run) string {

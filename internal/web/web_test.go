@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -62,10 +63,33 @@ func (b *fakeBackend) Call(_ context.Context, c api.Caller, op string, args json
 		if a.Name == "nope" {
 			return nil, errcode.Errorf(errcode.UnknownHarness, "harness %q", a.Name)
 		}
-		return map[string]any{"name": a.Name, "state": "running", "agent_state": "waiting", "prompt": "Allow Bash?",
+		agent := "claude-code"
+		if a.Name == "plain" {
+			agent = "generic"
+		}
+		return map[string]any{"name": a.Name, "state": "running", "agent": agent, "agent_state": "waiting", "prompt": "Allow Bash?",
 			"choices": []map[string]string{{"key": "1", "label": "Yes"}, {"key": "2", "label": "No"}}}, nil
+	case api.OpTurns:
+		var a api.TurnsArgs
+		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, errcode.Errorf(errcode.InvalidArgument, "turns: %v", err)
+		}
+		if a.Run == 9 {
+			return nil, errcode.Errorf(errcode.InvalidArgument, "%s has no run 9", a.Name)
+		}
+		run := a.Run
+		if run == 0 {
+			run = 2
+		}
+		cost := 0.0123
+		return api.TurnsResult{Name: a.Name, RunID: run, Agent: "claude-code", SessionID: "s-1", Model: "claude-opus-5",
+			Tokens: api.Tokens{Input: 131, Output: 32}, CostUSD: &cost, Turns: []api.TurnInfo{
+				{Role: "user", Text: fmt.Sprintf("Remember [masked] (run %d)", run)},
+				{Role: "assistant", Text: "<b>Made</b> it.", Tokens: &api.Tokens{Input: 10, Output: 5},
+					ToolCalls: []api.ToolCallInfo{{Name: "Bash", Input: `{"command":"touch f"}`, Outcome: "ok"}}},
+			}}, nil
 	case api.OpRuns:
-		return []api.Run{}, nil
+		return []api.Run{{ID: 1, Harness: "w", Cause: "start"}, {ID: 2, Harness: "w", Cause: "restart"}}, nil
 	case api.OpCalls:
 		return api.CallsResult{}, nil
 	case api.OpStart, api.OpStop, api.OpSend, api.OpAnswer:
@@ -578,5 +602,58 @@ func TestScenario_ATerminalThatNeverReadsIsCutOff(t *testing.T) {
 	case <-done: // the server gave up on the browser and closed its viewer
 	case <-time.After(20 * time.Second):
 		t.Fatal("a browser that never reads still holds its viewer")
+	}
+}
+
+// TestScenario_AHarnessPageShowsItsAgentsTurns: an agent harness's page
+// shows the turns op's answer as turns (who, text escaped, tool calls
+// with their outcome, tokens, cost), of the current run or of the run
+// chosen with ?run=N; the section alone is a fragment; the live part and
+// a harness without an agent transcript never read one.
+func TestScenario_AHarnessPageShowsItsAgentsTurns(t *testing.T) {
+	r := newRig(t)
+	c := r.client()
+	r.signIn(c, operatorToken)
+	st, body, _ := r.page(c, "/h/w")
+	for _, want := range []string{`id="turns"`, `data-follow="1"`, "Turns · run 2", "Remember [masked] (run 2)", "&lt;b&gt;Made&lt;/b&gt; it.",
+		`<span class="badge tool-name">Bash</span>`, `out-ok`, "touch f", "$0.0123", "tokens in 131, out 32", `href="/h/w?run=`} {
+		if st != 200 || !strings.Contains(body, want) {
+			t.Fatalf("harness page = %d, lacks %q:\n%s", st, want, body)
+		}
+	}
+	if !r.b.called(`turns {"name":"w","limit":50}`) {
+		t.Fatalf("the page did not ask for the current run's turns: %v", r.b.calls)
+	}
+	st, body, _ = r.page(c, "/h/w?run=1")
+	if st != 200 || !strings.Contains(body, "Turns · run 1") || !strings.Contains(body, "(run 1)") || strings.Contains(body, `data-follow="1"`) ||
+		!strings.Contains(body, `data-fragment="/h/w?fragment=1&amp;run=1"`) {
+		t.Fatalf("a chosen run's page = %d:\n%s", st, body)
+	}
+	st, body, _ = r.page(c, "/h/w?fragment=turns&run=1")
+	if st != 200 || !strings.HasPrefix(body, `<section class="turns"`) || !strings.Contains(body, "(run 1)") {
+		t.Fatalf("turns fragment = %d:\n%s", st, body)
+	}
+	if st, body, _ := r.page(c, "/h/w?run=9"); st != 200 || !strings.Contains(body, "has no run 9") {
+		t.Fatalf("a run the harness lacks = %d, want the page with the reason:\n%s", st, body)
+	}
+	for _, bad := range []string{"/h/w?run=x", "/h/w?run=0", "/h/w?fragment=turns&run=-1"} {
+		if st, body, _ := r.page(c, bad); st != http.StatusBadRequest || !strings.Contains(body, "want a run id") {
+			t.Fatalf("GET %s = %d %q, want 400", bad, st, body)
+		}
+	}
+	r.b.mu.Lock()
+	r.b.calls = nil
+	r.b.mu.Unlock()
+	if st, body, _ := r.page(c, "/h/w?fragment=1"); st != 200 || strings.Contains(body, `id="turns"`) {
+		t.Fatalf("live part = %d:\n%s", st, body)
+	}
+	if st, body, _ := r.page(c, "/h/plain"); st != 200 || strings.Contains(body, `id="turns"`) || strings.Contains(body, "?run=") {
+		t.Fatalf("a generic harness's page = %d shows turns:\n%s", st, body)
+	}
+	if st, _, _ := r.page(c, "/h/plain?fragment=turns"); st != http.StatusNotFound {
+		t.Fatalf("turns fragment of a generic harness = %d, want 404", st)
+	}
+	if r.b.called("turns ") {
+		t.Fatalf("the live part or a generic harness read turns: %v", r.b.calls)
 	}
 }

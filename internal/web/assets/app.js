@@ -74,6 +74,44 @@
     es.onopen = function () { document.body.setAttribute('data-live', '1'); stale(); };
   }
 
+  // The turns of a harness's agent (its page, following the current run):
+  // read again when the agent's state or the run changes, and twice more
+  // a little later, because an agent writes its transcript after it has
+  // drawn its answer (Claude Code's last lines come up to ~3 s late).
+  var turnsBusy = false, turnsAgain = false, turnsTimers = [];
+  function refreshTurns() {
+    var el = document.getElementById('turns');
+    if (!el) return;
+    if (turnsBusy) { turnsAgain = true; return; }
+    turnsBusy = true;
+    fetch(el.getAttribute('data-fragment'), { credentials: 'same-origin', headers: { 'Accept': 'text/x-fragment' } })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) {
+        if (html) {
+          el.outerHTML = html;
+          document.body.setAttribute('data-turns-refreshed', String(Date.now()));
+        }
+      })
+      .catch(function () {})
+      .then(function () {
+        turnsBusy = false;
+        if (turnsAgain) { turnsAgain = false; refreshTurns(); }
+      });
+  }
+  var turnsEl = document.getElementById('turns');
+  if (es && turnsEl && turnsEl.getAttribute('data-follow') === '1') {
+    var turnsOf = turnsEl.getAttribute('data-name');
+    var turnsStale = function () {
+      turnsTimers.forEach(clearTimeout);
+      turnsTimers = [50, 1500, 4000].map(function (ms) { return setTimeout(refreshTurns, ms); });
+    };
+    es.addEventListener('unit', function (m) {
+      var ev = JSON.parse(m.data);
+      if (ev.unit === turnsOf && (ev.kind === 'agent' || ev.kind === 'state' || ev.kind === 'exit')) turnsStale();
+    });
+    es.addEventListener('resync', turnsStale);
+  }
+
   // Actions post with the CSRF header and stay on the page.
   document.addEventListener('submit', function (e) {
     var f = e.target;
