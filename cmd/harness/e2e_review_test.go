@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeSSH writes a stand-in for ssh (HARNESS_SSH_COMMAND) that ignores
@@ -62,4 +63,49 @@ func TestScenario_AWriteKeyCannotRunAnyCommand(t *testing.T) {
 	}
 	f.waitState("x", "running")
 	f.mustRun("stop", "x")
+}
+
+// TestScenario_ASessionIDIsNeverAnOption: with resume = true, the session
+// a run's hook named goes on the next run's command line. The hook's
+// payload is the agent's to write, so a "session" that is an option
+// (--dangerously-skip-permissions, which --resume's optional value lets
+// through as a flag) must not reach the argv: it is not resumed.
+func TestScenario_ASessionIDIsNeverAnOption(t *testing.T) {
+	dir := t.TempDir()
+	argsFile := filepath.Join(dir, "args")
+	script := filepath.Join(dir, "agent.sh")
+	body := `#!/bin/sh
+echo "run: $*" >> ` + argsFile + `
+if [ ! -e ` + dir + `/once ]; then
+  touch ` + dir + `/once
+  "$HB" hook SessionStart '{"session_id":"--dangerously-skip-permissions"}'; echo "hook=$?"
+fi
+exec sleep 100
+`
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := newFleet(t, fmt.Sprintf(`
+[harness.agent]
+cmd = %q
+agent = "claude-code"
+mcp_wire = false
+resume = true
+env = { HB = %q, HOME = %q }
+`, script, harnessBin, dir))
+	f.mustRun("start", "agent")
+	f.waitFor("the hook call", 30*time.Second, func() bool {
+		out, _, _ := f.run("logs", "agent")
+		return strings.Contains(out, "hook=")
+	})
+	f.mustRun("restart", "agent")
+	var lines []string
+	f.waitFor("the second run", 30*time.Second, func() bool {
+		b, _ := os.ReadFile(argsFile)
+		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
+		return len(lines) >= 2
+	})
+	if strings.Contains(lines[1], "dangerously") {
+		t.Fatalf("the hook's session reached the next run's argv as an option: %s", lines[1])
+	}
 }

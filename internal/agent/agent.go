@@ -121,6 +121,28 @@ type RunOptions struct {
 	Continue bool
 }
 
+// ValidSession reports whether id may be an agent's session id on a
+// command line (ResumeSession): the three agents' ids are UUIDs or the
+// like, and an id is the agent's own word (a hook's payload, a
+// transcript), so one that is empty, long, or not letters, digits, '.',
+// '_', ':' and '-' after a letter or digit (an option such as
+// --dangerously-skip-permissions) is refused.
+func ValidSession(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == ':' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Approval is how an agent asks before it runs a tool.
 type Approval string
 

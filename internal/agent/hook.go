@@ -47,7 +47,11 @@ func (a *Adapter) ParseHook(event string, payload []byte) (HookSignal, error) {
 	if a.Hook == nil {
 		return HookSignal{}, nil
 	}
-	return a.Hook(event, m), nil
+	sig := a.Hook(event, m)
+	if sig.SessionID != "" && !ValidSession(sig.SessionID) {
+		sig.SessionID = "" // it would be resumed on a command line
+	}
+	return sig, nil
 }
 
 // hookCommand is the shell command an agent runs for event: `EXE hook

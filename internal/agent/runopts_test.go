@@ -138,3 +138,18 @@ func TestScenario_ClaudeCodeContinuesOnlyWhatExists(t *testing.T) {
 		t.Error("gemini is not registered")
 	}
 }
+
+// A session id is the agent's own word and goes on its next command line:
+// ids as the agents write them pass, an option or anything odd does not.
+func TestValidSession(t *testing.T) {
+	for _, id := range []string{"8d2f6c1e-3b4a-4c5d-9e8f-0a1b2c3d4e5f", "s-1", "th_1.2", "a"} {
+		if !ValidSession(id) {
+			t.Errorf("ValidSession(%q) = false", id)
+		}
+	}
+	for _, id := range []string{"", "--dangerously-skip-permissions", "-r", "a b", "a;b", "../x", strings.Repeat("a", 129), "x\n"} {
+		if ValidSession(id) {
+			t.Errorf("ValidSession(%q) = true", id)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/agent"
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/runs"
 )
@@ -82,7 +83,13 @@ func (a *actor) addAgentArgs(p *proc, cmd *exec.Cmd) error {
 		a.ar.freshFrom = p.run
 	}
 	if r.Resume && !fresh {
-		if id := a.deps.Runs.LastSession(p.cfg.Name, a.ar.freshFrom); id != "" {
+		id := a.deps.Runs.LastSession(p.cfg.Name, a.ar.freshFrom)
+		if id != "" && !agent.ValidSession(id) {
+			// The agent's own word: never an option on its command line.
+			a.deps.Log.Event(p.run, fmt.Sprintf("not resuming session %q: not a session id", errcode.Clip(id, 80)))
+			id = ""
+		}
+		if id != "" {
 			o.ResumeSession = id
 		} else if ad.HasSession == nil || ad.HasSession(envLookup(cmd.Env), cmd.Dir) {
 			o.Continue = true
