@@ -109,3 +109,52 @@ env = { HB = %q, HOME = %q }
 		t.Fatalf("the hook's session reached the next run's argv as an option: %s", lines[1])
 	}
 }
+
+// TestScenario_AgentTextReachesATerminalWithoutItsControls: what an agent
+// wrote (its transcript's answers and tool inputs, a hook's notification
+// message) is the model's text, which a page it read can steer; `harness
+// turns` and `describe` print it to an operator's terminal, where an
+// escape sequence would set the clipboard (OSC 52), retitle or redraw it.
+// As in activity entries, the daemon hands it on without control
+// sequences, its lines kept.
+func TestScenario_AgentTextReachesATerminalWithoutItsControls(t *testing.T) {
+	dir := t.TempDir()
+	transcript := filepath.Join(dir, "t.jsonl")
+	lines := `{"type":"user","sessionId":"s1","message":{"role":"user","content":"list files\u001b]0;pwned\u0007"}}
+{"type":"assistant","sessionId":"s1","message":{"id":"m1","role":"assistant","model":"claude-sonnet-4","content":[{"type":"text","text":"first line\nsecond \u001b]52;c;ZXZpbA==\u0007line\u001b[2J"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls \u001b[31mred"}}]}}
+{"type":"assistant","sessionId":"s1","isApiErrorMessage":true,"message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"API Error \u001b[8mhidden"}]}}
+`
+	if err := os.WriteFile(transcript, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "agent.sh")
+	body := `#!/bin/sh
+"$HB" hook Notification '{"session_id":"s1","transcript_path":"` + transcript + `","notification_type":"permission_prompt","message":"Allow \u001b]52;c;ZXZpbA==\u0007this?"}'
+exec sleep 100
+`
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := newFleet(t, fmt.Sprintf(`
+[harness.agent]
+cmd = %q
+agent = "claude-code"
+mcp_wire = false
+env = { HB = %q, HOME = %q }
+`, script, harnessBin, dir))
+	f.mustRun("start", "agent")
+	f.mustRun("wait", "agent", "--state", "waiting", "--timeout", "30s")
+	desc := f.mustRun("describe", "agent")
+	if !strings.Contains(desc, "Allow") || strings.ContainsAny(desc, "\x1b\x07") {
+		t.Errorf("describe prints the hook's message with its controls: %q", desc)
+	}
+	turns := f.mustRun("turns", "agent")
+	for _, want := range []string{"first line", "second line", `"command":"ls`, "API Error hidden", "list files"} {
+		if !strings.Contains(turns, want) {
+			t.Errorf("turns lacks %q:\n%s", want, turns)
+		}
+	}
+	if strings.ContainsAny(turns, "\x1b\x07") {
+		t.Errorf("turns prints the transcript's controls: %q", turns)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/logs"
 )
 
 // TokenLookup names the harness and run a live HARNESS_MCP_TOKEN belongs
@@ -44,6 +45,9 @@ func (c *Control) Hook(_ context.Context, a api.HookArgs) (api.HookResult, error
 	if err != nil {
 		return api.HookResult{}, errcode.Errorf(errcode.InvalidArgument, "%s: %v", name, err)
 	}
+	// The agent's words become the prompt list, describe and top print:
+	// no control sequences reach a terminal through them.
+	sig.Message, sig.Tool = logs.StripControl(sig.Message), logs.StripControl(sig.Tool)
 	st, live := u.sup.AgentHook(run, sig)
 	if !live {
 		return api.HookResult{}, errcode.Errorf(errcode.NotRunning, "hook: run %d of %s is not its current run", run, name)

@@ -11,6 +11,7 @@ import (
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/logs"
 )
 
 // Turns answers `turns` (DESIGN §16): the run's conversation as the
@@ -71,7 +72,7 @@ func (c *Control) readTranscript(u *unit, h *config.Harness, ad *agent.Adapter, 
 // storeTranscript puts what a transcript says about run on the run
 // record (DESIGN §16: runs, describe).
 func (c *Control) storeTranscript(h *config.Harness, ad *agent.Adapter, id uint64, tr agent.Transcript) {
-	ra := api.RunAgent{SessionID: tr.SessionID, Model: tr.Model, Tokens: tr.Usage, LastAPIError: tr.LastAPIError}
+	ra := api.RunAgent{SessionID: tr.SessionID, Model: tr.Model, Tokens: tr.Usage, LastAPIError: logs.StripControlLines(tr.LastAPIError)}
 	for _, t := range tr.Turns {
 		for _, tc := range t.Tools {
 			ra.ToolCalls = append(ra.ToolCalls, api.RunToolCall{Name: tc.Name, Outcome: tc.Outcome})
@@ -149,7 +150,9 @@ func (c *Control) settle(path string) {
 
 // turnsResult renders a transcript, masked, the newest a.Limit turns.
 func (c *Control) turnsResult(a api.TurnsArgs, h *config.Harness, ad *agent.Adapter, run uint64, tr agent.Transcript) api.TurnsResult {
-	m := c.opt.Masker.String
+	// The agent's words go to terminals (harness turns): without their
+	// control sequences, as activity entries, then masked.
+	m := func(s string) string { return c.opt.Masker.String(logs.StripControlLines(s)) }
 	res := api.TurnsResult{
 		Name: a.Name, RunID: run, Agent: ad.Name, SessionID: tr.SessionID, Model: tr.Model,
 		Tokens: turnTokens(tr.Usage), LastAPIError: m(clipText(tr.LastAPIError)), Truncated: tr.Truncated,

@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"strings"
 	"unicode/utf8"
 )
 
@@ -146,6 +147,20 @@ func StripControl(s string) string {
 		}
 	}
 	return sanitize(b)
+}
+
+// StripControlLines is StripControl for text of several lines (an
+// agent's answer, a transcript): each line is stripped, the newlines
+// between them kept.
+func StripControlLines(s string) string {
+	if !strings.Contains(s, "\n") {
+		return StripControl(s)
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = StripControl(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // sanitize makes b valid UTF-8 without C1 controls. Replacing each invalid

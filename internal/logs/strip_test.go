@@ -94,3 +94,16 @@ func assemble(chunks []string, max int) []string {
 	a.flush(emit)
 	return out
 }
+
+// An agent's answer of several lines keeps its lines and loses its
+// control sequences, one line's unterminated string not swallowing the
+// next.
+func TestStripControlLines(t *testing.T) {
+	in := "first\nsecond \x1b]52;c;ZXZpbA==\x07line\x1b[2J\n\x1b]0;open title\nlast\r"
+	if got, want := StripControlLines(in), "first\nsecond line\n\nlast"; got != want {
+		t.Errorf("StripControlLines = %q, want %q", got, want)
+	}
+	if got := StripControlLines("one \x1b[31mline"); got != "one line" {
+		t.Errorf("one line: %q", got)
+	}
+}

@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/harness-dev/harness/internal/agent"
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/runs"
 )
 
@@ -217,7 +219,7 @@ func (a *actor) recordJob(p *proc, j *jobEnd, end *runs.Ending) {
 	}
 	r := j.res
 	if err := a.deps.Runs.SetAgent(p.run, api.RunAgent{SessionID: r.SessionID, Model: r.Model, Tokens: r.Usage,
-		CostUSD: r.CostUSD, Result: r.Result}); err != nil {
+		CostUSD: r.CostUSD, Result: logs.StripControlLines(r.Result)}); err != nil {
 		a.deps.Logger.Error("supervise: record job result", logkey.Run, p.run, logkey.Err, err)
 	}
 	if end.Outcome != "" {
@@ -231,11 +233,16 @@ func (a *actor) recordJob(p *proc, j *jobEnd, end *runs.Ending) {
 	}
 }
 
-// clipNote bounds a note taken from an agent's message.
+// clipNote bounds a note taken from an agent's message, on a character
+// boundary, without control sequences (runs prints it to a terminal).
 func clipNote(s string) string {
-	s = strings.TrimSpace(s)
+	s = strings.TrimSpace(logs.StripControl(s))
 	if len(s) > 300 {
-		s = s[:300] + "…"
+		n := 300
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
 	}
 	return s
 }
