@@ -80,6 +80,7 @@ func runAttach(ctx context.Context, o options, bin, tmp string, rep *report) err
 	defer stopFloor()
 	order := []string{"p", "s", "t", "w"}
 	samples := map[string][]time.Duration{}
+	webSplit := map[string][]time.Duration{}
 	for round := range o.Rounds {
 		for i := range order {
 			path := order[(i+round)%len(order)]
@@ -87,9 +88,12 @@ func runAttach(ctx context.Context, o options, bin, tmp string, rep *report) err
 			if path == "w" {
 				// Timed in the browser, a batch at a time, and the
 				// browser's floor (f) right after (web.go).
-				ms, fs, err := webKeys(ctx, d, floor, o.Warmup, o.Keys)
+				ms, fs, split, err := webKeys(ctx, d, floor, o.Warmup, o.Keys)
 				if err != nil {
 					return fmt.Errorf("path w: %w", err)
+				}
+				for k, v := range split {
+					webSplit[k] = append(webSplit[k], v...)
 				}
 				samples[path] = append(samples[path], ms...)
 				samples["f"] = append(samples["f"], fs...)
@@ -117,6 +121,10 @@ func runAttach(ctx context.Context, o options, bin, tmp string, rep *report) err
 	for _, p := range append(order, "f") {
 		st[p] = summarize(samples[p])
 		rep.Attach = append(rep.Attach, attachRow{Path: p, Stats: st[p]})
+	}
+	rep.WebSplit = map[string]stats{}
+	for k, v := range webSplit {
+		rep.WebSplit[k] = summarize(v)
 	}
 	w, t := st["w"].P50, st["t"].P50
 	rep.target("issue 30: dashboard keystroke to echo p50 (w) within 2x of harness attach (t)", w <= 2*t,
@@ -380,7 +388,14 @@ func (r *report) printAttach(w io.Writer) {
 		// (w) is at least (f) + (s): the browser's own WebSocket round
 		// trip plus the daemon, PTY and child behind it. Say how much of
 		// the 2x budget (f) alone takes, and what the page adds beyond.
-		fmt.Fprintf(w, "\n(f) / (t) = %.2fx: the browser's own WebSocket round trip against `harness attach`. (w) - (f) = %s, against (s) = %s (the daemon, PTY and child a key goes through on any path); (w) - (f) - (s) = %s is the page's own part (xterm.js, the handler).\n",
+		fmt.Fprintf(w, "\n(f) / (t) = %.2fx: the browser's own WebSocket round trip against `harness attach`. (w) - (f) = %s, against (s) = %s (the daemon, PTY and child a key goes through on any path); (w) - (f) - (s) = %s is the rest: the split below says how little of it is xterm.js.\n",
 			float64(p50["f"])/float64(p50["t"]), us(p50["w"]-p50["f"]), us(p50["s"]), us(p50["w"]-p50["f"]-p50["s"]))
+	}
+	if sp := r.WebSplit; len(sp) > 0 {
+		// Where each (w) trip goes, by marks in the page (web.go): the
+		// parts' medians do not add up to the trip's median exactly.
+		fmt.Fprintf(w, "\n(w) split by marks in the page, p50 (p99): xterm.js input to ws.send %s (%s); ws.send to the page's onmessage (the browser's network path, the daemon, PTY and program, the main thread's wait) %s (%s); onmessage to the echo handled (term.write parses it at once) %s (%s). (f) + (s) = %s.\n",
+			us(sp["input"].P50), us(sp["input"].P99), us(sp["wire"].P50), us(sp["wire"].P99),
+			us(sp["deliver"].P50), us(sp["deliver"].P99), us(p50["f"]+p50["s"]))
 	}
 }

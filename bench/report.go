@@ -57,6 +57,10 @@ type report struct {
 	Targets         []target
 	Attach          []attachRow // part 6
 	SSH             []sshRow    // part 7
+
+	// WebSplit is path (w)'s trips split by marks in the page (part 6):
+	// input, wire, deliver (bench/web.go).
+	WebSplit map[string]stats
 }
 
 // pathNames explains the part 1 path letters.

@@ -29,21 +29,22 @@ const chromium = "/usr/bin/chromium"
 // webKeys types warmup+keys keys in a fresh browser and returns the timed
 // ones' round trips (w), then, in the same browser, as many round trips
 // of one byte to the floor server's WebSocket echo (f).
-func webKeys(ctx context.Context, d *benchDaemon, floor string, warmup, keys int) (w, f []time.Duration, err error) {
+func webKeys(ctx context.Context, d *benchDaemon, floor string, warmup, keys int) (w, f []time.Duration, split map[string][]time.Duration, err error) {
+	split = map[string][]time.Duration{}
 	if d.info.MCPURL == "" {
-		return nil, nil, errors.New("daemon has no mcp_url (mcp_http unset?)")
+		return nil, nil, nil, errors.New("daemon has no mcp_url (mcp_http unset?)")
 	}
 	if _, err := os.Stat(chromium); err != nil {
-		return nil, nil, fmt.Errorf("path w needs %s (scripts/test installs Debian's chromium): %w", chromium, err)
+		return nil, nil, nil, fmt.Errorf("path w needs %s (scripts/test installs Debian's chromium): %w", chromium, err)
 	}
 	tok, err := d.cli(ctx, "mcp", "token")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	base := strings.TrimSuffix(d.info.MCPURL, "/mcp")
 	profile, err := os.MkdirTemp("", "bench-chromium-")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer os.RemoveAll(profile)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
@@ -63,7 +64,7 @@ func webKeys(ctx context.Context, d *benchDaemon, floor string, warmup, keys int
 	bctx, cancelTab := chromedp.NewContext(alloc)
 	defer cancelTab()
 	if err := chromedp.Do(bctx); err != nil {
-		return nil, nil, fmt.Errorf("start chromium: %w", err)
+		return nil, nil, nil, fmt.Errorf("start chromium: %w", err)
 	}
 	tctx, cancel := context.WithTimeout(bctx, 60*time.Second+time.Duration(warmup+keys)*100*time.Millisecond)
 	defer cancel()
@@ -76,20 +77,35 @@ func webKeys(ctx context.Context, d *benchDaemon, floor string, warmup, keys int
 		chromedp.Navigate(base+"/h/webecho"),
 		chromedp.WaitVisible(chromedp.CSS(`#term[data-attached="1"]`)),
 	); err != nil {
-		return nil, nil, fmt.Errorf("open the echo harness's page: %w", err)
+		return nil, nil, nil, fmt.Errorf("open the echo harness's page: %w", err)
 	}
-	ms, err := chromedp.Run(tctx, chromedp.Evaluate[[]float64](fmt.Sprintf(webKeysJS, warmup, keys), chromedp.EvalAwaitPromise))
+	res, err := chromedp.Run(tctx, chromedp.Evaluate[webTrips](fmt.Sprintf(webKeysJS, warmup, keys), chromedp.EvalAwaitPromise))
 	if err != nil {
-		return nil, nil, fmt.Errorf("type in the page: %w", err)
+		return nil, nil, nil, fmt.Errorf("type in the page: %w", err)
+	}
+	ms := res.Trips
+	for k, v := range map[string][]float64{"input": res.Split.Input, "wire": res.Split.Wire, "deliver": res.Split.Deliver} {
+		split[k] = millis(v)
 	}
 	if err := chromedp.Do(tctx, chromedp.Navigate(floor)); err != nil {
-		return nil, nil, fmt.Errorf("open the floor page: %w", err)
+		return nil, nil, nil, fmt.Errorf("open the floor page: %w", err)
 	}
 	fms, err := chromedp.Run(tctx, chromedp.Evaluate[[]float64](fmt.Sprintf(floorJS, warmup, keys), chromedp.EvalAwaitPromise))
 	if err != nil {
-		return nil, nil, fmt.Errorf("floor round trips: %w", err)
+		return nil, nil, nil, fmt.Errorf("floor round trips: %w", err)
 	}
-	return millis(ms), millis(fms), nil
+	return millis(ms), millis(fms), split, nil
+}
+
+// webTrips is what webKeysJS answers: each key's round trip and its
+// split, in milliseconds.
+type webTrips struct {
+	Trips []float64 `json:"trips"`
+	Split struct {
+		Input   []float64 `json:"input"`
+		Wire    []float64 `json:"wire"`
+		Deliver []float64 `json:"deliver"`
+	} `json:"split"`
 }
 
 func millis(ms []float64) []time.Duration {
@@ -159,25 +175,53 @@ const floorJS = `(async (warmup, keys) => {
 })(%d, %d)`
 
 // webKeysJS types keys one at a time into the page's terminal and times
-// each echo's arrival on the WebSocket (window.harnessAttach, app.js).
+// each echo's arrival on the WebSocket (window.harnessAttach, app.js). It
+// also splits each trip with marks in the page: xterm.js's input path
+// (Terminal.input to the WebSocket's send), the wire (send to the start of
+// the page's onmessage: the browser's network path, the daemon, the PTY
+// and the program), and the delivery (onmessage to the listener, after
+// term.write: xterm.js parses an echo that follows user input at once).
+// Chromium rounds performance.now() to 100 µs here (no cross-origin
+// isolation), so the parts are read as medians of many keys.
 const webKeysJS = `(async (warmup, keys) => {
   const a = window.harnessAttach;
   const dec = new TextDecoder();
-  let waiting = null;
+  let waiting = null, cur = null, sock = null;
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (d) {
+    if (cur && !cur.sent) cur.sent = performance.now();
+    if (!sock && this.url.indexOf('/attach') >= 0) {
+      sock = this;
+      const onmsg = sock.onmessage;
+      sock.onmessage = function (m) {
+        if (cur && !cur.arrived && typeof m.data !== 'string') cur.arrived = performance.now();
+        return onmsg.call(this, m);
+      };
+    }
+    return send.call(this, d);
+  };
   a.listeners.push(bytes => {
     if (waiting && dec.decode(bytes).includes(waiting.key)) { const w = waiting; waiting = null; w.done(performance.now()); }
   });
-  const out = [];
+  const out = [], split = { input: [], wire: [], deliver: [] };
   for (let k = 0; k < warmup + keys; k++) {
     const key = String.fromCharCode(97 + k %% 26);
     const echoed = new Promise((done, fail) => {
       waiting = { key, done };
       setTimeout(() => fail(new Error('no echo of key ' + k)), 5000);
     });
+    cur = {};
     const t0 = performance.now();
     a.term.input(key, true);
     const t1 = await echoed;
-    if (k >= warmup) out.push(t1 - t0);
+    if (k >= warmup) {
+      out.push(t1 - t0);
+      if (cur.sent && cur.arrived) {
+        split.input.push(cur.sent - t0); split.wire.push(cur.arrived - cur.sent);
+        split.deliver.push(t1 - cur.arrived);
+      }
+    }
   }
-  return out;
+  WebSocket.prototype.send = send;
+  return { trips: out, split };
 })(%d, %d)`
