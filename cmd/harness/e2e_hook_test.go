@@ -65,3 +65,75 @@ env = { HB = %q }
 		return strings.Contains(string(b), "hook refused")
 	})
 }
+
+// TestScenario_HooksFalseLeavesTheAgentsHooksOut: `hooks = false` on a
+// harness of a known agent spawns it without the hook configuration
+// harness installs (Claude Code's --settings, Codex's notify), while a
+// harness without the key gets it; describe shows the switch.
+func TestScenario_HooksFalseLeavesTheAgentsHooksOut(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"argv: $*\"\nexec sleep 100\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := newFleet(t, fmt.Sprintf(`
+[harness.on]
+cmd = %[1]q
+agent = "claude-code"
+mcp_wire = false
+
+[harness.off]
+cmd = %[1]q
+agent = "claude-code"
+mcp_wire = false
+hooks = false
+
+[harness.codexon]
+cmd = %[1]q
+agent = "codex"
+mcp_wire = false
+env = { HOME = %[2]q }
+
+[harness.codexoff]
+cmd = %[1]q
+agent = "codex"
+mcp_wire = false
+hooks = false
+env = { HOME = %[2]q }
+`, script, t.TempDir()))
+	argv := map[string]string{}
+	for _, name := range []string{"on", "off", "codexon", "codexoff"} {
+		f.mustRun("start", name)
+		f.waitFor(name+"'s argv", 30*time.Second, func() bool {
+			out, _, _ := f.run("logs", name)
+			argv[name] = out
+			return strings.Contains(out, "argv:")
+		})
+	}
+	if !strings.Contains(argv["on"], "--settings={") || !strings.Contains(argv["on"], " hook Stop") {
+		t.Errorf("a claude-code harness without the key lacks its hooks: %s", argv["on"])
+	}
+	if !strings.Contains(argv["codexon"], "notify=[") || !strings.Contains(argv["codexon"], `"hook", "notify"]`) {
+		t.Errorf("a codex harness without the key lacks its notify hook: %s", argv["codexon"])
+	}
+	for _, name := range []string{"off", "codexoff"} {
+		if strings.Contains(argv[name], "--settings") || strings.Contains(argv[name], "hook") || strings.Contains(argv[name], "notify") {
+			t.Errorf("%s has hooks = false but was given them: %s", name, argv[name])
+		}
+	}
+	var d struct {
+		Config struct {
+			Hooks *bool `json:"hooks"`
+		} `json:"config"`
+	}
+	f.mustJSON(&d, "describe", "off")
+	if d.Config.Hooks == nil || *d.Config.Hooks {
+		t.Errorf("describe --json off: hooks %v, want false", d.Config.Hooks)
+	}
+	f.mustJSON(&d, "describe", "on")
+	if d.Config.Hooks == nil || !*d.Config.Hooks {
+		t.Errorf("describe --json on: hooks %v, want true", d.Config.Hooks)
+	}
+	if out := f.mustRun("describe", "off"); !strings.Contains(out, "hooks:          off") {
+		t.Errorf("describe off (text) does not say its hooks are off:\n%s", out)
+	}
+}

@@ -57,6 +57,9 @@ func describeCmd(g *globals) *cobra.Command {
 			if d.Agent != "" {
 				fmt.Fprintf(w, "agent:          %s\n", agentText(d.AgentView))
 			}
+			if d.Config.Hooks != nil && !*d.Config.Hooks {
+				fmt.Fprintf(w, "hooks:          off (state from the screen only)\n")
+			}
 			if d.Description != "" {
 				fmt.Fprintf(w, "description:    %s\n", d.Description)
 			}

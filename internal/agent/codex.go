@@ -3,10 +3,13 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/BurntSushi/toml"
 
 	"github.com/harness-dev/harness/internal/api"
 )
@@ -24,6 +27,7 @@ func init() {
 		Name:        Codex,
 		Commands:    []string{"codex"},
 		Wiring:      codexWiring,
+		Hook:        codexHook,
 		Transcripts: codexTranscripts,
 		Prices: map[string]Price{
 			"gpt-5": {Input: 1.25, Output: 10, CacheRead: 0.125},
@@ -68,10 +72,21 @@ func init() {
 	})
 }
 
-// codexWiring gives Codex harness's MCP server with -c config overrides,
-// which apply to this run on top of the user's config.toml and leave it
-// as it is. Codex starts an MCP server with a short list of its own
-// environment only, so the server is told which variables to pass on.
+// codexWiring gives Codex harness's MCP server and its notify hook with
+// -c config overrides, which apply to this run on top of the user's
+// config.toml and leave it as it is. Codex starts an MCP server with a
+// short list of its own environment only, so the server is told which
+// variables to pass on.
+//
+// Codex 0.169 has two hook mechanisms. Its hooks ([hooks] tables) run only
+// once the user has trusted each one in its /hooks review (or under
+// --dangerously-bypass-hook-trust, which would run the user's untrusted
+// hooks too), so harness does not use them. Its notify program runs with
+// no review at the end of every turn (agent-turn-complete, its JSON as the
+// last argument): `harness hook notify JSON`. An override replaces the
+// user's own notify, so it is added only when no config file Codex would
+// read for this run, and no -c of the harness's args, sets notify
+// (codexUserNotify).
 func codexWiring(spec WireSpec) (Wiring, error) {
 	var w Wiring
 	if spec.MCP {
@@ -82,7 +97,104 @@ func codexWiring(spec WireSpec) (Wiring, error) {
 			"-c", key+`env_vars=["HARNESS_MCP_TOKEN", "HARNESS_SOCKET", "HARNESS_NAME"]`,
 		)
 	}
+	if spec.Hooks && !codexUserNotify(spec) {
+		w.Args = append(w.Args, "-c", "notify=["+tomlString(spec.Exe)+`, "hook", "`+codexNotify+`"]`)
+	}
 	return w, nil
+}
+
+// codexNotify is the event harness's notify program is called with.
+const codexNotify = "notify"
+
+// codexUserNotify reports whether the user has a notify program Codex
+// would run for this harness: in CODEX_HOME's config.toml (top level or a
+// profile) or a profile file beside it (NAME.config.toml), the system's
+// /etc/codex/config.toml, a project's .codex/config.toml in the workdir
+// or a folder above it, or a -c/--config of the harness's args. A file
+// that does not parse counts as setting it: harness cannot tell.
+func codexUserNotify(spec WireSpec) bool {
+	for i, a := range spec.Args {
+		v, ok := strings.CutPrefix(a, "--config=")
+		if !ok && (a == "-c" || a == "--config") && i+1 < len(spec.Args) {
+			v, ok = spec.Args[i+1], true
+		}
+		if !ok {
+			v, ok = strings.CutPrefix(a, "-c")
+		}
+		if ok && strings.HasPrefix(strings.TrimSpace(v), "notify") {
+			return true
+		}
+	}
+	if spec.ReadFile == nil {
+		return false
+	}
+	home := codexHome(spec)
+	files := []string{"/etc/codex/config.toml"}
+	if home != "" {
+		files = append(files, filepath.Join(home, "config.toml"))
+		profiles, _ := filepath.Glob(filepath.Join(home, "*.config.toml"))
+		files = append(files, profiles...)
+	}
+	if spec.Workdir != "" {
+		for d := filepath.Clean(spec.Workdir); ; d = filepath.Dir(d) {
+			files = append(files, filepath.Join(d, ".codex", "config.toml"))
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+	for _, f := range files {
+		b, err := spec.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var cfg map[string]any
+		if _, err := toml.Decode(string(b), &cfg); err != nil {
+			return true
+		}
+		if _, set := cfg["notify"]; set {
+			return true
+		}
+		profiles, _ := cfg["profiles"].(map[string]any)
+		for _, p := range profiles {
+			if pm, _ := p.(map[string]any); pm != nil && pm["notify"] != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// codexHome is the CODEX_HOME of a run: the harness's env, the daemon's,
+// else HOME/.codex.
+func codexHome(spec WireSpec) string {
+	if h := spec.Env["CODEX_HOME"]; h != "" {
+		return h
+	}
+	if h := os.Getenv("CODEX_HOME"); h != "" {
+		return h
+	}
+	if spec.Home != "" {
+		return filepath.Join(spec.Home, ".codex")
+	}
+	return ""
+}
+
+// codexHook reads a call of harness's notify program: an
+// agent-turn-complete payload (thread-id, turn-id, cwd, input-messages,
+// last-assistant-message) is the end of a turn, ready, in the session
+// thread-id names. The turn's tool calls are in the transcript only
+// (TranscriptTools).
+func codexHook(event string, m map[string]any) HookSignal {
+	var sig HookSignal
+	if event != codexNotify {
+		return sig
+	}
+	sig.SessionID = str(m, "thread-id")
+	if str(m, "type") == "agent-turn-complete" {
+		sig.State, sig.TranscriptTools = api.AgentReady, true
+	}
+	return sig
 }
 
 // tomlString quotes s as a TOML basic string (JSON's escapes are TOML's).

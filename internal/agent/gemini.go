@@ -26,6 +26,7 @@ func init() {
 		Name:        Gemini,
 		Commands:    []string{"gemini"},
 		Wiring:      geminiWiring,
+		Hook:        geminiHook,
 		Transcripts: geminiTranscripts,
 		Prices: map[string]Price{
 			"gemini-2.5-pro":   {Input: 1.25, Output: 10, CacheRead: 0.31},
@@ -82,21 +83,24 @@ const (
 	defaultGeminiSystemSettings = "/etc/gemini-cli/settings.json"
 )
 
-// geminiWiring gives Gemini CLI harness's MCP server. Gemini CLI reads
-// MCP servers only from settings files, so harness writes a system
-// settings file of its own under spec.Dir: the user's system settings (if
-// any) plus the harness server, pointed at by GEMINI_CLI_SYSTEM_SETTINGS_PATH
-// for this run. Gemini merges mcpServers of all its settings files, so the
-// user's own servers (user and workspace settings) stay. Gemini CLI hides
-// variables named like tokens from MCP servers, so HARNESS_MCP_TOKEN is
-// allowed by name; its value never enters the file.
+// geminiWiring gives Gemini CLI harness's MCP server and its hooks.
+// Gemini CLI reads MCP servers and hooks only from settings files, so
+// harness writes a system settings file of its own under spec.Dir: the
+// user's system settings (if any) plus the harness server and harness's
+// hooks, pointed at by GEMINI_CLI_SYSTEM_SETTINGS_PATH for this run.
+// Gemini merges mcpServers of all its settings files and concatenates
+// their hooks, so the user's own servers and hooks (user and workspace
+// settings) stay and run too. Gemini CLI hides variables named like
+// tokens from MCP servers and hooks, so HARNESS_MCP_TOKEN is allowed by
+// name; its value never enters the file.
 //
 // Gemini CLI reads a system settings file only when root owns it and every
 // directory above it, none writable by group or others: so the wiring
 // works for a daemon run by root with its state dir on such a path, and is
-// refused (logged, the agent runs unwired) otherwise.
+// refused (logged, the agent runs unwired) otherwise. It runs the hooks of
+// its settings only in a trusted folder (or with folder trust off).
 func geminiWiring(spec WireSpec) (Wiring, error) {
-	if !spec.MCP || spec.Dir == "" {
+	if !spec.MCP && !spec.Hooks || spec.Dir == "" {
 		return Wiring{}, nil
 	}
 	if err := rootOnlyPath(spec.Dir); err != nil {
@@ -104,6 +108,16 @@ func geminiWiring(spec WireSpec) (Wiring, error) {
 	}
 	return geminiSettings(spec)
 }
+
+// GeminiSettingsFile is the name of the system settings file harness
+// writes for a harness of Gemini CLI, under WireSpec.Dir.
+const GeminiSettingsFile = "gemini-system-settings.json"
+
+// geminiHookEvents are the Gemini CLI hook events harness listens to
+// (0.61.0: BeforeTool, AfterTool, BeforeAgent, AfterAgent, Notification,
+// SessionStart, …; each command gets a JSON payload on stdin with
+// session_id, transcript_path and hook_event_name).
+var geminiHookEvents = []string{"SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "Notification", "AfterAgent"}
 
 // geminiSettings is geminiWiring past the path check.
 func geminiSettings(spec WireSpec) (Wiring, error) {
@@ -119,36 +133,75 @@ func geminiSettings(spec WireSpec) (Wiring, error) {
 			}
 		}
 	}
-	servers, _ := settings["mcpServers"].(map[string]any)
-	if servers == nil {
-		servers = map[string]any{}
+	if spec.MCP {
+		servers := subMap(settings, "mcpServers")
+		servers[ServerName] = map[string]any{"command": spec.Exe, "args": []string{"mcp"}}
 	}
-	servers[ServerName] = map[string]any{"command": spec.Exe, "args": []string{"mcp"}}
-	settings["mcpServers"] = servers
-	security, _ := settings["security"].(map[string]any)
-	if security == nil {
-		security = map[string]any{}
+	if spec.Hooks {
+		hooks := subMap(settings, "hooks")
+		for _, ev := range geminiHookEvents {
+			entry := map[string]any{"hooks": []any{map[string]any{
+				"type": "command", "name": "harness-" + ev, "command": hookCommand(spec.Exe, ev), "timeout": 10000,
+			}}}
+			if ev == "BeforeTool" || ev == "AfterTool" {
+				entry["matcher"] = "*"
+			}
+			list, _ := hooks[ev].([]any)
+			hooks[ev] = append(list, entry)
+		}
 	}
-	redaction, _ := security["environmentVariableRedaction"].(map[string]any)
-	if redaction == nil {
-		redaction = map[string]any{}
-	}
+	redaction := subMap(subMap(settings, "security"), "environmentVariableRedaction")
 	allowed, _ := redaction["allowed"].([]any)
 	if !slices.Contains(allowed, any("HARNESS_MCP_TOKEN")) {
 		allowed = append(allowed, "HARNESS_MCP_TOKEN")
 	}
 	redaction["allowed"] = allowed
-	security["environmentVariableRedaction"] = redaction
-	settings["security"] = security
 	b, err := json.MarshalIndent(settings, "", "  ")
 	if err != nil {
 		return Wiring{}, err
 	}
-	path := filepath.Join(spec.Dir, "gemini-system-settings.json")
+	path := filepath.Join(spec.Dir, GeminiSettingsFile)
 	return Wiring{
 		Env:   []string{geminiSystemSettings + "=" + path},
 		Files: []File{{Path: path, Data: b}},
 	}, nil
+}
+
+// subMap is m[k] as an object, made (and put in m) when absent or not
+// an object.
+func subMap(m map[string]any, k string) map[string]any {
+	sub, _ := m[k].(map[string]any)
+	if sub == nil {
+		sub = map[string]any{}
+		m[k] = sub
+	}
+	return sub
+}
+
+// geminiHook reads a call of Gemini CLI's hooks (every payload carries
+// session_id and transcript_path): a prompt submitted or a tool about to
+// run or done is working, a tool permission notification is
+// waiting(permission) with the command it asks about, the end of the
+// agent's loop ready.
+func geminiHook(event string, m map[string]any) HookSignal {
+	sig := HookSignal{SessionID: str(m, "session_id"), Transcript: str(m, "transcript_path")}
+	switch event {
+	case "BeforeAgent", "BeforeTool", "AfterTool":
+		sig.State = api.AgentWorking
+		if event == "BeforeTool" {
+			sig.Tool = toolCall(str(m, "tool_name"), m["tool_input"])
+		}
+	case "Notification":
+		if str(m, "notification_type") == "ToolPermission" {
+			sig.State, sig.WaitingFor, sig.Message = api.AgentWaiting, api.WaitingPermission, str(m, "message")
+			if cmd := str(obj(m, "details"), "command"); cmd != "" {
+				sig.Message = cmd
+			}
+		}
+	case "AfterAgent":
+		sig.State = api.AgentReady
+	}
+	return sig
 }
 
 // rootOnlyPath reports why Gemini CLI would not read a settings file in

@@ -24,6 +24,10 @@ type HookSignal struct {
 	// Tool is the tool call about to run (its name and its input, as
 	// one string): what the loop guard compares (DESIGN §17).
 	Tool string
+	// TranscriptTools is set on the end of a turn of an agent whose hooks
+	// name no tool call (Codex's notify): the turn's tool calls reach the
+	// loop guard from the transcript read after it.
+	TranscriptTools bool
 }
 
 // MaxHookPayload bounds the payload a hook call may carry

@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,18 @@ type ToolCall struct {
 	Input string // its arguments, as JSON
 	// Outcome is "ok", "error", or "" while no result was logged.
 	Outcome string
+}
+
+// GuardKey is the call as the loop guard compares it (DESIGN §17): its
+// name and its input, as a hook names a call about to run.
+func (tc ToolCall) GuardKey() string {
+	switch {
+	case tc.Input == "":
+		return toolCall(tc.Name, nil)
+	case json.Valid([]byte(tc.Input)):
+		return toolCall(tc.Name, json.RawMessage(tc.Input))
+	}
+	return toolCall(tc.Name, tc.Input)
 }
 
 // TranscriptSource says how an agent keeps its session records: where to

@@ -26,6 +26,11 @@ type WireSpec struct {
 	// from a file writes it there (Wiring.Files), never into the user's
 	// own files.
 	Dir string
+	// Home and Workdir are the HOME and the directory the agent runs
+	// with, and Args the harness's own args: for an adapter that must
+	// find the user's own settings (Codex's notify).
+	Home, Workdir string
+	Args          []string
 	// Env is the harness's configured environment (env table, env_file
 	// and the daemon's), for an adapter that must find the user's own
 	// settings to merge with.

@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -125,5 +126,156 @@ func TestScenario_ClaudeCodeHooksTellItsState(t *testing.T) {
 	}
 	if h := s.Hooks["Stop"]; len(h) != 1 || h[0].Hooks[0].Command != `'/opt/my harness' hook Stop` {
 		t.Errorf("Stop hook: %+v", s.Hooks["Stop"])
+	}
+}
+
+// TestScenario_CodexNotifiesHarnessUnlessTheUserDoes: a Codex run gets
+// `-c notify=[EXE, "hook", "notify"]` (no token in it), unless the user
+// has a notify program of their own where this run's Codex reads it (its
+// CODEX_HOME config, a profile, a project's .codex/config.toml above the
+// workdir, a -c of the harness's args, or a config that does not parse):
+// the override would replace it. hooks = false leaves it out. A call of
+// it is the end of a turn, with the thread as the session, and asks for
+// the turn's tool calls from the transcript.
+func TestScenario_CodexNotifiesHarnessUnlessTheUserDoes(t *testing.T) {
+	a := MustLookup(Codex)
+	home := t.TempDir()
+	work := filepath.Join(home, "src", "proj")
+	files := map[string]string{}
+	spec := WireSpec{Exe: "/opt/my harness", Hooks: true, Home: home, Workdir: work,
+		ReadFile: func(p string) ([]byte, error) {
+			if b, ok := files[p]; ok {
+				return []byte(b), nil
+			}
+			return nil, os.ErrNotExist
+		}}
+	notify := func(s WireSpec) string {
+		w, err := a.Wire(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, arg := range w.Args {
+			if strings.HasPrefix(arg, "notify=") && i > 0 && w.Args[i-1] == "-c" {
+				return arg
+			}
+		}
+		return ""
+	}
+	files[filepath.Join(home, ".codex", "config.toml")] = "model = \"gpt-5\"\n[profiles.fast]\nmodel = \"o3\"\n"
+	if got := notify(spec); got != `notify=["/opt/my harness", "hook", "notify"]` {
+		t.Errorf("notify override: %q", got)
+	}
+	off := spec
+	off.Hooks = false
+	if got := notify(off); got != "" {
+		t.Errorf("hooks = false: %q", got)
+	}
+	for what, set := range map[string]func(){
+		"config.toml":         func() { files[filepath.Join(home, ".codex", "config.toml")] = "notify = [\"notify-send\"]\n" },
+		"a profile":           func() { files[filepath.Join(home, ".codex", "config.toml")] = "[profiles.x]\nnotify = [\"y\"]\n" },
+		"a project":           func() { files[filepath.Join(home, "src", ".codex", "config.toml")] = "notify = [\"z\"]\n" },
+		"a config not parsed": func() { files[filepath.Join(home, ".codex", "config.toml")] = "notify = [\n" },
+	} {
+		clear(files)
+		set()
+		if got := notify(spec); got != "" {
+			t.Errorf("the user's notify in %s was replaced: %q", what, got)
+		}
+	}
+	clear(files)
+	for _, args := range [][]string{{"-c", "notify=[\"mine\"]"}, {"--config=notify=[]"}, {"-cnotify=[]"}} {
+		s := spec
+		s.Args = args
+		if got := notify(s); got != "" {
+			t.Errorf("the user's notify in args %q was replaced: %q", args, got)
+		}
+	}
+
+	sig, err := a.ParseHook("notify", []byte(`{"type":"agent-turn-complete","thread-id":"th-1","turn-id":"tu-1","cwd":"/w","input-messages":["hi"],"last-assistant-message":"done"}`))
+	if err != nil || sig != (HookSignal{State: "ready", SessionID: "th-1", TranscriptTools: true}) {
+		t.Errorf("agent-turn-complete: %+v, %v", sig, err)
+	}
+	if sig, err := a.ParseHook("notify", []byte(`{"type":"something-new","thread-id":"th-1"}`)); err != nil || sig.State != "" || sig.SessionID != "th-1" {
+		t.Errorf("an unknown notification: %+v, %v", sig, err)
+	}
+	if _, err := a.ParseHook("notify", []byte(`[1]`)); err == nil {
+		t.Error("a payload that is no object was taken")
+	}
+}
+
+// TestScenario_GeminiHooksGoInItsSettingsBesideTheUsers: Gemini CLI's
+// system settings file of harness's own gets harness's hooks (each calling
+// `harness hook EVENT`) after the user's own hooks of the same event, which
+// stay; hooks = false leaves them out (and with mcp_wire = false too, no
+// file at all). Its hook calls map to states and carry the session, the
+// transcript and the tool call for the loop guard.
+func TestScenario_GeminiHooksGoInItsSettingsBesideTheUsers(t *testing.T) {
+	spec := WireSpec{Exe: "/opt/my harness", Hooks: true, Dir: t.TempDir(),
+		ReadFile: func(string) ([]byte, error) {
+			return []byte(`{"hooks":{"AfterAgent":[{"hooks":[{"type":"command","command":"my-notifier"}]}]},"hooksConfig":{"disabled":["x"]}}`), nil
+		}}
+	w, err := geminiSettings(spec)
+	if err != nil || len(w.Files) != 1 {
+		t.Fatalf("gemini: %+v, %v", w, err)
+	}
+	var s struct {
+		MCPServers map[string]any `json:"mcpServers"`
+		Hooks      map[string][]struct {
+			Matcher string `json:"matcher"`
+			Hooks   []struct {
+				Type, Command string
+				Timeout       int `json:"timeout"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+		HooksConfig map[string]any `json:"hooksConfig"`
+	}
+	if err := json.Unmarshal(w.Files[0].Data, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.MCPServers["harness"] != nil || s.HooksConfig["disabled"] == nil {
+		t.Errorf("mcp_wire = false still wires the server, or the user's settings are lost: %s", w.Files[0].Data)
+	}
+	after := s.Hooks["AfterAgent"]
+	if len(after) != 2 || after[0].Hooks[0].Command != "my-notifier" || after[1].Hooks[0].Command != `'/opt/my harness' hook AfterAgent` {
+		t.Errorf("AfterAgent hooks: %+v", after)
+	}
+	for _, ev := range []string{"SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "Notification"} {
+		if h := s.Hooks[ev]; len(h) != 1 || h[0].Hooks[0].Command != `'/opt/my harness' hook `+ev || h[0].Hooks[0].Type != "command" {
+			t.Errorf("%s hooks: %+v", ev, h)
+		}
+	}
+	if s.Hooks["BeforeTool"][0].Matcher != "*" {
+		t.Errorf("BeforeTool matcher %q", s.Hooks["BeforeTool"][0].Matcher)
+	}
+	if strings.Contains(string(w.Files[0].Data), "TOKEN=") {
+		t.Errorf("a token value in the settings: %s", w.Files[0].Data)
+	}
+	off := spec
+	off.Hooks = false
+	if w, err := geminiSettings(off); err != nil || strings.Contains(string(w.Files[0].Data), "hook ") {
+		t.Errorf("hooks = false: %s, %v", w.Files[0].Data, err)
+	}
+	if w, err := MustLookup(Gemini).Wire(WireSpec{Exe: "/x", Dir: t.TempDir()}); err != nil || len(w.Files) != 0 {
+		t.Errorf("neither mcp_wire nor hooks: %+v, %v", w, err)
+	}
+
+	a := MustLookup(Gemini)
+	base := `"session_id":"g1","transcript_path":"/h/.gemini/tmp/p/chats/session-1.jsonl"`
+	for _, c := range []struct {
+		event, payload string
+		want           HookSignal
+	}{
+		{"SessionStart", `{` + base + `,"source":"startup"}`, HookSignal{SessionID: "g1", Transcript: "/h/.gemini/tmp/p/chats/session-1.jsonl"}},
+		{"BeforeAgent", `{` + base + `,"prompt":"hi"}`, HookSignal{State: "working", SessionID: "g1", Transcript: "/h/.gemini/tmp/p/chats/session-1.jsonl"}},
+		{"BeforeTool", `{"session_id":"g1","tool_name":"run_shell_command","tool_input":{"command":"ls"}}`,
+			HookSignal{State: "working", SessionID: "g1", Tool: `run_shell_command {"command":"ls"}`}},
+		{"Notification", `{"session_id":"g1","notification_type":"ToolPermission","message":"Tool Shell requires execution","details":{"type":"exec","command":"touch x"}}`,
+			HookSignal{State: "waiting", WaitingFor: "permission", Message: "touch x", SessionID: "g1"}},
+		{"AfterAgent", `{"session_id":"g1","prompt_response":"done"}`, HookSignal{State: "ready", SessionID: "g1"}},
+	} {
+		got, err := a.ParseHook(c.event, []byte(c.payload))
+		if err != nil || got != c.want {
+			t.Errorf("%s %s: %+v, %v; want %+v", c.event, c.payload, got, err, c.want)
+		}
 	}
 }

@@ -102,6 +102,9 @@ type UnitConfigView struct {
 	// upstreams.
 	TermSize   string  `json:"term_size,omitempty"`
 	IdleAfterS float64 `json:"idle_after,omitempty"`
+	// Hooks is whether a harness's runs get its agent's hooks (the
+	// hooks key, DESIGN §16); absent for upstreams.
+	Hooks *bool `json:"hooks,omitempty"`
 }
 
 // NamesArgs selects units for start, stop and restart.

@@ -133,6 +133,11 @@ type Harness struct {
 	// an MCP configuration that reaches harness; false leaves the
 	// agent's MCP configuration to the user.
 	MCPWire bool
+	// Hooks (hooks, default true) installs the agent's own hooks for each
+	// run of a known agent, calling `harness hook` (DESIGN §16); false
+	// leaves them out for every agent, and the state comes from the
+	// screen rules alone.
+	Hooks bool
 	// Prices (prices, prices.go) are model-name prefixes to USD per
 	// million tokens, consulted before the agent's own price table to put
 	// cost_usd on a run; nil when the key is absent.

@@ -211,6 +211,10 @@ func TestParseValid(t *testing.T) {
 			a, b := c.Harnesses["a"], c.Harnesses["b"]
 			return a.Agent == "gemini" && !a.MCPWire && b.Agent == "generic" && b.MCPWire
 		}},
+		{"hooks off", "[harness.a]\ncmd='claude'\nhooks=false\n[harness.b]\ncmd='codex'", func(c *Config) bool {
+			a, b := c.Harnesses["a"], c.Harnesses["b"]
+			return !a.Hooks && a.MCPWire && b.Hooks
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := Parse("harness.toml", []byte(tt.src))
@@ -346,10 +350,11 @@ func TestParseErrors(t *testing.T) {
 			`harness.toml:7: harness.b.term_size: terminal size "1x40" out of range (want 2..1000 columns and 2..500 rows)`,
 			"harness.toml:8: harness.b.idle_after: must be a number of seconds, not a string",
 			"harness.toml:11: harness.c.term_size: must be a string, not an integer"}},
-		{"agent keys", "[harness.a]\ncmd='x'\nagent='cursor'\nmcp_wire='no'\n[harness.b]\ncmd='x'\nagent=1\n", []string{
+		{"agent keys", "[harness.a]\ncmd='x'\nagent='cursor'\nmcp_wire='no'\n[harness.b]\ncmd='x'\nagent=1\nhooks=0\n", []string{
 			`harness.toml:3: harness.a.agent: unknown agent "cursor" (want one of "claude-code", "codex", "gemini", "generic")`,
 			"harness.toml:4: harness.a.mcp_wire: must be true or false, not a string",
-			"harness.toml:7: harness.b.agent: must be a string, not an integer"}},
+			"harness.toml:7: harness.b.agent: must be a string, not an integer",
+			"harness.toml:8: harness.b.hooks: must be true or false, not an integer"}},
 		{"nan and huge int", "[harness.a]\ncmd='x'\nrestart_delay = nan\nstop_grace = 9223372037\n", []string{
 			"harness.toml:3: harness.a.restart_delay: must be >= 0 seconds, not NaN",
 			"harness.toml:4: harness.a.stop_grace: 9223372037 seconds is too long"}},

@@ -32,7 +32,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 		MCPTools: api.ToolsAll,
 		Project:  project,
 		TermCols: DefaultTermCols, TermRows: DefaultTermRows, IdleAfter: DefaultIdleAfter,
-		MCPWire: true,
+		MCPWire: true, Hooks: true,
 	}
 	restartSet := false
 	for _, k := range sortedKeys(t) {
@@ -86,6 +86,8 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 			h.Agent = d.agent(kp, val)
 		case "mcp_wire":
 			h.MCPWire = d.boolean(kp, val)
+		case "hooks":
+			h.Hooks = d.boolean(kp, val)
 		case "prices":
 			h.Prices = d.prices(kp, val)
 		default:

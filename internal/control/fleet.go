@@ -49,6 +49,10 @@ type unit struct {
 	repeats struct {
 		sync.Mutex
 		r hold.Repeats
+		// run and fed: how many of run's transcript tool calls went to
+		// the guard (turns.go, guardTranscript).
+		run uint64
+		fed int
 	}
 	// scratch marks a harness of `harness run` (scratch.go): not of any
 	// config file, forgotten when it ends. Set before it is registered.

@@ -58,7 +58,7 @@ func (c *Control) Hook(_ context.Context, a api.HookArgs) (api.HookResult, error
 	if sig.SessionID != "" || sig.State == api.AgentReady {
 		// The session goes on the run; at the end of a turn the
 		// transcript's model, tokens and cost do too, read off this call.
-		c.recordTranscript(u, h, run, sig.State == api.AgentReady)
+		c.recordTranscript(u, h, run, sig.State == api.AgentReady, sig.TranscriptTools)
 	}
 	return api.HookResult{Name: name, RunID: run, AgentView: st.AgentView}, nil
 }

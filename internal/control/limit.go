@@ -110,14 +110,14 @@ func (c *Control) limitedUntil(name string) (time.Time, string) {
 
 // guardLoop counts call, made by run's agent, and ends the run with
 // outcome loop, naming the call, when it is the limit-th same call in a
-// row (loop_guard, DESIGN §17; 0: off).
-func (c *Control) guardLoop(u *unit, limit int, run uint64, call string) {
+// row (loop_guard, DESIGN §17; 0: off). It reports whether it did.
+func (c *Control) guardLoop(u *unit, limit int, run uint64, call string) bool {
 	u.repeats.Lock()
 	u.repeats.r = u.repeats.r.Next(run, call)
 	r := u.repeats.r
 	u.repeats.Unlock()
 	if !r.Tripped(limit) {
-		return
+		return false
 	}
 	note := fmt.Sprintf("loop guard: the same tool call %d times in a row: %s", r.N, call)
 	c.goBackground(func() {
@@ -125,4 +125,5 @@ func (c *Control) guardLoop(u *unit, limit int, run uint64, call string) {
 			c.log.Error("loop guard: end run", logkey.Unit, u.name, logkey.Err, err)
 		}
 	})
+	return true
 }

@@ -79,6 +79,8 @@ func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description,
 		d.Config.Worktree = c.worktreeView(u.name, h.Worktree)
 		d.Config.TermSize = fmt.Sprintf("%dx%d", h.TermCols, h.TermRows)
 		d.Config.IdleAfterS = h.IdleAfter.Seconds()
+		hooks := h.Hooks
+		d.Config.Hooks = &hooks
 		d.Grant = c.grantView(h)
 	}
 	if up := u.upstream(); up != nil {

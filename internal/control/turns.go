@@ -89,7 +89,9 @@ func (c *Control) storeTranscript(h *config.Harness, ad *agent.Adapter, id uint6
 // recordTranscript records the session a hook named on run, and with
 // read the transcript's totals too, on a goroutine of its own (a
 // transcript read is bounded but not instant), one per unit at a time.
-func (c *Control) recordTranscript(u *unit, h *config.Harness, run uint64, read bool) {
+// With tools the tool calls the transcript adds since the last read go
+// to the loop guard (an agent whose hooks name no tool call).
+func (c *Control) recordTranscript(u *unit, h *config.Harness, run uint64, read, tools bool) {
 	if _, s, _ := u.sup.AgentSession(); s != "" {
 		if err := c.opt.Runs.SetAgent(run, api.RunAgent{SessionID: s}); err != nil {
 			c.log.Debug("session not recorded on the run", logkey.Run, run, logkey.Err, err)
@@ -105,15 +107,55 @@ func (c *Control) recordTranscript(u *unit, h *config.Harness, run uint64, read 
 			return
 		}
 		ad := agent.MustLookup(h.Agent)
-		if _, _, p := u.sup.AgentSession(); p != "" {
+		_, _, p := u.sup.AgentSession()
+		if p != "" {
 			c.settle(p)
 		}
-		if tr, err := c.readTranscript(u, h, ad, r); err == nil {
-			c.storeTranscript(h, ad, run, tr)
+		tr, err := c.readTranscript(u, h, ad, r)
+		if err == nil && p == "" && tr.Path != "" {
+			// Found, not named by a hook: read it again once it is
+			// written out.
+			c.settle(tr.Path)
+			if again, err2 := ad.ReadTranscriptFile(tr.Path); err2 == nil {
+				if again.SessionID == "" {
+					again.SessionID = tr.SessionID
+				}
+				tr = again
+			}
+		}
+		if err != nil {
+			return
+		}
+		c.storeTranscript(h, ad, run, tr)
+		if tools {
+			c.guardTranscript(u, h, run, tr)
 		}
 	})
 	if !started {
 		u.reading.Store(false)
+	}
+}
+
+// guardTranscript gives the loop guard the tool calls of run's transcript
+// it has not seen yet, in order.
+func (c *Control) guardTranscript(u *unit, h *config.Harness, run uint64, tr agent.Transcript) {
+	var calls []string
+	for _, t := range tr.Turns {
+		for _, tc := range t.Tools {
+			calls = append(calls, tc.GuardKey())
+		}
+	}
+	u.repeats.Lock()
+	if u.repeats.run != run {
+		u.repeats.run, u.repeats.fed = run, 0
+	}
+	from := min(u.repeats.fed, len(calls))
+	u.repeats.fed = len(calls)
+	u.repeats.Unlock()
+	for _, call := range calls[from:] {
+		if c.guardLoop(u, h.AgentRun.LoopGuard, run, call) {
+			return // the run ends at the limit-th call
+		}
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 
 // wireAgent gives a harness of a known agent what its runs need to reach
 // harness (DESIGN §16): its MCP server as "harness" unless mcp_wire is
-// false, and the hook configuration calling `harness hook`, in the
-// agent's own format (agent.Adapter.Wiring). The wiring's arguments go
+// false, and the hook configuration calling `harness hook` unless hooks
+// is false, in the agent's own format (agent.Adapter.Wiring). The wiring's arguments go
 // before the harness's own, its variables after the daemon's, and its
 // files into STATE/agents/NAME. A wiring that fails is logged and left
 // out: the agent still runs, unwired.
@@ -24,8 +24,9 @@ func (c *Control) wireAgent(name string, h *config.Harness, uc *supervise.UnitCo
 	}
 	a := agent.MustLookup(h.Agent)
 	spec := agent.WireSpec{
-		Harness: name, Exe: c.opt.Exe, MCP: h.MCPWire, Hooks: true,
+		Harness: name, Exe: c.opt.Exe, MCP: h.MCPWire, Hooks: h.Hooks,
 		Env: h.Env, ReadFile: os.ReadFile,
+		Home: c.agentHome(h), Workdir: c.agentWorkdir(name, h), Args: h.Args,
 	}
 	if c.opt.Paths.StateDir != "" {
 		spec.Dir = filepath.Join(c.opt.Paths.StateDir, "agents", name)
