@@ -171,4 +171,10 @@ func TestScenario_AgentTurnsShowOnItsHarnessPage(t *testing.T) {
 	if shown := eval[string](t, ctx, `(document.querySelector('details.runs tr.shown td') || {}).textContent || ''`); shown != fmt.Sprint(first) {
 		t.Fatalf("the runs table marks run %q, want %d", shown, first)
 	}
+	// On a phone the turns wrap: nothing in the section reaches past the
+	// screen's right edge.
+	browse(t, ctx, "the chosen run on a phone", chromedp.EmulateViewport(390, 844), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#turns .turn`)))
+	if right := eval[float64](t, ctx, `Math.max(...[...document.querySelectorAll('#turns, #turns *')].map(e => e.getBoundingClientRect().right))`); right > 390 {
+		t.Fatalf("at 390x844 the turns reach %v px: they scroll sideways", right)
+	}
 }

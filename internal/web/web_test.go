@@ -656,4 +656,30 @@ func TestScenario_AHarnessPageShowsItsAgentsTurns(t *testing.T) {
 	if r.b.called("turns ") {
 		t.Fatalf("the live part or a generic harness read turns: %v", r.b.calls)
 	}
+
+	// The grant: read shows the turns; a token without read is refused
+	// before the op runs.
+	for _, g := range []struct {
+		grant  []string
+		status int
+	}{{[]string{"read"}, http.StatusOK}, {[]string{"write", "input"}, http.StatusForbidden}} {
+		tok, _, err := dashtoken.Mint(r.state, g.grant, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := r.client()
+		r.signIn(c, tok)
+		r.b.mu.Lock()
+		r.b.calls = nil
+		r.b.mu.Unlock()
+		for _, path := range []string{"/h/w", "/h/w?fragment=turns"} {
+			st, body, _ := r.page(c, path)
+			if st != g.status || (st == http.StatusOK) != strings.Contains(body, "Remember [masked]") {
+				t.Fatalf("grant %v: GET %s = %d, want %d with the turns only when allowed:\n%s", g.grant, path, st, g.status, body)
+			}
+		}
+		if g.status != http.StatusOK && r.b.called("turns ") {
+			t.Fatalf("grant %v: a refused page read turns", g.grant)
+		}
+	}
 }
