@@ -118,7 +118,9 @@ func (rf *runFleet) trigger() (api.TriggerResult, string) {
 // each agent non-interactively (claude -p, codex exec, gemini -p, each with
 // machine-readable output) against the model server; the run carries
 // outcome ok, the result text, its session, tokens and (Claude Code) cost.
-// A missing prompt_file fails the run with a message naming it.
+// A missing prompt_file fails the run with a message naming it. The file
+// starts as markdown files often do, with front matter ("---"), which no
+// agent may take for an option.
 func TestAgent_AJobWithAPromptFileKeepsItsResult(t *testing.T) {
 	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
@@ -133,7 +135,7 @@ func TestAgent_AJobWithAPromptFileKeepsItsResult(t *testing.T) {
 				!strings.Contains(r.Note, "task.md") || !strings.Contains(errOut, "prompt_file") {
 				t.Fatalf("without its prompt_file: %s\n%+v", errOut, r)
 			}
-			if err := os.WriteFile(filepath.Join(rf.work, "task.md"), []byte("Review the open PRs of the nightly branch.\n"), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(rf.work, "task.md"), []byte("---\ntitle: nightly review\n---\nReview the open PRs of the nightly branch.\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			tr, errOut := rf.trigger()

@@ -127,7 +127,10 @@ func claudeArgv(o RunOptions) ([]string, error) {
 		args = append(args, "--max-turns", strconv.Itoa(o.MaxTurns))
 	}
 	if o.Job {
-		args = append(args, "--output-format", "stream-json", "--verbose", "-p", o.Prompt)
+		// -p is a switch and the prompt an argument: after "--", so a
+		// prompt starting with '-' (a markdown file's "---" front
+		// matter) is not taken for an unknown option.
+		args = append(args, "--output-format", "stream-json", "--verbose", "-p", "--", o.Prompt)
 	}
 	return args, nil
 }

@@ -256,7 +256,10 @@ func geminiArgv(o RunOptions) ([]string, error) {
 		args = append(args, "--approval-mode", "yolo")
 	}
 	if o.Job {
-		args = append(args, "--output-format", "json", "--prompt", o.Prompt)
+		// --prompt=VALUE: as a separate argument, a prompt starting with
+		// '-' (a markdown file's "---" front matter) is taken for an
+		// option and --prompt has no value.
+		args = append(args, "--output-format", "json", "--prompt="+o.Prompt)
 	}
 	return args, nil
 }

@@ -20,7 +20,7 @@ func TestScenario_RunOptionsBecomeEachAgentsOwnFlags(t *testing.T) {
 		o     RunOptions
 		want  string // the args joined by " "
 	}{
-		{ClaudeCode, job, "--model m1 --permission-mode auto --output-format stream-json --verbose -p review the PRs"},
+		{ClaudeCode, job, "--model m1 --permission-mode auto --output-format stream-json --verbose -p -- review the PRs"},
 		{ClaudeCode, RunOptions{Approval: ApprovalAsk, MaxTurns: 7, Continue: true}, "--continue --permission-mode default --max-turns 7"},
 		// An interactive run's prompt is typed once the agent is ready: no argument.
 		{ClaudeCode, RunOptions{ResumeSession: "s-1", Prompt: "go on"}, "--resume s-1"},
@@ -29,7 +29,7 @@ func TestScenario_RunOptionsBecomeEachAgentsOwnFlags(t *testing.T) {
 		{Codex, job, `exec --json --skip-git-repo-check -c model="m1" -c approval_policy="never" -- review the PRs`},
 		{Codex, RunOptions{Approval: ApprovalAsk, Continue: true}, `-c approval_policy="on-request" resume --last`},
 		{Codex, RunOptions{Job: true, Prompt: "p", ResumeSession: "th-1"}, `exec --json --skip-git-repo-check resume th-1 -- p`},
-		{Gemini, job, "--model m1 --approval-mode yolo --output-format json --prompt review the PRs"},
+		{Gemini, job, "--model m1 --approval-mode yolo --output-format json --prompt=review the PRs"},
 		{Gemini, RunOptions{Continue: true, Prompt: "hi"}, "--resume latest"},
 		{Gemini, RunOptions{ResumeSession: "g-1", Approval: ApprovalAsk}, "--resume g-1 --approval-mode default"},
 	}
