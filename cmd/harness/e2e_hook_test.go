@@ -137,3 +137,67 @@ env = { HOME = %[2]q }
 		t.Errorf("describe off (text) does not say its hooks are off:\n%s", out)
 	}
 }
+
+// TestScenario_GeminiWiringLeavesNothingBehind: the system settings file
+// harness writes for a Gemini CLI harness (MCP server and hooks; Gemini
+// reads it only on a root-only path, so the daemon runs as root here) is
+// there while the harness is, and gone once a reload removed the harness
+// and once the daemon stopped.
+func TestScenario_GeminiWiringLeavesNothingBehind(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("Gemini CLI reads a system settings file only when root owns its path: the daemon must run as root to wire it")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".cache"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(filepath.Join(home, ".cache"), "harness-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o022 != 0 {
+			t.Skipf("%s is writable by others: Gemini CLI would not read a settings file below it", d)
+		}
+	}
+	script := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"settings=$GEMINI_CLI_SYSTEM_SETTINGS_PATH\"\nexec sleep 100\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet{t: t, dir: dir, config: filepath.Join(dir, "harness.toml"), socket: filepath.Join(dir, "run", "harness.sock"),
+		state: filepath.Join(dir, "state"), logPath: filepath.Join(dir, "daemon.log")}
+	withGemini := fmt.Sprintf("[harness.keep]\ncmd = \"sleep\"\nargs = [\"100\"]\n\n[harness.g]\ncmd = %q\nagent = \"gemini\"\n", script)
+	f.writeConfig(withGemini)
+	f.start()
+	t.Cleanup(f.stop)
+	settings := filepath.Join(f.state, "agents", "g", "gemini-system-settings.json")
+	started := func() {
+		f.mustRun("start", "g")
+		f.waitFor("g's settings path", 30*time.Second, func() bool {
+			out, _, _ := f.run("logs", "g")
+			return strings.Contains(out, "settings="+settings)
+		})
+		b, err := os.ReadFile(settings)
+		if err != nil || !strings.Contains(string(b), `"mcpServers"`) || !strings.Contains(string(b), "hook AfterAgent") {
+			t.Fatalf("the wiring of a running gemini harness: %s, %v", b, err)
+		}
+	}
+	started()
+	f.writeConfig("[harness.keep]\ncmd = \"sleep\"\nargs = [\"100\"]\n")
+	f.mustRun("reload")
+	f.waitFor("the removed harness's wiring to go", 30*time.Second, func() bool {
+		_, err := os.Stat(filepath.Dir(settings))
+		return os.IsNotExist(err)
+	})
+	f.writeConfig(withGemini)
+	f.mustRun("reload")
+	started()
+	f.stop()
+	if _, err := os.Stat(filepath.Join(f.state, "agents")); !os.IsNotExist(err) {
+		t.Errorf("the daemon stopped and left %s behind (%v)", filepath.Join(f.state, "agents"), err)
+	}
+}

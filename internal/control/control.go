@@ -310,11 +310,13 @@ func (c *Control) Close(ctx context.Context) {
 			if err := u.log.Close(); err != nil {
 				c.log.Error("close unit log", logkey.Unit, u.name, logkey.Err, err)
 			}
+			c.unwire(u.name)
 		}(u)
 	}
 	wg.Wait()
 	// Units a reload removed may still be stopping.
 	c.retiring.Wait()
+	c.unwireDone()
 	c.background.Wait()
 	close(c.stopSaver)
 	<-c.saverDone

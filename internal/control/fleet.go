@@ -404,6 +404,12 @@ func (c *Control) retire(us []*unit) *sync.WaitGroup {
 			if err := u.log.Close(); err != nil {
 				c.log.Error("close removed unit log", logkey.Unit, u.name, logkey.Err, err)
 			}
+			c.mu.RLock()
+			back := c.units[u.name] != nil // a reload added it again meanwhile
+			c.mu.RUnlock()
+			if !back {
+				c.unwire(u.name)
+			}
 		}(u)
 	}
 	return &these

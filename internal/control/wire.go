@@ -28,9 +28,7 @@ func (c *Control) wireAgent(name string, h *config.Harness, uc *supervise.UnitCo
 		Env: h.Env, ReadFile: os.ReadFile,
 		Home: c.agentHome(h), Workdir: c.agentWorkdir(name, h), Args: h.Args,
 	}
-	if c.opt.Paths.StateDir != "" {
-		spec.Dir = filepath.Join(c.opt.Paths.StateDir, "agents", name)
-	}
+	spec.Dir = c.agentDir(name)
 	w, err := a.Wire(spec)
 	if err == nil {
 		err = writeWiring(w.Files)
@@ -43,6 +41,41 @@ func (c *Control) wireAgent(name string, h *config.Harness, uc *supervise.UnitCo
 		uc.Args = append(slices.Clone(w.Args), uc.Args...)
 	}
 	uc.ExtraEnv = append(uc.ExtraEnv, w.Env...)
+}
+
+// agentDir is where a harness's wiring files go (WireSpec.Dir): "" with
+// no state dir.
+func (c *Control) agentDir(name string) string {
+	if c.opt.Paths.StateDir == "" {
+		return ""
+	}
+	return filepath.Join(c.opt.Paths.StateDir, "agents", name)
+}
+
+// unwire removes what wireAgent wrote for a harness that is gone (removed
+// from the configuration, a forgotten scratch harness, every harness when
+// the daemon stops), once its agent has ended: nothing harness wrote for
+// an agent outlives the harness.
+func (c *Control) unwire(name string) {
+	dir := c.agentDir(name)
+	if dir == "" {
+		return
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		c.log.Warn("agent wiring not removed", logkey.Unit, name, logkey.Err, err)
+		return
+	}
+	if parent := filepath.Dir(dir); parent != filepath.Join(c.opt.Paths.StateDir, "agents") {
+		_ = os.Remove(parent) // a project's folder, once empty
+	}
+}
+
+// unwireDone removes STATE/agents once every harness's wiring is gone
+// (the daemon stopping).
+func (c *Control) unwireDone() {
+	if c.opt.Paths.StateDir != "" {
+		_ = os.Remove(filepath.Join(c.opt.Paths.StateDir, "agents")) // only if empty
+	}
 }
 
 // writeWiring writes a wiring's files (private to the daemon's user).
