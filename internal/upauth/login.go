@@ -71,7 +71,8 @@ func (l *Login) Wait(ctx context.Context) error {
 // Done is closed when the sign-in is over.
 func (l *Login) Done() <-chan struct{} { return l.done }
 
-// Pending is unit's sign-in in progress, nil when there is none.
+// Pending is unit's sign-in in progress, or the last one if it is over
+// (Wait answers how it ended); nil when none was begun.
 func (s *Store) Pending(unit string) *Login {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -169,11 +170,10 @@ func (s *Store) Begin(unit, name string, cfg LoginConfig, finished func(error)) 
 		}
 		scancel()
 		cancel()
-		s.mu.Lock()
-		if s.logins[unit] == l {
-			delete(s.logins, unit)
-		}
-		s.mu.Unlock()
+		// The login stays the unit's (Pending) until the next Begin:
+		// `harness mcp login` prints the URL and then asks to wait, and
+		// a browser that came back first must not leave that wait
+		// without the outcome.
 		if finished != nil {
 			finished(err)
 		}

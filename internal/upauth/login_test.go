@@ -1,9 +1,11 @@
 package upauth
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,5 +62,53 @@ func TestScenario_ASignInThatCannotStartSaysWhyWithoutTheURLsSecretAndIsNotTaken
 				t.Error("a sign-in is left pending")
 			}
 		})
+	}
+}
+
+// A sign-in that is over before `harness mcp login` asks to wait for it
+// (the browser came back first: the CLI prints the URL, then sends its
+// wait) is still there to be waited for, with how it ended; it is not
+// "no sign-in in progress".
+func TestScenario_ASignInOverBeforeTheWaitStillAnswersIt(t *testing.T) {
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/mcp":
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+srv.URL+`/.well-known/oauth-protected-resource/mcp"`)
+			w.WriteHeader(http.StatusUnauthorized)
+		case "/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource":
+			fmt.Fprintf(w, `{"resource":%q,"authorization_servers":[%q]}`, srv.URL+"/mcp", srv.URL)
+		case "/.well-known/oauth-authorization-server":
+			fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":%q,"token_endpoint":%q,"response_types_supported":["code"],"code_challenge_methods_supported":["S256"]}`,
+				srv.URL, srv.URL+"/authorize", srv.URL+"/token")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	s := NewStore(filepath.Join(t.TempDir(), "oauth"))
+	defer s.Close()
+	l, err := s.Begin("mcp.up", "up", LoginConfig{URL: srv.URL + "/mcp", ClientID: "harness-test"}, nil)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	u, err := url.Parse(l.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The person refuses in the browser, which comes back at once.
+	resp, err := http.Get(l.Redirect + "?error=access_denied&state=" + url.QueryEscape(u.Query().Get("state")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	<-l.Done()
+	p := s.Pending("mcp.up")
+	if p == nil {
+		t.Fatal("the sign-in that just ended is gone: a wait sent now is told there is none")
+	}
+	if err := p.Wait(t.Context()); err == nil || !strings.Contains(err.Error(), "access_denied") {
+		t.Fatalf("waiting for the ended sign-in: %v; want its refusal", err)
 	}
 }
