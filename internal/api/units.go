@@ -90,6 +90,9 @@ type UnitConfigView struct {
 	// never their values.
 	URL     string   `json:"url,omitempty"`
 	Headers []string `json:"headers,omitempty"`
+	// MaxResultBytes is an upstream's bound on one message from it
+	// (max_result_bytes); absent for harnesses.
+	MaxResultBytes int `json:"max_result_bytes,omitempty"`
 	// Worktree is the harness's own git worktree (DESIGN §22), its workdir.
 	Worktree *WorktreeView `json:"worktree,omitempty"`
 	// Resource limits (DESIGN §22): 0 is none; memory sizes in bytes.

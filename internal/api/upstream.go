@@ -39,6 +39,10 @@ type UpstreamRef struct {
 	// CallTimeout bounds each proxied call (call_timeout_s); 0 takes the
 	// broker's default. A change applies to the next call.
 	CallTimeout time.Duration
+	// MaxResult bounds one message read from the upstream, in bytes
+	// (max_result_bytes); 0 takes the transport's default. A change
+	// applies to the next connection.
+	MaxResult int
 	// OAuth (auth = "oauth") authorizes its connections with the tokens
 	// of the daemon's sign-in store (internal/upauth); a change applies to
 	// the next connection.

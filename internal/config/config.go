@@ -186,8 +186,20 @@ type Upstream struct {
 	// CallTimeout (call_timeout_s) bounds each tools/call proxied to the
 	// upstream; 0 leaves calls unbounded (the caller may still cancel).
 	CallTimeout time.Duration
-	Project     string // "" for global upstreams
+	// MaxResult (max_result_bytes, default DefaultMaxResult) bounds one
+	// message from the upstream, a tool result above all: a larger one
+	// is refused as it streams in, never held whole, and its call fails
+	// with upstream_unavailable.
+	MaxResult int
+	Project   string // "" for global upstreams
 }
+
+// Bounds of [mcp.KEY] max_result_bytes.
+const (
+	DefaultMaxResult = 32 << 20
+	MinMaxResult     = 64 << 10
+	MaxMaxResult     = 1 << 30
+)
 
 // OAuth is an upstream's OAuth sign-in: `harness mcp login KEY` gets the
 // tokens (internal/upauth), the connections use and refresh them.

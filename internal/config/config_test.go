@@ -153,6 +153,9 @@ func TestParseValid(t *testing.T) {
 			func(c *Config) bool { return c.Harnesses["a"].RestartDelay == 0 && c.Harnesses["a"].StopGrace == 0 }},
 		{"default message bound", "", func(c *Config) bool { return c.Daemon.MCPMaxMessage == DefaultMCPMaxMessage }},
 		{"message bound", "[daemon]\nmcp_max_message_bytes = 1048576", func(c *Config) bool { return c.Daemon.MCPMaxMessage == 1<<20 }},
+		{"default result bound", "[mcp.u]\ncmd='x'", func(c *Config) bool { return c.Upstreams["u"].MaxResult == DefaultMaxResult }},
+		{"result bound", "[mcp.u]\nurl='http://127.0.0.1:9/mcp'\nmax_result_bytes=1048576",
+			func(c *Config) bool { return c.Upstreams["u"].MaxResult == 1<<20 }},
 		{"call_timeout_s", "[mcp.u]\ncmd='x'\ncall_timeout_s=2.5",
 			func(c *Config) bool { return c.Upstreams["u"].CallTimeout == 2500*time.Millisecond }},
 		{"float stop_grace", "[harness.a]\ncmd='x'\nstop_grace=0.25",
@@ -338,6 +341,9 @@ func TestParseErrors(t *testing.T) {
 			"harness.toml:8: mcp.u.stop_grace: 1e+300 seconds is too long"}},
 		{"message bound", "[daemon]\nmcp_max_message_bytes = 1024\n", []string{
 			"harness.toml:2: daemon.mcp_max_message_bytes: 1024 bytes is out of range (want 65536..67108864)"}},
+		{"result bound", "[mcp.u]\ncmd='x'\nmax_result_bytes = 10\n[mcp.v]\ncmd='x'\nmax_result_bytes = 2.5\n", []string{
+			"harness.toml:3: mcp.u.max_result_bytes: 10 bytes is out of range (want 65536..1073741824)",
+			"harness.toml:6: mcp.v.max_result_bytes: must be a number of bytes, not a float"}},
 		{"message bound type", "[daemon]\nmcp_max_message_bytes = '4M'\n", []string{
 			"harness.toml:2: daemon.mcp_max_message_bytes: must be a number of bytes, not a string"}},
 		{"call timeout", "[mcp.u]\ncmd='x'\ncall_timeout_s = -2\n[mcp.v]\ncmd='x'\ncall_timeout_s = 'long'\n[harness.a]\ncmd='x'\ncall_timeout_s = 3\n", []string{

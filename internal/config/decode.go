@@ -238,14 +238,8 @@ func (d *decoder) daemon(v any, out *Daemon) {
 		case "mcp_http_operator_tools":
 			out.MCPHTTPOperatorTools = d.toolMode(kp, val)
 		case "mcp_max_message_bytes":
-			n, ok := val.(int64)
-			switch {
-			case !ok:
-				d.add(kp, "must be a number of bytes, not %s", tomlType(val))
-			case n < MinMCPMaxMessage || n > MaxMCPMaxMessage:
-				d.add(kp, "%d bytes is out of range (want %d..%d)", n, MinMCPMaxMessage, MaxMCPMaxMessage)
-			default:
-				out.MCPMaxMessage = int(n)
+			if n := d.byteCount(kp, val, MinMCPMaxMessage, MaxMCPMaxMessage); n != 0 {
+				out.MCPMaxMessage = n
 			}
 		case "call_log_args":
 			out.CallLogArgs = d.boolean(kp, val)
@@ -336,4 +330,19 @@ func checkSchedule(s string) error {
 		}
 	}
 	return nil
+}
+
+// byteCount decodes a number of bytes in min..max; 0 (reported) when it
+// is not one.
+func (d *decoder) byteCount(kp []string, val any, min, max int) int {
+	n, ok := val.(int64)
+	switch {
+	case !ok:
+		d.add(kp, "must be a number of bytes, not %s", tomlType(val))
+	case n < int64(min) || n > int64(max):
+		d.add(kp, "%d bytes is out of range (want %d..%d)", n, min, max)
+	default:
+		return int(n)
+	}
+	return 0
 }

@@ -152,9 +152,10 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 		d.add(path, `invalid upstream key %q: use lowercase letters, digits and "-"`, key)
 	}
 	u := &Upstream{
-		Key:     key,
-		Process: Process{RestartDelay: DefaultRestartDelay, StopGrace: DefaultStopGrace, Resources: Resources{TasksMax: DefaultTasksMax}},
-		Project: project,
+		Key:       key,
+		Process:   Process{RestartDelay: DefaultRestartDelay, StopGrace: DefaultStopGrace, Resources: Resources{TasksMax: DefaultTasksMax}},
+		Project:   project,
+		MaxResult: DefaultMaxResult,
 	}
 	for _, k := range sortedKeys(t) {
 		kp, val := child(path, k), t[k]
@@ -167,6 +168,8 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 			if u.CallTimeout = d.seconds(kp, val, 0); u.CallTimeout <= 0 && isZero(val) {
 				d.add(kp, "must be > 0 seconds (leave it out for the default)")
 			}
+		case k == "max_result_bytes":
+			u.MaxResult = d.byteCount(kp, val, MinMaxResult, MaxMaxResult)
 		case d.remoteKey(k, kp, val, u):
 		default:
 			d.unknown(kp, val)

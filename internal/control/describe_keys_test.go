@@ -26,6 +26,17 @@ var notDescribed = map[string]string{
 	"mcp_tools":  "issue 32's tool listing mode; not in describe's config yet",
 	"mcp_wire":   "issue 27's MCP wiring switch; not in describe's config yet",
 	"prices":     "issue 27's price override; its effect is cost_usd on runs and turns; not in describe's config yet",
+
+	// [mcp.KEY] keys (describe mcp.KEY).
+	"call_timeout_s":    "an upstream's call bound; not in describe's config yet",
+	"read_tools":        "an upstream's tool classes, shown per tool by `mcp status`",
+	"write_tools":       "an upstream's tool classes, shown per tool by `mcp status`",
+	"exclude_tools":     "an upstream's tool classes, shown per tool by `mcp status`",
+	"exclude_prompts":   "an upstream's hidden prompts; not in describe's config yet",
+	"exclude_resources": "an upstream's hidden resources; not in describe's config yet",
+	"auth":              "a remote upstream's OAuth sign-in; not in describe's config yet",
+	"client_id":         "a remote upstream's OAuth sign-in; not in describe's config yet",
+	"scopes":            "a remote upstream's OAuth sign-in; not in describe's config yet",
 }
 
 // TestScenario_DescribeShowsEveryConfigKey reads the [harness.*] keys the
@@ -34,11 +45,13 @@ var notDescribed = map[string]string{
 // describe embeds, or is excused above.
 func TestScenario_DescribeShowsEveryConfigKey(t *testing.T) {
 	keys := decoderKeys(t, map[string][]string{
-		"units.go":     {"harness", "processKey"},
+		"units.go":     {"harness", "processKey", "upstream"},
 		"jobs.go":      {"jobKey"},
 		"resources.go": {"resourceKey"},
+		"remote.go":    {"remoteKey"},
+		"scope.go":     {"toolKey"},
 	})
-	for _, must := range []string{"cmd", "term_size", "idle_after", "tasks_max", "timeout"} {
+	for _, must := range []string{"cmd", "term_size", "idle_after", "tasks_max", "timeout", "url", "read_tools", "max_result_bytes"} {
 		if !slices.Contains(keys, must) {
 			t.Fatalf("the decoder's keys %v lack %q: the test reads the wrong switches", keys, must)
 		}
@@ -86,18 +99,25 @@ func decoderKeys(t *testing.T, funcs map[string][]string) []string {
 				if !ok {
 					return true
 				}
-				if id, ok := sw.Tag.(*ast.Ident); !ok || id.Name != "k" {
+				// switch k { case "key": } or switch { case k == "key": }
+				id, ok := sw.Tag.(*ast.Ident)
+				if sw.Tag != nil && (!ok || id.Name != "k") {
 					return true
 				}
 				for _, st := range sw.Body.List {
 					for _, e := range st.(*ast.CaseClause).List {
+						if be, ok := e.(*ast.BinaryExpr); ok && sw.Tag == nil && be.Op == token.EQL {
+							if x, ok := be.X.(*ast.Ident); ok && x.Name == "k" {
+								e = be.Y
+							}
+						}
 						if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 							s, _ := strconv.Unquote(lit.Value)
 							keys = append(keys, s)
 						}
 					}
 				}
-				return false
+				return sw.Tag == nil // a tagless switch's cases may hold a keyed one
 			})
 		}
 	}

@@ -380,7 +380,7 @@ func (c *Control) configureBroker() {
 	c.mu.RLock()
 	for name, u := range c.units {
 		if up := u.upstream(); up != nil {
-			refs[name] = api.UpstreamRef{Key: up.Key, Project: up.Project, Tools: up.Tools, CallTimeout: up.CallTimeout, OAuth: up.OAuth != nil}
+			refs[name] = api.UpstreamRef{Key: up.Key, Project: up.Project, Tools: up.Tools, CallTimeout: up.CallTimeout, MaxResult: up.MaxResult, OAuth: up.OAuth != nil}
 		}
 	}
 	c.mu.RUnlock()

@@ -86,6 +86,7 @@ func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description,
 	if up := u.upstream(); up != nil {
 		d.Config = processView(up.Process, string(config.RestartAlways), []string{})
 		remoteView(up, &d.Config)
+		d.Config.MaxResultBytes = up.MaxResult
 	}
 	if callerOf(ctx).Kind != api.Operator {
 		// Any read session may describe every harness: it sees which

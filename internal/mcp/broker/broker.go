@@ -112,6 +112,7 @@ type upstream struct {
 	sem                chan struct{} // in-flight bound; survives restarts
 	policy             Policy
 	callTimeout        time.Duration
+	maxResult          int // max_result_bytes; 0: jsonl's default
 
 	// backs are the downstream sessions with calls in flight here, and
 	// how many each (back.go).
@@ -235,7 +236,7 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 	changed := false
 	for unit, u := range b.ups {
 		if want, ok := ups[unit]; ok && want.Key == u.key && want.Project == u.project {
-			u.callTimeout, u.oauth = want.CallTimeout, want.OAuth
+			u.callTimeout, u.maxResult, u.oauth = want.CallTimeout, want.MaxResult, want.OAuth
 			if !policyEqual(want.Tools, u.policy) {
 				promptsChanged := !slices.Equal(want.Tools.ExcludePrompts, u.policy.ExcludePrompts) && len(u.prompts) > 0 ||
 					!slices.Equal(want.Tools.ExcludeResources, u.policy.ExcludeResources)
@@ -261,7 +262,7 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 		}
 		b.ups[unit] = &upstream{
 			unit: unit, key: want.Key, project: want.Project, policy: want.Tools,
-			callTimeout: want.CallTimeout, oauth: want.OAuth, sem: make(chan struct{}, b.opts.MaxInFlight),
+			callTimeout: want.CallTimeout, maxResult: want.MaxResult, oauth: want.OAuth, sem: make(chan struct{}, b.opts.MaxInFlight),
 		}
 	}
 	b.bump()

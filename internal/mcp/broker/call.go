@@ -17,6 +17,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/mcp/jsonl"
 )
 
 // Tool is one tool the broker serves: the namespaced copy sessions list,
@@ -226,6 +227,10 @@ func (e *callTimeoutError) Unwrap() error { return errcode.ErrUpstreamUnavailabl
 func (b *Broker) callErr(ctx context.Context, key, tool string, err error) error {
 	var rpc *jsonrpc.Error
 	switch {
+	case errors.As(err, &rpc) && rpc.Code == jsonl.CodeTooLarge:
+		// Our transport's refusal, not the upstream's answer.
+		b.log.Warn("broker: upstream result refused: too large", logkey.Upstream, key, logkey.Tool, tool, logkey.Err, rpc.Message)
+		return fmt.Errorf("broker: upstream %s: tools/call %s: %s (max_result_bytes of [mcp.%s]): %w", key, tool, rpc.Message, key, errcode.ErrUpstreamUnavailable)
 	case errors.As(err, &rpc):
 		b.log.Info("broker: upstream returned an error", logkey.Upstream, key, logkey.Tool, tool, logkey.Code, rpc.Code, logkey.Message, rpc.Message)
 		return &RPCError{Key: key, Tool: tool, Err: rpc}

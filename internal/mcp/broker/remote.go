@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/harness-dev/harness/internal/endpoint"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/mcp/jsonl"
 	"github.com/harness-dev/harness/internal/upauth"
 )
 
@@ -50,12 +52,17 @@ func init() { RegisterTransport(openRemote) }
 func openRemote(target endpoint.Target, env Env) (Transport, error) {
 	rc := newRemoteConn(env.Key, target.URL, target.Header, target.Secrets, env.CountProgress)
 	rc.keepAlive, rc.oauth = env.KeepAlive, env.OAuth
+	rc.maxResult = cmp.Or(env.MaxResult, jsonl.DefaultMaxMessage)
+	rc.client.Transport.(*headerTransport).limit = rc.maxResult
 	return rc, nil
 }
 
 // Dial implements Transport.
 func (rc *remoteConn) Dial(context.Context) (mcp.Transport, error) {
-	t := &mcp.StreamableClientTransport{Endpoint: rc.url, HTTPClient: rc.client, MaxRetries: remoteSSERetries}
+	// The go-sdk's own event bound, which fails the whole connection,
+	// stays above ours (bound.go), which fails only the call.
+	t := &mcp.StreamableClientTransport{Endpoint: rc.url, HTTPClient: rc.client, MaxRetries: remoteSSERetries,
+		MaxEventSize: 2*rc.maxResult + 64<<10}
 	if rc.oauth != nil {
 		t.OAuthHandler = rc.oauth
 	}
@@ -98,6 +105,7 @@ type remoteConn struct {
 	oauth     *upauth.Handler // auth = "oauth"; nil otherwise
 	url       string
 	keepAlive time.Duration
+	maxResult int    // max_result_bytes
 	shown     string // the URL as it may be shown (endpoint.Redact)
 	scrub     func(string) string
 	// scrubJSON is scrub for JSON text (each secret also as JSON escapes
@@ -257,6 +265,9 @@ type headerTransport struct {
 	// count sees the params of every progress notification an event
 	// stream carries, as the client reads it (progress_sse.go).
 	count func(params []byte)
+	// limit bounds one message of an answer (max_result_bytes, bound.go);
+	// 0 leaves answers unbounded.
+	limit int
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -270,19 +281,24 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	t.rc.note(resp.StatusCode)
+	st, _ := req.Context().Value(callStatusKey{}).(*callStatus)
+	if t.limit > 0 && resp.Body != nil {
+		resp.Body = newHeldBody(resp.Body, t.limit, isEventStream(resp.Header.Get("Content-Type")), st)
+	}
 	if t.count != nil && resp.Body != nil && isEventStream(resp.Header.Get("Content-Type")) {
 		resp.Body = &sseCounter{ReadCloser: resp.Body, count: t.count}
 	}
-	if s, ok := req.Context().Value(callStatusKey{}).(*callStatus); ok && resp.StatusCode >= 400 {
-		s.set(resp.StatusCode)
+	if st != nil && resp.StatusCode >= 400 {
+		st.set(resp.StatusCode)
 	}
 	return resp, nil
 }
 
 // callStatus is the first HTTP error status the requests of one call got.
 type callStatus struct {
-	mu   sync.Mutex
-	code int
+	mu        sync.Mutex
+	code      int
+	refusedAt int // an answer was refused at this many bytes (bound.go)
 }
 
 type callStatusKey struct{}
@@ -325,6 +341,18 @@ func (b *Broker) remoteCallErr(ctx context.Context, c *conn, rc *remoteConn, st 
 	var login *upauth.LoginError
 	code := st.get()
 	switch {
+	case st.refused() > 0:
+		// A JSON answer's failed read failed the go-sdk's connection
+		// (an event stream's did not: the call alone ended).
+		out := fmt.Errorf("broker: upstream %s: tools/call %s: the answer exceeds %d bytes (max_result_bytes of [mcp.%s]): %w", key, tool, st.refused(), key, errcode.ErrUpstreamUnavailable)
+		select {
+		case c.probe <- err:
+		default:
+		}
+		b.log.Warn("broker: upstream result refused: too large", logkey.Upstream, key, logkey.Tool, tool, logkey.Err, out)
+		return out, true
+	case errors.As(err, &rpc) && rpc.Code == jsonl.CodeTooLarge:
+		return nil, false // callErr says it
 	case errors.As(err, &login):
 		// No usable token: nothing to ping, the session is over until
 		// someone signs in.

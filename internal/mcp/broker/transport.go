@@ -52,6 +52,10 @@ type Env struct {
 	// OAuth authorizes the requests of a networked transport (auth =
 	// "oauth"); nil when the upstream does not sign in with OAuth.
 	OAuth *upauth.Handler
+	// MaxResult bounds one message read from the upstream (max_result_bytes);
+	// 0 takes jsonl.DefaultMaxMessage. A larger one is refused as it
+	// streams in, and the call it answers fails.
+	MaxResult int
 }
 
 // Optional capabilities of a Transport, found by type assertion.
@@ -125,7 +129,9 @@ func openPipes(p api.Pipes, env Env) (Transport, error) {
 
 // Dial implements Transport.
 func (t *pipeTransport) Dial(context.Context) (mcp.Transport, error) {
-	return &jsonl.Transport{Reader: t.p.Stdout, Writer: t.p.Stdin}, nil
+	// RefuseOversized: a result over the bound is read past, never held
+	// whole, and its call gets an error (callErr) while the session goes on.
+	return &jsonl.Transport{Reader: t.p.Stdout, Writer: t.p.Stdin, MaxMessage: t.env.MaxResult, RefuseOversized: true}, nil
 }
 
 // Close implements Transport. A pipe the session already closed reports
@@ -162,8 +168,9 @@ func (b *Broker) Serve(ctx context.Context, run api.UpstreamRun) {
 	u := b.ups[run.Unit]
 	var key string
 	var oauth *upauth.Handler
+	var maxResult int
 	if u != nil {
-		key = u.key
+		key, maxResult = u.key, u.maxResult
 		if u.oauth && b.opts.OAuth != nil {
 			// Refreshes go to the authorization server with a client
 			// of their own: the upstream's headers are not for it.
@@ -172,7 +179,7 @@ func (b *Broker) Serve(ctx context.Context, run api.UpstreamRun) {
 	}
 	b.mu.Unlock()
 	t, err := openTransport(run.Link, Env{Unit: run.Unit, Key: key, Run: run.Run, Logger: log,
-		KeepAlive: b.opts.KeepAlive, Mask: b.opts.Mask, CountProgress: b.countProgress, OAuth: oauth})
+		KeepAlive: b.opts.KeepAlive, Mask: b.opts.Mask, CountProgress: b.countProgress, OAuth: oauth, MaxResult: maxResult})
 	if err != nil {
 		log.Error("broker: run not served", logkey.Err, err)
 		report(run.Started, err)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,6 +88,10 @@ type keyIn struct {
 	Key string `json:"key" jsonschema:"environment variable name"`
 }
 
+type bytesIn struct {
+	Bytes int `json:"bytes" jsonschema:"how many bytes of text to return"`
+}
+
 type nameIn struct {
 	Name string `json:"name" jsonschema:"name of the tool to add"`
 }
@@ -133,6 +138,13 @@ func (d *demo) register() {
 				return nil, err
 			}
 			return nil, errors.New(in.Message)
+		})
+	mcp.AddTool(d.server, &mcp.Tool{Name: "big", Annotations: readOnly(), Description: "Return a text of bytes bytes (at most 1 GiB), to test result bounds."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in bytesIn) (*mcp.CallToolResult, any, error) {
+			if in.Bytes < 0 || in.Bytes > 1<<30 {
+				return nil, nil, fmt.Errorf("big: bytes %d is out of range (0..1 GiB)", in.Bytes)
+			}
+			return text(strings.Repeat("x", in.Bytes)), nil, nil
 		})
 	mcp.AddTool(d.server, &mcp.Tool{Name: "env", Annotations: readOnly(), Description: "Return the value of an environment variable."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in keyIn) (*mcp.CallToolResult, any, error) {

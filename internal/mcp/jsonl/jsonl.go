@@ -64,6 +64,14 @@ type Transport struct {
 	// client's bad line. Without it, Read returns ErrInvalidMessage or
 	// ErrMessageTooLarge, which end the connection.
 	AnswerInvalid bool
+	// RefuseOversized makes Read skip an inbound message over MaxMessage
+	// without keeping it, as a client does with an answer too large to
+	// take: a response in its place is handed on as an error response
+	// for its id (CodeTooLarge) so the call waiting on it ends at once,
+	// a request is answered with an Invalid Request error, and the
+	// connection reads on. Without it (and AnswerInvalid), Read returns
+	// ErrMessageTooLarge.
+	RefuseOversized bool
 
 	mu   sync.Mutex
 	conn *Conn // made by Connect
@@ -99,6 +107,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		w:       t.Writer,
 		limit:   limit,
 		answer:  t.AnswerInvalid,
+		refuse:  t.RefuseOversized,
 		closed:  make(chan struct{}),
 		pending: map[any]bool{},
 	}
@@ -117,8 +126,10 @@ type Conn struct {
 	w      io.WriteCloser
 	limit  int
 	answer bool // Transport.AnswerInvalid
+	refuse bool // Transport.RefuseOversized
 
 	line []byte // reused buffer of the message being read
+	long Blocks // the line being read past keepBuffer (readLine)
 	// over is the read that took a message past the limit, and the error
 	// that came with it (readLine to skipOversized).
 	over    []byte
@@ -184,12 +195,23 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		start := len(c.line)
 		err := c.readLine()
-		if errors.Is(err, ErrMessageTooLarge) && c.answer {
+		if errors.Is(err, ErrMessageTooLarge) && (c.answer || c.refuse) {
 			// Skipped, not kept: the session and the answers it owes
 			// survive a message over the limit.
-			size, id, serr := c.skipOversized()
-			if werr := c.answerOversized(size, id); werr != nil {
-				return nil, werr
+			size, id, isCall, serr := c.skipOversized()
+			switch {
+			case c.refuse && !isCall:
+				// An answer: the call waiting on it gets an error.
+				if msg := c.refusedAnswer(size, id); msg != nil && serr == nil {
+					c.line = nil // not pinned while the next message is awaited
+					return msg, nil
+				}
+			case c.refuse && id == nil:
+				// A notification: nobody waits on it.
+			default:
+				if werr := c.answerOversized(size, id); werr != nil {
+					return nil, werr
+				}
 			}
 			c.line, scan = c.line[:0], nil
 			if serr == nil {
@@ -294,15 +316,20 @@ func (c *Conn) readLine() error {
 	start := len(c.line)
 	for {
 		chunk, err := c.r.ReadSlice('\n')
-		if len(c.line)+len(chunk) > c.limit {
+		if len(c.line)+c.long.Len()+len(chunk) > c.limit {
 			// Kept for skipOversized (valid until the next read).
 			c.over, c.overErr = chunk, err
 			return fmt.Errorf("%w (%d bytes)", ErrMessageTooLarge, c.limit)
 		}
-		c.line = append(c.line, chunk...)
+		if c.long.Len() > 0 || len(c.line)-start+len(chunk) > keepBuffer {
+			c.long.Write(chunk) // a line past keepBuffer: in blocks until it ends
+		} else {
+			c.line = append(c.line, chunk...)
+		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue // a line longer than the buffer: keep reading it
 		}
+		c.line = c.long.AppendTo(c.line)
 		blank := len(bytes.TrimSpace(c.line[start:])) == 0
 		switch {
 		case err != nil && blank:

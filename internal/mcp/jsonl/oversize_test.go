@@ -121,3 +121,37 @@ func TestCancelledRequestGetsNoAnswer(t *testing.T) {
 		t.Fatalf("%d calls still owed after the cancelled one was dropped", left)
 	}
 }
+
+// TestScenario_AnAnswerTooLargeToTakeEndsItsCallAndTheSessionGoesOn: on a
+// client's connection (RefuseOversized), a response over the limit is read
+// past, in blocks, and handed on as an error response for its id
+// (CodeTooLarge), wherever the id stands; an oversized notification is
+// dropped and an oversized request is answered; reading goes on.
+func TestScenario_AnAnswerTooLargeToTakeEndsItsCallAndTheSessionGoesOn(t *testing.T) {
+	big := strings.Repeat("y", 300_000) // past keepBuffer: held in blocks
+	p, c := newPeer(t, false)
+	c.limit, c.refuse = 200_000, true
+	p.send(`{"jsonrpc":"2.0","result":{"text":"` + big + `"},"id":7}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"s":"` + big + `"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"r1","method":"sampling/createMessage","params":{"s":"` + big + `"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":8,"result":{"text":"` + big[:150_000] + `"}}` + "\n")
+	msg, err := c.Read(context.Background())
+	resp, ok := msg.(*jsonrpc.Response)
+	if err != nil || !ok || resp.ID.Raw() != int64(7) {
+		t.Fatalf("Read = %#v, %v; want the error answer for id 7", msg, err)
+	}
+	var rpc *jsonrpc.Error
+	if !errors.As(resp.Error, &rpc) || rpc.Code != CodeTooLarge || !strings.Contains(rpc.Message, "exceeds the limit of 200000 bytes") {
+		t.Fatalf("the answer for id 7: %v", resp.Error)
+	}
+	// The notification is dropped, the request answered, and the answer
+	// under the limit read whole.
+	msg, err = c.Read(context.Background())
+	if resp, ok := msg.(*jsonrpc.Response); err != nil || !ok || resp.ID.Raw() != int64(8) || len(resp.Result) < 150_000 {
+		t.Fatalf("Read = %T, %v; want the whole answer for id 8", msg, err)
+	}
+	var e errorAnswer
+	if line := p.line(); json.Unmarshal([]byte(line), &e) != nil || string(e.ID) != `"r1"` || e.Error.Code != codeInvalidRequest {
+		t.Fatalf("the oversized request got %q", line)
+	}
+}
