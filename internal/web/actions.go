@@ -76,7 +76,7 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, rq *request
 	}
 	back := f.Get("back")
 	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
-		back = "/h/" + name
+		back = hpath(name)
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ func parsePages() (*pages, error) {
 		"holdText": holdText,
 		"clock":    clock,
 		"usd":      usd,
+		"hpath":    hpath,
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)
@@ -274,7 +276,7 @@ type harnessView struct {
 
 // Fragment is the URL of the page's live part.
 func (v harnessView) Fragment() string {
-	u := "/h/" + v.Unit.Name + "?fragment=1"
+	u := hpath(v.Unit.Name) + "?fragment=1"
 	if v.Run != 0 {
 		u += "&run=" + strconv.FormatUint(v.Run, 10)
 	}
@@ -299,7 +301,7 @@ type turnsView struct {
 
 // Fragment is the URL of the turns section alone.
 func (v turnsView) Fragment() string {
-	u := "/h/" + v.Name + "?fragment=turns"
+	u := hpath(v.Name) + "?fragment=turns"
 	if v.Run != 0 {
 		u += "&run=" + strconv.FormatUint(v.Run, 10)
 	}
@@ -474,6 +476,10 @@ func roughDuration(d time.Duration) string {
 		return fmt.Sprintf("%dd", int(d.Hours()/24))
 	}
 }
+
+// hpath is the path of a harness's page: /h/NAME, the name escaped, so a
+// project harness (project/name) is one path segment (harnessPath).
+func hpath(name string) string { return "/h/" + url.PathEscape(name) }
 
 // clock renders a turn's time as the CLI does (15:04:05, local).
 func clock(t *time.Time) string {

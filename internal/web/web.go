@@ -22,6 +22,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -233,7 +234,7 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, http.StatusForbidden, "missing or wrong CSRF token: reload the page")
 			return
 		}
-		name, action, ok := harnessPath(path)
+		name, action, ok := harnessPath(r.URL.EscapedPath())
 		if !ok || action == "" || action == "attach" {
 			s.fail(w, r, http.StatusNotFound, "no such action")
 			return
@@ -256,7 +257,7 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 		s.serveEvents(w, r, rq)
 		return
 	}
-	name, action, ok := harnessPath(path)
+	name, action, ok := harnessPath(r.URL.EscapedPath())
 	switch {
 	case ok && action == "":
 		s.serveHarness(w, r, rq, name)
@@ -267,14 +268,20 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// harnessPath splits /h/NAME and /h/NAME/ACTION.
+// harnessPath splits /h/NAME and /h/NAME/ACTION, path as it was sent
+// (URL.EscapedPath): NAME is one escaped segment, so a project harness's
+// "project/name" comes as project%2Fname (hpath).
 func harnessPath(path string) (name, action string, ok bool) {
 	rest, ok := strings.CutPrefix(path, "/h/")
 	if !ok || rest == "" {
 		return "", "", false
 	}
-	name, action, _ = strings.Cut(rest, "/")
-	if name == "" || strings.Contains(action, "/") {
+	seg, action, _ := strings.Cut(rest, "/")
+	if strings.Contains(action, "/") {
+		return "", "", false
+	}
+	name, err := url.PathUnescape(seg)
+	if err != nil || name == "" {
 		return "", "", false
 	}
 	return name, action, true

@@ -683,3 +683,30 @@ func TestScenario_AHarnessPageShowsItsAgentsTurns(t *testing.T) {
 		}
 	}
 }
+
+// TestScenario_AProjectHarnessHasItsOwnPage: a project harness
+// ("project/name") is linked as one escaped path segment, and its page,
+// its actions, its turns and its terminal's fragment address it whole.
+func TestScenario_AProjectHarnessHasItsOwnPage(t *testing.T) {
+	r := newRig(t)
+	c := r.client()
+	r.signIn(c, operatorToken)
+	st, body, csrf := r.page(c, "/h/p%2Fx")
+	if st != 200 || !r.b.called(`describe {"name":"p/x"}`) {
+		t.Fatalf("GET /h/p%%2Fx = %d (describe of p/x called: %v):\n%s", st, r.b.called(`describe {"name":"p/x"}`), body)
+	}
+	for _, want := range []string{`action="/h/p%2fx/stop"`, `data-fragment="/h/p%2Fx?fragment=1"`, `data-fragment="/h/p%2Fx?fragment=turns"`, `href="/h/p%2fx?run=1#turns"`} {
+		if !strings.Contains(strings.ToLower(body), strings.ToLower(want)) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+	if st, _ := r.post(c, "/h/p%2Fx/stop", url.Values{"csrf": {csrf}}, map[string]string{csrfHeader: csrf}); st != 200 || !r.b.called(`stop {"name":"p/x"}`) {
+		t.Fatalf("POST /h/p%%2Fx/stop = %d; stop of p/x called: %v", st, r.b.called(`stop {"name":"p/x"}`))
+	}
+	if st, body, _ := r.page(c, "/h/p%2Fx?fragment=turns"); st != 200 || !r.b.called(`turns {"name":"p/x","limit":50}`) {
+		t.Fatalf("turns of p/x = %d:\n%s", st, body)
+	}
+	if _, body, _ := r.page(c, "/"); !strings.Contains(body, `href="/h/a"`) {
+		t.Fatalf("the fleet's link of a global harness changed:\n%s", body)
+	}
+}

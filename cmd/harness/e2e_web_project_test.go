@@ -1,0 +1,47 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestScenario_AProjectHarnessOpensFromTheFleet: a project's harness
+// ("shop/echo") is linked from the fleet page to a page of its own in a
+// real Chromium; its terminal attaches, keys typed there reach the
+// program, and its stop button stops it.
+func TestScenario_AProjectHarnessOpensFromTheFleet(t *testing.T) {
+	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n")
+	dir := t.TempDir()
+	project := "[project]\nname = \"shop\"\n\n[harness.echo]\ncmd = \"sh\"\nargs = [\"-c\", \"while read l; do echo \\\"got: $l\\\"; done\"]\nenabled = true\n"
+	if err := os.WriteFile(filepath.Join(dir, "harness.toml"), []byte(project), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := f.runIn(dir, "up"); code != 0 {
+		t.Fatalf("up: exit %d: %s%s", code, out, errOut)
+	}
+	f.waitFor("shop/echo to run", 20*time.Second, func() bool { return f.unit("shop/echo").State == "running" })
+	base := f.webBase()
+	opTok := strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token"))
+	ctx := newBrowser(t, 1280, 900)
+	signIn(t, ctx, base, opTok)
+	link := `tr.unit[data-name="shop/echo"] td.name a`
+	browse(t, ctx, "open shop/echo from the fleet",
+		chromedp.WaitVisible(chromedp.CSS(link)),
+		chromedp.Click(chromedp.CSS(link)),
+		chromedp.WaitVisible(chromedp.CSS(`#term[data-attached="1"]`)),
+	)
+	if h := eval[string](t, ctx, `document.getElementById('hname').textContent`); h != "shop/echo" {
+		t.Fatalf("the page is of %q, want shop/echo", h)
+	}
+	browse(t, ctx, "type", chromedp.Click(chromedp.CSS("#term")), typeKeys("hello shop\r"))
+	f.waitFor("the project's echo to answer the typed line", 10*time.Second, func() bool {
+		return slicesContain(f.screenLines("shop/echo"), "got: hello shop")
+	})
+	browse(t, ctx, "stop it from its page", chromedp.Click(chromedp.CSS(`.facts .actions button.act`)))
+	f.waitFor("shop/echo to stop", 20*time.Second, func() bool { return f.unit("shop/echo").State == "stopped" })
+}
