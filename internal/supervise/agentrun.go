@@ -149,6 +149,9 @@ type capture struct {
 	head      []byte
 	tail      []byte
 	truncated bool
+	// moved counts the bytes dropping old ones moved (its test bounds
+	// it by the output's size).
+	moved int
 }
 
 func (c *capture) Write(p []byte) (int, error) {
@@ -161,9 +164,13 @@ func (c *capture) Write(p []byte) (int, error) {
 		p = p[k:]
 	}
 	c.tail = append(c.tail, p...)
-	if over := len(c.tail) - captureTail; over > 0 {
+	// The tail may reach twice its bound before its oldest bytes go:
+	// dropping them at every write moved the whole tail for each few
+	// KiB the PTY handed over (a thousand times the output's own cost).
+	if over := len(c.tail) - captureTail; over > captureTail {
 		c.tail = append(c.tail[:0], c.tail[over:]...)
 		c.truncated = true
+		c.moved += captureTail
 	}
 	return n, nil
 }
@@ -171,11 +178,15 @@ func (c *capture) Write(p []byte) (int, error) {
 func (c *capture) bytes() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.truncated {
-		return append(append([]byte(nil), c.head...), c.tail...)
+	tail, truncated := c.tail, c.truncated
+	if over := len(tail) - captureTail; over > 0 {
+		tail, truncated = tail[over:], true
+	}
+	if !truncated {
+		return append(append([]byte(nil), c.head...), tail...)
 	}
 	// The object cut at the seam is lost, not misread: a newline apart.
-	return bytes.Join([][]byte{c.head, c.tail}, []byte("\n"))
+	return bytes.Join([][]byte{c.head, tail}, []byte("\n"))
 }
 
 // teeWriter writes to w and then to c.
