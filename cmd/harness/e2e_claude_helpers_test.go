@@ -134,8 +134,20 @@ func (rc *realClaude) askForPermission(f *fleet, file string) agentRow {
 			break
 		}
 	}
+	// The hook's waiting state stands alone for HookWaitGrace when the
+	// dialog is slow to draw (a loaded machine); the dialog's, with its
+	// prompt and choices, follows.
+	isPrompt := func(w agentRow) bool {
+		return w.WaitingFor == "permission" && strings.Contains(w.Prompt, "touch "+file) && slices.Contains(w.Choices, "Yes")
+	}
 	w := f.waitAgent(rc.name, "waiting")
-	if w.WaitingFor != "permission" || !strings.Contains(w.Prompt, "touch "+file) || !slices.Contains(w.Choices, "Yes") {
+	if !isPrompt(w) {
+		f.waitFor("the dialog's own waiting state", 30*time.Second, func() bool {
+			w = f.waitAgent(rc.name, "waiting")
+			return isPrompt(w)
+		})
+	}
+	if !isPrompt(w) {
 		f.t.Fatalf("not a permission prompt for touch %s: %+v\nscreen:\n%s", file, w, strings.Join(f.screenLines(rc.name), "\n"))
 	}
 	return w

@@ -30,8 +30,11 @@ var (
 	// dialog is drawn and carries neither its prompt nor its choices, and
 	// a waiting state without them can be neither answered nor notified
 	// usefully. A dialog that never shows leaves the hook's state
-	// published once the grace is over.
-	HookWaitGrace = 500 * time.Millisecond
+	// published once the grace is over. 2 s, not less: Claude Code took
+	// over 500 ms to draw its dialog at load 20, and the state then went
+	// out (to notifications too) without its choices; a person told of a
+	// dialog 2 s late loses nothing.
+	HookWaitGrace = 2 * time.Second
 )
 
 // agentTracker derives the agent state of a harness from its screen with
