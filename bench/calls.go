@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/harness-dev/harness/internal/mcp/session"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -41,6 +44,20 @@ func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) erro
 		return err
 	}
 	defer relay.close()
+	// (s') is (b') on a second daemon with the tools/call fast path off
+	// (issue 35): the go-sdk path, in the same run.
+	var slow *benchDaemon
+	if len(o.Paths) == 0 || o.Paths["s'"] {
+		so := o
+		so.DaemonEnv = append(slices.Clone(o.DaemonEnv), session.FastPathEnv+"=0")
+		if slow, err = startDaemon(ctx, so, bin, tmp, "calls-slow", cfg); err != nil {
+			return err
+		}
+		defer slow.close()
+		if err := slow.waitUpstreams(ctx, 1); err != nil {
+			return err
+		}
+	}
 	probe, err := d.bridgeSession(ctx, false) // the byte stream is what the 30 s deadline cut
 	if err != nil {
 		return err
@@ -51,7 +68,7 @@ func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) erro
 		return err
 	}
 	for _, n := range o.Sessions {
-		if err := runLevel(ctx, o, bin, d, relay, n, rep); err != nil {
+		if err := runLevel(ctx, o, bin, d, slow, relay, n, rep); err != nil {
 			return fmt.Errorf("%d sessions: %w", n, err)
 		}
 	}
@@ -63,11 +80,11 @@ func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) erro
 // runLevel measures every path at n concurrent sessions. Each (round,
 // path) gets fresh sessions, warmed up before the clock starts, and the
 // CPU time of every process on the path is sampled around the timed calls.
-func runLevel(ctx context.Context, o options, bin string, d *benchDaemon, relay *benchRelay, n int, rep *report) error {
+func runLevel(ctx context.Context, o options, bin string, d, slow *benchDaemon, relay *benchRelay, n int, rep *report) error {
 	var paths []*benchPath
 	for _, p := range []*benchPath{{name: "a", tool: "echo"}, {name: "a1", tool: "echo"}, {name: "r", tool: "echo"},
-		{name: "r'", tool: "echo"}, {name: "b", tool: "up__echo"}, {name: "b'", tool: "up__echo"}, {name: "c", tool: "up__echo"},
-		{name: "c'", tool: "up__echo"}} {
+		{name: "r'", tool: "echo"}, {name: "b", tool: "up__echo"}, {name: "b'", tool: "up__echo"}, {name: "s'", tool: "up__echo"},
+		{name: "c", tool: "up__echo"}, {name: "c'", tool: "up__echo"}} {
 		if len(o.Paths) == 0 || o.Paths[p.name] {
 			paths = append(paths, p)
 		}
@@ -77,7 +94,11 @@ func runLevel(ctx context.Context, o options, bin string, d *benchDaemon, relay 
 			p := paths[(i+r)%len(paths)]
 			o.progress("part 1: %d sessions: round %d: path %s", n, r+1, p.name)
 			connected := time.Now()
-			sess, closeAll, err := openSessions(ctx, bin, d, relay, p.name, n)
+			dp := d
+			if p.name == "s'" {
+				dp = slow
+			}
+			sess, closeAll, err := openSessions(ctx, bin, dp, relay, p.name, n)
 			if err != nil {
 				return fmt.Errorf("path %s: connect: %w", p.name, err)
 			}
@@ -85,7 +106,7 @@ func runLevel(ctx context.Context, o options, bin string, d *benchDaemon, relay 
 			var lat []time.Duration
 			var wall time.Duration
 			if err == nil {
-				middle := d.pid() // the process in the daemon's place
+				middle := dp.pid() // the process in the daemon's place
 				if p.name == "r" || p.name == "r'" {
 					middle = relay.pid()
 				}
@@ -128,8 +149,8 @@ func openSessions(ctx context.Context, bin string, d *benchDaemon, relay *benchR
 			s, err = directSession(ctx, bin, fmt.Sprintf("bench-%s-%d-%d", path, n, i))
 		case path == "r" || path == "r'":
 			s, err = relay.session(ctx, path == "r'")
-		case path == "b" || path == "b'":
-			s, err = d.bridgeSession(ctx, path == "b'")
+		case path == "b" || path == "b'" || path == "s'":
+			s, err = d.bridgeSession(ctx, path != "b")
 		default:
 			s, err = d.httpSession(ctx, path == "c'")
 		}

@@ -71,12 +71,13 @@ var pathNames = map[string]string{
 	"r'": "byte relay on the client's own stdio (handed over by harness mcp) -> upstream, one upstream per session: the floor under (b')",
 	"b":  "harness mcp -> daemon -> upstream (byte pipe, HARNESS_MCP_HANDOFF=0)",
 	"b'": "daemon on the client's own stdio (handed over by harness mcp) -> upstream",
+	"s'": "(b') with the tools/call fast path off (HARNESS_MCP_FASTPATH=0): every message through the go-sdk",
 	"c":  "HTTP endpoint -> daemon -> upstream, at the protocol version the go-sdk client negotiates (2026-07-28: stateless requests)",
 	"c'": "HTTP endpoint -> daemon -> upstream, the client pinned to 2025-11-25 (an MCP session, as the TS SDK and older clients speak)",
 }
 
 // pathOrder is the order paths are listed in.
-var pathOrder = []string{"a", "a1", "r", "r'", "b", "b'", "c", "c'"}
+var pathOrder = []string{"a", "a1", "r", "r'", "b", "b'", "s'", "c", "c'"}
 
 // call returns the part 1 row of path at n sessions.
 func (r *report) call(n int, path string) (callRow, bool) {

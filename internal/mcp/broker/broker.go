@@ -92,6 +92,7 @@ type Broker struct {
 	wg   sync.WaitGroup
 
 	seq         atomic.Uint64 // upstream progress tokens
+	fastCalls   atomic.Uint64 // calls forwarded as bytes (fast.go)
 	tokenPrefix string        // random, per broker
 
 	mu           sync.Mutex
@@ -159,6 +160,9 @@ type conn struct {
 	// learns how its start ended.
 	t       Transport
 	started func(error)
+	// fast forwards tools/call as bytes on this run's connection, when
+	// its transport allows it (fast.go); nil otherwise.
+	fast atomic.Pointer[fastLink]
 	// drop (buffered 1) ends the session, probe (buffered 1) asks for a
 	// ping that ends it if it fails; only a networked transport's calls
 	// use them.

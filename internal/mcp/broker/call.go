@@ -97,53 +97,23 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 	if !ok {
 		return nil, fmt.Errorf("broker: tool %s: no KEY__ namespace: %w", errcode.Quote(name), errcode.ErrUnknownNamespace)
 	}
-	args = bytes.TrimSpace(args)
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage(`{}`)
-	}
-	if !json.Valid(args) {
-		return nil, fmt.Errorf("broker: upstream %s: tools/call %s: arguments are not valid JSON: %w", key, tool, errcode.ErrInvalidArgument)
+	args, err := callArgs(key, tool, args)
+	if err != nil {
+		return nil, err
 	}
 
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil, fmt.Errorf("broker: closed: %w", errcode.ErrUpstreamUnavailable)
+	r, err := b.resolve(project, name, key, tool, permit)
+	if err != nil {
+		return nil, err
 	}
-	u := b.visible(project, key)
-	if u == nil {
-		b.mu.Unlock()
-		return nil, fmt.Errorf("broker: tool %s: no upstream %s visible here: %w", errcode.Quote(name), errcode.Quote(key), errcode.ErrUnknownNamespace)
-	}
-	_, listed := u.tools[tool]
-	var class api.Class
-	if listed {
-		class = u.classes[tool].Class
-	}
-	excluded := u.classes[tool].Why == api.WhyExcluded
-	cs, sem, c := u.session, u.sem, u.conn
-	timeout := cmp.Or(u.callTimeout, b.opts.CallTimeout)
-	unavailable := unavailableErr(u)
-	everListed := u.listed
-	b.mu.Unlock()
-	if permit != nil {
-		// Judged on what was resolved above, together with cs: a re-list
-		// that changes the class afterwards cannot let this call through.
-		if err := permit(class); err != nil {
-			return nil, err
-		}
-	}
-	switch {
-	case excluded:
-		return nil, fmt.Errorf("broker: upstream %s: tool %q is hidden by [mcp.%s] exclude_tools: %w", key, tool, key, errcode.ErrUnknownTool)
-	case !listed && (everListed || cs != nil):
-		return nil, fmt.Errorf("broker: upstream %s: no tool %s: %w", key, errcode.Quote(tool), errcode.ErrUnknownTool)
-	case cs == nil:
-		// Down, or never listed yet: we cannot tell an unknown tool from
-		// one we have not seen, and the outage is the real answer.
-		return nil, unavailable
-	}
+	return b.callResolved(ctx, r, key, tool, args, progressToken, notify)
+}
 
+// callResolved is Call once its upstream is resolved and the call
+// permitted: through the go-sdk client session.
+func (b *Broker) callResolved(ctx context.Context, r resolved, key, tool string, args json.RawMessage, progressToken any,
+	notify func(context.Context, *mcp.ProgressNotificationParams) error) (*mcp.CallToolResult, error) {
+	u, cs, sem, c, timeout := r.u, r.cs, r.sem, r.c, r.timeout
 	select {
 	case sem <- struct{}{}:
 		defer func() { <-sem }()
@@ -207,6 +177,74 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 		attribute(res, key, tool)
 	}
 	return res, nil
+}
+
+// callArgs is a call's arguments as they go upstream: empty or null is
+// {}, anything else must be JSON.
+func callArgs(key, tool string, args json.RawMessage) (json.RawMessage, error) {
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 || string(args) == "null" {
+		return json.RawMessage(`{}`), nil
+	}
+	if !json.Valid(args) {
+		return nil, fmt.Errorf("broker: upstream %s: tools/call %s: arguments are not valid JSON: %w", key, tool, errcode.ErrInvalidArgument)
+	}
+	return args, nil
+}
+
+// resolved is what a call needs of its upstream, read under the lock at
+// the moment the call is resolved.
+type resolved struct {
+	u       *upstream
+	class   api.Class
+	cs      *mcp.ClientSession
+	sem     chan struct{}
+	c       *conn
+	timeout time.Duration
+}
+
+// resolve finds name's upstream for a session of project and checks the
+// call may go ahead: permit (nil: no check) against the tool's class, then
+// that the tool is served and the upstream connected.
+func (b *Broker) resolve(project, name, key, tool string, permit Permit) (resolved, error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return resolved{}, fmt.Errorf("broker: closed: %w", errcode.ErrUpstreamUnavailable)
+	}
+	u := b.visible(project, key)
+	if u == nil {
+		b.mu.Unlock()
+		return resolved{}, fmt.Errorf("broker: tool %s: no upstream %s visible here: %w", errcode.Quote(name), errcode.Quote(key), errcode.ErrUnknownNamespace)
+	}
+	_, listed := u.tools[tool]
+	var class api.Class
+	if listed {
+		class = u.classes[tool].Class
+	}
+	excluded := u.classes[tool].Why == api.WhyExcluded
+	r := resolved{u: u, class: class, cs: u.session, sem: u.sem, c: u.conn, timeout: cmp.Or(u.callTimeout, b.opts.CallTimeout)}
+	unavailable := unavailableErr(u)
+	everListed := u.listed
+	b.mu.Unlock()
+	if permit != nil {
+		// Judged on what was resolved above, together with cs: a re-list
+		// that changes the class afterwards cannot let this call through.
+		if err := permit(class); err != nil {
+			return resolved{}, err
+		}
+	}
+	switch {
+	case excluded:
+		return resolved{}, fmt.Errorf("broker: upstream %s: tool %q is hidden by [mcp.%s] exclude_tools: %w", key, tool, key, errcode.ErrUnknownTool)
+	case !listed && (everListed || r.cs != nil):
+		return resolved{}, fmt.Errorf("broker: upstream %s: no tool %s: %w", key, errcode.Quote(tool), errcode.ErrUnknownTool)
+	case r.cs == nil:
+		// Down, or never listed yet: we cannot tell an unknown tool from
+		// one we have not seen, and the outage is the real answer.
+		return resolved{}, unavailable
+	}
+	return r, nil
 }
 
 // callTimeoutError ends a call that outlived its upstream's call timeout:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/harness-dev/harness/internal/mcp/jsonl"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -69,6 +70,7 @@ func (r *progressRoute) handledOne() {
 type countingTransport struct {
 	mcp.Transport
 	b *Broker
+	c *conn // the run whose connection this is: it gets the fast link
 }
 
 // Connect implements [mcp.Transport].
@@ -77,22 +79,41 @@ func (t *countingTransport) Connect(ctx context.Context) (mcp.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	return &countingConn{Connection: c, b: t.b}, nil
+	cc := &countingConn{Connection: c, b: t.b}
+	if jc, ok := c.(*jsonl.Conn); ok && t.c != nil {
+		cc.fast = newFastLink(jc)
+		t.c.fast.Store(cc.fast)
+	}
+	return cc, nil
 }
 
-// countingConn counts the progress notifications read for calls in flight.
+// countingConn counts the progress notifications read for calls in flight,
+// and takes the answers to calls forwarded as bytes (fast.go) out of the
+// stream before the go-sdk client sees them.
 type countingConn struct {
 	mcp.Connection
-	b *Broker
+	b    *Broker
+	fast *fastLink // nil: every message is the client's
 }
 
 // Read implements [mcp.Connection].
 func (c *countingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() && req.Method == "notifications/progress" {
-		c.count(req.Params)
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			if c.fast != nil {
+				c.fast.end()
+			}
+			return msg, err
+		}
+		if resp, ok := msg.(*jsonrpc.Response); ok && c.fast != nil && c.fast.deliver(resp) {
+			continue
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && req.Method == "notifications/progress" {
+			c.count(req.Params)
+		}
+		return msg, nil
 	}
-	return msg, err
 }
 
 // count adds one to the read count of the call in flight whose upstream

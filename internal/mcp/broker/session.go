@@ -65,7 +65,7 @@ func (b *Broker) session(ctx context.Context, log *slog.Logger, u *upstream, c *
 		if _, ok := c.t.(selfCounting); !ok {
 			// Progress notifications are counted as the client reads them
 			// (see drain); a self-counting transport counts them itself.
-			t = &countingTransport{Transport: t, b: b}
+			t = &countingTransport{Transport: t, b: b, c: c}
 		}
 	}
 	var cs *mcp.ClientSession

@@ -72,6 +72,14 @@ type Transport struct {
 	// connection reads on. Without it (and AnswerInvalid), Read returns
 	// ErrMessageTooLarge.
 	RefuseOversized bool
+	// Intercept, when set, sees every request read on its own (not as
+	// part of a batch) whose id the SDK writes back as it came, before the
+	// SDK does: returning true takes the request away from the SDK, and
+	// whoever took a call answers it with WriteResult. A call taken is
+	// still owed its answer (EOF waits for it) and a notifications/cancelled
+	// naming it still drops that answer. It runs on the reading goroutine
+	// and must not block.
+	Intercept func(c *Conn, req *jsonrpc.Request) bool
 
 	mu   sync.Mutex
 	conn *Conn // made by Connect
@@ -108,6 +116,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		limit:   limit,
 		answer:  t.AnswerInvalid,
 		refuse:  t.RefuseOversized,
+		hook:    t.Intercept,
 		closed:  make(chan struct{}),
 		pending: map[any]bool{},
 	}
@@ -127,6 +136,7 @@ type Conn struct {
 	limit  int
 	answer bool // Transport.AnswerInvalid
 	refuse bool // Transport.RefuseOversized
+	hook   func(*Conn, *jsonrpc.Request) bool
 
 	line []byte // reused buffer of the message being read
 	long Blocks // the line being read past keepBuffer (readLine)
@@ -251,6 +261,10 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		} else if msg, err = c.decode(data); err == nil {
 			c.expectAnswer(msg)
 			c.noteCancelled(msg)
+			if c.intercepted(msg) {
+				c.line, scan = c.line[:0], nil
+				continue
+			}
 		}
 		if !incomplete(err) {
 			if err == nil || !c.answer || !errors.Is(err, ErrInvalidMessage) {

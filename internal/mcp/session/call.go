@@ -129,6 +129,12 @@ func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name 
 		ctx = broker.WithBack(ctx, sessionBack{ss: req.Session, label: l.label()})
 	}
 	res, err := l.m.ups.Call(ctx, project, name, args, permit, req.Params.GetProgressToken(), notify)
+	return l.upstreamResult(name, res, err)
+}
+
+// upstreamResult is the session's answer to an upstream call that came
+// back with res or err. It never returns nil.
+func (l *live) upstreamResult(name string, res *mcp.CallToolResult, err error) *mcp.CallToolResult {
 	if errcode.Of(err) == errcode.NotPermitted {
 		return l.untyped(name, l.refuse(name, err))
 	}

@@ -111,6 +111,10 @@ type Manager struct {
 	// maxMessage bounds one inbound message of a new session (0: the
 	// transport's default); SetMaxMessage changes it.
 	maxMessage atomic.Int64
+	// fastOff turns the tools/call fast path off (fast.go); fastServed
+	// counts the calls it took.
+	fastOff    atomic.Bool
+	fastServed atomic.Uint64
 
 	mu     sync.Mutex
 	closed bool
@@ -125,12 +129,14 @@ func NewManager(ops Ops, auth Authority, ups Upstreams, prompts func() Prompts, 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{
+	m := &Manager{
 		ops: ops, auth: auth, ups: ups, prompts: prompts,
 		log: logger.With(logkey.Component, "mcp-session"), version: version,
 		ctx: ctx, cancel: cancel,
 		live: make(map[*live]struct{}),
 	}
+	m.fastOff.Store(!fastPathDefault())
+	return m
 }
 
 // SetMaxMessage bounds one inbound message of the sessions Serve starts
@@ -169,11 +175,19 @@ func (m *Manager) Serve(ctx context.Context, rwc io.ReadWriteCloser, id Identity
 	// A client's bad line is answered (parse error, id null), not the end
 	// of its session and of the answers it is owed.
 	tr := &jsonl.Transport{Reader: rwc, Writer: rwc, AnswerInvalid: true, MaxMessage: int(m.maxMessage.Load())}
+	// Calls the fast path took end with the session, as the go-sdk's
+	// handlers do, and are waited for.
+	fastCtx, endFast := context.WithCancel(ctx)
+	defer func() { endFast(); l.fast.wg.Wait() }()
+	if fu, ok := m.ups.(FastUpstreams); ok && !m.fastOff.Load() {
+		tr.Intercept = l.intercept(fastCtx, fu)
+	}
 	ss, err := l.server.Connect(ctx, tr, nil)
 	if err != nil {
 		m.closeLogged(tr, id)
 		return fmt.Errorf("session: connect: %w", err)
 	}
+	l.ss.Store(ss)
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }()
 
@@ -406,6 +420,11 @@ type live struct {
 	connected atomic.Bool // initialized at least once (for pruning NewServer sessions)
 	built     time.Time   // when NewServer made it (for pruning ones never initialized)
 	rec       callerInfo  // who calls, for the call log (record.go)
+
+	// ss is the session Serve connected (nil until then, and for servers
+	// of other transports); fast its calls the fast path took (fast.go).
+	ss   atomic.Pointer[mcp.ServerSession]
+	fast fastCalls
 
 	// listedOnce is set by the session's first tools/list, which waits for
 	// starting upstreams (firstListMiddleware).

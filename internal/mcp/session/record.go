@@ -114,14 +114,7 @@ func (l *live) callerInfo() *callerInfo {
 }
 
 func (l *live) record(rec CallRecorder, start time.Time, d time.Duration, req mcp.Request, res mcp.Result, err error, note *callNote) {
-	ci := l.callerInfo()
-	r := api.CallRecord{
-		Time: start, Session: ci.session, Transport: ci.transport,
-		Caller: ci.caller, Harness: l.id.Harness, RunID: ci.run, Project: ci.project,
-		Outcome:       outcome(res, err),
-		DurationMS:    float64(d) / float64(time.Millisecond),
-		ResponseBytes: resultBytes(res),
-	}
+	r := l.newRecord(start, d, outcome(res, err), resultBytes(res))
 	var ss *mcp.ServerSession
 	switch q := req.(type) {
 	case *mcp.CallToolRequest:
@@ -156,6 +149,19 @@ func (l *live) record(rec CallRecorder, start time.Time, d time.Duration, req mc
 		}
 	}
 	rec.Record(r)
+}
+
+// newRecord is a call record with what every record of the session shares
+// and what every call has.
+func (l *live) newRecord(start time.Time, d time.Duration, outcome string, responseBytes int) api.CallRecord {
+	ci := l.callerInfo()
+	return api.CallRecord{
+		Time: start, Session: ci.session, Transport: ci.transport,
+		Caller: ci.caller, Harness: l.id.Harness, RunID: ci.run, Project: ci.project,
+		Outcome:       outcome,
+		DurationMS:    float64(d) / float64(time.Millisecond),
+		ResponseBytes: responseBytes,
+	}
 }
 
 // toolClass is the class the session checked a tool against: the
