@@ -331,4 +331,3 @@ func plainStrings(raw []byte) bool {
 	}
 	return true
 }
-

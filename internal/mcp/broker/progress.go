@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/harness-dev/harness/internal/mcp/jsonl"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/mcp/jsonl"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
