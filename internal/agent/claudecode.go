@@ -1,11 +1,8 @@
 package agent
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -241,14 +238,14 @@ func claudeHook(event string, m map[string]any) HookSignal {
 // streamed in blocks is a line per block with the same message id and
 // usage), tool results as user lines, each with sessionId and cwd.
 var claudeTranscripts = &TranscriptSource{
-	Find: func(home, workdir, session string, started time.Time) string {
+	Find: func(home, workdir, session string, run RunSpan) string {
 		dir := filepath.Join(home, ".claude", "projects", "*")
 		if session != "" {
 			if m, _ := filepath.Glob(filepath.Join(dir, session+".jsonl")); len(m) > 0 {
 				return m[0]
 			}
 		}
-		return newestFile(filepath.Join(dir, "*.jsonl"), started, func(p string) bool { return fileMentions(p, workdir) })
+		return runFile(filepath.Join(dir, "*.jsonl"), workdir, run)
 	},
 	Read: readClaudeTranscript,
 }
@@ -363,18 +360,4 @@ func readClaudeTranscript(data []byte) Transcript {
 		addUsage(&t.Usage, u)
 	}
 	return t
-}
-
-// fileMentions reports whether the head of the file at path contains s
-// as JSON writes it (a transcript's cwd, or a path in its context).
-func fileMentions(path, s string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	head := make([]byte, 256<<10)
-	n, _ := io.ReadFull(f, head)
-	q, _ := json.Marshal(s)
-	return bytes.Contains(head[:n], q[1:len(q)-1])
 }

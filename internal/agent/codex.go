@@ -293,14 +293,14 @@ func codexHasSession(getenv func(string) string, _ string) bool {
 // response_item (messages, function calls and their output) and event_msg
 // (token_count with the running totals, errors).
 var codexTranscripts = &TranscriptSource{
-	Find: func(home, workdir, session string, started time.Time) string {
+	Find: func(home, workdir, session string, run RunSpan) string {
 		pattern := filepath.Join(home, ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl")
 		if session != "" {
 			if m, _ := filepath.Glob(filepath.Join(home, ".codex", "sessions", "*", "*", "*", "rollout-*"+session+".jsonl")); len(m) > 0 {
 				return m[0]
 			}
 		}
-		return newestFile(pattern, started, func(p string) bool { return fileMentions(p, workdir) })
+		return runFile(pattern, workdir, run)
 	},
 	Read: readCodexTranscript,
 }

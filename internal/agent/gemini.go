@@ -304,14 +304,14 @@ func geminiJobResult(out []byte) (JobResult, error) {
 // the earlier one) and {"$set": …} updates, whose messages are the chat's
 // set-up context.
 var geminiTranscripts = &TranscriptSource{
-	Find: func(home, workdir, session string, started time.Time) string {
+	Find: func(home, workdir, session string, run RunSpan) string {
 		pattern := filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*.jsonl")
 		if session != "" {
 			if m, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*"+session[:min(8, len(session))]+"*.jsonl")); len(m) > 0 {
 				return m[0]
 			}
 		}
-		return newestFile(pattern, started, func(p string) bool { return fileMentions(p, workdir) })
+		return runFile(pattern, workdir, run)
 	},
 	Read: readGeminiTranscript,
 }

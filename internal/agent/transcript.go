@@ -64,10 +64,10 @@ func (tc ToolCall) GuardKey() string {
 // find a run's file and how to read it. One per adapter that has them.
 type TranscriptSource struct {
 	// Find returns the transcript file of a run of the agent that ran in
-	// workdir with home as its HOME, started at started: the session's
-	// own file when session is known (from a hook), else the newest of the
-	// agent's files for workdir changed since started. "" when none.
-	Find func(home, workdir, session string, started time.Time) string
+	// workdir with home as its HOME during run: the session's own file
+	// when session is known (from a hook), else the run's own file among
+	// the agent's files for workdir (runFile). "" when none is the run's.
+	Find func(home, workdir, session string, run RunSpan) string
 	// Read parses a transcript; data may start mid-file (a bounded read
 	// of a huge file keeps its tail), so a reader skips what it cannot
 	// parse.
@@ -82,11 +82,11 @@ var MaxTranscriptRead int64 = 16 << 20
 var ErrNoTranscript = errors.New("no transcript")
 
 // ReadTranscript finds and reads the transcript of a run of the agent.
-func (a *Adapter) ReadTranscript(home, workdir, session string, started time.Time) (Transcript, error) {
+func (a *Adapter) ReadTranscript(home, workdir, session string, run RunSpan) (Transcript, error) {
 	if a.Transcripts == nil {
 		return Transcript{}, fmt.Errorf("agent %s keeps no transcripts harness reads: %w", a.Name, ErrNoTranscript)
 	}
-	path := a.Transcripts.Find(home, workdir, session, started)
+	path := a.Transcripts.Find(home, workdir, session, run)
 	if path == "" {
 		return Transcript{}, fmt.Errorf("agent %s: %w for this run under %s", a.Name, ErrNoTranscript, home)
 	}
@@ -159,24 +159,119 @@ func jsonLines(data []byte, f func(line []byte)) {
 	}
 }
 
-// newestFile returns the most recently modified of the files matching
-// pattern that changed at or after since and satisfy ok (nil: any).
-func newestFile(pattern string, since time.Time, ok func(path string) bool) string {
-	paths, _ := filepath.Glob(pattern)
+// RunSpan is when a run ran: End is zero while it runs.
+type RunSpan struct {
+	Start, End time.Time
+}
+
+// TranscriptFile is what picking a run's transcript knows of one file.
+type TranscriptFile struct {
+	Path string
+	// First is the time of the file's first record that has one: when
+	// the agent began the conversation. Zero when no record says.
+	First time.Time
+	// Mod is the file's modification time.
+	Mod time.Time
+}
+
+// modSlack is how long after a run's end its agent's last write may
+// still be stamped on the file (the file system's clock, a write queued
+// at exit).
+const modSlack = 2 * time.Second
+
+// PickTranscript returns which of an agent's transcript files (all for
+// the run's workdir) is the run's own, "" when none is: a folder holds
+// every run's files, and the newest is another run's as soon as a later
+// run began one. A file is the run's when its first record falls within
+// the run (the agent began that conversation then; of several, the
+// newest, as the agent began it last); failing that, when the file was
+// written during the run without being begun after it (a conversation
+// resumed from before, or a file whose records carry no time); of
+// several, the newest written.
+func PickTranscript(files []TranscriptFile, run RunSpan) string {
+	start := run.Start.Truncate(time.Millisecond) // records carry milliseconds
+	within := func(t time.Time, slack time.Duration) bool {
+		return !t.Before(start) && (run.End.IsZero() || !t.After(run.End.Add(slack)))
+	}
 	best, bestT := "", time.Time{}
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil || fi.IsDir() || fi.ModTime().Before(since.Add(-2*time.Second)) {
-			continue
+	for _, f := range files {
+		if !f.First.IsZero() && within(f.First, 0) && (best == "" || f.First.After(bestT)) {
+			best, bestT = f.Path, f.First
 		}
-		if ok != nil && !ok(p) {
-			continue
-		}
-		if fi.ModTime().After(bestT) {
-			best, bestT = p, fi.ModTime()
+	}
+	if best != "" {
+		return best
+	}
+	for _, f := range files {
+		begunAfter := !f.First.IsZero() && !run.End.IsZero() && f.First.After(run.End)
+		if !begunAfter && within(f.Mod, modSlack) && (best == "" || f.Mod.After(bestT)) {
+			best, bestT = f.Path, f.Mod
 		}
 	}
 	return best
+}
+
+// runFile returns the run's own file (PickTranscript) among the files
+// matching pattern whose head mentions workdir.
+func runFile(pattern, workdir string, run RunSpan) string {
+	paths, _ := filepath.Glob(pattern)
+	var files []TranscriptFile
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		head := fileHead(p)
+		if q, _ := json.Marshal(workdir); !bytes.Contains(head, q[1:len(q)-1]) {
+			continue
+		}
+		files = append(files, TranscriptFile{Path: p, First: firstRecordTime(head), Mod: fi.ModTime()})
+	}
+	return PickTranscript(files, run)
+}
+
+// headSize is how much of a transcript's head is read to tell whose it
+// is: its first records name the workdir and carry its first time.
+const headSize = 256 << 10
+
+// fileHead returns the first headSize bytes of the file at path (none
+// when it cannot be read). Only a regular file is opened without
+// blocking (readTail).
+func fileHead(path string) []byte {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	head := make([]byte, headSize)
+	n, _ := io.ReadFull(f, head)
+	return head[:n]
+}
+
+// firstRecordTime is the time of the first record in head that has one:
+// a top-level "timestamp" (Claude Code, Codex) or "startTime" (Gemini
+// CLI's header). Zero when none does.
+func firstRecordTime(head []byte) time.Time {
+	var first time.Time
+	jsonLines(head, func(b []byte) {
+		if !first.IsZero() {
+			return
+		}
+		var r struct {
+			Timestamp string `json:"timestamp"`
+			StartTime string `json:"startTime"`
+		}
+		if json.Unmarshal(b, &r) != nil {
+			return
+		}
+		for _, s := range []string{r.Timestamp, r.StartTime} {
+			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				first = t
+				return
+			}
+		}
+	})
+	return first
 }
 
 // addUsage sums token counts into u.

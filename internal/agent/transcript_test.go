@@ -78,10 +78,10 @@ func TestScenario_AHugeOrMissingTranscriptIsBounded(t *testing.T) {
 	if err != nil || !tr.Truncated || len(tr.Turns) == 0 || tr.Turns[len(tr.Turns)-1].Text != "newest" || len(tr.Turns) > 60 {
 		t.Fatalf("truncated read: %v, %+v turns %d", err, tr.Truncated, len(tr.Turns))
 	}
-	if _, err := MustLookup(ClaudeCode).ReadTranscript(dir, "/nowhere", "", time.Now()); err == nil {
+	if _, err := MustLookup(ClaudeCode).ReadTranscript(dir, "/nowhere", "", RunSpan{Start: time.Now()}); err == nil {
 		t.Error("a missing transcript was found")
 	}
-	if _, err := MustLookup(Generic).ReadTranscript(dir, "/nowhere", "", time.Now()); err == nil {
+	if _, err := MustLookup(Generic).ReadTranscript(dir, "/nowhere", "", RunSpan{Start: time.Now()}); err == nil {
 		t.Error("generic has a transcript")
 	}
 }

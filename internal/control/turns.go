@@ -54,8 +54,9 @@ func (c *Control) Turns(_ context.Context, a api.TurnsArgs) (api.TurnsResult, er
 }
 
 // readTranscript reads the transcript of run: the file its hooks named
-// (the current run), else the one the adapter finds for its session,
-// workdir and start.
+// (the current run), else the one the adapter finds for its session, or
+// for its workdir and the time it ran (agent.PickTranscript: never
+// another run's file).
 func (c *Control) readTranscript(u *unit, h *config.Harness, ad *agent.Adapter, run api.Run) (agent.Transcript, error) {
 	session := run.SessionID
 	if r, s, p := u.sup.AgentSession(); r == run.ID {
@@ -66,7 +67,11 @@ func (c *Control) readTranscript(u *unit, h *config.Harness, ad *agent.Adapter, 
 			session = s
 		}
 	}
-	return ad.ReadTranscript(c.agentHome(h), c.agentWorkdir(u.name, h), session, run.StartedAt)
+	span := agent.RunSpan{Start: run.StartedAt}
+	if run.EndedAt != nil {
+		span.End = *run.EndedAt
+	}
+	return ad.ReadTranscript(c.agentHome(h), c.agentWorkdir(u.name, h), session, span)
 }
 
 // storeTranscript puts what a transcript says about run on the run
