@@ -47,7 +47,7 @@ func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) erro
 	// (s') is (b') on a second daemon with the tools/call fast path off
 	// (issue 35): the go-sdk path, in the same run.
 	var slow *benchDaemon
-	if len(o.Paths) == 0 || o.Paths["s'"] {
+	if o.Paths["s'"] { // named (the -paths default names every path)
 		so := o
 		so.DaemonEnv = append(slices.Clone(o.DaemonEnv), session.FastPathEnv+"=0")
 		if slow, err = startDaemon(ctx, so, bin, tmp, "calls-slow", cfg); err != nil {
@@ -85,7 +85,7 @@ func runLevel(ctx context.Context, o options, bin string, d, slow *benchDaemon, 
 	for _, p := range []*benchPath{{name: "a", tool: "echo"}, {name: "a1", tool: "echo"}, {name: "r", tool: "echo"},
 		{name: "r'", tool: "echo"}, {name: "b", tool: "up__echo"}, {name: "b'", tool: "up__echo"}, {name: "s'", tool: "up__echo"},
 		{name: "c", tool: "up__echo"}, {name: "c'", tool: "up__echo"}} {
-		if len(o.Paths) == 0 || o.Paths[p.name] {
+		if len(o.Paths) == 0 && p.name != "s'" || o.Paths[p.name] {
 			paths = append(paths, p)
 		}
 	}
