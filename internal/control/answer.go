@@ -57,7 +57,7 @@ func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResul
 	if err != nil {
 		return api.AnswerResult{}, fmt.Errorf("harness %s: %w", a.Name, err)
 	}
-	run, err := u.sup.Input(ctx, data)
+	run, err := u.sup.InputWhole(ctx, data)
 	if err != nil {
 		return api.AnswerResult{}, notRunning(u, err)
 	}

@@ -105,7 +105,7 @@ func (c *Control) Send(ctx context.Context, a api.SendArgs) (api.SendResult, err
 	if err != nil {
 		return api.SendResult{}, fmt.Errorf("harness %s: %w", a.Name, err)
 	}
-	run, err := u.sup.Input(ctx, data)
+	run, err := u.sup.InputWhole(ctx, data)
 	if err != nil {
 		return api.SendResult{}, notRunning(u, err)
 	}

@@ -45,6 +45,11 @@ type ptyInput struct {
 	turn   chan struct{}
 	// timeout is Limits.InputTimeout.
 	timeout time.Duration
+	// wrote is when the last write ended (held by the turn): bytes just
+	// written reach the program's queue a moment later (the kernel moves
+	// them from the PTY's buffers on a worker), so an empty queue right
+	// after a write is looked at again (awaitRead).
+	wrote time.Time
 }
 
 func newPtyInput(run uint64, master *os.File, timeout time.Duration) *ptyInput {
@@ -69,11 +74,26 @@ func (a *actor) withdrawInput(p *proc) {
 // the actor's, and gives up Limits.InputTimeout after it was called (or when ctx
 // ends) if the program does not read, the wait for earlier writes
 // included. A write that gives up before its turn wrote nothing; one that
-// gives up during its turn says exactly how many bytes went in. Over
+// gives up during its turn says exactly how many bytes went in (InputWhole
+// avoids that for sends). Over
 // MaxQueuedInputs writes at once, Input refuses at once (ErrInputBusy). A
 // unit without a process answers ErrNotRunning, an upstream (which has no
 // terminal) invalid_argument.
 func (u *Unit) Input(ctx context.Context, p []byte) (run uint64, err error) {
+	return u.typeIn(ctx, p, false)
+}
+
+// InputWhole is Input for a send (text and keys an operator or agent
+// sends, which must not stop halfway): on Linux it first waits, within the
+// same deadline, for the program to have read everything typed before, so
+// a send to a program that stopped reading is refused with nothing typed
+// rather than cut. Keystrokes of attached viewers use Input: type-ahead to
+// a busy program stays queued in its terminal as on any terminal.
+func (u *Unit) InputWhole(ctx context.Context, p []byte) (run uint64, err error) {
+	return u.typeIn(ctx, p, true)
+}
+
+func (u *Unit) typeIn(ctx context.Context, p []byte, whole bool) (run uint64, err error) {
 	if u.term == nil {
 		return 0, fmt.Errorf("supervise: unit %s: input: an upstream has no terminal to type into: %w", u.name, errcode.ErrInvalidArgument)
 	}
@@ -81,7 +101,7 @@ func (u *Unit) Input(ctx context.Context, p []byte) (run uint64, err error) {
 	if in == nil {
 		return 0, fmt.Errorf("supervise: unit %s: input: %w", u.name, ErrNotRunning)
 	}
-	n, ctxBound, err := in.write(ctx, p)
+	n, ctxBound, err := in.write(ctx, p, whole)
 	switch {
 	case err == nil:
 		return in.run, nil
@@ -107,7 +127,7 @@ func (u *Unit) Input(ctx context.Context, p []byte) (run uint64, err error) {
 
 // write writes p whole, bounded by in.timeout from now and by ctx;
 // ctxBound says the deadline was ctx's. The wait for its turn counts.
-func (in *ptyInput) write(ctx context.Context, p []byte) (n int, ctxBound bool, err error) {
+func (in *ptyInput) write(ctx context.Context, p []byte, whole bool) (n int, ctxBound bool, err error) {
 	deadline := time.Now().Add(in.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline, ctxBound = d, true
@@ -128,6 +148,21 @@ func (in *ptyInput) write(ctx context.Context, p []byte) (n int, ctxBound bool, 
 	case <-ctx.Done():
 		return 0, ctxBound, ctx.Err()
 	}
+	// Typed whole or not at all: a program that has not read what was
+	// typed before may not read this either, and a write it stops taking
+	// halfway leaves half a send in its input. So the send waits, within
+	// its deadline, until the program has read everything before it. An
+	// empty PTY input queue takes at least 4 KiB without the program
+	// reading (Linux: the line discipline's buffer; with the flip buffers
+	// 13-20 KiB were measured, depending on the writes), so a send up to
+	// that is typed whole even to a program that never reads again; a
+	// longer one can still stop halfway if the program stops reading
+	// during it, and the answer then says how much went in.
+	if whole {
+		if err := in.awaitRead(ctx, deadline); err != nil {
+			return 0, ctxBound, err
+		}
+	}
 	if err := in.master.SetWriteDeadline(deadline); err != nil {
 		// A master that could not be made non-blocking (see pollable)
 		// takes no deadline; the write is then unbounded, which the spawn
@@ -145,8 +180,45 @@ func (in *ptyInput) write(ctx context.Context, p []byte) (n int, ctxBound bool, 
 		_ = in.master.SetWriteDeadline(time.Unix(1, 0))
 	})
 	n, err = in.master.Write(p)
+	in.wrote = time.Now()
 	if !stop() {
 		<-fired
 	}
 	return n, ctxBound, err
+}
+
+// settle is how long after a write an empty input queue is not yet taken
+// for "all read": the written bytes may still be on their way into it.
+const settle = 5 * time.Millisecond
+
+// readPoll is how often a send waiting for the program to read what was
+// typed before looks again: the kernel has no event for it.
+const readPoll = 20 * time.Millisecond
+
+// awaitRead waits until the program has read every byte typed before
+// (unreadInput is 0), the deadline, or ctx's end; where the queue cannot
+// be seen it does not wait.
+func (in *ptyInput) awaitRead(ctx context.Context, deadline time.Time) error {
+	for {
+		n, ok := unreadInput(in.master)
+		settling := time.Since(in.wrote) < settle
+		if !ok || n == 0 && !settling {
+			return nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return os.ErrDeadlineExceeded
+		}
+		next := readPoll
+		if n == 0 {
+			next = time.Millisecond
+		}
+		t := time.NewTimer(min(next, left))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
 }
