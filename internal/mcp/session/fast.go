@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -62,9 +63,9 @@ type fastCalls struct {
 
 // fastParams is what the fast path reads of a tools/call's params.
 type fastParams struct {
-	Name      string                     `json:"name"`
-	Arguments json.RawMessage            `json:"arguments"`
-	Meta      map[string]json.RawMessage `json:"_meta"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      json.RawMessage `json:"_meta"`
 }
 
 // intercept is the session's jsonl.Transport.Intercept: it takes the
@@ -121,14 +122,12 @@ func (l *live) intercept(ctx context.Context, fu FastUpstreams) func(*jsonl.Conn
 
 // fastMeta reports whether a call's _meta leaves it to the fast path: not
 // with a progress token (the go-sdk path routes progress) nor with the
-// per-request protocol keys the go-sdk server reads.
-func fastMeta(meta map[string]json.RawMessage) bool {
-	for k := range meta {
-		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
-			return false
-		}
-	}
-	return true
+// per-request protocol keys the go-sdk server reads. Looked for as text,
+// without decoding: a false match (or an escaped key) only sends the call
+// the go-sdk way.
+func fastMeta(meta json.RawMessage) bool {
+	return !bytes.Contains(meta, []byte(`"progressToken"`)) && !bytes.Contains(meta, []byte(`"io.modelcontextprotocol/`)) &&
+		bytes.IndexByte(meta, '\\') < 0
 }
 
 // cancelFast ends the fast call a notifications/cancelled names, if any.

@@ -278,7 +278,8 @@ func TestScenario_AFastCallCancelledByItsClientIsCancelledUpstream(t *testing.T)
 }
 
 // TestScenario_ACallWithAProgressTokenKeepsTheGoSDKPath: progress reaches
-// the client under its own token, through the go-sdk path.
+// the client under its own token, through the go-sdk path; calls without
+// a token, other _meta or not, take the fast path.
 func TestScenario_ACallWithAProgressTokenKeepsTheGoSDKPath(t *testing.T) {
 	fe := newFastEnv(t, true)
 	fe.auth.SetAllowed("web", "read")
@@ -299,7 +300,13 @@ func TestScenario_ACallWithAProgressTokenKeepsTheGoSDKPath(t *testing.T) {
 	if res := call(t, cs, "up__progress", `{}`); text(t, res) != "done" {
 		t.Errorf("progress without a token: %s", text(t, res))
 	}
-	if got := fe.b.FastCalls() - before; got != 1 {
-		t.Errorf("%d calls forwarded as bytes, want 1", got)
+	// Other _meta (Claude Code sends its tool use id) keeps the fast path.
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "up__progress", Arguments: map[string]any{},
+		Meta: mcp.Meta{"claudecode/toolUseId": "toolu_1"}})
+	if err != nil || text(t, res) != "done" {
+		t.Fatalf("call with _meta: %v %v", res, err)
+	}
+	if got := fe.b.FastCalls() - before; got != 2 {
+		t.Errorf("%d calls forwarded as bytes, want 2", got)
 	}
 }
