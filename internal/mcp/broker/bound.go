@@ -80,10 +80,13 @@ func (h *heldBody) fill() {
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 		case err != nil:
-			if h.sse || !h.skipping {
-				h.out = append(h.out, h.held.Take()...)
-			} else {
+			// The body ended: a message being read past is refused here
+			// too (an event stream cut inside one would otherwise leave
+			// its call to wait for its timeout).
+			if h.skipping {
 				h.refuse()
+			} else {
+				h.out = append(h.out, h.held.Take()...)
 			}
 			if h.err == nil {
 				h.err = err

@@ -55,6 +55,23 @@ func TestScenario_ARemoteAnswerOverTheBoundBecomesAnErrorForItsCall(t *testing.T
 	}
 }
 
+// TestScenario_AStreamThatEndsInsideAnEventOverTheBoundStillAnswersItsCall:
+// an event stream that ends (the server closed it) while an event over
+// the bound is being read past hands on the error answer for its id: the
+// call is answered now, not at its timeout.
+func TestScenario_AStreamThatEndsInsideAnEventOverTheBoundStillAnswersItsCall(t *testing.T) {
+	big := strings.Repeat("z", 5000)
+	cut := "data: {\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"t\":\"" + big
+	out, err := io.ReadAll(iotestHalf(newHeldBody(io.NopCloser(strings.NewReader(cut)), 1000, true, &callStatus{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "event: message\ndata: " + string(jsonl.TooLargeAnswer([]byte("9"), len(cut), 1000)) + "\n\n"
+	if string(out) != want {
+		t.Fatalf("the cut stream handed on:\n%q\nwant\n%q", out, want)
+	}
+}
+
 // iotestHalf reads at most 7 bytes at a time, so pieces cut lines anywhere.
 func iotestHalf(r io.Reader) io.Reader { return smallReads{r} }
 
