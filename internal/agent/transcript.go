@@ -221,6 +221,14 @@ func runFile(pattern, workdir string, run RunSpan) string {
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
+		// A file last written before the run began is no run's of this
+		// span under either rule of PickTranscript (a record within the
+		// run, or a write within it); skipping it unread keeps a folder of
+		// thousands of old sessions from costing 256 KiB each per look.
+		// (A second of slack for coarse file times.)
+		if fi.ModTime().Before(run.Start.Add(-time.Second)) {
+			continue
+		}
 		head := fileHead(p)
 		if q, _ := json.Marshal(workdir); !bytes.Contains(head, q[1:len(q)-1]) {
 			continue
