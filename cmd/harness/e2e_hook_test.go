@@ -196,6 +196,18 @@ func TestScenario_GeminiWiringLeavesNothingBehind(t *testing.T) {
 	f.writeConfig(withGemini)
 	f.mustRun("reload")
 	started()
+	// A reload that is refused (it declares a harness named like a
+	// running scratch harness) leaves the wiring as it was: its hooks =
+	// false must not reach g's next run.
+	f.mustRun("run", "--name", "clash", "--detach", "--", "sleep", "100")
+	f.writeConfig(withGemini + "hooks = false\n\n[harness.clash]\ncmd = \"sleep\"\nargs = [\"100\"]\n")
+	if out, errOut, code := f.run("reload"); code == 0 {
+		t.Fatalf("a reload declaring a running scratch harness's name was taken: %s%s", out, errOut)
+	}
+	if b, err := os.ReadFile(settings); err != nil || !strings.Contains(string(b), "hook AfterAgent") {
+		t.Fatalf("a refused reload rewrote g's wiring: %s, %v", b, err)
+	}
+	f.mustRun("stop", "clash")
 	f.stop()
 	if _, err := os.Stat(filepath.Join(f.state, "agents")); !os.IsNotExist(err) {
 		t.Errorf("the daemon stopped and left %s behind (%v)", filepath.Join(f.state, "agents"), err)

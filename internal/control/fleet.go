@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/harness-dev/harness/internal/agent"
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/cgroup"
 	"github.com/harness-dev/harness/internal/config"
@@ -100,7 +101,10 @@ func UpstreamUnitName(project, key string) string {
 	return project + "/mcp." + key
 }
 
-func (c *Control) harnessUnitConfig(name string, h *config.Harness) supervise.UnitConfig {
+// harnessUnitConfig is a harness's supervisor configuration, and the
+// wiring files its runs need (written by writeWirings once the
+// configuration is taken).
+func (c *Control) harnessUnitConfig(name string, h *config.Harness) (supervise.UnitConfig, []agent.File) {
 	uc := processUnitConfig(name, supervise.KindHarness, h.Process, supervise.Policy(h.Restart))
 	uc.Cols, uc.Rows, uc.IdleAfter = uint16(h.TermCols), uint16(h.TermRows), h.IdleAfter
 	if h.Worktree != nil {
@@ -115,8 +119,8 @@ func (c *Control) harnessUnitConfig(name string, h *config.Harness) supervise.Un
 	if c.opt.MCPURL != "" {
 		uc.ExtraEnv = append(uc.ExtraEnv, "HARNESS_MCP_URL="+c.opt.MCPURL)
 	}
-	c.wireAgent(name, h, &uc)
-	return uc
+	files := c.wireAgent(name, h, &uc)
+	return uc, files
 }
 
 // upstreamUnitConfig supervises an upstream like a harness that always
@@ -160,10 +164,11 @@ func (c *Control) apply(cfg *config.Config, boot bool) (api.ReloadResult, error)
 
 	wantCfg := map[string]supervise.UnitConfig{}
 	harnessOf := map[string]*config.Harness{}
+	wireOf := map[string][]agent.File{}
 	upOf := map[string]*config.Upstream{}
 	for _, name := range sortedKeys(cfg.Harnesses) {
 		h := cfg.Harnesses[name]
-		wantCfg[name] = c.harnessUnitConfig(name, h)
+		wantCfg[name], wireOf[name] = c.harnessUnitConfig(name, h)
 		harnessOf[name] = h
 	}
 	for _, key := range sortedKeys(cfg.Upstreams) {
@@ -187,7 +192,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (api.ReloadResult, error)
 
 	want := map[string]unitSpec{}
 	for name, ucfg := range wantCfg {
-		want[name] = unitSpec{cfg: ucfg, h: harnessOf[name], up: upOf[name]}
+		want[name] = unitSpec{cfg: ucfg, h: harnessOf[name], up: upOf[name], wire: wireOf[name]}
 	}
 	c.mu.Lock()
 	// Checked again under the write lock: a project may have come up since.
@@ -222,6 +227,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (api.ReloadResult, error)
 		}
 	}
 	c.mu.Unlock()
+	c.writeWirings(want)
 	c.configureBroker()
 	res.Warnings = c.Warnings()
 
@@ -278,9 +284,10 @@ func (c *Control) admitGlobalLocked(cfg *config.Config) error {
 // unitSpec is what one unit should be: its supervise config and the
 // configuration table it came from.
 type unitSpec struct {
-	cfg supervise.UnitConfig
-	h   *config.Harness
-	up  *config.Upstream
+	cfg  supervise.UnitConfig
+	h    *config.Harness
+	up   *config.Upstream
+	wire []agent.File // a harness's wiring files (writeWirings)
 }
 
 // reconcileLocked makes the units of one scope ("" for the global file, else a
@@ -404,12 +411,17 @@ func (c *Control) retire(us []*unit) *sync.WaitGroup {
 			if err := u.log.Close(); err != nil {
 				c.log.Error("close removed unit log", logkey.Unit, u.name, logkey.Err, err)
 			}
+			// Under reconcileMu: a reload that adds it again writes its
+			// new wiring (writeWirings) under it too, so either that
+			// reload sees the files gone or this sees the harness back.
+			c.reconcileMu.Lock()
 			c.mu.RLock()
 			back := c.units[u.name] != nil // a reload added it again meanwhile
 			c.mu.RUnlock()
 			if !back {
 				c.unwire(u.name)
 			}
+			c.reconcileMu.Unlock()
 		}(u)
 	}
 	return &these

@@ -19,7 +19,8 @@ func (c *Control) projectSpecs(p *config.Project) map[string]unitSpec {
 	want := map[string]unitSpec{}
 	for name, h := range p.Harnesses {
 		unitName := p.Name + "/" + name
-		want[unitName] = unitSpec{cfg: c.harnessUnitConfig(unitName, h), h: h}
+		ucfg, files := c.harnessUnitConfig(unitName, h)
+		want[unitName] = unitSpec{cfg: ucfg, h: h, wire: files}
 	}
 	for key, u := range p.Upstreams {
 		unitName := UpstreamUnitName(p.Name, key)
@@ -82,7 +83,8 @@ func (c *Control) registerProject(p *config.Project) (api.ProjectResult, error) 
 		c.mu.Unlock()
 		return res, err
 	}
-	ch, err := c.reconcileLocked(p.Name, c.projectSpecs(p), &rr)
+	specs := c.projectSpecs(p)
+	ch, err := c.reconcileLocked(p.Name, specs, &rr)
 	if err != nil {
 		c.mu.Unlock()
 		c.finish(ch)
@@ -103,6 +105,7 @@ func (c *Control) registerProject(p *config.Project) (api.ProjectResult, error) 
 		}
 	}
 	c.mu.Unlock()
+	c.writeWirings(specs)
 	c.configureBroker()
 	c.finish(ch)
 	c.refreshMask()
@@ -192,13 +195,18 @@ func (c *Control) restoreProjects(paths map[string]string) {
 			c.mu.Lock()
 			err = c.checkProjectLocked(p)
 			var ch reconciled
+			var specs map[string]unitSpec
 			if err == nil {
 				var rr api.ReloadResult
-				if ch, err = c.reconcileLocked(p.Name, c.projectSpecs(p), &rr); err == nil {
+				specs = c.projectSpecs(p)
+				if ch, err = c.reconcileLocked(p.Name, specs, &rr); err == nil {
 					c.projects[p.Name] = p
+				} else {
+					specs = nil
 				}
 			}
 			c.mu.Unlock()
+			c.writeWirings(specs)
 			c.finish(ch)
 			c.configureBroker()
 		}

@@ -41,7 +41,7 @@ func (c *Control) Run(ctx context.Context, a api.RunArgs) (api.RunResult, error)
 		return api.RunResult{}, fmt.Errorf("run: %w: %w", err, errcode.ErrInvalidArgument)
 	}
 	h.Description = scratchDescription
-	ucfg := c.harnessUnitConfig(name, h)
+	ucfg, files := c.harnessUnitConfig(name, h)
 	c.mu.Lock()
 	if c.closing.Load() {
 		c.mu.Unlock()
@@ -58,6 +58,7 @@ func (c *Control) Run(ctx context.Context, a api.RunArgs) (api.RunResult, error)
 	u.setTables(h, nil)
 	c.units[name] = u
 	c.mu.Unlock()
+	c.writeWirings(map[string]unitSpec{name: {wire: files}})
 	c.reconcileMu.Unlock()
 	c.keepRuns(u)
 	if err := c.admit(u, false); err != nil {

@@ -16,11 +16,13 @@ import (
 // false, and the hook configuration calling `harness hook` unless hooks
 // is false, in the agent's own format (agent.Adapter.Wiring). The wiring's arguments go
 // before the harness's own, its variables after the daemon's, and its
-// files into STATE/agents/NAME. A wiring that fails is logged and left
-// out: the agent still runs, unwired.
-func (c *Control) wireAgent(name string, h *config.Harness, uc *supervise.UnitConfig) {
+// files, returned, go into STATE/agents/NAME once the configuration they
+// belong to is taken (writeWirings): a reload that is refused writes
+// none. A wiring that fails is logged and left out: the agent still runs,
+// unwired.
+func (c *Control) wireAgent(name string, h *config.Harness, uc *supervise.UnitConfig) []agent.File {
 	if c.opt.Exe == "" {
-		return
+		return nil
 	}
 	a := agent.MustLookup(h.Agent)
 	spec := agent.WireSpec{
@@ -30,17 +32,30 @@ func (c *Control) wireAgent(name string, h *config.Harness, uc *supervise.UnitCo
 	}
 	spec.Dir = c.agentDir(name)
 	w, err := a.Wire(spec)
-	if err == nil {
-		err = writeWiring(w.Files)
-	}
 	if err != nil {
 		c.log.Warn("agent wiring left out", logkey.Unit, name, logkey.Err, err)
-		return
+		return nil
 	}
 	if len(w.Args) > 0 {
 		uc.Args = append(slices.Clone(w.Args), uc.Args...)
 	}
 	uc.ExtraEnv = append(uc.ExtraEnv, w.Env...)
+	return w.Files
+}
+
+// writeWirings writes the wiring files of the harnesses of a configuration
+// that was just taken. The caller holds reconcileMu (and not mu): retire
+// checks under it whether a removed harness came back before it removes
+// the harness's files, so a harness removed and added again keeps the
+// files its new unit was given.
+func (c *Control) writeWirings(specs map[string]unitSpec) {
+	for _, name := range sortedKeys(specs) {
+		if files := specs[name].wire; len(files) > 0 {
+			if err := writeWiring(files); err != nil {
+				c.log.Warn("agent wiring files not written", logkey.Unit, name, logkey.Err, err)
+			}
+		}
+	}
 }
 
 // agentDir is where a harness's wiring files go (WireSpec.Dir): "" with
