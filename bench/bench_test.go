@@ -84,6 +84,9 @@ func TestQuickRun(t *testing.T) {
 
 	for _, n := range o.Sessions {
 		for _, p := range pathOrder {
+			if p == "s'" {
+				continue // with no -paths the run leaves (s') out: it needs a daemon of its own
+			}
 			c, ok := rep.call(n, p)
 			if !ok {
 				t.Errorf("no row for path %s at %d sessions", p, n)
