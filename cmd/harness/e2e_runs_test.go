@@ -218,17 +218,20 @@ args = ["100000"]
 enabled = true
 hours = %q
 
+# sleep stands in for Codex: without its MCP wiring and hooks (-c args)
 [harness.agent1]
 cmd = "sleep"
 args = ["100000"]
 agent = "codex"
 mcp_wire = false
+hooks = false
 
 [harness.agent2]
 cmd = "sleep"
 args = ["100000"]
 agent = "codex"
 mcp_wire = false
+hooks = false
 `, hours))
 	f.mustRun("trigger", "budgeted", "--wait")
 	f.mustRun("trigger", "budgeted", "--wait")
