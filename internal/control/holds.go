@@ -195,11 +195,11 @@ func (c *Control) holdTick(now time.Time) time.Time {
 		if h == nil && old != nil && c.meansToRun(u, st) && !isActive(st.State) && st.State != supervise.StateRestarting {
 			// The hold lifted on a harness that means to run.
 			u.log.Event(st.RunID, fmt.Sprintf("hold %s lifted: starting", old.Reason))
-			go func() {
+			c.goBackground(func() {
 				if err := c.startUnit(context.Background(), u, api.CauseAutostart); err != nil {
 					c.log.Error("start after a hold failed", logkey.Unit, u.name, logkey.Err, err)
 				}
-			}()
+			})
 		}
 	}
 	return next
@@ -231,7 +231,9 @@ func (c *Control) parkAtWindowEnd(u *unit, run uint64) {
 	if h := u.harness(); h != nil {
 		grace = h.StopGrace // config's default applies when unset
 	}
-	go func() {
+	// Counted in c.background, so Close waits for the park (at most the
+	// stop_grace) instead of leaving it to act on a closed fleet.
+	started := c.goBackground(func() {
 		defer c.holds.parking.Delete(u.name)
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
@@ -243,7 +245,10 @@ func (c *Control) parkAtWindowEnd(u *unit, run uint64) {
 		if err := u.sup.Park(context.Background(), run, api.RunInterrupted, "outside hours: the window closed"); err != nil {
 			c.log.Error("park at window end", logkey.Unit, u.name, logkey.Err, err)
 		}
-	}()
+	})
+	if !started {
+		c.holds.parking.Delete(u.name) // the daemon is closing: it stops the run itself
+	}
 }
 
 // meansToRun: the harness is enabled (parked at its window's end, or a

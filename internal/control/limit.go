@@ -77,7 +77,8 @@ func (c *Control) onAgentLimit(u *unit, ev supervise.Event) {
 		if ev.Agent.Until != nil {
 			reset = *ev.Agent.Until
 		}
-		go c.limitSeen(u, ev.RunID, reset, ev.Agent.AgentMessage, false)
+		run, note := ev.RunID, ev.Agent.AgentMessage
+		c.goBackground(func() { c.limitSeen(u, run, reset, note, false) })
 	case ev.Kind == supervise.EventExit:
 		r, ok := c.opt.Runs.Get(ev.RunID)
 		if !ok || r.Outcome != api.RunLimited || r.LimitUntil != nil {
@@ -87,7 +88,8 @@ func (c *Control) onAgentLimit(u *unit, ev supervise.Event) {
 		if ul := agent.MustLookup(h.Agent).UsageLimit; ul != nil {
 			reset, _ = ul(r.Note, time.Now())
 		}
-		go c.limitSeen(u, ev.RunID, reset, r.Note, true)
+		run := ev.RunID
+		c.goBackground(func() { c.limitSeen(u, run, reset, r.Note, true) })
 	}
 }
 
