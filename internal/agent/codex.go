@@ -182,15 +182,17 @@ func codexHome(spec WireSpec) string {
 
 // codexHook reads a call of harness's notify program: an
 // agent-turn-complete payload (thread-id, turn-id, cwd, input-messages,
-// last-assistant-message) is the end of a turn, ready, in the session
-// thread-id names. The turn's tool calls are in the transcript only
-// (TranscriptTools).
+// last-assistant-message) is the end of a turn, ready. Its thread-id is
+// not taken for the session: Codex 0.169's `resume` does not know it ("No
+// saved session found with ID …", seen when a restart came between the
+// notify and the transcript read), while the rollout's session_meta id,
+// which the transcript read after this call puts on the run, resumes.
+// The turn's tool calls are in the transcript only (TranscriptTools).
 func codexHook(event string, m map[string]any) HookSignal {
 	var sig HookSignal
 	if event != codexNotify {
 		return sig
 	}
-	sig.SessionID = str(m, "thread-id")
 	if str(m, "type") == "agent-turn-complete" {
 		sig.State, sig.TranscriptTools = api.AgentReady, true
 	}
