@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -25,37 +26,17 @@ func attachCmd(g *globals) *cobra.Command {
 			"--detach-keys takes keys separated by commas, each C-x or one character (default C-]).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			detach, err := attachterm.ParseDetachKeys(detachKeys)
+			at, err := openAttach(detachKeys)
 			if err != nil {
 				return err
 			}
-			term, err := attachterm.Open(os.Stdin, os.Stdout)
-			if err != nil {
-				return err
-			}
-			defer term.Close()
-			cols, rows, err := term.Size()
-			if err != nil {
-				return err
-			}
+			defer at.term.Close()
 			name := g.unitName(cmd, args[0])
-			stream, err := client.DialAttach(cmd.Context(), g.socketPath(), api.AttachArgs{Name: name, ReadOnly: readOnly, Cols: cols, Rows: rows})
+			stream, err := client.DialAttach(cmd.Context(), g.socketPath(), api.AttachArgs{Name: name, ReadOnly: readOnly, Cols: at.cols, Rows: at.rows})
 			if err != nil {
 				return err
 			}
-			if err := term.Raw(); err != nil {
-				stream.Close()
-				return err
-			}
-			winch := make(chan os.Signal, 1)
-			signal.Notify(winch, syscall.SIGWINCH)
-			defer signal.Stop(winch)
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
-			defer stop()
-			out, runErr := attachterm.Run(ctx, term, stream, attachterm.Options{Name: name, ReadOnly: readOnly, Detach: detach}, winch)
-			if err := term.Close(); err != nil && runErr == nil { // the shell's modes back before we print
-				runErr = err
-			}
+			out, interrupted, runErr := at.run(cmd.Context(), stream, attachterm.Options{Name: name, ReadOnly: readOnly})
 			w := cmd.ErrOrStderr()
 			switch {
 			case runErr != nil:
@@ -67,7 +48,7 @@ func attachCmd(g *globals) *cobra.Command {
 				if out.Ended.State == "failed" {
 					return exitError{code: 1}
 				}
-			case ctx.Err() != nil:
+			case interrupted:
 				return fmt.Errorf("attach %s: interrupted by a signal", name)
 			default:
 				return errcode.Errorf(errcode.DaemonUnavailable, "attach %s: the daemon closed the attachment", name)
@@ -79,4 +60,53 @@ func attachCmd(g *globals) *cobra.Command {
 	f.BoolVar(&readOnly, "read-only", false, "only watch: keys are not sent and this terminal's size is not applied")
 	f.StringVar(&detachKeys, "detach-keys", attachterm.DefaultDetachKeys, "the keys that detach")
 	return cmd
+}
+
+// attachTerm is this process's terminal opened for an attach (attach, and
+// run without --detach): the detach keys parsed and the size to attach at.
+type attachTerm struct {
+	term       *attachterm.Terminal
+	detach     []byte
+	cols, rows int
+}
+
+// openAttach parses detachKeys and opens the terminal; the caller closes
+// at.term (run closes it too: closing twice is harmless).
+func openAttach(detachKeys string) (*attachTerm, error) {
+	detach, err := attachterm.ParseDetachKeys(detachKeys)
+	if err != nil {
+		return nil, err
+	}
+	term, err := attachterm.Open(os.Stdin, os.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	cols, rows, err := term.Size()
+	if err != nil {
+		term.Close()
+		return nil, err
+	}
+	return &attachTerm{term: term, detach: detach, cols: cols, rows: rows}, nil
+}
+
+// run puts the terminal in raw mode and joins it to stream until the
+// detach keys, the unit's end, the stream's end or a signal; it closes
+// the terminal (the shell's modes back) before it returns, so the caller
+// may print. interrupted says a signal (or ctx) ended it.
+func (at *attachTerm) run(ctx context.Context, stream attachterm.Stream, o attachterm.Options) (out attachterm.Outcome, interrupted bool, err error) {
+	if err := at.term.Raw(); err != nil {
+		stream.Close()
+		return attachterm.Outcome{}, false, err
+	}
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	defer signal.Stop(winch)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	defer stop()
+	o.Detach = at.detach
+	out, err = attachterm.Run(ctx, at.term, stream, o, winch)
+	if cerr := at.term.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return out, ctx.Err() != nil, err
 }

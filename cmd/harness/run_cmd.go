@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,25 +59,17 @@ func runCmd(g *globals) *cobra.Command {
 // runAttached starts the scratch harness and attaches this terminal to it
 // until it ends (the exit status is the program's) or the user detaches.
 func runAttached(cmd *cobra.Command, g *globals, a api.RunArgs, detachKeys string) error {
-	detach, err := attachterm.ParseDetachKeys(detachKeys)
+	at, err := openAttach(detachKeys)
 	if err != nil {
 		return err
 	}
-	term, err := attachterm.Open(os.Stdin, os.Stdout)
-	if err != nil {
-		return err
-	}
-	defer term.Close()
-	cols, rows, err := term.Size()
-	if err != nil {
-		return err
-	}
+	defer at.term.Close()
 	var res api.RunResult
 	if err := g.call(cmd.Context(), api.OpRun, a, &res); err != nil {
 		return err
 	}
 	w := cmd.ErrOrStderr()
-	stream, err := client.DialAttach(cmd.Context(), g.socketPath(), api.AttachArgs{Name: res.Name, Cols: cols, Rows: rows})
+	stream, err := client.DialAttach(cmd.Context(), g.socketPath(), api.AttachArgs{Name: res.Name, Cols: at.cols, Rows: at.rows})
 	if err != nil {
 		// It may have ended before the terminal attached: its run says how.
 		if code := errcode.Of(err); code == errcode.NotRunning || code == errcode.UnknownHarness {
@@ -88,19 +78,7 @@ func runAttached(cmd *cobra.Command, g *globals, a api.RunArgs, detachKeys strin
 		}
 		return err
 	}
-	if err := term.Raw(); err != nil {
-		stream.Close()
-		return err
-	}
-	winch := make(chan os.Signal, 1)
-	signal.Notify(winch, syscall.SIGWINCH)
-	defer signal.Stop(winch)
-	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
-	defer stop()
-	out, runErr := attachterm.Run(ctx, term, stream, attachterm.Options{Name: res.Name, Detach: detach}, winch)
-	if err := term.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
+	out, interrupted, runErr := at.run(cmd.Context(), stream, attachterm.Options{Name: res.Name})
 	switch {
 	case runErr != nil:
 		return runErr
@@ -109,7 +87,7 @@ func runAttached(cmd *cobra.Command, g *globals, a api.RunArgs, detachKeys strin
 		return nil
 	case out.Ended != nil:
 		return scratchExit(cmd.Context(), g, res)
-	case ctx.Err() != nil:
+	case interrupted:
 		return fmt.Errorf("run %s: interrupted by a signal (it goes on running; harness stop %s ends it)", res.Name, res.Name)
 	}
 	return errcode.Errorf(errcode.DaemonUnavailable, "run %s: the daemon closed the attachment", res.Name)
