@@ -96,14 +96,7 @@ func FuzzFeedCost(f *testing.F) {
 		if small {
 			cols, rows = 20, 6
 		}
-		feed := func() time.Duration {
-			tm := New(Options{Cols: cols, Rows: rows})
-			defer tm.Close()
-			tm.Feed([]byte{' '}) // builds the emulator, which is not the input's cost
-			start := time.Now()
-			tm.Feed(data)
-			return time.Since(start)
-		}
+		feed := func() time.Duration { return feedTime(cols, rows, data) }
 		took := feed()
 		budget := time.Duration(len(data))*maxNsPerByte + fixedCost
 		if raceOn || took <= budget {
