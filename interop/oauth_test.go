@@ -60,7 +60,11 @@ func startOAuthServer(t *testing.T, accessTTL int, env ...string) *oauthServer {
 		close(s.done)
 	}()
 	t.Cleanup(func() {
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-s.done: // reaped: its id may be someone else's now
+		default:
+			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		}
 		<-s.done
 	})
 	select {

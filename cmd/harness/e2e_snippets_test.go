@@ -170,6 +170,14 @@ func (d *demoRun) tryLines(within time.Duration) (string, []string) {
 // interrupt is Ctrl-C: SIGINT to the demo's process group; it waits for the
 // demo to end.
 func (d *demoRun) interrupt() error {
+	// Once the demo was reaped its id is free: a second call (the cleanup
+	// after the test's own) must not signal whoever has the number now.
+	select {
+	case err := <-d.done:
+		d.done <- err
+		return err
+	default:
+	}
 	syscall.Kill(-d.cmd.Process.Pid, syscall.SIGINT)
 	select {
 	case err := <-d.done:

@@ -159,7 +159,7 @@ func (n *Notifier) Apply(tables map[string]*config.Notify) {
 			c = &counters{}
 			n.stats[name] = c
 		}
-		w := &worker{n: n, sink: newSink(t, n.opt.Reaper), c: c, queue: make(chan *Message, SinkQueue), quit: make(chan struct{})}
+		w := &worker{n: n, sink: newSink(t, n.opt.Reaper, n.opt.Logger), c: c, queue: make(chan *Message, SinkQueue), quit: make(chan struct{})}
 		n.workers[name] = w
 		n.wg.Add(1)
 		go w.run()
@@ -167,8 +167,8 @@ func (n *Notifier) Apply(tables map[string]*config.Notify) {
 	n.on.Store(len(n.workers) > 0)
 }
 
-func newSink(t *config.Notify, r Reaper) *sink {
-	return &sink{cfg: t, reaper: r, client: &http.Client{
+func newSink(t *config.Notify, r Reaper, logger *slog.Logger) *sink {
+	return &sink{cfg: t, reaper: r, logger: logger, client: &http.Client{
 		// A redirect could carry the headers elsewhere: a receiver that
 		// moved is a configuration to fix, not to follow.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

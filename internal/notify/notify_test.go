@@ -461,3 +461,28 @@ func running(pid int) bool {
 	}
 	return true
 }
+
+// A command that exits at once but leaves a child holding its output: the
+// child is ended as soon as the command exits (its group is killed before
+// the command is reaped), so the delivery does not wait out WaitDelay.
+func TestScenario_CommandSinkLeftoversEndWithIt(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	left := &config.Notify{Name: "left", Command: []string{"sh", "-c", `sleep 1000 & echo $! > "$P"`},
+		Env: map[string]string{"P": pidFile}, On: config.NotifyEvents, Timeout: 10 * time.Second}
+	n := newTestNotifier(t, left)
+	start := time.Now()
+	if _, err := n.Test(context.Background(), "left"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d >= 900*time.Millisecond {
+		t.Errorf("the delivery took %s: it waited for the leftover's pipe instead of ending it", d)
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 0 {
+		t.Fatalf("pid file: %q", b)
+	}
+	if running(pid) {
+		t.Errorf("the sink's leftover %d still runs", pid)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/endpoint"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // Retry policy of a delivery: up to MaxAttempts tries, the delays between
@@ -62,6 +64,7 @@ type sink struct {
 	cfg    *config.Notify
 	client *http.Client
 	reaper Reaper
+	logger *slog.Logger
 }
 
 // kind is how stats show the sink: "command" or the url's format.
@@ -176,7 +179,9 @@ func (s *sink) runCommand(ctx context.Context, m *Message) outcome {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
+	// The context's cancel kills the main process through its pidfd (safe
+	// whatever happened to its pid); the group is handled below.
+	cmd := exec.CommandContext(ctx, s.cfg.Command[0], s.cfg.Command[1:]...)
 	cmd.Env = os.Environ()
 	for k, v := range vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -202,18 +207,28 @@ func (s *sink) runCommand(ctx context.Context, m *Message) outcome {
 	if err != nil {
 		return outcome{err: fmt.Errorf("command: %w", err)}
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var werr error
+	// Wait for the exit without reaping: until Wait reaps it, the main
+	// process is a zombie whose id still names its group, so the group kills
+	// below cannot reach a stranger that reused the number (pid_max may be
+	// 32768, and this daemon may run as root).
+	exited := make(chan error, 1)
+	go func() { exited <- waitExit(pid) }()
+	var xerr error
 	timedOut := false
 	select {
-	case werr = <-done:
+	case xerr = <-exited:
 	case <-ctx.Done():
 		timedOut = true
 		syscall.Kill(-pid, syscall.SIGKILL)
-		werr = <-done
+		xerr = <-exited
 	}
-	syscall.Kill(-pid, syscall.SIGKILL) // what it left behind in its group
+	if xerr == nil {
+		syscall.Kill(-pid, syscall.SIGKILL) // what it left behind in its group
+	} else {
+		s.logger.Warn("notify: command sink: cannot wait without reaping; what it left in its group is not ended",
+			logkey.Notifier, s.cfg.Name, logkey.PID, pid, logkey.Err, xerr)
+	}
+	werr := cmd.Wait()
 	if s.reaper != nil {
 		s.reaper.Release(pid)
 	}
