@@ -160,29 +160,53 @@ func TestScenario_HostileDescendantsGoneAfterShutdown(t *testing.T) {
 func TestScenario_HostileDescendantsGoneAfterDaemonSIGKILLAndRestart(t *testing.T) {
 	for _, m := range ownershipModes {
 		t.Run(m.mode, func(t *testing.T) {
-			tag := uniqueTag(t)
-			f := newOwnershipFleet(t, m.mode, m.args, hostileUnit("h", tag))
-			pids := waitHostile(t, f, hostileArgs(tag)...)
-			if m.mode == "fallback" {
-				strays := []int{pids[tag+"1"][0], pids[tag+"2"][0]}
-				f.waitFor("the ledger to record the descendants", 20*time.Second, func() bool {
-					return ledgerHas(t, f, strays...)
-				})
+			// A descendant that died with the daemon leaves nothing for the
+			// restart to prove. The daemon cannot act after SIGKILL, so that is
+			// a signal from elsewhere (agent CLIs and tests elsewhere on this
+			// machine kill process groups, and ids are reused within a minute):
+			// the attempt is inconclusive and runs again, up to three times.
+			for attempt := 1; ; attempt++ {
+				left, ok := sigkillAndRestart(t, m.mode, m.args)
+				if ok {
+					return
+				}
+				if attempt == 3 {
+					t.Fatalf("three attempts, and each time a descendant died with the daemon (last: %v): the test proves nothing", left)
+				}
+				t.Logf("attempt %d: a descendant died with the daemon (%v); trying again", attempt, left)
 			}
-			f.cmd.Process.Signal(syscall.SIGKILL)
-			<-f.exited
-			time.Sleep(2 * time.Second) // the scenario: the restart comes 2 s later
-			if left := procsByArg(tag+"1", tag+"2"); len(left[tag+"1"]) != 1 || len(left[tag+"2"]) != 1 {
-				t.Fatalf("the descendants died with the daemon (%v); the test proves nothing", left)
-			}
-			next := uniqueTag(t)
-			f.writeConfig(hostileUnit("h", next))
-			f.start()
-			// daemon-info answers only after the leftovers were ended.
-			assertGone(t, "after the restart", hostileArgs(tag)...)
-			waitHostile(t, f, hostileArgs(next)...)
 		})
 	}
+}
+
+// sigkillAndRestart runs the scenario once. It reports false, with what was
+// left, when the descendants did not outlive the daemon; the restart's
+// checks run either way.
+func sigkillAndRestart(t *testing.T, mode string, args []string) (map[string][]int, bool) {
+	tag := uniqueTag(t)
+	f := newOwnershipFleet(t, mode, args, hostileUnit("h", tag))
+	pids := waitHostile(t, f, hostileArgs(tag)...)
+	if mode == "fallback" {
+		strays := []int{pids[tag+"1"][0], pids[tag+"2"][0]}
+		f.waitFor("the ledger to record the descendants", 20*time.Second, func() bool {
+			return ledgerHas(t, f, strays...)
+		})
+	}
+	f.cmd.Process.Signal(syscall.SIGKILL)
+	<-f.exited
+	time.Sleep(2 * time.Second) // the scenario: the restart comes 2 s later
+	left := procsByArg(tag+"1", tag+"2")
+	ok := len(left[tag+"1"]) == 1 && len(left[tag+"2"]) == 1
+	next := uniqueTag(t)
+	f.writeConfig(hostileUnit("h", next))
+	f.start()
+	// daemon-info answers only after the leftovers were ended.
+	assertGone(t, "after the restart", hostileArgs(tag)...)
+	waitHostile(t, f, hostileArgs(next)...)
+	if !ok {
+		f.shutdown()
+	}
+	return left, ok
 }
 
 // shutdown runs `harness shutdown` and waits for the daemon to exit. The
