@@ -98,8 +98,9 @@ type Options struct {
 	State   StateStore
 	// OnEvent receives every unit event after control has handled it.
 	OnEvent func(supervise.Event)
-	// OnReload is called after a successful reload (sessions refresh).
-	OnReload func()
+	// OnReload is called after a successful reload or project up/down
+	// (sessions refresh) with the configuration now in force.
+	OnReload func(*config.Config)
 	// Shutdown asks the daemon to exit; it must not block.
 	Shutdown func()
 	Logger   *slog.Logger
@@ -115,10 +116,12 @@ type Options struct {
 	// control loads it with the fleet's secrets at every applied
 	// configuration (mask.go). nil masks the credential shapes only.
 	Masker *mask.Masker
-	// Notify is the notifier and Webhooks the webhook listener (events.go);
-	// nil when there is none.
-	Notify   Notifications
-	Webhooks Webhooks
+	// NewNotifier builds the notifier and NewWebhooks the webhook
+	// receiver (events.go), each on this Control; nil builds none. New
+	// calls them once, before any unit exists, so the notifier sees every
+	// event and neither ever holds a Control that is not there yet.
+	NewNotifier func(*Control) Notifier
+	NewWebhooks func(*Control) (Webhooks, error)
 	// OAuth keeps the sign-ins of upstreams with auth = "oauth"
 	// (oauth.go); nil serves none.
 	OAuth *upauth.Store
@@ -173,6 +176,11 @@ type Control struct {
 	// holds follows every harness's hold over time (holds.go).
 	holds holdWatch
 
+	// The notifier and the webhook receiver (events.go), built by New
+	// before any unit and never changed after; nil when there is none.
+	notifier Notifier
+	webhooks Webhooks
+
 	// retiring counts units being stopped after they left the config.
 	retiring sync.WaitGroup
 	// background counts work a call starts and does not wait for (a
@@ -219,10 +227,14 @@ func New(cfg *config.Config, opt Options) (*Control, error) {
 		projects = st.Projects
 	}
 	c.sched = schedule.New(c.fire, c.log)
+	if err := c.buildEventParts(); err != nil {
+		return nil, err
+	}
 	if _, err := c.apply(cfg, true); err != nil {
 		return nil, err
 	}
 	c.restoreProjects(projects)
+	c.applyEventConfig()
 	go c.saver(c.stopSaver, c.saverDone)
 	return c, nil
 }

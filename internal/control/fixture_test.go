@@ -38,6 +38,9 @@ type fixture struct {
 	upstreams UpstreamHooks
 	// onEvent, when set before open, sees every event control passes on.
 	onEvent func(supervise.Event)
+	// newNotifier and newWebhooks, when set before open, go to Options.
+	newNotifier func(*Control) Notifier
+	newWebhooks func(*Control) (Webhooks, error)
 }
 
 // sleeper is a harness table whose process runs until stopped.
@@ -89,8 +92,10 @@ func (f *fixture) open() {
 		NewDeps: func(string, supervise.Kind) (supervise.Deps, error) {
 			return supervise.Deps{Logger: quiet, Limits: f.limits}, nil
 		},
-		Upstreams: f.upstreams,
-		Logger:    quiet,
+		Upstreams:   f.upstreams,
+		Logger:      quiet,
+		NewNotifier: f.newNotifier,
+		NewWebhooks: f.newWebhooks,
 		OnEvent: func(ev supervise.Event) {
 			if f.onEvent != nil {
 				f.onEvent(ev)

@@ -507,9 +507,7 @@ func (c *Control) onEvent(u *unit, ev supervise.Event) {
 		c.onAgentPrompt(u, ev)
 		c.scratchEnded(u, ev)
 	}
-	if c.opt.OnEvent != nil {
-		c.opt.OnEvent(ev)
-	}
+	c.publish(ev)
 }
 
 // noteIntent records a unit's enabled intent and persists it on change.

@@ -213,10 +213,8 @@ func (c *Control) publishHold(u *unit, h *api.Hold) {
 		msg = hold.Message(u.name, h)
 	}
 	u.log.Event(st.RunID, msg)
-	if c.opt.OnEvent != nil {
-		c.opt.OnEvent(supervise.Event{Kind: api.EventHold, Unit: u.name, State: string(st.State), RunID: st.RunID,
-			Message: msg, Hold: h, Time: time.Now()})
-	}
+	c.publish(supervise.Event{Kind: api.EventHold, Unit: u.name, State: string(st.State), RunID: st.RunID,
+		Message: msg, Hold: h, Time: time.Now()})
 }
 
 // parkAtWindowEnd stops run at the end of the harness's hours once it is

@@ -476,9 +476,7 @@ func (c *Control) Reload(context.Context, api.NoArgs) (api.ReloadResult, error) 
 		return res, err
 	}
 	c.log.Info("config reloaded", logkey.Added, res.Added, logkey.Removed, res.Removed, logkey.Changed, res.Changed)
-	if c.opt.OnReload != nil {
-		c.opt.OnReload()
-	}
+	c.reloaded()
 	return res, nil
 }
 

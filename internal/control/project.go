@@ -116,9 +116,7 @@ func (c *Control) registerProject(p *config.Project) (api.ProjectResult, error) 
 	sort.Strings(res.Started)
 	res.Added, res.Removed, res.Changed = nonNil(rr.Added), nonNil(rr.Removed), nonNil(rr.Changed)
 	c.saveState()
-	if c.opt.OnReload != nil {
-		c.opt.OnReload()
-	}
+	c.reloaded()
 	c.log.Info("project up", logkey.Project, p.Name, logkey.Path, p.Path, logkey.Added, rr.Added, logkey.Removed, rr.Removed, logkey.Changed, rr.Changed)
 	return res, nil
 }
@@ -173,9 +171,7 @@ func (c *Control) ProjectDown(ctx context.Context, a api.ProjectArgs) (api.Proje
 	locked = false
 	stopped.Wait()
 	c.saveState()
-	if c.opt.OnReload != nil {
-		c.opt.OnReload()
-	}
+	c.reloaded()
 	c.log.Info("project down", logkey.Project, name)
 	return api.ProjectResult{Project: name, Path: p.Path, Added: []string{}, Removed: nonNil(rr.Removed), Changed: []string{}, Started: []string{}}, nil
 }

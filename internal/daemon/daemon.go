@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/harness-dev/harness/internal/mask"
 	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/session"
+	"github.com/harness-dev/harness/internal/notify"
 	"github.com/harness-dev/harness/internal/proctree"
 	"github.com/harness-dev/harness/internal/protocol"
 	"github.com/harness-dev/harness/internal/runs"
@@ -157,9 +157,6 @@ func Run(ctx context.Context, opt Options) (err error) {
 	defer func() { rcancel(); reaper.Stop() }()
 
 	tokens := supervise.NewTokens()
-	// ctlRef is control once it exists, for the notifier and the webhook
-	// listener, which are built before it (control reports on them).
-	var ctlRef atomic.Pointer[control.Control]
 	// The broker is control's UpstreamHooks as it is: each run reports its
 	// own start (an upstream that never completes initialize is a failed
 	// start) to its supervisor.
@@ -174,17 +171,35 @@ func Run(ctx context.Context, opt Options) (err error) {
 	})
 	defer brk.Close()
 
-	ntf := newNotifier(ctlRef.Load, reaper, masker, httpEP, log)
-	defer ntf.Close()
-	wh, err := startWebhooks(cfg, paths.StateDir, ctlRef.Load, runStore, log)
-	if err != nil {
-		return fmt.Errorf("daemon: %w", err)
+	// The notifier and the webhook receiver read from control and control
+	// reports on them: control.New builds them on itself, with these
+	// constructors, before any unit exists. Both are the daemon's to close.
+	var ntf *notify.Notifier
+	defer func() {
+		if ntf != nil {
+			ntf.Close()
+		}
+	}()
+	newNtf := func(c *control.Control) control.Notifier {
+		ntf = newNotifier(c, reaper, masker, httpEP, log)
+		return ntf
 	}
-	var whInfo control.Webhooks
-	var whErr chan error
-	if wh != nil {
-		whInfo, whErr = wh, wh.err
-		defer wh.close(context.Background())
+	var wh *webhookListener
+	var newWh func(*control.Control) (control.Webhooks, error)
+	if cfg.Daemon.WebhookListen != "" {
+		newWh = func(c *control.Control) (control.Webhooks, error) {
+			w, err := newWebhooks(cfg.Daemon, paths.StateDir, c, runStore, log)
+			if err != nil {
+				return nil, err
+			}
+			wh = w
+			return w, nil
+		}
+		defer func() {
+			if wh != nil {
+				wh.close(context.Background())
+			}
+		}()
 	}
 
 	srv := &protocol.Server{Version: opt.Version, Logger: log}
@@ -244,31 +259,24 @@ func Run(ctx context.Context, opt Options) (err error) {
 				Logger:     log, // supervise adds the unit key itself
 			}, nil
 		},
-		OnEvent: func(ev supervise.Event) {
-			srv.Publish(ev)
-			ntf.Observe(ev) // never blocks: a bounded queue
-		},
-		OnReload: func() {
+		OnEvent: srv.Publish, // control feeds the notifier itself
+		OnReload: func(cfg *config.Config) {
+			// Control has put the new notify tables and webhook routes
+			// in force already.
 			srv.Publish(api.Event{Kind: api.EventReload, Time: time.Now()})
-			if c := ctlRef.Load(); c != nil {
-				ntf.Apply(c.Config().Notifiers)
-				if wh != nil {
-					wh.hooks.Apply(c.Config().Webhooks)
-				}
-			}
-			if c := ctlRef.Load(); c != nil && mgr != nil {
-				applyLive(c.Config().Daemon, mgr, calls)
+			if mgr != nil {
+				applyLive(cfg.Daemon, mgr, calls)
 				mgr.Refresh()
 			}
 			// watch_config or the prompt directories may have changed.
 			// Not inline: the watcher itself may be the one reloading.
 			go watch.reset()
 		},
-		Shutdown:  requestShutdown,
-		Logger:    log,
-		Ownership: own.info,
-		Notify:    ntf,
-		Webhooks:  whInfo,
+		Shutdown:    requestShutdown,
+		Logger:      log,
+		Ownership:   own.info,
+		NewNotifier: newNtf,
+		NewWebhooks: newWh,
 		StateWrites: func() api.StateWrites {
 			return stateWrites(runStore, ledger)
 		},
@@ -276,8 +284,6 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	ctlRef.Store(ctl)
-	ntf.Apply(ctl.Config().Notifiers)
 	watch.ctl = ctl
 	mgr = session.NewManager(ctl, authority{tokens: tokens, ctl: ctl}, brk, promptSet.current, log, opt.Version)
 	mgr.SetCallRecorder(calls)
@@ -293,6 +299,12 @@ func Run(ctx context.Context, opt Options) (err error) {
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	var whErr chan error
+	if wh != nil {
+		// Deliveries wait in the listen backlog until now: control and
+		// the routes in force are both there.
+		whErr = wh.serve(log)
+	}
 	var httpErr chan error
 	if httpEP != nil {
 		maxMessage := func() int { return ctl.Config().Daemon.MCPMaxMessage }

@@ -15,7 +15,7 @@ import (
 // newNotifier builds the notifier (DESIGN §18) on control's view of the
 // fleet, masking with the daemon's one masker (§22), with a link to the
 // harness's dashboard page (§19) when the HTTP listener serves one.
-func newNotifier(ctl func() *control.Control, reaper *proctree.Reaper, m *mask.Masker, web *httpEndpoint, log *slog.Logger) *notify.Notifier {
+func newNotifier(ctl *control.Control, reaper *proctree.Reaper, m *mask.Masker, web *httpEndpoint, log *slog.Logger) *notify.Notifier {
 	host, _ := os.Hostname()
 	var dashboard func(string) string
 	if web != nil {
@@ -34,13 +34,10 @@ func newNotifier(ctl func() *control.Control, reaper *proctree.Reaper, m *mask.M
 }
 
 // notifySource answers the notifier from control.
-type notifySource struct{ ctl func() *control.Control }
+type notifySource struct{ ctl *control.Control }
 
 func (s notifySource) Harness(name string) (notify.HarnessInfo, bool) {
-	c := s.ctl()
-	if c == nil {
-		return notify.HarnessInfo{}, false
-	}
+	c := s.ctl
 	h, ok := c.HarnessConfig(name)
 	if !ok {
 		return notify.HarnessInfo{}, false
@@ -50,8 +47,8 @@ func (s notifySource) Harness(name string) (notify.HarnessInfo, bool) {
 
 // Cause is why run started, from the run history.
 func (s notifySource) Cause(name string, run uint64) api.Cause {
-	c := s.ctl()
-	if c == nil || run == 0 {
+	c := s.ctl
+	if run == 0 {
 		return ""
 	}
 	rs, err := c.Runs(context.Background(), api.RunsArgs{Name: name, Limit: 8})
@@ -68,10 +65,7 @@ func (s notifySource) Cause(name string, run uint64) api.Cause {
 
 // Tail is the run's last output lines, from the activity log.
 func (s notifySource) Tail(name string, run uint64, n int) []string {
-	c := s.ctl()
-	if c == nil {
-		return nil
-	}
+	c := s.ctl
 	res, err := c.Logs(context.Background(), api.LogsArgs{Name: name, Lines: 4 * n})
 	if err != nil {
 		return nil
