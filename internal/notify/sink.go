@@ -19,6 +19,7 @@ import (
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/endpoint"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/proctree"
 )
 
 // Retry policy of a delivery: up to MaxAttempts tries, the delays between
@@ -212,7 +213,7 @@ func (s *sink) runCommand(ctx context.Context, m *Message) outcome {
 	// below cannot reach a stranger that reused the number (pid_max may be
 	// 32768, and this daemon may run as root).
 	exited := make(chan error, 1)
-	go func() { exited <- waitExit(pid) }()
+	go func() { exited <- proctree.WaitExit(pid) }()
 	var xerr error
 	timedOut := false
 	select {

@@ -94,16 +94,20 @@ func findMatching(match func(string) bool) []int {
 // descendants that called setsid). It returns how many distinct live
 // processes were signalled.
 //
-// It is meant for what is left after the main process pid was reaped. A
-// group is signalled when it is verifiably the unit's: some member carries
-// the marker, or no live process has the id pid any more while members of
-// group or session pid remain. The kernel does not hand out a pid that is
-// still in use as a group or session id, so such members are the unit's
-// even when they dropped their environment (env -i, sudo, MCP clients that
-// start servers with a minimal environment). A live process that has the
-// id pid again is someone else, and then only marker carriers are hit. The
-// daemon's own process group is never signalled.
-func Kill(pid int, marker string, sig syscall.Signal) int {
+// It is meant for what is left after the main process pid was reaped;
+// exited is a StartMark taken after its exit and before its reap (0: none).
+// A group is signalled when it is verifiably the unit's: some member
+// carries the marker, or no process has the id pid any more and a live
+// member of group or session pid started by exited. Such a member has held
+// the id since before the reap, and the kernel does not hand out an id
+// still in use as a group or session id, so group and session are still
+// the unit's even when their members dropped their environment (env -i,
+// sudo, MCP clients that start servers with a minimal environment). Without
+// such a member the id may have been freed and taken again: a stranger's
+// group whose leader is gone looks just the same. A live process that has
+// the id pid again is someone else too, and then only marker carriers are
+// hit. The daemon's own process group is never signalled.
+func Kill(pid int, marker string, exited uint64, sig syscall.Signal) int {
 	procs := shared.scan(func(v string) bool { return marker != "" && v == marker })
 	groups := markedGroups(procs)
 	if pid > 1 && pid != syscall.Getpgrp() {
@@ -114,7 +118,13 @@ func Kill(pid int, marker string, sig syscall.Signal) int {
 				reused = true
 			}
 		}
-		if !reused {
+		held := false // a member from before the reap holds the id
+		for _, p := range procs {
+			if p.live() && (p.pgid == pid || p.sid == pid) && p.start <= exited {
+				held = true
+			}
+		}
+		if !reused && held {
 			for i, p := range procs {
 				if !p.live() {
 					continue

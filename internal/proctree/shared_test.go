@@ -48,7 +48,7 @@ func TestScenario_ManyReapsAtOnceShareAPassYetEachSeesItsProcess(t *testing.T) {
 		}
 		t.Logf("round %d: %d callers, %d passes", round, callers, passes)
 
-		if n := Kill(pid, marker, 9); n != 1 {
+		if n := Kill(pid, marker, 0, 9); n != 1 {
 			t.Fatalf("Kill = %d, want 1", n)
 		}
 		h.wait(t)

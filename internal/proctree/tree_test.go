@@ -31,7 +31,7 @@ func TestKillEndsSetsidGrandchildAndReaperReapsIt(t *testing.T) {
 		t.Fatalf("Find(%q) = %v, want unit %d and grandchild %d", marker, found, pid, grand)
 	}
 
-	if n := Kill(pid, marker, syscall.SIGKILL); n < 2 {
+	if n := Kill(pid, marker, 0, syscall.SIGKILL); n < 2 {
 		t.Fatalf("Kill signalled %d processes, want at least 2", n)
 	}
 	ws := h.wait(t)
@@ -70,7 +70,7 @@ func TestKillLeavesUnmarkedStrangersAlone(t *testing.T) {
 		t.Fatalf("FindPrefix(\"\") = %v, want nothing", got)
 	}
 
-	Kill(unitPid, marker, syscall.SIGTERM)
+	Kill(unitPid, marker, 0, syscall.SIGTERM)
 	if ws := unit.wait(t); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
 		t.Fatalf("unit wait status %v, want SIGTERM", ws)
 	}
@@ -113,4 +113,63 @@ func TestAlive(t *testing.T) {
 		t.Fatalf("Alive(zombie %d) = true", pid)
 	}
 	h.wait(t)
+}
+
+// After its main process was reaped, a unit's group and session are still
+// its own while a member from before the reap is alive (the id stays in
+// use), even with no marker: Kill ends them. WaitExit and StartMark are
+// how a caller gets the mark between the exit and the reap.
+func TestScenario_KillEndsUnmarkedLeftoversOfAReapedMain(t *testing.T) {
+	r := startReaper(t)
+	marker := NewMarker(inst("reaped"), "u", 1)
+	main := startHelper(t, r, "middle", SysProcAttr()) // no marker: as after env -i
+	pid := main.cmd.Process.Pid
+	member := main.readPid(t)
+	if err := WaitExit(pid); err != nil {
+		t.Fatal(err)
+	}
+	if st := mustStat(t, pid); st.state != 'Z' {
+		t.Fatalf("after WaitExit the main process is in state %c, want a zombie (not reaped)", st.state)
+	}
+	exited := StartMark()
+	main.wait(t)
+	if n := Kill(pid, marker, exited, syscall.SIGKILL); n != 1 {
+		t.Fatalf("Kill signalled %d processes, want the one left in the group", n)
+	}
+	waitFor(t, 5*time.Second, "the leftover gone", func() bool { return !Alive(member) })
+}
+
+// A stale pid: the unit's main process was reaped long ago and its id
+// taken by a stranger who led a group and session and exited, leaving a
+// member. That group looks like the unit's leftovers (no leader, no
+// marker), but its members all started after the unit's exit: Kill must
+// leave it alone. (The CI failure of issue 29's review: a HUP-ignoring
+// member of a hostile unit's group died while its setsid sibling lived.)
+func TestScenario_KillWithAStalePidSparesTheGroupThatTookTheNumber(t *testing.T) {
+	r := startReaper(t)
+	marker := NewMarker(inst("stale"), "u", 1)
+	exited := StartMark() // the unit's main process exited and was reaped by now
+	stranger := startHelper(t, r, "middle", SysProcAttr())
+	sid := stranger.cmd.Process.Pid
+	member := stranger.readPid(t)
+	stranger.wait(t)
+	id, err := IdentOf(member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := SignalIdent(id, syscall.SIGKILL); err != nil {
+			t.Error(err)
+		}
+		waitFor(t, 5*time.Second, "the stranger's member reaped", func() bool { return !exists(member) })
+	})
+	if st := mustStat(t, member); st.pgid != sid || st.sid != sid {
+		t.Fatalf("member pgid %d sid %d, want both %d: the test proves nothing", st.pgid, st.sid, sid)
+	}
+	if n := Kill(sid, marker, exited, syscall.SIGKILL); n != 0 {
+		t.Errorf("Kill with the stale pid %d signalled %d processes", sid, n)
+	}
+	if !LiveIdent(id) {
+		t.Fatalf("the stranger's member %d was killed through the stale pid", member)
+	}
 }

@@ -160,9 +160,12 @@ func (o procOwner) signal(p *proc, sig syscall.Signal) {
 
 // signalGroup signals the process group of p's main process while that
 // process is not reaped (afterwards the id may belong to someone else, and
-// reap takes over) and reports whether it did.
+// reap takes over) and reports whether it did. The lock keeps the waiter
+// from reaping between the check and the kill.
 func signalGroup(p *proc, sig syscall.Signal, logger *slog.Logger) bool {
-	if p.waited.Load() {
+	p.sigMu.Lock()
+	defer p.sigMu.Unlock()
+	if p.waited {
 		return false
 	}
 	if err := syscall.Kill(-p.pid, sig); err != nil {
@@ -191,7 +194,7 @@ func (o procOwner) reap(p *proc) int {
 		// Find first: a process in the middle of dying may no longer show
 		// its environment, but it still shows as alive.
 		left := proctree.Find(p.marker)
-		n := proctree.Kill(p.pid, p.marker, syscall.SIGKILL)
+		n := proctree.Kill(p.pid, p.marker, p.exited, syscall.SIGKILL)
 		var tracked []proctree.Ident
 		if tr != nil {
 			tracked = tr.Members(p.marker)

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,7 +34,15 @@ type proc struct {
 	marker    string
 	startedAt time.Time
 	stopping  bool
-	waited    atomic.Bool // set by the waiter once Wait returned
+	// sigMu orders group signals against the reap of the main process:
+	// signalGroup holds it across its check and its kill, the waiter while
+	// it sets waited, before the Wait that reaps.
+	sigMu  sync.Mutex
+	waited bool // guarded by sigMu: the main process exited and is being reaped
+	// exited is a proctree.StartMark between the main process's exit and
+	// its reap (fallback mode; 0 when unknown), for proctree.Kill. Set by
+	// the waiter before the exit event.
+	exited uint64
 	// mainExited: the main process ended but the run goes on (cgroup mode:
 	// its cgroup still holds processes).
 	mainExited bool
@@ -265,8 +272,19 @@ func (a *actor) startProcess(p *proc, start func() error) error {
 // and, in cgroup mode, for the run's last process, gives its output a
 // bounded moment to drain and reports the exit.
 func (a *actor) wait(p *proc) {
+	// Wait for the exit without reaping first: until the Wait below reaps
+	// it, the main process is a zombie whose id still names its group and
+	// session, so no group signal can reach a stranger that took the
+	// number (pid_max may be 32768, and the daemon may run as root).
+	if err := proctree.WaitExit(p.pid); err != nil {
+		a.deps.Logger.Warn("supervise: wait for the main process without reaping", logkey.Run, p.run, logkey.PID, p.pid, logkey.Err, err)
+	} else if p.cg == nil {
+		p.exited = proctree.StartMark()
+	}
+	p.sigMu.Lock()
+	p.waited = true
+	p.sigMu.Unlock()
 	err := p.cmd.Wait()
-	p.waited.Store(true)
 	if a.deps.Reaper != nil {
 		// Wait has reaped the pid already; unregistering it can wait for a
 		// reaper pass, so do it after the exit is reported.

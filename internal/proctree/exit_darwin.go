@@ -1,15 +1,18 @@
-package notify
+package proctree
 
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// waitExit blocks until the child pid has exited and leaves it a zombie: a
-// kqueue exit note does not reap (macOS's waitid is not in x/sys).
-func waitExit(pid int) error {
+// WaitExit blocks until the child pid has exited and leaves it a zombie
+// (a kqueue exit note does not reap; macOS's waitid is not in x/sys).
+// Until the Wait that reaps it, the zombie holds its id, so the process
+// group and the session it led cannot be handed to anyone else.
+func WaitExit(pid int) error {
 	kq, err := unix.Kqueue()
 	if err != nil {
 		return fmt.Errorf("kqueue: %w", err)
@@ -37,4 +40,15 @@ func waitExit(pid int) error {
 			return nil
 		}
 	}
+}
+
+// StartMark returns a start time (as Ident.Start counts it: microseconds
+// since the epoch) that every process started before the call has at
+// most and every process started after it returns exceeds.
+func StartMark() uint64 {
+	mark := time.Now().UnixMicro()
+	for time.Now().UnixMicro() == mark {
+		time.Sleep(time.Microsecond)
+	}
+	return uint64(mark)
 }
