@@ -6,7 +6,6 @@ package interop
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -89,7 +87,7 @@ type fleet struct {
 	logPath string
 	cmd     *exec.Cmd
 	exited  chan struct{}
-	stderr  syncBuffer
+	stderr  *fleettest.SyncBuffer
 }
 
 // newFleet writes config (the daemon's harness.toml) and starts the daemon
@@ -104,38 +102,16 @@ func newFleet(t *testing.T, config string) *fleet {
 // the daemon's socket before it starts.
 func newFleetAt(t *testing.T, dir, config string) *fleet {
 	t.Helper()
-	f := &fleet{
-		t:       t,
-		dir:     dir,
-		config:  filepath.Join(dir, "harness.toml"),
-		socket:  filepath.Join(dir, "run", "harness.sock"),
-		state:   filepath.Join(dir, "state"),
-		logPath: filepath.Join(dir, "daemon.log"),
-	}
+	files := fleettest.FilesIn(dir)
+	f := &fleet{t: t, dir: dir, config: files.Config, socket: files.Socket, state: files.State, logPath: files.Log}
 	if err := os.WriteFile(f.config, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f.cmd = exec.Command(harnessBin, "daemon", "--config", f.config, "--socket", f.socket,
-		"--state-dir", f.state, "--log-file", f.logPath)
-	f.cmd.Env = cleanEnv()
-	f.cmd.Stderr = &f.stderr
-	// A test binary that dies (a timeout panic) takes its daemons along.
-	f.cmd.SysProcAttr = withParentDeath(&syscall.SysProcAttr{})
-	if err := f.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	f.exited = make(chan struct{})
-	go func() { f.cmd.Wait(); close(f.exited) }()
-	t.Cleanup(f.stop)
-	f.waitFor("the daemon to serve", 30*time.Second, func() bool {
-		select {
-		case <-f.exited:
-			t.Fatalf("daemon exited during start: %v\nstderr:\n%s\nlog:\n%s", f.cmd.ProcessState, f.stderr.String(), f.log())
-		default:
-		}
+	d := fleettest.StartDaemon(t, harnessBin, files, cleanEnv(), func() bool {
 		_, _, code := f.run("daemon-info")
 		return code == 0
 	})
+	f.cmd, f.exited, f.stderr = d.Cmd, d.Exited, d.Stderr
 	return f
 }
 
@@ -183,22 +159,7 @@ func (f *fleet) bridge(extraArgs ...string) map[string]any {
 }
 
 // syncBuffer is a bytes.Buffer safe for a child's writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = fleettest.SyncBuffer
 
 // step is one line client.mjs prints.
 type step struct {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -132,15 +131,8 @@ func newFleet(t *testing.T, config string) *fleet {
 func newFleetArgs(t *testing.T, config string, args ...string) *fleet {
 	t.Helper()
 	dir := t.TempDir()
-	f := &fleet{
-		t:       t,
-		dir:     dir,
-		config:  filepath.Join(dir, "harness.toml"),
-		socket:  filepath.Join(dir, "run", "harness.sock"),
-		state:   filepath.Join(dir, "state"),
-		logPath: filepath.Join(dir, "daemon.log"),
-		args:    args,
-	}
+	files := fleettest.FilesIn(dir)
+	f := &fleet{t: t, dir: dir, config: files.Config, socket: files.Socket, state: files.State, logPath: files.Log, args: args}
 	f.writeConfig(config)
 	f.start()
 	t.Cleanup(f.checkCgroupGone) // runs after stop: cleanups run last-in first-out
@@ -159,20 +151,8 @@ func (f *fleet) writeConfig(text string) {
 func (f *fleet) start() {
 	f.t.Helper()
 	f.killed = false
-	f.cmd = f.daemonCmd()
-	var stderr bytes.Buffer
-	f.cmd.Stderr = &stderr
-	if err := f.cmd.Start(); err != nil {
-		f.t.Fatal(err)
-	}
-	f.exited = make(chan struct{})
-	go func(c *exec.Cmd, done chan struct{}) { c.Wait(); close(done) }(f.cmd, f.exited)
-	f.waitFor("daemon to serve", 30*time.Second, func() bool {
-		select {
-		case <-f.exited:
-			f.t.Fatalf("daemon exited during start: %s", stderr.String())
-		default:
-		}
+	files := fleettest.DaemonFiles{Config: f.config, Socket: f.socket, State: f.state, Log: f.logPath}
+	d := fleettest.StartDaemon(f.t, harnessBin, files, daemonEnv(), func() bool {
 		out, _, code := f.run("daemon-info", "--json")
 		if code != 0 {
 			return false
@@ -185,24 +165,31 @@ func (f *fleet) start() {
 		}
 		f.ownership = info.Ownership
 		return true
-	})
+	}, f.args...)
+	f.cmd, f.exited = d.Cmd, d.Exited
 }
 
+// daemonCmd is the command of another daemon on this fleet's files (one
+// that must be refused).
 func (f *fleet) daemonCmd() *exec.Cmd {
 	c := exec.Command(harnessBin, append([]string{"daemon", "--config", f.config, "--socket", f.socket,
 		"--state-dir", f.state, "--log-file", f.logPath}, f.args...)...)
-	c.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
-	// A test binary that dies (a timeout panic) takes its daemons along,
-	// and they their units, instead of leaving them to the next run.
+	c.Env = daemonEnv()
+	// A test binary that dies (a timeout panic) takes it along.
 	c.SysProcAttr = withParentDeath(&syscall.SysProcAttr{})
 	return c
+}
+
+// daemonEnv is the environment of a test's daemon and CLI: no ambient
+// daemon socket or token may leak in from the developer's shell.
+func daemonEnv() []string {
+	return append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
 }
 
 // cli is the CLI against this fleet's socket (fleettest, shared with
 // interop).
 func (f *fleet) cli() fleettest.CLI {
-	return fleettest.CLI{T: f.t, Bin: harnessBin, Socket: f.socket,
-		Env: append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN="), Log: f.log}
+	return fleettest.CLI{T: f.t, Bin: harnessBin, Socket: f.socket, Env: daemonEnv(), Log: f.log}
 }
 
 // log is the daemon's log so far.

@@ -1,8 +1,10 @@
 // Package fleettest is the test kit of the tests that drive a real daemon
 // through its CLI, the way a user does: cmd/harness's end-to-end tests and
-// interop. Each keeps its own fleet (how it builds the binary and starts
-// the daemon differ); the CLI verbs, the polling wait and the stop are
-// this package's. It is imported by tests only.
+// interop. Each keeps its own fleet (how it builds the binary, which
+// environment and flags it gives the daemon and what it checks once it
+// serves differ); the daemon's files and start, the CLI verbs, the
+// polling wait and the stop are this package's. It is imported by tests
+// only.
 package fleettest
 
 import (
@@ -11,6 +13,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -111,4 +115,86 @@ func Stop(t testing.TB, p *os.Process, exited <-chan struct{}, log func() string
 		}
 		t.Errorf("daemon did not exit within 30s of SIGTERM\nlog:\n%s", text)
 	}
+}
+
+// DaemonFiles are one daemon's files.
+type DaemonFiles struct {
+	Config, Socket, State, Log string
+}
+
+// FilesIn is the layout every kit uses under one temp dir: harness.toml,
+// run/harness.sock, state/ and daemon.log.
+func FilesIn(dir string) DaemonFiles {
+	return DaemonFiles{
+		Config: filepath.Join(dir, "harness.toml"),
+		Socket: filepath.Join(dir, "run", "harness.sock"),
+		State:  filepath.Join(dir, "state"),
+		Log:    filepath.Join(dir, "daemon.log"),
+	}
+}
+
+// Daemon is one started `harness daemon`.
+type Daemon struct {
+	Cmd *exec.Cmd
+	// Exited is closed once the daemon has exited and been reaped.
+	Exited chan struct{}
+	Stderr *SyncBuffer
+}
+
+// DaemonStart is the serving deadline of StartDaemon.
+const DaemonStart = 30 * time.Second
+
+// StartDaemon runs `bin daemon` on files with env and extra args, and
+// returns once ready holds (polled; ready asks the daemon through the
+// CLI). A daemon that exits first, or is not ready within DaemonStart,
+// fails the test with its stderr and log. The daemon dies with the test
+// binary (a timeout panic) where the system can do that, and is stopped
+// (Stop) at the test's cleanup if it still runs.
+func StartDaemon(t testing.TB, bin string, files DaemonFiles, env []string, ready func() bool, args ...string) Daemon {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"daemon", "--config", files.Config, "--socket", files.Socket,
+		"--state-dir", files.State, "--log-file", files.Log}, args...)...)
+	cmd.Env = env
+	d := Daemon{Cmd: cmd, Exited: make(chan struct{}), Stderr: &SyncBuffer{}}
+	cmd.Stderr = d.Stderr
+	cmd.SysProcAttr = withParentDeath(&syscall.SysProcAttr{})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { cmd.Wait(); close(d.Exited) }()
+	log := func() string { b, _ := os.ReadFile(files.Log); return string(b) }
+	t.Cleanup(func() { Stop(t, cmd.Process, d.Exited, log) })
+	deadline := time.Now().Add(DaemonStart)
+	for {
+		select {
+		case <-d.Exited:
+			t.Fatalf("daemon exited during start: %v\nstderr:\n%s\nlog:\n%s", cmd.ProcessState, d.Stderr.String(), log())
+		default:
+		}
+		if ready() {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for the daemon to serve\nstderr:\n%s\nlog:\n%s", DaemonStart, d.Stderr.String(), log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// SyncBuffer is a bytes.Buffer safe for a child's writer and a reader.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

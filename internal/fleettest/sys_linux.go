@@ -1,0 +1,10 @@
+package fleettest
+
+import "syscall"
+
+// withParentDeath adds SIGKILL as the parent-death signal: a test binary
+// that dies (a timeout panic) takes the daemon along.
+func withParentDeath(a *syscall.SysProcAttr) *syscall.SysProcAttr {
+	a.Pdeathsig = syscall.SIGKILL
+	return a
+}
