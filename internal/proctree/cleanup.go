@@ -80,7 +80,7 @@ func CleanupLeftovers(path string, opt CleanupOptions) (killed int, err error) {
 	if match == nil && len(idents) == 0 {
 		return killed, truncateLedger(path)
 	}
-	c := &cleanup{match: match, idents: idents, logger: logger, groups: map[int]bool{}, hit: map[int]bool{}}
+	c := &cleanup{match: match, idents: idents, logger: logger, groups: map[int]uint64{}, hit: map[int]bool{}}
 	if c.pass(syscall.SIGTERM) > 0 && !c.waitGone(opt.Grace) {
 		c.pass(syscall.SIGKILL)
 		if !c.waitGone(killWait) {
@@ -156,32 +156,30 @@ type cleanup struct {
 	match  func(string) bool // nil: no markers to look for (scan reads no environ)
 	idents map[Ident]bool    // recorded processes and their descendants seen so far
 	logger *slog.Logger
-	groups map[int]bool // groups verified by a marked member at some pass
+	// groups verified by a marked member at some pass, each with a
+	// StartMark taken before that pass's scan (see heldGroups)
+	groups map[int]uint64
 	hit    map[int]bool // every pid signalled so far
 }
 
 // pass signals all current targets with sig and returns how many it hit.
-// A group verified in an earlier pass stays a target while it has live
-// members: its id cannot be reused while they exist.
+// A group verified in an earlier pass stays a target while a member from
+// then is alive (heldGroups).
 func (c *cleanup) pass(sig syscall.Signal) int {
+	mark := StartMark()
 	procs := scan(c.match)
 	for _, id := range descendantsOf(procs, c.idents) {
 		c.idents[id] = true
 	}
-	for g := range markedGroups(procs) {
-		c.groups[g] = true
-	}
-	live := map[int]bool{}
-	for _, p := range procs {
-		if p.live() {
-			live[p.pgid] = true
+	marked := markedGroups(procs)
+	for g := range marked {
+		if _, ok := c.groups[g]; !ok {
+			c.groups[g] = mark
 		}
 	}
-	targets := map[int]bool{}
-	for g := range c.groups {
-		if live[g] {
-			targets[g] = true
-		}
+	targets := heldGroups(procs, c.groups)
+	for g := range marked {
+		targets[g] = true
 	}
 	n := signalTargets(procs, targets, sig, c.logger)
 	for _, p := range procs {
@@ -205,6 +203,22 @@ func (c *cleanup) pass(sig syscall.Signal) int {
 		}
 	}
 	return n
+}
+
+// heldGroups returns the groups (each with the StartMark taken before the
+// scan that verified it) that a live process started by that mark is still
+// in. Such a member has held the id since the group was verified, so no
+// one else can have it. A group whose members from then are all gone may
+// have freed its id and a stranger's group taken it (pid_max may be
+// 32768): members started later are not enough.
+func heldGroups(procs []procInfo, groups map[int]uint64) map[int]bool {
+	held := map[int]bool{}
+	for _, p := range procs {
+		if mark, ok := groups[p.pgid]; ok && p.live() && p.start <= mark {
+			held[p.pgid] = true
+		}
+	}
+	return held
 }
 
 // descendantsOf returns the live processes that descend from a live
@@ -241,8 +255,10 @@ func descendantsOf(procs []procInfo, roots map[Ident]bool) []Ident {
 // groups.
 func (c *cleanup) remaining() []int {
 	var left []int
-	for _, p := range scan(c.match) {
-		if p.live() && (p.marked || c.groups[p.pgid] || c.idents[p.ident()]) {
+	procs := scan(c.match)
+	held := heldGroups(procs, c.groups)
+	for _, p := range procs {
+		if p.live() && (p.marked || held[p.pgid] || c.idents[p.ident()]) {
 			left = append(left, p.pid)
 		}
 	}

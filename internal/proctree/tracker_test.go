@@ -216,3 +216,27 @@ func pids(ids []Ident) []int {
 	slices.Sort(out)
 	return out
 }
+
+// A group verified by a marked member stays a target of CleanupLeftovers
+// while a member from then is alive; once they are all gone its id may be
+// a stranger's (pid_max 32768, and the grace is seconds), whose members
+// all started later and are left alone.
+func TestHeldGroups_AGroupWhoseVerifiedMembersAreGoneIsNotTargeted(t *testing.T) {
+	const g, mark = 500, 1000
+	groups := map[int]uint64{g: mark}
+	for _, c := range []struct {
+		name string
+		p    procInfo
+		want bool
+	}{
+		{"a member from before the mark", procInfo{pid: 501, pgid: g, start: mark - 5, state: 'S'}, true},
+		{"a member started at the mark's tick", procInfo{pid: 501, pgid: g, start: mark, state: 'S'}, true},
+		{"a stranger that took the id later", procInfo{pid: 502, pgid: g, start: mark + 1, state: 'S'}, false},
+		{"a zombie from before the mark", procInfo{pid: 503, pgid: g, start: mark - 5, state: 'Z'}, false},
+		{"another group", procInfo{pid: 504, pgid: g + 1, start: mark - 5, state: 'S'}, false},
+	} {
+		if got := heldGroups([]procInfo{c.p}, groups)[g]; got != c.want {
+			t.Errorf("%s: held = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
