@@ -470,12 +470,11 @@ func TestScenario_CommandSinkLeftoversEndWithIt(t *testing.T) {
 	left := &config.Notify{Name: "left", Command: []string{"sh", "-c", `sleep 1000 & echo $! > "$P"`},
 		Env: map[string]string{"P": pidFile}, On: config.NotifyEvents, Timeout: 10 * time.Second}
 	n := newTestNotifier(t, left)
-	start := time.Now()
+	// A sink that waited for the leftover's pipe would wait out WaitDelay
+	// and fail the delivery (exec.ErrWaitDelay): no clock is needed to see
+	// it, and none is used (a loaded machine can take a second to fork).
 	if _, err := n.Test(context.Background(), "left"); err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(start); d >= 900*time.Millisecond {
-		t.Errorf("the delivery took %s: it waited for the leftover's pipe instead of ending it", d)
+		t.Fatalf("the delivery failed (did it wait for the leftover's pipe?): %v", err)
 	}
 	b, _ := os.ReadFile(pidFile)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
