@@ -18,6 +18,7 @@ import (
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/mask"
+	"github.com/harness-dev/harness/internal/proctree"
 	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/schedule"
 	"github.com/harness-dev/harness/internal/supervise"
@@ -107,6 +108,11 @@ type Options struct {
 
 	// Ownership is shown by daemon_info.
 	Ownership api.Ownership
+	// Reaper starts the children control runs itself (git, for worktrees)
+	// when the daemon reaps adopted orphans: an unregistered child's exit
+	// status may be taken by it, and its Wait then fails (ECHILD). Nil:
+	// no orphan reaper runs.
+	Reaper *proctree.Reaper
 	// StateWrites reports the state dir's write failures for daemon_info;
 	// nil reports none.
 	StateWrites func() api.StateWrites

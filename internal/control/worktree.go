@@ -17,6 +17,7 @@ import (
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
+	"github.com/harness-dev/harness/internal/proctree"
 	"github.com/harness-dev/harness/internal/runs"
 )
 
@@ -85,27 +86,27 @@ func (c *Control) ensureWorktree(ctx context.Context, u *unit) error {
 	fail := func(format string, a ...any) error {
 		return errcode.Errorf(errcode.ConfigInvalid, "%s: worktree: %s", u.name, fmt.Sprintf(format, a...))
 	}
-	if _, err := git(ctx, w.Repo, "rev-parse", "--git-dir"); err != nil {
+	if _, err := c.git(ctx, w.Repo, "rev-parse", "--git-dir"); err != nil {
 		return fail("repo %s is not a git repository (%v)", w.Repo, err)
 	}
 	base := w.Base
 	if base == "" {
 		base = "HEAD"
 	}
-	if _, err := git(ctx, w.Repo, "rev-parse", "--verify", "--quiet", base+"^{commit}"); err != nil {
+	if _, err := c.git(ctx, w.Repo, "rev-parse", "--verify", "--quiet", base+"^{commit}"); err != nil {
 		return fail("base %q is not a commit or branch of %s", base, w.Repo)
 	}
 	// A base checked out with uncommitted changes: the worktree would
 	// start without them, which is never what was meant.
-	if cur, err := git(ctx, w.Repo, "rev-parse", "--abbrev-ref", "HEAD"); err == nil && (w.Base == "" || w.Base == cur) {
-		if st, err := git(ctx, w.Repo, "status", "--porcelain", "--untracked-files=no"); err == nil && st != "" {
+	if cur, err := c.git(ctx, w.Repo, "rev-parse", "--abbrev-ref", "HEAD"); err == nil && (w.Base == "" || w.Base == cur) {
+		if st, err := c.git(ctx, w.Repo, "status", "--porcelain", "--untracked-files=no"); err == nil && st != "" {
 			return fail("base %q has uncommitted changes in %s; commit or stash them, or set worktree.base", base, w.Repo)
 		}
 	}
 	exists := false
-	if _, err := git(ctx, w.Repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
+	if _, err := c.git(ctx, w.Repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
 		exists = true
-		if at := checkedOutAt(ctx, w.Repo, branch); at != "" {
+		if at := c.checkedOutAt(ctx, w.Repo, branch); at != "" {
 			return fail("branch %q is already checked out at %s; set worktree.branch, or remove that worktree", branch, at)
 		}
 	}
@@ -123,12 +124,12 @@ func (c *Control) ensureWorktree(ctx context.Context, u *unit) error {
 	} else {
 		args = append(args, "-b", branch, path, base)
 	}
-	if _, err := git(ctx, w.Repo, args...); err != nil {
+	if _, err := c.git(ctx, w.Repo, args...); err != nil {
 		// git removes what it made on most failures; be sure.
 		_ = os.RemoveAll(path)
-		_, _ = git(context.Background(), w.Repo, "worktree", "prune")
+		_, _ = c.git(context.Background(), w.Repo, "worktree", "prune")
 		if !exists {
-			_, _ = git(context.Background(), w.Repo, "branch", "-D", branch)
+			_, _ = c.git(context.Background(), w.Repo, "branch", "-D", branch)
 		}
 		return fail("git worktree add: %v", err)
 	}
@@ -137,8 +138,8 @@ func (c *Control) ensureWorktree(ctx context.Context, u *unit) error {
 }
 
 // checkedOutAt is the worktree where branch is checked out, "" if none.
-func checkedOutAt(ctx context.Context, repo, branch string) string {
-	out, err := git(ctx, repo, "worktree", "list", "--porcelain")
+func (c *Control) checkedOutAt(ctx context.Context, repo, branch string) string {
+	out, err := c.git(ctx, repo, "worktree", "list", "--porcelain")
 	if err != nil {
 		return ""
 	}
@@ -155,15 +156,17 @@ func checkedOutAt(ctx context.Context, repo, branch string) string {
 }
 
 // git runs git in dir and returns its trimmed output; an error carries
-// git's own message.
-func git(ctx context.Context, dir string, args ...string) (string, error) {
+// git's own message. It is started through the orphan reaper, so its exit
+// status is Wait's (a failure taken for "no such branch" may end in
+// `git branch -D` of a branch that exists).
+func (c *Control) git(ctx context.Context, dir string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	if err := runChild(c.opt.Reaper, cmd); err != nil {
 		msg := strings.TrimSpace(errOut.String())
 		if msg == "" {
 			msg = err.Error()
@@ -171,6 +174,25 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 		return "", errors.New(msg)
 	}
 	return strings.TrimSpace(out.String()), nil
+}
+
+// runChild is cmd.Run through r (when not nil): registered from its start
+// until its Wait returned.
+func runChild(r *proctree.Reaper, cmd *exec.Cmd) error {
+	if r == nil {
+		return cmd.Run()
+	}
+	pid, err := r.Spawn(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err != nil {
+		return err
+	}
+	defer r.Release(pid)
+	return cmd.Wait()
 }
 
 // worktreeView is a harness's worktree as describe shows it.
@@ -208,7 +230,7 @@ func (c *Control) WorktreeRemove(ctx context.Context, a api.WorktreeRemoveArgs) 
 		return res, nil
 	}
 	if !a.Force {
-		st, err := git(ctx, path, "status", "--porcelain")
+		st, err := c.git(ctx, path, "status", "--porcelain")
 		if err != nil {
 			return res, fmt.Errorf("%s: worktree: status: %v: %w", a.Name, err, errcode.ErrInternal)
 		}
@@ -221,7 +243,7 @@ func (c *Control) WorktreeRemove(ctx context.Context, a api.WorktreeRemoveArgs) 
 	if a.Force {
 		args = []string{"worktree", "remove", "--force", path}
 	}
-	if _, err := git(ctx, h.Worktree.Repo, args...); err != nil {
+	if _, err := c.git(ctx, h.Worktree.Repo, args...); err != nil {
 		return res, fmt.Errorf("%s: worktree remove: %v: %w", a.Name, err, errcode.ErrInternal)
 	}
 	res.Removed = true

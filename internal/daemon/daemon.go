@@ -275,6 +275,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Shutdown:    requestShutdown,
 		Logger:      log,
 		Ownership:   own.info,
+		Reaper:      reaper,
 		NewNotifier: newNtf,
 		NewWebhooks: newWh,
 		StateWrites: func() api.StateWrites {
