@@ -324,9 +324,15 @@ func TestMCP_BridgeStoppedBySIGTERMLeavesStdioBlocking(t *testing.T) {
 // the calls it read are answered.)
 func TestMCP_PipedRequestsAreAllAnswered(t *testing.T) {
 	f := newFleet(t, upstreamTable("up", "piped-"+t.Name(), ""))
-	f.waitFor("upstream up", 20*time.Second, func() bool {
-		out, _, _ := f.run("mcp", "status")
-		return strings.Contains(out, "running")
+	// Its process running is not enough: calls are served once the broker
+	// has its session and tool list.
+	f.waitFor("upstream up with its tools", 20*time.Second, func() bool {
+		var st []struct {
+			State string `json:"state"`
+			Tools int    `json:"tools"`
+		}
+		f.mustJSON(&st, "mcp", "status")
+		return len(st) == 1 && st[0].State == "running" && st[0].Tools > 0
 	})
 	reqs := strings.Join([]string{
 		initializeLine,

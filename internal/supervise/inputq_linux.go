@@ -21,6 +21,16 @@ func unreadInput(master *os.File) (n int, ok bool) {
 			return
 		}
 		defer unix.Close(int(peer))
+		// Bytes written to the master reach the input queue from a kernel
+		// work item that may lag on a loaded machine; a poll of the
+		// terminal side finds no input and waits for that work to finish
+		// (n_tty_poll flushes it), so the count below includes them.
+		fds := []unix.PollFd{{Fd: int32(peer), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(fds, 0); err != unix.EINTR {
+				break
+			}
+		}
 		if v, err := unix.IoctlGetInt(int(peer), unix.TIOCINQ); err == nil {
 			n, ok = v, true
 		}
