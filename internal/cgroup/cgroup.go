@@ -281,7 +281,7 @@ func removeTree(dir string) error {
 
 // populated reads the "populated" key of dir/cgroup.events.
 func populated(dir string) (bool, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	b, err := readKernelFile(filepath.Join(dir, "cgroup.events"))
 	if err != nil {
 		return false, fmt.Errorf("cgroup: %w", err)
 	}
@@ -310,14 +310,14 @@ func procs(dir string) ([]int, error) {
 }
 
 // procsInto appends the processes of dir and its descendants to out. It
-// reads the directory unsorted and stats nothing (a signal to a run lists
-// its leaf twice, for each of 1,000 runs in a stop --all): a leaf that
-// is gone holds nothing.
+// lists the directory only when its link count says it has child cgroups,
+// and then unsorted (a signal to a run lists its leaf twice, for each of
+// 1,000 runs in a stop --all): a leaf that is gone holds nothing.
 func procsInto(dir string, out *[]int) error {
 	gone := func(err error) bool {
 		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENODEV)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	b, err := readKernelFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		if gone(err) {
 			return nil
@@ -328,6 +328,9 @@ func procsInto(dir string, out *[]int) error {
 		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
 			*out = append(*out, pid)
 		}
+	}
+	if sub, err := hasChildren(dir); err != nil || !sub {
+		return err
 	}
 	d, err := os.Open(dir)
 	if err != nil {
@@ -408,7 +411,7 @@ func signalMember(pid int, mount, dir string, sig syscall.Signal) error {
 
 // inDir reports whether pid's cgroup v2 directory is dir or below it.
 func inDir(pid int, mount, dir string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	b, err := readKernelFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
 	if err != nil {
 		return false
 	}

@@ -76,3 +76,6 @@ func (g *Group) Start(start func() error) error { return start() }
 
 // Counters are all zero.
 func (g *Group) Counters() Counters { return Counters{} }
+
+// OOMKills is 0: no cgroups here.
+func (g *Group) OOMKills() int64 { return 0 }

@@ -299,7 +299,7 @@ func (a *actor) wait(p *proc) {
 	drain.Stop()
 	ev := exitEv{gen: p.gen, job: readJob(p)}
 	if p.cg != nil {
-		ev.oom = p.cg.Counters().OOMKills > 0
+		ev.oom = p.cg.OOMKills() > 0
 	}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
