@@ -80,7 +80,7 @@ func TestAgent_TheLoopGuardSeesCodexAndGeminiToolCalls(t *testing.T) {
 			name := map[string]string{"codex": "exec_command", "gemini": "run_shell_command"}[spec.agent]
 			if r.Outcome != api.RunLoop || !strings.Contains(r.Note, "3 times in a row") || !strings.Contains(r.Note, name) ||
 				!strings.Contains(r.Note, "echo looping") {
-				t.Fatalf("run %+v\nlog:\n%s", r, af.log())
+				t.Fatalf("run %+v\nlog:\n%s", r, af.Log())
 			}
 		})
 	}
@@ -88,13 +88,13 @@ func TestAgent_TheLoopGuardSeesCodexAndGeminiToolCalls(t *testing.T) {
 
 // waitRunFor polls `harness runs` until run satisfies ok (2 minutes).
 func (af *agentFleet) waitRunFor(id uint64, what string, ok func(api.Run) bool) api.Run {
-	af.t.Helper()
+	af.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var last api.Run
 	for ctx.Err() == nil {
 		var rs []api.Run
-		af.mustJSON(&rs, "runs", af.name)
+		af.MustJSON(&rs, "runs", af.name)
 		for _, r := range rs {
 			if r.ID == id {
 				last = r
@@ -105,6 +105,6 @@ func (af *agentFleet) waitRunFor(id uint64, what string, ok func(api.Run) bool) 
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	af.t.Fatalf("%s: run %d never got there: %+v\nscreen %s", what, id, last, af.screen())
+	af.T.Fatalf("%s: run %d never got there: %+v\nscreen %s", what, id, last, af.screen())
 	return last
 }

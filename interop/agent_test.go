@@ -84,7 +84,7 @@ func newAgentFleetEnv(t *testing.T, spec agentSpec, o modelapi.AgentOptions, ext
 
 // screenHas waits until the screen shows every phrase.
 func (af *agentFleet) screenHas(what string, phrases ...string) tuiScreen {
-	af.t.Helper()
+	af.T.Helper()
 	has := func(s tuiScreen) bool {
 		text := strings.Join(s.Lines, "\n")
 		for _, p := range phrases {
@@ -102,15 +102,15 @@ func (af *agentFleet) screenHas(what string, phrases ...string) tuiScreen {
 
 // ask types a prompt into the agent and presses Enter.
 func (af *agentFleet) ask(prompt string) {
-	af.t.Helper()
+	af.T.Helper()
 	af.askShowing(prompt, prompt)
 }
 
 // askShowing is ask for a prompt the screen shows as shown (masked).
 func (af *agentFleet) askShowing(prompt, shown string) {
-	af.t.Helper()
-	if out, errOut, code := af.run("send", af.name, prompt); code != 0 {
-		af.t.Fatalf("send: exit %d: %s%s", code, out, errOut)
+	af.T.Helper()
+	if out, errOut, code := af.Run("send", af.name, prompt); code != 0 {
+		af.T.Fatalf("send: exit %d: %s%s", code, out, errOut)
 	}
 	// Enter once the text shows and the agent has settled: a TUI may take
 	// an Enter right after a paste as part of it (Gemini CLI does).
@@ -121,8 +121,8 @@ func (af *agentFleet) askShowing(prompt, shown string) {
 	// three times in all, until a request comes.
 	before := len(af.api.Requests())
 	for try := range 3 {
-		if out, errOut, code := af.run("send", af.name, "--key", "Enter"); code != 0 {
-			af.t.Fatalf("send Enter: exit %d: %s%s", code, out, errOut)
+		if out, errOut, code := af.Run("send", af.name, "--key", "Enter"); code != 0 {
+			af.T.Fatalf("send Enter: exit %d: %s%s", code, out, errOut)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(10*(try+1))*time.Second)
 		_, _, err := af.api.WaitRequest(ctx, before, func(modelapi.Request) bool { return true })
@@ -136,7 +136,7 @@ func (af *agentFleet) askShowing(prompt, shown string) {
 // mainRequest waits for the agent's n-th (0-based) main request to the
 // model server.
 func (af *agentFleet) mainRequest(n int) modelapi.Request {
-	af.t.Helper()
+	af.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	seen := 0
@@ -152,7 +152,7 @@ func (af *agentFleet) mainRequest(n int) modelapi.Request {
 		for _, r := range af.api.Requests() {
 			seen = append(seen, fmt.Sprintf("%s %s main=%v %.200s", r.Method, r.Path, r.Main, r.Body))
 		}
-		af.t.Fatalf("no main request %d from %s: %v; requests:\n%s\nscreen %s", n, af.name, err, strings.Join(seen, "\n"), af.screen())
+		af.T.Fatalf("no main request %d from %s: %v; requests:\n%s\nscreen %s", n, af.name, err, strings.Join(seen, "\n"), af.screen())
 	}
 	return r
 }
@@ -192,11 +192,11 @@ type agentWait struct {
 // waitState waits (harness wait --state) until the agent is in one of
 // states, failing with the screen after two minutes.
 func (af *agentFleet) waitState(states ...string) agentWait {
-	af.t.Helper()
-	out, errOut, code := af.run("wait", af.name, "--state", strings.Join(states, ","), "--timeout", "2m", "--json")
+	af.T.Helper()
+	out, errOut, code := af.Run("wait", af.name, "--state", strings.Join(states, ","), "--timeout", "2m", "--json")
 	var w agentWait
 	if err := json.Unmarshal([]byte(out), &w); err != nil || code != 0 {
-		af.t.Fatalf("wait --state %v: exit %d (%v): %s%s\nscreen %s", states, code, err, out, errOut, af.screen())
+		af.T.Fatalf("wait --state %v: exit %d (%v): %s%s\nscreen %s", states, code, err, out, errOut, af.screen())
 	}
 	return w
 }
@@ -204,7 +204,7 @@ func (af *agentFleet) waitState(states ...string) agentWait {
 // waitAgent waits on the event subscription (kind agent) until the
 // agent's state satisfies ok, starting from its list row.
 func (af *agentFleet) waitAgent(what string, ok func(agentWait) bool) agentWait {
-	af.t.Helper()
+	af.T.Helper()
 	if r := af.row(); ok(r) {
 		return r
 	}
@@ -213,7 +213,7 @@ func (af *agentFleet) waitAgent(what string, ok func(agentWait) bool) agentWait 
 		select {
 		case ev, open := <-af.events:
 			if !open {
-				af.t.Fatalf("the event subscription ended waiting for %s", what)
+				af.T.Fatalf("the event subscription ended waiting for %s", what)
 			}
 			if ev.Kind != api.EventAgent || ev.Unit != af.name || ev.Agent == nil {
 				continue
@@ -225,22 +225,22 @@ func (af *agentFleet) waitAgent(what string, ok func(agentWait) bool) agentWait 
 				return w
 			}
 		case <-deadline:
-			af.t.Fatalf("%s: no %s within 2 minutes; row %+v\nscreen %s", af.name, what, af.row(), af.screen())
+			af.T.Fatalf("%s: no %s within 2 minutes; row %+v\nscreen %s", af.name, what, af.row(), af.screen())
 		}
 	}
 }
 
 // row is the agent's list --json row.
 func (af *agentFleet) row() agentWait {
-	af.t.Helper()
+	af.T.Helper()
 	var rows []agentWait
-	af.mustJSON(&rows, "list")
+	af.MustJSON(&rows, "list")
 	for _, r := range rows {
 		if r.Name == af.name {
 			return r
 		}
 	}
-	af.t.Fatalf("no list row for %s", af.name)
+	af.T.Fatalf("no list row for %s", af.name)
 	return agentWait{}
 }
 
@@ -332,15 +332,15 @@ type answerResult struct {
 // which presses the keys the adapter knows for it, and checks the answer
 // names the choice and the keys a person would press.
 func (af *agentFleet) answer(w agentWait, choice string, keys ...string) answerResult {
-	af.t.Helper()
-	out, errOut, code := af.run("answer", af.name, choice, "--json")
+	af.T.Helper()
+	out, errOut, code := af.Run("answer", af.name, choice, "--json")
 	var res answerResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
-		af.t.Fatalf("answer %q to %+v: exit %d (%v): %s%s\nscreen %s", choice, w, code, err, out, errOut, af.screen())
+		af.T.Fatalf("answer %q to %+v: exit %d (%v): %s%s\nscreen %s", choice, w, code, err, out, errOut, af.screen())
 	}
 	want := append(keys, "Enter")
 	if res.Choice != choice || res.Prompt != w.Prompt || !slices.Equal(res.Keys, want) {
-		af.t.Errorf("answer %q: %+v, want keys %v for the prompt %q", choice, res, want, w.Prompt)
+		af.T.Errorf("answer %q: %+v, want keys %v for the prompt %q", choice, res, want, w.Prompt)
 	}
 	return res
 }

@@ -31,7 +31,7 @@ func TestAgent_EachRunShowsItsOwnTurns(t *testing.T) {
 			af.waitState("ready")
 			run1 := af.screen().RunID
 
-			if out, errOut, code := af.run("restart", af.name); code != 0 {
+			if out, errOut, code := af.Run("restart", af.name); code != 0 {
 				t.Fatalf("restart: exit %d: %s%s", code, out, errOut)
 			}
 			second := func(s tuiScreen) bool {
@@ -81,13 +81,13 @@ func turnsText(res api.TurnsResult) string {
 // waitRunTurns polls `harness turns NAME RUN --json` until ok (30 s): an
 // agent writes its transcript after it shows its answer.
 func (af *agentFleet) waitRunTurns(run uint64, ok func(api.TurnsResult) bool) api.TurnsResult {
-	af.t.Helper()
+	af.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var last api.TurnsResult
 	var lastErr string
 	for ctx.Err() == nil {
-		out, errOut, code := af.run("turns", af.name, strconv.FormatUint(run, 10), "--json")
+		out, errOut, code := af.Run("turns", af.name, strconv.FormatUint(run, 10), "--json")
 		if code == 0 {
 			last = api.TurnsResult{}
 			if err := json.Unmarshal([]byte(out), &last); err == nil && ok(last) {
@@ -97,6 +97,6 @@ func (af *agentFleet) waitRunTurns(run uint64, ok func(api.TurnsResult) bool) ap
 		lastErr = errOut
 		time.Sleep(200 * time.Millisecond)
 	}
-	af.t.Fatalf("turns of run %d never got there: %s\n%s", run, lastErr, turnsText(last))
+	af.T.Fatalf("turns of run %d never got there: %s\n%s", run, lastErr, turnsText(last))
 	return last
 }

@@ -66,7 +66,7 @@ func TestAgent_TurnsOfRealAgents(t *testing.T) {
 			}
 
 			var res api.TurnsResult
-			af.mustJSON(&res, "turns", af.name)
+			af.MustJSON(&res, "turns", af.name)
 			if res.SessionID == "" || res.Model != model || res.Tokens != want || res.RunID != run || res.Agent != spec.agent {
 				t.Errorf("turns: session %q model %q (want %q) tokens %+v (want %+v) run %d/%d agent %s",
 					res.SessionID, res.Model, model, res.Tokens, want, res.RunID, run, res.Agent)
@@ -90,8 +90,8 @@ func TestAgent_TurnsOfRealAgents(t *testing.T) {
 			if len(tools) != 1 || tools[0].Outcome != "ok" || !strings.Contains(tools[0].Input, "touch made-by-agent") {
 				t.Errorf("tool calls %+v", tools)
 			}
-			out, errOut, code := af.run("turns", af.name)
-			jsonOut, _, _ := af.run("turns", af.name, "--json")
+			out, errOut, code := af.Run("turns", af.name)
+			jsonOut, _, _ := af.Run("turns", af.name, "--json")
 			if code != 0 || !strings.Contains(out, "Made it.") || !strings.Contains(out, "session "+res.SessionID) {
 				t.Errorf("turns text: exit %d\n%s%s", code, out, errOut)
 			}
@@ -110,11 +110,11 @@ func TestAgent_TurnsOfRealAgents(t *testing.T) {
 				t.Errorf("runs --json tool calls %+v, want [%s ok]", r.ToolCalls, tools[0].Name)
 			}
 			var d api.Description
-			af.mustJSON(&d, "describe", af.name)
+			af.MustJSON(&d, "describe", af.name)
 			if d.CurrentRun == nil || len(d.CurrentRun.ToolCalls) != 1 || d.CurrentRun.ToolCalls[0].Outcome != "ok" {
 				t.Errorf("describe --json current run %+v", d.CurrentRun)
 			}
-			if out, _, _ := af.run("describe", af.name); len(tools) == 1 && !strings.Contains(out, "tool calls:     "+tools[0].Name+" ok") {
+			if out, _, _ := af.Run("describe", af.name); len(tools) == 1 && !strings.Contains(out, "tool calls:     "+tools[0].Name+" ok") {
 				t.Errorf("describe text lacks the tool call:\n%s", out)
 			}
 
@@ -160,13 +160,13 @@ func requestModel(r modelapi.Request) string {
 
 // waitRun polls `harness runs` until run satisfies ok (10 s).
 func (af *agentFleet) waitRun(id uint64, ok func(api.Run) bool) api.Run {
-	af.t.Helper()
+	af.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var last api.Run
 	for ctx.Err() == nil {
 		var rs []api.Run
-		af.mustJSON(&rs, "runs", af.name)
+		af.MustJSON(&rs, "runs", af.name)
 		for _, r := range rs {
 			if r.ID == id {
 				last = r
@@ -177,24 +177,24 @@ func (af *agentFleet) waitRun(id uint64, ok func(api.Run) bool) api.Run {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	af.t.Fatalf("run %d never got there: %+v", id, last)
+	af.T.Fatalf("run %d never got there: %+v", id, last)
 	return last
 }
 
 // waitTurns polls `harness turns --json` until ok (30 s): the agent
 // writes its transcript after it shows its answer.
 func (af *agentFleet) waitTurns(ok func(api.TurnsResult) bool) api.TurnsResult {
-	af.t.Helper()
+	af.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var last api.TurnsResult
 	for ctx.Err() == nil {
-		af.mustJSON(&last, "turns", af.name)
+		af.MustJSON(&last, "turns", af.name)
 		if ok(last) {
 			return last
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	af.t.Fatalf("turns never got there: %+v", last)
+	af.T.Fatalf("turns never got there: %+v", last)
 	return last
 }

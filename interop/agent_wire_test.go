@@ -45,7 +45,7 @@ func TestAgent_MCPWiringReachesHarness(t *testing.T) {
 			}
 			run := af.screen().RunID
 			var res api.CallsResult
-			af.mustJSON(&res, "calls", "--tool", "harness_list")
+			af.MustJSON(&res, "calls", "--tool", "harness_list")
 			found := false
 			for _, c := range res.Calls {
 				if c.Caller == api.CallerHarness && c.Harness == af.name && c.RunID == run && c.Outcome == "ok" {
@@ -64,7 +64,7 @@ func TestAgent_MCPWiringReachesHarness(t *testing.T) {
 // the agent shows meanwhile: each agent asks before an MCP tool in its own
 // way and by its own defaults.
 func (af *agentFleet) mainRequestApproving(n int) modelapi.Request {
-	af.t.Helper()
+	af.T.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	approved := 0
 	for time.Now().Before(deadline) {
@@ -83,7 +83,7 @@ func (af *agentFleet) mainRequestApproving(n int) modelapi.Request {
 			return *found
 		}
 		if r := af.row(); r.AgentState == "waiting" && len(r.Choices) > 0 && approved < 3 {
-			af.t.Logf("approving %q (%v)", r.Prompt, r.Choices)
+			af.T.Logf("approving %q (%v)", r.Prompt, r.Choices)
 			af.answer(r, r.Choices[0])
 			approved++
 		}

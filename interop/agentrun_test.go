@@ -80,8 +80,8 @@ stop_grace = 3
 // same config and state.
 func (rf *runFleet) restartDaemon() {
 	rf.t.Helper()
-	rf.fleet.cmd.Process.Kill()
-	<-rf.fleet.exited
+	rf.fleet.Cmd.Process.Kill()
+	<-rf.fleet.Exited
 	rf.fleet = newFleetAt(rf.t, rf.dir, rf.config)
 }
 
@@ -95,7 +95,7 @@ func (rf *runFleet) checkNothingLeft() {
 func (rf *runFleet) lastRun() api.Run {
 	rf.t.Helper()
 	var rs []api.Run
-	rf.mustJSON(&rs, "runs", "a")
+	rf.MustJSON(&rs, "runs", "a")
 	if len(rs) == 0 {
 		rf.t.Fatal("no runs of a")
 	}
@@ -107,9 +107,9 @@ func (rf *runFleet) lastRun() api.Run {
 func (rf *runFleet) trigger() (api.TriggerResult, string) {
 	rf.t.Helper()
 	var tr api.TriggerResult
-	out, errOut, _ := rf.run("trigger", "a", "--wait", "--timeout", "3m", "--json")
+	out, errOut, _ := rf.Run("trigger", "a", "--wait", "--timeout", "3m", "--json")
 	if err := json.Unmarshal([]byte(out), &tr); err != nil && errOut == "" {
-		rf.t.Fatalf("trigger: %v: %s\nlog:\n%s", err, out, rf.log())
+		rf.t.Fatalf("trigger: %v: %s\nlog:\n%s", err, out, rf.Log())
 	}
 	return tr, out + errOut
 }
@@ -141,7 +141,7 @@ func TestAgent_AJobWithAPromptFileKeepsItsResult(t *testing.T) {
 			tr, errOut := rf.trigger()
 			r := rf.lastRun()
 			if tr.Outcome != api.RunOK || r.Outcome != api.RunOK {
-				t.Fatalf("trigger %+v %s\nrun %+v\nlog:\n%s", tr, errOut, r, rf.log())
+				t.Fatalf("trigger %+v %s\nrun %+v\nlog:\n%s", tr, errOut, r, rf.Log())
 			}
 			if r.Result != "Reviewed: two PRs need changes." || r.SessionID == "" || r.Tokens.Output < 30 || r.Tokens.Input < 120 {
 				t.Errorf("run %+v", r)
@@ -189,7 +189,7 @@ func TestAgent_AJobThatNeverHearsBackTimesOut(t *testing.T) {
 		t.Logf("the agent had not reached the model within its timeout (a slow start)")
 	}
 	var rows []api.UnitInfo
-	rf.mustJSON(&rows, "list")
+	rf.MustJSON(&rows, "list")
 	if len(rows) != 1 || rows[0].PID != 0 {
 		t.Errorf("still running: %+v", rows)
 	}
@@ -201,7 +201,7 @@ func (rf *runFleet) agent() *agentFleet {
 	rf.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	rf.t.Cleanup(cancel)
-	c, err := client.Dial(ctx, rf.socket)
+	c, err := client.Dial(ctx, rf.Socket)
 	if err != nil {
 		rf.t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestAgent_AResumedAgentRemembers(t *testing.T) {
 			rf := newRunFleet(t, spec, "resume = true\nmcp_wire = false")
 			rf.api.Script(modelapi.Turn{Text: "Noted the word."}, modelapi.Turn{Text: "It was papaya."},
 				modelapi.Turn{Text: "Still papaya."}, modelapi.Turn{Text: "What word?"})
-			if out, errOut, code := rf.run("start", "a"); code != 0 {
+			if out, errOut, code := rf.Run("start", "a"); code != 0 {
 				t.Fatalf("start: %s%s", out, errOut)
 			}
 			af := rf.agent()
@@ -256,7 +256,7 @@ func TestAgent_AResumedAgentRemembers(t *testing.T) {
 				t.Fatalf("run %+v", r)
 			}
 
-			if out, errOut, code := rf.run("restart", "a"); code != 0 {
+			if out, errOut, code := rf.Run("restart", "a"); code != 0 {
 				t.Fatalf("restart: %s%s", out, errOut)
 			}
 			if r := rf.askAndSee(af, "Tell me the word I gave you."); !strings.Contains(string(r.Body), "PAPAYA-7731") {
@@ -271,7 +271,7 @@ func TestAgent_AResumedAgentRemembers(t *testing.T) {
 			}
 			af.screenHas("the third answer", "Still papaya")
 
-			if out, errOut, code := rf.run("restart", "a", "--fresh"); code != 0 {
+			if out, errOut, code := rf.Run("restart", "a", "--fresh"); code != 0 {
 				t.Fatalf("restart --fresh: %s%s", out, errOut)
 			}
 			if r := rf.askAndSee(af, "Tell me any word you know."); strings.Contains(string(r.Body), "PAPAYA-7731") {
@@ -285,7 +285,7 @@ func TestAgent_AResumedAgentRemembers(t *testing.T) {
 func (rf *runFleet) unitRow() api.UnitInfo {
 	rf.t.Helper()
 	var rows []api.UnitInfo
-	rf.mustJSON(&rows, "list")
+	rf.MustJSON(&rows, "list")
 	for _, r := range rows {
 		if r.Name == "a" {
 			return r
@@ -305,7 +305,7 @@ func (rf *runFleet) waitRow(what string, d time.Duration, ok func(api.UnitInfo) 
 			return r
 		}
 		if time.Now().After(deadline) {
-			out, _, _ := rf.run("runs", "a")
+			out, _, _ := rf.Run("runs", "a")
 			rf.t.Fatalf("no %s within %s: row %+v\nruns:\n%s", what, d, r, out)
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -322,7 +322,7 @@ func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
 	t.Run("park", func(t *testing.T) {
 		rf := newRunFleet(t, claudeSpec, "resume = true\nmcp_wire = false")
 		rf.api.Script(modelapi.Turn{Text: "Noted the word."})
-		if out, errOut, code := rf.run("start", "a"); code != 0 {
+		if out, errOut, code := rf.Run("start", "a"); code != 0 {
 			t.Fatalf("start: %s%s", out, errOut)
 		}
 		af := rf.agent()
@@ -350,11 +350,11 @@ func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
 		}
 		r := rf.lastRun()
 		if r.ID != limited.ID || r.Outcome != api.RunLimited || r.LimitUntil == nil || !r.LimitUntil.Equal(*h.Until) {
-			out, _, _ := rf.run("runs", "a")
+			out, _, _ := rf.Run("runs", "a")
 			t.Errorf("the limited run %+v (the first %d)\n%s", r, limited.ID, out)
 		}
 		// A start is refused with held until then; nothing else starts it.
-		if _, errOut, code := rf.run("start", "a"); code == 0 || !strings.Contains(errOut, "usage_limit") {
+		if _, errOut, code := rf.Run("start", "a"); code == 0 || !strings.Contains(errOut, "usage_limit") {
 			t.Errorf("start while parked: exit %d %s", code, errOut)
 		}
 		back := rf.waitRow("the harness back after the reset", 3*time.Minute, func(r api.UnitInfo) bool { return r.PID != 0 })
@@ -376,7 +376,7 @@ func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
 	t.Run("stop", func(t *testing.T) {
 		rf := newRunFleet(t, claudeSpec, "on_limit = \"stop\"\nmcp_wire = false")
 		rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: time.Now().Add(time.Hour)}})
-		if out, errOut, code := rf.run("start", "a"); code != 0 {
+		if out, errOut, code := rf.Run("start", "a"); code != 0 {
 			t.Fatalf("start: %s%s", out, errOut)
 		}
 		af := rf.agent()
@@ -406,7 +406,7 @@ func TestAgent_TheLoopGuardEndsAnAgentRepeatingItself(t *testing.T) {
 	r := rf.lastRun()
 	if tr.Outcome != api.RunLoop || r.Outcome != api.RunLoop || !strings.Contains(r.Note, "3 times in a row") ||
 		!strings.Contains(r.Note, "Bash") || !strings.Contains(r.Note, "echo looping") {
-		t.Fatalf("trigger %+v %s\nrun %+v\nlog:\n%s", tr, out, r, rf.log())
+		t.Fatalf("trigger %+v %s\nrun %+v\nlog:\n%s", tr, out, r, rf.Log())
 	}
 	if n := len(rf.api.MainRequests()); n < 3 || n > 5 {
 		t.Errorf("%d main requests: the guard ended it late or early", n)
@@ -459,7 +459,7 @@ func (rf *runFleet) waitPromptRequest(af *agentFleet, from int, prompt string) {
 	if _, _, err := rf.api.WaitRequest(ctx, from, func(r modelapi.Request) bool {
 		return r.Main && strings.Contains(string(r.Body), prompt)
 	}); err != nil {
-		rf.t.Fatalf("the prompt %q never reached the model after the agent was ready: %v\nscreen %s\nlog:\n%s", prompt, err, af.screen(), rf.log())
+		rf.t.Fatalf("the prompt %q never reached the model after the agent was ready: %v\nscreen %s\nlog:\n%s", prompt, err, af.screen(), rf.Log())
 	}
 }
 
@@ -476,7 +476,7 @@ func TestAgent_AnInteractivePromptIsTypedOnceReady(t *testing.T) {
 			rf := newRunFleet(t, claudeSpec, fmt.Sprintf("prompt = %q\nresume = %v\nmcp_wire = false", prompt, resume))
 			rf.api.Script(modelapi.Turn{Text: "Made it."}, modelapi.Turn{Text: "Made it again."}, modelapi.Turn{Text: "Fine."})
 			af := rf.agent() // subscribed before the start: the first ready is seen
-			if out, errOut, code := rf.run("start", "a"); code != 0 {
+			if out, errOut, code := rf.Run("start", "a"); code != 0 {
 				t.Fatalf("start: %s%s", out, errOut)
 			}
 			r0 := rf.lastRun()
@@ -492,12 +492,12 @@ func TestAgent_AnInteractivePromptIsTypedOnceReady(t *testing.T) {
 			if n := rf.mainWith(0, prompt); n != 1 {
 				t.Errorf("%d main requests carry the prompt, want 1", n)
 			}
-			if log := rf.log(); strings.Count(log, "prompt typed") != 1 {
+			if log := rf.Log(); strings.Count(log, "prompt typed") != 1 {
 				t.Errorf("want one prompt typed in the log:\n%s", log)
 			}
 
 			before := len(rf.api.Requests())
-			if out, errOut, code := rf.run("restart", "a"); code != 0 {
+			if out, errOut, code := rf.Run("restart", "a"); code != 0 {
 				t.Fatalf("restart: %s%s", out, errOut)
 			}
 			if r := rf.lastRun(); r.ID == run {

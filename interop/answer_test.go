@@ -22,18 +22,18 @@ import (
 func TestAgent_AnMCPClientAnswersClaudeCodesPermissionPrompt(t *testing.T) {
 	af := newAgentFleet(t, claudeSpec, modelapi.AgentOptions{Trusted: true})
 	dir := t.TempDir()
-	cfg, err := os.ReadFile(af.config)
+	cfg, err := os.ReadFile(af.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg = append(cfg, tokenTable("ops", dir, `["read", "input"]`)+tokenTable("rw", dir, `["read", "write"]`)...)
-	if err := os.WriteFile(af.config, cfg, 0o600); err != nil {
+	if err := os.WriteFile(af.Config, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, errOut, code := af.run("reload"); code != 0 {
+	if out, errOut, code := af.Run("reload"); code != 0 {
 		t.Fatalf("reload: exit %d: %s%s", code, out, errOut)
 	}
-	af.run("start", "ops", "rw")
+	af.Run("start", "ops", "rw")
 	bridge := func(tokenOf string) map[string]any {
 		tr := af.bridge()
 		tr["env"] = map[string]string{"HARNESS_SOCKET": "", "HARNESS_MCP_TOKEN": readToken(t, filepath.Join(dir, tokenOf+".token"))}
@@ -42,7 +42,7 @@ func TestAgent_AnMCPClientAnswersClaudeCodesPermissionPrompt(t *testing.T) {
 
 	af.waitState("ready")
 	// Not waiting yet: the CLI says so with its code.
-	out, _, code := af.run("answer", af.name, "Yes", "--json")
+	out, _, code := af.Run("answer", af.name, "Yes", "--json")
 	if code == 0 || !strings.Contains(out, `"code":"not_waiting"`) {
 		t.Fatalf("answer to a ready agent: exit %d: %s", code, out)
 	}

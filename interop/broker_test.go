@@ -22,9 +22,9 @@ type upstreamStatus struct {
 }
 
 func (f *fleet) upstreams() map[string]upstreamStatus {
-	f.t.Helper()
+	f.T.Helper()
 	var rows []upstreamStatus
-	f.mustJSON(&rows, "mcp", "status")
+	f.MustJSON(&rows, "mcp", "status")
 	out := map[string]upstreamStatus{}
 	for _, r := range rows {
 		out[r.Key] = r
@@ -34,9 +34,9 @@ func (f *fleet) upstreams() map[string]upstreamStatus {
 
 // waitUpstreams waits until every key is running and has listed tools.
 func (f *fleet) waitUpstreams(keys ...string) map[string]upstreamStatus {
-	f.t.Helper()
+	f.T.Helper()
 	var st map[string]upstreamStatus
-	f.waitFor(fmt.Sprintf("upstreams %v to run with tools", keys), 60e9, func() bool {
+	f.WaitFor(fmt.Sprintf("upstreams %v to run with tools", keys), 60e9, func() bool {
 		st = f.upstreams()
 		for _, k := range keys {
 			if u := st[k]; u.State != "running" || u.Tools == 0 || u.PID <= 0 {
@@ -202,7 +202,7 @@ env = { MEMORY_FILE_PATH = %q }
 
 	// Two bridge sessions (and the direct clients) are open: one daemon-run
 	// process per upstream, the one mcp status reports.
-	daemonPID := f.cmd.Process.Pid
+	daemonPID := f.Cmd.Process.Pid
 	now := f.upstreams()
 	for key, path := range map[string]string{"everything": everythingBin, "memory": memoryBin} {
 		u := now[key]
@@ -316,7 +316,7 @@ env = { MEMORY_FILE_PATH = %q }
 	case slices.Equal(seen, []float64{1, 2, 3}) && os.Getenv("HARNESS_INTEROP_STRICT_PROGRESS") != "1":
 		t.Logf("progress 4/4 lost: %s", lastProgressNote)
 	default:
-		t.Errorf("progress notifications through the broker: %v, want 1 2 3 4 (of 4)\n%s\ndaemon log:\n%s", seen, c.transcript(), f.log())
+		t.Errorf("progress notifications through the broker: %v, want 1 2 3 4 (of 4)\n%s\ndaemon log:\n%s", seen, c.transcript(), f.Log())
 	}
 
 	var sum toolResult

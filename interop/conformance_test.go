@@ -121,9 +121,9 @@ func TestConformance_OfficialSuiteAgainstTheHTTPEndpoint(t *testing.T) {
 
 	f := newFleet(t, fmt.Sprintf("[daemon]\nmcp_http = \"127.0.0.1:0\"\n\n[mcp.prompts]\npaths = [%q]\n\n[mcp.conf]\ncmd = %q\nargs = [%q]\n",
 		filepath.Join(dir, "prompts"), nodeBin, filepath.Join(interopDir, "confupstream.mjs")))
-	f.waitFor("the conformance upstream to run", 60*time.Second, func() bool {
+	f.WaitFor("the conformance upstream to run", 60*time.Second, func() bool {
 		var st []struct{ Key, State string }
-		f.mustJSON(&st, "mcp", "status")
+		f.MustJSON(&st, "mcp", "status")
 		return len(st) == 1 && st[0].State == "running"
 	})
 	markdown, _ := filepath.Glob(filepath.Join(dir, "prompts", "*.md"))
@@ -134,8 +134,8 @@ func TestConformance_OfficialSuiteAgainstTheHTTPEndpoint(t *testing.T) {
 	var info struct {
 		MCPURL string `json:"mcp_url"`
 	}
-	f.mustJSON(&info, "daemon-info")
-	tok, _, code := f.run("--state-dir", f.state, "mcp", "token")
+	f.MustJSON(&info, "daemon-info")
+	tok, _, code := f.Run("--state-dir", f.State, "mcp", "token")
 	if code != 0 {
 		t.Fatalf("harness mcp token: exit %d", code)
 	}
@@ -153,7 +153,7 @@ func TestConformance_OfficialSuiteAgainstTheHTTPEndpoint(t *testing.T) {
 			start := time.Now()
 			out, err := suite("server", "--url", endpoint, "--scenario", name, "-o", results)
 			if err != nil {
-				t.Fatalf("the suite fails %s (%v):\n%s\ndaemon log:\n%s", name, err, out, f.log())
+				t.Fatalf("the suite fails %s (%v):\n%s\ndaemon log:\n%s", name, err, out, f.Log())
 			}
 			checks := readChecks(t, results)
 			passed := 0

@@ -30,16 +30,16 @@ type unitRow struct {
 }
 
 func (f *fleet) units() []unitRow {
-	f.t.Helper()
+	f.T.Helper()
 	var us []unitRow
-	f.mustJSON(&us, "list")
+	f.MustJSON(&us, "list")
 	return us
 }
 
 func (f *fleet) waitRunning(name string) unitRow {
-	f.t.Helper()
+	f.T.Helper()
 	var got unitRow
-	f.waitFor(name+" to be running", 20*time.Second, func() bool {
+	f.WaitFor(name+" to be running", 20*time.Second, func() bool {
 		for _, u := range f.units() {
 			if u.Name == name && u.State == "running" && u.PID > 0 {
 				got = u

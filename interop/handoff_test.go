@@ -35,7 +35,7 @@ func TestTS_BridgeHandsItsStdioToTheDaemon(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := holdsLink(t, f.cmd.Process.Pid, link); got != want {
+		if got := holdsLink(t, f.Cmd.Process.Pid, link); got != want {
 			t.Errorf("daemon holds the bridge's fd %s (%s): %t, want %t (%s=%q)", fd, link, got, want,
 				client.HandoffEnv, os.Getenv(client.HandoffEnv))
 		}

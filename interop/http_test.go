@@ -20,8 +20,8 @@ func TestTS_StreamableHTTP(t *testing.T) {
 	var info struct {
 		MCPURL string `json:"mcp_url"`
 	}
-	f.mustJSON(&info, "daemon-info")
-	tok, _, code := f.run("--state-dir", f.state, "mcp", "token")
+	f.MustJSON(&info, "daemon-info")
+	tok, _, code := f.Run("--state-dir", f.State, "mcp", "token")
 	if code != 0 || len(strings.TrimSpace(tok)) < 32 {
 		t.Fatalf("harness mcp token: %d %q", code, tok)
 	}
@@ -88,7 +88,7 @@ func TestTS_StreamableHTTP(t *testing.T) {
 			Session, Transport, Caller, Kind, Tool, Outcome string
 		} `json:"calls"`
 	}
-	f.mustJSON(&log, "calls")
+	f.MustJSON(&log, "calls")
 	var rows []string
 	for _, r := range log.Calls {
 		rows = append(rows, strings.Join([]string{r.Transport, r.Caller, r.Kind, r.Tool, r.Outcome}, " "))
@@ -129,12 +129,12 @@ mcp_allow = ["read", "write"]
 `, nodeBin, filepath.Join(interopDir, "client.mjs"), plan, interopDir)
 	f := newFleetAt(t, dir, config)
 	sibling := f.waitRunning("sibling")
-	f.run("start", "agent")
+	f.Run("start", "agent")
 	var raw struct {
 		Text string `json:"text"`
 	}
-	f.waitFor("the agent's MCP client to finish", 60*time.Second, func() bool {
-		f.mustJSON(&raw, "logs", "agent", "--raw")
+	f.WaitFor("the agent's MCP client to finish", 60*time.Second, func() bool {
+		f.MustJSON(&raw, "logs", "agent", "--raw")
 		return strings.Contains(raw.Text, `"id":"restart"`)
 	})
 	if !strings.Contains(raw.Text, `"name":"harness_restart"`) {
@@ -143,7 +143,7 @@ mcp_allow = ["read", "write"]
 	if strings.Contains(raw.Text, `"isError":true`) {
 		t.Fatalf("harness_restart from the attributed session failed\n%s", raw.Text)
 	}
-	f.waitFor("the sibling to be restarted", 20*time.Second, func() bool {
+	f.WaitFor("the sibling to be restarted", 20*time.Second, func() bool {
 		u := f.waitRunning("sibling")
 		return u.PID != sibling.PID
 	})

@@ -77,18 +77,9 @@ func cleanEnv(extra ...string) []string {
 	return append(os.Environ(), append([]string{"HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=", "HARNESS_CONFIG=", "HARNESS_STATE_DIR="}, extra...)...)
 }
 
-// fleet is one real daemon on temp dirs.
-type fleet struct {
-	t       *testing.T
-	dir     string
-	config  string
-	socket  string
-	state   string
-	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	stderr  *fleettest.SyncBuffer
-}
+// fleet is one real daemon on temp dirs (fleettest.Fleet, shared with
+// cmd/harness's e2e tests: files, start, stop, log and the CLI verbs).
+type fleet struct{ *fleettest.Fleet }
 
 // newFleet writes config (the daemon's harness.toml) and starts the daemon
 // on it, returning once `harness daemon-info` answers. It is stopped with
@@ -102,49 +93,13 @@ func newFleet(t *testing.T, config string) *fleet {
 // the daemon's socket before it starts.
 func newFleetAt(t *testing.T, dir, config string) *fleet {
 	t.Helper()
-	files := fleettest.FilesIn(dir)
-	f := &fleet{t: t, dir: dir, config: files.Config, socket: files.Socket, state: files.State, logPath: files.Log}
-	if err := os.WriteFile(f.config, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	d := fleettest.StartDaemon(t, harnessBin, files, cleanEnv(), func() bool {
-		_, _, code := f.run("daemon-info")
+	f := &fleet{fleettest.NewFleet(t, harnessBin, dir, cleanEnv())}
+	f.WriteConfig(config)
+	f.Start(func() bool {
+		_, _, code := f.Run("daemon-info")
 		return code == 0
 	})
-	f.cmd, f.exited, f.stderr = d.Cmd, d.Exited, d.Stderr
 	return f
-}
-
-func (f *fleet) log() string {
-	b, _ := os.ReadFile(f.logPath)
-	return string(b)
-}
-
-// cli is the CLI against this fleet's socket (fleettest, shared with
-// cmd/harness's e2e tests).
-func (f *fleet) cli() fleettest.CLI {
-	return fleettest.CLI{T: f.t, Bin: harnessBin, Socket: f.socket, Env: cleanEnv(), Log: f.log}
-}
-
-// stop ends the daemon with SIGTERM and waits for it.
-func (f *fleet) stop() { fleettest.Stop(f.t, f.cmd.Process, f.exited, f.log) }
-
-// run invokes the CLI against this fleet's socket.
-func (f *fleet) run(args ...string) (stdout, stderr string, code int) {
-	f.t.Helper()
-	return f.cli().Run(args...)
-}
-
-// mustJSON runs a --json verb that must succeed and decodes its output.
-func (f *fleet) mustJSON(v any, args ...string) {
-	f.t.Helper()
-	f.cli().MustJSON(v, args...)
-}
-
-// waitFor polls cond until it holds (the CLI has no push channel).
-func (f *fleet) waitFor(what string, d time.Duration, cond func() bool) {
-	f.t.Helper()
-	f.cli().WaitFor(what, d, cond)
 }
 
 // bridge is the transport spec that makes client.mjs run `harness mcp`
@@ -153,7 +108,7 @@ func (f *fleet) bridge(extraArgs ...string) map[string]any {
 	return map[string]any{
 		"type":    "stdio",
 		"command": harnessBin,
-		"args":    append([]string{"mcp", "--socket", f.socket}, extraArgs...),
+		"args":    append([]string{"mcp", "--socket", f.Socket}, extraArgs...),
 		"env":     map[string]string{"HARNESS_SOCKET": "", "HARNESS_MCP_TOKEN": ""},
 	}
 }

@@ -140,7 +140,7 @@ func (f *fleet) login(t *testing.T, key string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := exec.CommandContext(ctx, harnessBin, "--socket", f.socket, "mcp", "login", key)
+	c := exec.CommandContext(ctx, harnessBin, "--socket", f.Socket, "mcp", "login", key)
 	c.Env = cleanEnv()
 	var errOut syncBuffer
 	c.Stderr = &errOut
@@ -155,7 +155,7 @@ func (f *fleet) login(t *testing.T, key string) string {
 	authURL, err := r.ReadString('\n')
 	if err != nil {
 		c.Wait()
-		t.Fatalf("mcp login printed no URL: %v\nstderr: %s\nlog:\n%s", err, errOut.String(), f.log())
+		t.Fatalf("mcp login printed no URL: %v\nstderr: %s\nlog:\n%s", err, errOut.String(), f.Log())
 	}
 	authURL = strings.TrimSpace(authURL)
 	for _, want := range []string{"code_challenge_method=S256", "code_challenge=", "resource=", "redirect_uri=http%3A%2F%2F127.0.0.1"} {
@@ -188,7 +188,7 @@ func upstreamState(f *fleet, key string) (state, lastErr string) {
 		Key, State string
 		LastError  string `json:"last_error"`
 	}
-	f.mustJSON(&st, "mcp", "status")
+	f.MustJSON(&st, "mcp", "status")
 	for _, u := range st {
 		if u.Key == key {
 			return u.State, u.LastError
@@ -205,7 +205,7 @@ func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) 
 	var frames syncBuffer
 
 	// Before any sign-in: needs_login, and a call says what to run.
-	f.waitFor("needs_login before the first sign-in", 30*time.Second, func() bool {
+	f.WaitFor("needs_login before the first sign-in", 30*time.Second, func() bool {
 		st, _ := upstreamState(f, "oa")
 		return st == "needs_login"
 	})
@@ -213,12 +213,12 @@ func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) 
 	if !strings.Contains(lastErr, "harness mcp login oa") {
 		t.Errorf("last_error %q does not say to log in", lastErr)
 	}
-	out, _, _ := f.run("mcp", "status")
+	out, _, _ := f.Run("mcp", "status")
 	shown.WriteString(out)
 	if !strings.Contains(out, "needs_login") {
 		t.Errorf("mcp status:\n%s", out)
 	}
-	if _, errOut, code := f.run("mcp", "login", "nope"); code == 0 || !strings.Contains(errOut, "no upstream") {
+	if _, errOut, code := f.Run("mcp", "login", "nope"); code == 0 || !strings.Contains(errOut, "no upstream") {
 		t.Errorf("mcp login of an unknown upstream: exit %d, %s", code, errOut)
 	}
 	s := goSession(t, f, &frames, func(*mcp.ProgressNotificationParams) {})
@@ -235,20 +235,20 @@ func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) 
 	if st.Registrations != 1 || st.Authorizations != 1 || st.CodeExchanges != 1 {
 		t.Errorf("after login: %+v", st)
 	}
-	tokenFile := filepath.Join(f.state, "oauth", "mcp.oa.json")
+	tokenFile := filepath.Join(f.State, "oauth", "mcp.oa.json")
 	if fi, err := os.Stat(tokenFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v %v", fi, err)
 	}
 	if fi, err := os.Stat(filepath.Dir(tokenFile)); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("token dir: %v %v", fi, err)
 	}
-	f.waitFor("oa running after the sign-in", 30*time.Second, func() bool {
+	f.WaitFor("oa running after the sign-in", 30*time.Second, func() bool {
 		st, _ := upstreamState(f, "oa")
 		return st == "running"
 	})
 	code, text, err = goCall(ctx, s, "oa__whoami", nil)
 	if err != nil || code != "" || !strings.Contains(text, "client ") {
-		t.Fatalf("call after sign-in: code %q text %q err %v\nlog:\n%s", code, text, err, f.log())
+		t.Fatalf("call after sign-in: code %q text %q err %v\nlog:\n%s", code, text, err, f.Log())
 	}
 	// A server that echoes the token it got: the agent sees it hidden.
 	if code, text, err = goCall(ctx, s, "oa__echo_auth", nil); err != nil || code != "" || text != "token (hidden)" {
@@ -263,7 +263,7 @@ func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) 
 	for time.Now().Before(deadline) {
 		code, text, err = goCall(ctx, s, "oa__echo", map[string]any{"message": fmt.Sprintf("call %d", calls)})
 		if err != nil || code != "" || text != fmt.Sprintf("call %d", calls) {
-			t.Fatalf("call %d while tokens expire: code %q text %q err %v\nlog:\n%s", calls, code, text, err, f.log())
+			t.Fatalf("call %d while tokens expire: code %q text %q err %v\nlog:\n%s", calls, code, text, err, f.Log())
 		}
 		calls++
 		time.Sleep(250 * time.Millisecond) // spread the calls over the tokens' lives
@@ -296,7 +296,7 @@ func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) 
 	if err != nil || code != "upstream_unavailable" || !strings.Contains(text, "harness mcp login oa") {
 		t.Errorf("call after revocation: code %q text %q err %v", code, text, err)
 	}
-	f.waitFor("needs_login after the revocation", 30*time.Second, func() bool {
+	f.WaitFor("needs_login after the revocation", 30*time.Second, func() bool {
 		st, _ := upstreamState(f, "oa")
 		return st == "needs_login"
 	})
@@ -310,7 +310,7 @@ func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) 
 
 	// Sign in again; then sign out.
 	shown.WriteString(f.login(t, "oa"))
-	f.waitFor("oa running after the second sign-in", 30*time.Second, func() bool {
+	f.WaitFor("oa running after the second sign-in", 30*time.Second, func() bool {
 		st, _ := upstreamState(f, "oa")
 		return st == "running"
 	})
@@ -322,7 +322,7 @@ func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) 
 	if b, err := os.ReadFile(tokenFile); err != nil || !containsAny(string(b), as.issued(t)) {
 		t.Fatalf("the token file holds no issued token (%v)", err)
 	}
-	out, errOut, exit := f.run("mcp", "logout", "oa")
+	out, errOut, exit := f.Run("mcp", "logout", "oa")
 	shown.WriteString(out + errOut)
 	if exit != 0 || !strings.Contains(out, "signed out of oa") {
 		t.Errorf("mcp logout: exit %d %s %s", exit, out, errOut)
@@ -330,17 +330,17 @@ func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) 
 	if _, err := os.Stat(tokenFile); !os.IsNotExist(err) {
 		t.Errorf("token file after logout: %v", err)
 	}
-	f.waitFor("needs_login after logout", 30*time.Second, func() bool {
+	f.WaitFor("needs_login after logout", 30*time.Second, func() bool {
 		st, _ := upstreamState(f, "oa")
 		return st == "needs_login"
 	})
-	out, _, _ = f.run("mcp", "status", "--json")
+	out, _, _ = f.Run("mcp", "status", "--json")
 	shown.WriteString(out)
-	out, _, _ = f.run("daemon-info", "--json")
+	out, _, _ = f.Run("daemon-info", "--json")
 	shown.WriteString(out)
-	out, _, _ = f.run("calls", "--json")
+	out, _, _ = f.Run("calls", "--json")
 	shown.WriteString(out)
-	out, _, _ = f.run("describe", "mcp.oa", "--json")
+	out, _, _ = f.Run("describe", "mcp.oa", "--json")
 	shown.WriteString(out)
 	shown.WriteString(f.metrics(t))
 
@@ -352,8 +352,8 @@ func TestScenario_OAuthUpstreamSignsInRefreshesAndNeedsLoginAgain(t *testing.T) 
 		t.Fatalf("the server issued only %d tokens", len(issued))
 	}
 	s.Close()
-	haystacks := map[string]string{"daemon log": f.log(), "daemon stderr": f.stderr.String(), "shown": shown.String(), "mcp frames": frames.String()}
-	filepath.WalkDir(f.dir, func(path string, d fs.DirEntry, err error) error {
+	haystacks := map[string]string{"daemon log": f.Log(), "daemon stderr": f.Stderr.String(), "shown": shown.String(), "mcp frames": frames.String()}
+	filepath.WalkDir(f.Dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Type()&fs.ModeSocket != 0 {
 			return nil
 		}
@@ -381,8 +381,8 @@ func (f *fleet) metrics(t *testing.T) string {
 	var info struct {
 		MCPURL string `json:"mcp_url"`
 	}
-	f.mustJSON(&info, "daemon-info")
-	tok, _, code := f.run("--state-dir", f.state, "mcp", "token")
+	f.MustJSON(&info, "daemon-info")
+	tok, _, code := f.Run("--state-dir", f.State, "mcp", "token")
 	if code != 0 || info.MCPURL == "" {
 		t.Fatalf("no HTTP endpoint or token (exit %d)", code)
 	}
@@ -414,7 +414,7 @@ func containsAny(s string, subs []string) bool {
 func TestScenario_OAuthUpstreamWithAConfiguredClientID(t *testing.T) {
 	as := startOAuthServer(t, 3600, "PRECLIENT=harness-pre")
 	f := newFleet(t, fmt.Sprintf("[mcp.pre]\nurl = %q\nauth = \"oauth\"\nclient_id = \"harness-pre\"\nscopes = [\"mcp:tools\"]\n", as.url))
-	f.waitFor("needs_login", 30*time.Second, func() bool {
+	f.WaitFor("needs_login", 30*time.Second, func() bool {
 		st, _ := upstreamState(f, "pre")
 		return st == "needs_login"
 	})
@@ -422,7 +422,7 @@ func TestScenario_OAuthUpstreamWithAConfiguredClientID(t *testing.T) {
 	if st := as.stats(t); st.Registrations != 0 || st.Authorizations != 1 || st.CodeExchanges != 1 {
 		t.Errorf("after login with a client_id: %+v", st)
 	}
-	f.waitFor("pre running", 30*time.Second, func() bool {
+	f.WaitFor("pre running", 30*time.Second, func() bool {
 		st, _ := upstreamState(f, "pre")
 		return st == "running"
 	})

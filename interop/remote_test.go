@@ -157,7 +157,7 @@ func (g *gateway) seen() []rpcSeen {
 // the go-sdk client to it, capturing every frame.
 func goSession(t *testing.T, f *fleet, frames io.Writer, progress func(*mcp.ProgressNotificationParams)) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
+	cmd := exec.Command(harnessBin, "mcp", "--socket", f.Socket)
 	cmd.Env = cleanEnv()
 	cmd.Stderr = os.Stderr
 	cl := mcp.NewClient(&mcp.Implementation{Name: "interop-remote", Version: "1"}, &mcp.ClientOptions{
@@ -206,7 +206,7 @@ restart_delay = 1
 			upstreamStatus
 			URL string `json:"url"`
 		}
-		out, _, _ := f.run("mcp", "status", "--json")
+		out, _, _ := f.Run("mcp", "status", "--json")
 		cli.WriteString(out)
 		if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 1 {
 			t.Fatalf("mcp status --json: %q %v", out, err)
@@ -216,7 +216,7 @@ restart_delay = 1
 		}
 		return rows[0].upstreamStatus
 	}
-	f.waitFor("everything to run", 60*time.Second, func() bool {
+	f.WaitFor("everything to run", 60*time.Second, func() bool {
 		st := status()
 		return st.State == "running" && st.Tools > 0
 	})
@@ -260,7 +260,7 @@ restart_delay = 1
 	if err != nil || res.IsError || !strings.Contains(resultText(res), "Long running operation completed") {
 		t.Fatalf("long-running operation: %v %+v", err, res)
 	}
-	f.waitFor("4 progress notifications", 5*time.Second, func() bool { return len(progressOf("p-long")) == 4 })
+	f.WaitFor("4 progress notifications", 5*time.Second, func() bool { return len(progressOf("p-long")) == 4 })
 	if got := progressOf("p-long"); fmt.Sprint(got) != "[1 2 3 4]" {
 		t.Fatalf("progress %v", got)
 	}
@@ -272,13 +272,13 @@ restart_delay = 1
 		_, err := call(ctx, "everything__trigger-long-running-operation", map[string]any{"duration": 60, "steps": 60}, "p-cancel")
 		done <- err
 	}()
-	f.waitFor("the long call to report progress", 20*time.Second, func() bool { return len(progressOf("p-cancel")) > 0 })
+	f.WaitFor("the long call to report progress", 20*time.Second, func() bool { return len(progressOf("p-cancel")) > 0 })
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatal("a cancelled call returned no error")
 	}
 	var callID json.RawMessage
-	f.waitFor("notifications/cancelled to reach the server", 10*time.Second, func() bool {
+	f.WaitFor("notifications/cancelled to reach the server", 10*time.Second, func() bool {
 		for _, m := range gw.seen() {
 			if m.Method == "tools/call" && bytes.Contains(m.Params, []byte(`"duration":60`)) {
 				callID = m.ID
@@ -299,7 +299,7 @@ restart_delay = 1
 	// The server goes away: upstream_unavailable; it comes back on the
 	// same port (its sessions gone): the same session's calls work again.
 	everything.stop()
-	f.waitFor("upstream_unavailable", 20*time.Second, func() bool {
+	f.WaitFor("upstream_unavailable", 20*time.Second, func() bool {
 		res, err := call(context.Background(), "everything__echo", map[string]any{"message": "down"}, "")
 		if err != nil {
 			t.Fatalf("a call to a down upstream is a result, not a protocol error: %v", err)
@@ -312,7 +312,7 @@ restart_delay = 1
 		return res.IsError && body.Code == "upstream_unavailable" && strings.Contains(resultText(res), "upstream everything")
 	})
 	startEverythingHTTP(t, port)
-	f.waitFor("calls through the same session again", 60*time.Second, func() bool {
+	f.WaitFor("calls through the same session again", 60*time.Second, func() bool {
 		res, err := call(context.Background(), "everything__echo", map[string]any{"message": "back"}, "")
 		return err == nil && !res.IsError && resultText(res) == "Echo: back"
 	})
@@ -321,13 +321,13 @@ restart_delay = 1
 	}
 
 	for _, verb := range [][]string{{"describe", "mcp.everything", "--json"}, {"daemon-info", "--json"}, {"logs", "mcp.everything"}, {"mcp", "status"}} {
-		out, errOut, _ := f.run(verb...)
+		out, errOut, _ := f.Run(verb...)
 		cli.WriteString(out + errOut)
 	}
-	f.stop()
+	f.Stop()
 	mu.Lock()
 	defer mu.Unlock()
-	for what, text := range map[string]string{"CLI output": cli.String(), "MCP frames": frames.String(), "daemon log": f.log()} {
+	for what, text := range map[string]string{"CLI output": cli.String(), "MCP frames": frames.String(), "daemon log": f.Log()} {
 		if strings.Contains(text, secret) {
 			t.Errorf("the %s show the bearer token", what)
 		}
@@ -335,7 +335,7 @@ restart_delay = 1
 	if frames.Len() == 0 {
 		t.Error("no frames captured")
 	}
-	filepath.Walk(f.state, func(p string, info os.FileInfo, err error) error {
+	filepath.Walk(f.State, func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
 			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(secret)) {
 				t.Errorf("%s holds the bearer token", p)

@@ -25,9 +25,9 @@ func tokenHarness(name, dir, extra string) string {
 
 // harnessToken waits for the token a tokenHarness wrote.
 func (f *fleet) harnessToken(dir, name string) string {
-	f.t.Helper()
+	f.T.Helper()
 	var tok string
-	f.waitFor("the token of "+name, 20*time.Second, func() bool {
+	f.WaitFor("the token of "+name, 20*time.Second, func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, name+".token"))
 		tok = strings.TrimSpace(string(b))
 		return err == nil && len(tok) >= 32
@@ -113,12 +113,12 @@ type toolClass struct {
 }
 
 func (f *fleet) toolClasses() map[string]toolClass {
-	f.t.Helper()
+	f.T.Helper()
 	var rows []struct {
 		Key         string      `json:"key"`
 		ToolClasses []toolClass `json:"tool_classes"`
 	}
-	f.mustJSON(&rows, "mcp", "status")
+	f.MustJSON(&rows, "mcp", "status")
 	out := map[string]toolClass{}
 	for _, r := range rows {
 		for _, tc := range r.ToolClasses {
@@ -294,7 +294,7 @@ exclude_tools = ["move_*"]
 		} `json:"config"`
 		Grant map[string][]string `json:"grant"`
 	}
-	f.mustJSON(&d, "describe", "evw")
+	f.MustJSON(&d, "describe", "evw")
 	wantGrant := map[string][]string{"harness": {"read"}, "everything": {"read", "write"}, "filesystem": {"read"}}
 	if fmt.Sprint(d.Grant) != fmt.Sprint(wantGrant) || !slices.Equal(d.Config.MCPAllow, []string{"read", "everything:write"}) {
 		t.Errorf("describe evw: grant %v mcp_allow %v, want %v and [read everything:write]", d.Grant, d.Config.MCPAllow, wantGrant)
@@ -362,8 +362,8 @@ func TestTS_ReloadWidensAndNarrowsAnOpenSession(t *testing.T) {
 		t.Fatalf("create_directory under read: %s %q", code, msg)
 	}
 
-	f.writeConfig(config(`["read", "filesystem:write"]`))
-	if out, errOut, code := f.run("reload"); code != 0 {
+	f.WriteConfig(config(`["read", "filesystem:write"]`))
+	if out, errOut, code := f.Run("reload"); code != 0 {
 		t.Fatalf("widening reload: exit %d\n%s%s", code, out, errOut)
 	}
 	c.resume()
@@ -387,8 +387,8 @@ func TestTS_ReloadWidensAndNarrowsAnOpenSession(t *testing.T) {
 		{`["github:wrte"]`, `"github:wrte": unknown class "wrte"`},
 		{`["nosuch:read"]`, `"nosuch:read": unknown namespace "nosuch"`},
 	} {
-		f.writeConfig(config(bad.allow))
-		out, errOut, code := f.run("reload")
+		f.WriteConfig(config(bad.allow))
+		out, errOut, code := f.Run("reload")
 		want := fmt.Sprintf("harness.toml:%d: harness.agent.mcp_allow: %s", line, bad.says)
 		if code == 0 || !strings.Contains(out+errOut, want) {
 			t.Errorf("reload with %s: exit %d, output %q; want it to say %q", bad.allow, code, out+errOut, want)
@@ -397,13 +397,13 @@ func TestTS_ReloadWidensAndNarrowsAnOpenSession(t *testing.T) {
 	var d struct {
 		Grant map[string][]string `json:"grant"`
 	}
-	f.mustJSON(&d, "describe", "agent")
+	f.MustJSON(&d, "describe", "agent")
 	if !slices.Equal(d.Grant["filesystem"], []string{"read", "write"}) {
 		t.Errorf("after refused reloads the grant is %v, want the last good one", d.Grant)
 	}
 
-	f.writeConfig(config(`["read"]`))
-	if out, errOut, code := f.run("reload"); code != 0 {
+	f.WriteConfig(config(`["read"]`))
+	if out, errOut, code := f.Run("reload"); code != 0 {
 		t.Fatalf("narrowing reload: exit %d\n%s%s", code, out, errOut)
 	}
 	c.resume()
@@ -454,12 +454,12 @@ workdir = %q
 restart = "no"
 `, bin("mcp-server-filesystem"), root, nodeBin, filepath.Join(interopDir, "client.mjs"), plan, interopDir))
 	f.waitUpstreams("filesystem")
-	f.run("start", "agent")
+	f.Run("start", "agent")
 	var raw struct {
 		Text string `json:"text"`
 	}
-	f.waitFor("the agent's MCP client to finish", 60*time.Second, func() bool {
-		f.mustJSON(&raw, "logs", "agent", "--raw")
+	f.WaitFor("the agent's MCP client to finish", 60*time.Second, func() bool {
+		f.MustJSON(&raw, "logs", "agent", "--raw")
 		return strings.Contains(raw.Text, `"id":"done"`)
 	})
 	byID := map[string]step{}
@@ -488,13 +488,5 @@ restart = "no"
 	}
 	if _, err := os.Stat(filepath.Join(root, "agent.txt")); err == nil {
 		t.Error("the refused write reached the upstream")
-	}
-}
-
-// writeConfig replaces the daemon's config file (a reload applies it).
-func (f *fleet) writeConfig(text string) {
-	f.t.Helper()
-	if err := os.WriteFile(f.config, []byte(text), 0o600); err != nil {
-		f.t.Fatal(err)
 	}
 }

@@ -67,7 +67,7 @@ func TestTS_HarnessScreenMatchesTheCLI(t *testing.T) {
 		t.Fatalf("harness_screen after idle: %+v, want rows %q", viaMCP, want)
 	}
 	var viaCLI screenShape
-	f.mustJSON(&viaCLI, "screen", "menu", "--scrollback", "10")
+	f.MustJSON(&viaCLI, "screen", "menu", "--scrollback", "10")
 	if !slices.Equal(viaMCP.Lines, viaCLI.Lines) || !slices.Equal(viaMCP.Scrollback, viaCLI.Scrollback) ||
 		viaMCP.Cursor != viaCLI.Cursor || viaMCP.RunID != viaCLI.RunID || viaMCP.Cols != viaCLI.Cols || viaMCP.Rows != viaCLI.Rows {
 		t.Fatalf("harness_screen %+v\nharness screen --json %+v", viaMCP, viaCLI)

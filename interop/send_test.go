@@ -64,21 +64,21 @@ func readToken(t *testing.T, path string) string {
 // viewer's repaint (the first output of an attach stream), replayed on a
 // terminal of the same size. (`harness screen` lands with issue 15.)
 func (f *fleet) screenOf(name string) []string {
-	f.t.Helper()
+	f.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	a, err := client.DialAttach(ctx, f.socket, api.AttachArgs{Name: name, ReadOnly: true})
+	a, err := client.DialAttach(ctx, f.Socket, api.AttachArgs{Name: name, ReadOnly: true})
 	if err != nil {
-		f.t.Fatalf("attach %s: %v", name, err)
+		f.T.Fatalf("attach %s: %v", name, err)
 	}
 	defer a.Close()
 	_, ev, err := a.Recv()
 	if err != nil || ev == nil || ev.Kind != api.AttachAttached {
-		f.t.Fatalf("attach %s: first frame %+v, %v", name, ev, err)
+		f.T.Fatalf("attach %s: first frame %+v, %v", name, ev, err)
 	}
 	out, _, err := a.Recv()
 	if err != nil {
-		f.t.Fatalf("attach %s: repaint: %v", name, err)
+		f.T.Fatalf("attach %s: repaint: %v", name, err)
 	}
 	em := term.New(term.Options{Cols: ev.Cols, Rows: ev.Rows})
 	defer em.Close()
@@ -90,7 +90,7 @@ func (f *fleet) screenOf(name string) []string {
 // or idle (the event subscription), until it shows every one of want and
 // none of gone; after two minutes it fails with the last screen.
 func (f *fleet) waitScreen(events <-chan api.Event, name string, want []string, gone ...string) []string {
-	f.t.Helper()
+	f.T.Helper()
 	deadline := time.After(2 * time.Minute)
 	var last []string
 	for {
@@ -104,24 +104,24 @@ func (f *fleet) waitScreen(events <-chan api.Event, name string, want []string, 
 		case <-events:
 		case <-time.After(2 * time.Second): // an idle screen sends no more events
 		case <-deadline:
-			f.t.Fatalf("%s never showed %q without %q; last screen:\n%s\ndaemon log:\n%s", name, want, gone, text, f.log())
+			f.T.Fatalf("%s never showed %q without %q; last screen:\n%s\ndaemon log:\n%s", name, want, gone, text, f.Log())
 		}
 	}
 }
 
 // subscribe returns the daemon's events of name.
 func (f *fleet) subscribe(name string) <-chan api.Event {
-	f.t.Helper()
+	f.T.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	f.t.Cleanup(cancel)
-	c, err := client.Dial(ctx, f.socket)
+	f.T.Cleanup(cancel)
+	c, err := client.Dial(ctx, f.Socket)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
-	f.t.Cleanup(func() { c.Close() })
+	f.T.Cleanup(func() { c.Close() })
 	all, err := c.Subscribe(ctx)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	out := make(chan api.Event, 64)
 	go func() {
@@ -187,14 +187,14 @@ func TestScenario_SendAnswersGeminisTrustDialog(t *testing.T) {
 	f := newFleet(t, gemA+gemB+tokenTable("ops", dir, `["read", "input"]`)+tokenTable("rw", dir, `["read", "write"]`)+up)
 	evA, evB := f.subscribe("gemini"), f.subscribe("gemini2")
 	for _, name := range []string{"gemini", "gemini2"} {
-		if _, errOut, code := f.run("start", name); code != 0 {
+		if _, errOut, code := f.Run("start", name); code != 0 {
 			t.Fatalf("start %s: %s", name, errOut)
 		}
 	}
 
 	// The CLI.
 	f.waitScreen(evA, "gemini", []string{trustDialog, "1. Trust folder (work-gemini)"})
-	if out, errOut, code := f.run("send", "gemini", "--key", "Enter"); code != 0 || !strings.Contains(out, "sent 1 bytes to gemini") {
+	if out, errOut, code := f.Run("send", "gemini", "--key", "Enter"); code != 0 || !strings.Contains(out, "sent 1 bytes to gemini") {
 		t.Fatalf("harness send: exit %d: %s%s", code, out, errOut)
 	}
 	// While Gemini restarts itself the new dialog is drawn under the old
@@ -253,7 +253,7 @@ func TestScenario_SendAnswersGeminisTrustDialog(t *testing.T) {
 	f.waitScreen(evB, "gemini2", []string{authDialog}, trustDialog)
 
 	// A stopped harness is not_running for the same session.
-	f.run("stop", "gemini")
+	f.Run("stop", "gemini")
 	_, steps = runTS(t,
 		connectStep("in", bridge("ops")),
 		opStep("in", "callTool", "name", "harness_send", "args", map[string]any{"name": "gemini", "keys": []string{"Enter"}}),

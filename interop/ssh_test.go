@@ -32,7 +32,7 @@ args = ["100000"]
 enabled = true
 `)
 	bridgeCmd := func(grant string) string {
-		return fmt.Sprintf("%s --socket %s bridge --grant %s", harnessBin, f.socket, grant)
+		return fmt.Sprintf("%s --socket %s bridge --grant %s", harnessBin, f.Socket, grant)
 	}
 	srv, err := sshtest.Start(t.TempDir(),
 		sshtest.Key{Name: "operator", Command: bridgeCmd("read,write,input")},
@@ -55,14 +55,14 @@ enabled = true
 	}
 	states := func() map[string]string {
 		var rows []struct{ Name, State string }
-		f.mustJSON(&rows, "list")
+		f.MustJSON(&rows, "list")
 		m := map[string]string{}
 		for _, r := range rows {
 			m[r.Name] = r.State
 		}
 		return m
 	}
-	f.waitFor("echo and idle to run", 20*time.Second, func() bool {
+	f.WaitFor("echo and idle to run", 20*time.Second, func() bool {
 		s := states()
 		return s["echo"] == "running" && s["idle"] == "running"
 	})
@@ -119,8 +119,8 @@ enabled = true
 	if r := result(steps[3]); r.IsError {
 		t.Fatalf("harness_send through SSH: %s", r.text())
 	}
-	f.waitFor("the keys sent over SSH to reach the remote program", 10*time.Second, func() bool {
-		out, _, _ := f.run("logs", "echo", "--raw")
+	f.WaitFor("the keys sent over SSH to reach the remote program", 10*time.Second, func() bool {
+		out, _, _ := f.Run("logs", "echo", "--raw")
 		return strings.Contains(out, "got:typed-by-ts-over-ssh")
 	})
 	if r := result(steps[4]); r.IsError {

@@ -88,9 +88,9 @@ func TestScenario_StatelessAndSessionClientsShareTheEndpoint(t *testing.T) {
 	var info struct {
 		MCPURL string `json:"mcp_url"`
 	}
-	f.mustJSON(&info, "daemon-info")
+	f.MustJSON(&info, "daemon-info")
 	agentTok, viewerTok := f.harnessToken(dir, "agent"), f.harnessToken(dir, "viewer")
-	opTok, _, code := f.run("--state-dir", f.state, "mcp", "token")
+	opTok, _, code := f.Run("--state-dir", f.State, "mcp", "token")
 	if code != 0 {
 		t.Fatalf("mcp token: %d", code)
 	}
@@ -166,17 +166,17 @@ func TestScenario_StatelessAndSessionClientsShareTheEndpoint(t *testing.T) {
 	var calls struct {
 		Calls []struct{ Transport, Caller, Harness, Tool, Outcome, Session string } `json:"calls"`
 	}
-	f.mustJSON(&calls, "calls", "--tool", "harness_stop")
+	f.MustJSON(&calls, "calls", "--tool", "harness_stop")
 	if len(calls.Calls) != 1 || calls.Calls[0].Harness != "agent" || calls.Calls[0].Transport != "http" || calls.Calls[0].Outcome != "ok" || calls.Calls[0].Session == "" {
 		t.Errorf("call log of the stateless stop: %+v", calls.Calls)
 	}
 
 	// A reload narrows the agent's grant: its very next request is judged
 	// by it, with no new handshake, and its listen stream hears about it.
-	if err := os.WriteFile(f.config, []byte(config(`["read"]`)), 0o600); err != nil {
+	if err := os.WriteFile(f.Config, []byte(config(`["read"]`)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, errOut, code := f.run("reload"); code != 0 {
+	if out, errOut, code := f.Run("reload"); code != 0 {
 		t.Fatalf("reload: %s %s", out, errOut)
 	}
 	if code, _, _ := goCall(ctx, modern, "harness_start", map[string]any{"name": "sleeper"}); code != "not_permitted" {
@@ -198,7 +198,7 @@ func TestScenario_StatelessAndSessionClientsShareTheEndpoint(t *testing.T) {
 	}
 
 	// The agent's run ends: its token dies, and so do its requests.
-	if out, errOut, code := f.run("restart", "agent"); code != 0 {
+	if out, errOut, code := f.Run("restart", "agent"); code != 0 {
 		t.Fatalf("restart agent: %s %s", out, errOut)
 	}
 	if _, _, err := goCall(ctx, modern, "harness_list", nil); err == nil {

@@ -218,7 +218,7 @@ args = [%q]
 	var log struct {
 		Calls []struct{ Caller, Harness, Tool, Outcome string } `json:"calls"`
 	}
-	f.mustJSON(&log, "calls", "--harness", "reader", "--tool", "big__create_issue")
+	f.MustJSON(&log, "calls", "--harness", "reader", "--tool", "big__create_issue")
 	if len(log.Calls) != 2 || log.Calls[0].Outcome != "not_permitted" || log.Calls[1].Outcome != "not_permitted" {
 		t.Errorf("call log for reader's big__create_issue: %+v", log.Calls)
 	}

@@ -91,7 +91,7 @@ stop_grace = 3
 `, name, bin, strings.Join(quoted, ", "), work, env(home, work)))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	c, err := client.Dial(ctx, f.socket)
+	c, err := client.Dial(ctx, f.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ stop_grace = 3
 	}
 	tf := &tuiFleet{fleet: f, name: name, home: home, pkg: pkg, events: events}
 	t.Cleanup(tf.checkNothingLeft)
-	if _, errOut, code := f.run("start", name); code != 0 {
+	if _, errOut, code := f.Run("start", name); code != 0 {
 		t.Fatalf("start %s: exit %d: %s", name, code, errOut)
 	}
 	return tf
@@ -127,24 +127,24 @@ func tuiEnv(home string) string {
 // missed Claude Code's answer so). After two minutes it fails, showing
 // the last screen.
 func (tf *tuiFleet) settle(what string, ok func(tuiScreen) bool) tuiScreen {
-	tf.t.Helper()
+	tf.T.Helper()
 	deadline := time.After(2 * time.Minute)
 	var last tuiScreen
 	for {
 		select {
 		case ev, open := <-tf.events:
 			if !open {
-				tf.t.Fatalf("the event subscription ended; last screen %s", last)
+				tf.T.Fatalf("the event subscription ended; last screen %s", last)
 			}
 			if ev.Kind != api.EventActivity || ev.Unit != tf.name {
 				continue
 			}
 		case <-deadline:
-			tf.t.Fatalf("%s did not show %s within 2 minutes (its offline start-up changed?). Last screen: %s\nentries:\n%s",
+			tf.T.Fatalf("%s did not show %s within 2 minutes (its offline start-up changed?). Last screen: %s\nentries:\n%s",
 				tf.name, what, last, strings.Join(tf.entries(), "\n"))
 		}
-		if out, errOut, code := tf.run("wait", tf.name, "--idle", "3s", "--timeout", "60s"); code != 0 {
-			tf.t.Fatalf("harness wait %s: exit %d\n%s%s\nscreen: %s", tf.name, code, out, errOut, tf.screen())
+		if out, errOut, code := tf.Run("wait", tf.name, "--idle", "3s", "--timeout", "60s"); code != 0 {
+			tf.T.Fatalf("harness wait %s: exit %d\n%s%s\nscreen: %s", tf.name, code, out, errOut, tf.screen())
 		}
 		if last = tf.screen(); ok(last) {
 			return last
@@ -153,22 +153,22 @@ func (tf *tuiFleet) settle(what string, ok func(tuiScreen) bool) tuiScreen {
 }
 
 func (tf *tuiFleet) screen() tuiScreen {
-	tf.t.Helper()
+	tf.T.Helper()
 	var s tuiScreen
-	tf.mustJSON(&s, "screen", tf.name)
+	tf.MustJSON(&s, "screen", tf.name)
 	return s
 }
 
 // entries is the text of the agent's output entries.
 func (tf *tuiFleet) entries() []string {
-	tf.t.Helper()
+	tf.T.Helper()
 	var s struct {
 		Entries []struct {
 			Kind string `json:"kind"`
 			Text string `json:"text"`
 		} `json:"entries"`
 	}
-	tf.mustJSON(&s, "logs", tf.name, "--lines", "5000")
+	tf.MustJSON(&s, "logs", tf.name, "--lines", "5000")
 	var out []string
 	for _, e := range s.Entries {
 		if e.Kind == "output" {
@@ -195,7 +195,7 @@ func rowWith(s tuiScreen, phrase string) string {
 // checkEntries: each phrase's screen row is one activity entry, exactly
 // as the screen shows it, however many frames the raw output drew it in.
 func (tf *tuiFleet) checkEntries(s tuiScreen, phrases []string) {
-	tf.t.Helper()
+	tf.T.Helper()
 	entries := tf.entries()
 	raw := tf.mustRunRaw()
 	for _, p := range phrases {
@@ -210,23 +210,23 @@ func (tf *tuiFleet) checkEntries(s tuiScreen, phrases []string) {
 		// longest word in the raw output as the times it was drawn.
 		word := slices.MaxFunc(strings.Fields(p), func(a, b string) int { return len(a) - len(b) })
 		frames := strings.Count(raw, word)
-		tf.t.Logf("%q: its word %q drawn %d times; %d entries", p, word, frames, len(holding))
+		tf.T.Logf("%q: its word %q drawn %d times; %d entries", p, word, frames, len(holding))
 		if len(holding) != 1 || strings.TrimSpace(holding[0]) != strings.TrimSpace(row) {
-			tf.t.Errorf("%q is drawn %d times and shown on the screen as %q; the entries holding it are %q, want that row once",
+			tf.T.Errorf("%q is drawn %d times and shown on the screen as %q; the entries holding it are %q, want that row once",
 				p, frames, row, holding)
 		}
 	}
-	if tf.t.Failed() {
-		tf.t.Logf("all entries:\n%s", strings.Join(entries, "\n"))
+	if tf.T.Failed() {
+		tf.T.Logf("all entries:\n%s", strings.Join(entries, "\n"))
 	}
 }
 
 // mustRunRaw is the agent's raw output as `harness logs --raw` prints it.
 func (tf *tuiFleet) mustRunRaw() string {
-	tf.t.Helper()
-	out, errOut, code := tf.run("logs", tf.name, "--raw")
+	tf.T.Helper()
+	out, errOut, code := tf.Run("logs", tf.name, "--raw")
 	if code != 0 {
-		tf.t.Fatalf("logs --raw: exit %d: %s", code, errOut)
+		tf.T.Fatalf("logs --raw: exit %d: %s", code, errOut)
 	}
 	return out
 }
@@ -236,7 +236,7 @@ func (tf *tuiFleet) mustRunRaw() string {
 // (Codex starts a background app-server daemon unless told --no-daemon).
 // The other agent's test may still run: its processes are not counted.
 func (tf *tuiFleet) checkNothingLeft() {
-	tf.stop() // cleanups run last-in first-out: this one before the fleet's
+	tf.Stop() // cleanups run last-in first-out: this one before the fleet's
 	pkg := filepath.Join(interopDir, "tui", "node_modules", tf.pkg)
 	bin := filepath.Join(interopDir, "tui", "node_modules", ".bin", tf.name)
 	deadline := time.Now().Add(10 * time.Second)
@@ -258,7 +258,7 @@ func (tf *tuiFleet) checkNothingLeft() {
 			return
 		}
 		if time.Now().After(deadline) {
-			tf.t.Errorf("%s left processes behind after the daemon stopped:\n%s", tf.name, strings.Join(left, "\n"))
+			tf.T.Errorf("%s left processes behind after the daemon stopped:\n%s", tf.name, strings.Join(left, "\n"))
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

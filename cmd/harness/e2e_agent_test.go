@@ -15,7 +15,7 @@ func TestScenario_AGenericChildKeepsItsListRow(t *testing.T) {
 	f := newFleet(t, childHarness("child", "tui", "idle_after = 0.3")+"\n[harness.claude]\ncmd = \"/nonexistent/claude\"\nrestart = \"no\"\n")
 	row := func(name string) (map[string]json.RawMessage, []string) {
 		t.Helper()
-		out := f.mustRun("list", "--json")
+		out := f.MustRun("list", "--json")
 		var rows []json.RawMessage
 		if err := json.Unmarshal([]byte(out), &rows); err != nil {
 			t.Fatal(err)
@@ -45,9 +45,9 @@ func TestScenario_AGenericChildKeepsItsListRow(t *testing.T) {
 		t.Errorf("a harness running claude: agent = %s, want claude-code", m["agent"])
 	}
 
-	f.mustRun("start", "child")
+	f.MustRun("start", "child")
 	f.waitState("child", "running")
-	f.mustRun("wait", "child", "--idle", "300ms", "--timeout", "60s")
+	f.MustRun("wait", "child", "--idle", "300ms", "--timeout", "60s")
 	m, keys = row("child")
 	want := append(slices.Clone(before), "activity", "idle_s", "idle_since", "agent", "agent_state")
 	if string(m["activity"]) != `"idle"` {

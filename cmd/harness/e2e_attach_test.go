@@ -131,9 +131,9 @@ func (x *tmuxServer) cursor(win string) (col, row int) {
 // size. (`harness screen` serves the daemon's own emulator; it lands with
 // issue 15, and this comparison can then use it.)
 func (f *fleet) emulatorScreen(name string) term.Snapshot {
-	f.t.Helper()
+	f.T.Helper()
 	var raw api.LogsRaw
-	f.mustJSON(&raw, "logs", name, "--raw")
+	f.MustJSON(&raw, "logs", name, "--raw")
 	em := term.New(term.Options{Cols: raw.Cols, Rows: raw.Rows})
 	defer em.Close()
 	em.Feed([]byte(raw.Text))
@@ -191,7 +191,7 @@ func TestScenario_AttachInARealTerminal(t *testing.T) {
 	f := newFleet(t, tuiHarness+upstreamTable("up", "attach-"+filepath.Base(t.TempDir()), ""))
 	f.waitLog("tui", "size 30 100")
 	x := newTmuxServer(t)
-	attach := fmt.Sprintf("%s --socket %s attach", harnessBin, f.socket)
+	attach := fmt.Sprintf("%s --socket %s attach", harnessBin, f.Socket)
 
 	// A late viewer: the repaint shows the screen as the emulator has it.
 	x.window("ro")
@@ -232,7 +232,7 @@ func TestScenario_AttachInARealTerminal(t *testing.T) {
 	var info struct {
 		PID int `json:"pid"`
 	}
-	f.mustJSON(&info, "describe", "tui")
+	f.MustJSON(&info, "describe", "tui")
 
 	// Ctrl-] detaches: the shell is back, the child goes on.
 	x.run("send-keys", "-t", "e2e:rw", "C-]")
@@ -244,9 +244,9 @@ func TestScenario_AttachInARealTerminal(t *testing.T) {
 	}
 
 	// A restart keeps the viewer, with a notice; a stop ends it.
-	f.mustRun("restart", "tui")
+	f.MustRun("restart", "tui")
 	x.waitText("ro", "[harness: tui restarted: run ")
-	f.mustRun("stop", "tui")
+	f.MustRun("stop", "tui")
 	x.waitText("ro", "harness: tui is stopped: ")
 	x.typeLine("ro", "echo exit=$?")
 	x.waitText("ro", "exit=0")
@@ -262,8 +262,8 @@ func TestScenario_AttachInARealTerminal(t *testing.T) {
 	if s := x.pane("rw"); !strings.Contains(s, "mcp.up is an MCP upstream: it has no terminal") {
 		t.Fatalf("attach to an upstream:\n%s", s)
 	}
-	f.mustRun("start", "tui")
-	_, errOut, code := f.run("attach", "tui") // stdin is not a terminal
+	f.MustRun("start", "tui")
+	_, errOut, code := f.Run("attach", "tui") // stdin is not a terminal
 	if code == 0 || !strings.Contains(errOut, "attach needs a terminal") {
 		t.Fatalf("attach without a terminal: exit %d: %s", code, errOut)
 	}

@@ -61,7 +61,7 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 // after the daemon starts).
 func waitTool(t *testing.T, f *fleet, s *mcp.ClientSession, name string) {
 	t.Helper()
-	f.waitFor("tool "+name, 20*time.Second, func() bool {
+	f.WaitFor("tool "+name, 20*time.Second, func() bool {
 		for _, n := range toolNames(t, s) {
 			if n == name {
 				return true
@@ -125,15 +125,15 @@ func TestScenario_InvalidUpstreamRejectedAtLoad(t *testing.T) {
 		"mcp.broken":    "\n[mcp.broken]\nargs = [\"x\"]\n",
 		"mcp.harness-x": "\n[mcp.harness-x]\ncmd = \"true\"\n",
 	} {
-		f.writeConfig(good + bad)
-		_, errOut, code := f.run("reload")
+		f.WriteConfig(good + bad)
+		_, errOut, code := f.Run("reload")
 		if code == 0 || !strings.Contains(errOut, name) {
 			t.Fatalf("reload with %s: exit %d, %q", name, code, errOut)
 		}
 		var st []struct {
 			Key string `json:"key"`
 		}
-		f.mustJSON(&st, "mcp", "status")
+		f.MustJSON(&st, "mcp", "status")
 		if len(st) != 1 || st[0].Key != "good" {
 			t.Fatalf("a refused config registered upstreams: %+v", st)
 		}
@@ -154,7 +154,7 @@ func TestScenario_UpstreamCrashIsIsolated(t *testing.T) {
 	syscall.Kill(pids[0], syscall.SIGKILL)
 	// In the gap the tool stays listed and calls are refused with a code.
 	var res *mcp.CallToolResult
-	f.waitFor("upstream_unavailable", 10*time.Second, func() bool {
+	f.WaitFor("upstream_unavailable", 10*time.Second, func() bool {
 		res = callTool(t, s, "x__echo", map[string]any{"text": "hi"})
 		return errorCode(t, res) == "upstream_unavailable"
 	})
@@ -169,7 +169,7 @@ func TestScenario_UpstreamCrashIsIsolated(t *testing.T) {
 		t.Fatal("tools of a down upstream must stay listed")
 	}
 	// It comes back after restart_delay and the same session reaches it.
-	f.waitFor("the upstream to be back", 20*time.Second, func() bool {
+	f.WaitFor("the upstream to be back", 20*time.Second, func() bool {
 		r := callTool(t, s, "x__echo", map[string]any{"text": "back"})
 		return !r.IsError && text(t, r) == "back"
 	})
@@ -182,7 +182,7 @@ func TestScenario_UpstreamCrashIsIsolated(t *testing.T) {
 	var st []struct {
 		Restarts int `json:"restarts"`
 	}
-	f.mustJSON(&st, "mcp", "status")
+	f.MustJSON(&st, "mcp", "status")
 	if len(st) != 1 || st[0].Restarts < 1 {
 		t.Fatalf("mcp status after crash: %+v", st)
 	}
@@ -237,7 +237,7 @@ func TestBroker_CancelledCallReachesUpstream(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("cancelled call returned no error")
 	}
-	f.waitFor("the upstream to count the cancellation", 10*time.Second, func() bool {
+	f.WaitFor("the upstream to count the cancellation", 10*time.Second, func() bool {
 		return strings.TrimSpace(text(t, callTool(t, s, "x__cancelled", nil))) == "1"
 	})
 }
@@ -271,7 +271,7 @@ func TestScenario_UpstreamSecretsAreNotPersisted(t *testing.T) {
 		t.Fatalf("upstream env UP_TOKEN answered %q, want it masked", got)
 	}
 	for _, verb := range [][]string{{"mcp", "status", "--json"}, {"daemon-info", "--json"}, {"logs", "mcp.x", "--json"}, {"describe", "mcp.x", "--json"}} {
-		if out, _, _ := f.run(verb...); strings.Contains(out, secret) {
+		if out, _, _ := f.Run(verb...); strings.Contains(out, secret) {
 			t.Errorf("harness %v printed the secret", verb)
 		}
 	}
@@ -283,8 +283,8 @@ func TestScenario_UpstreamSecretsAreNotPersisted(t *testing.T) {
 		t.Error("no frames captured")
 	}
 	mu.Unlock()
-	f.stop()
-	assertNoSecret(t, secret, f.state, f.logPath)
+	f.Stop()
+	assertNoSecret(t, secret, f.State, f.LogPath)
 }
 
 func TestScenario_ShutdownReapsUpstreams(t *testing.T) {
@@ -305,13 +305,13 @@ args = ["-c", "exec 3<&0; %s demo-upstream --name %s <&3 & wait"]
 	if len(shPids) != 1 {
 		t.Fatalf("chain shell processes: %v", shPids)
 	}
-	f.mustRun("shutdown")
+	f.MustRun("shutdown")
 	select {
-	case <-f.exited:
+	case <-f.Exited:
 	case <-time.After(30 * time.Second):
 		t.Fatal("daemon did not exit after shutdown")
 	}
-	f.waitFor("upstream chain to be gone", 15*time.Second, func() bool {
+	f.WaitFor("upstream chain to be gone", 15*time.Second, func() bool {
 		return len(procsWithArg(marker)) == 0
 	})
 	for _, p := range shPids {
@@ -333,17 +333,17 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // mcpSessionTransport is mcpSession with a transport wrapper (to capture
 // frames).
 func (f *fleet) mcpSessionTransport(wrap func(mcp.Transport) mcp.Transport) *mcp.ClientSession {
-	f.t.Helper()
-	cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
+	f.T.Helper()
+	cmd := exec.Command(harnessBin, "mcp", "--socket", f.Socket)
 	cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN=", "HARNESS_SOCKET=")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cl := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
 	s, err := cl.Connect(ctx, wrap(&mcp.CommandTransport{Command: cmd}), nil)
 	if err != nil {
-		f.t.Fatalf("connect: %v", err)
+		f.T.Fatalf("connect: %v", err)
 	}
-	f.t.Cleanup(func() { s.Close() })
+	f.T.Cleanup(func() { s.Close() })
 	return s
 }
 
@@ -355,8 +355,8 @@ func TestBroker_OverlongToolNamesAreReportedNamingTheTool(t *testing.T) {
 	var info struct {
 		Warnings []string `json:"warnings"`
 	}
-	f.waitFor("a warning naming the overlong tool", 15*time.Second, func() bool {
-		f.mustJSON(&info, "daemon-info")
+	f.WaitFor("a warning naming the overlong tool", 15*time.Second, func() bool {
+		f.MustJSON(&info, "daemon-info")
 		for _, w := range info.Warnings {
 			if strings.Contains(w, key+"__progress") {
 				return true
@@ -412,7 +412,7 @@ func TestBroker_CallTimeoutEndsAHangingCallAndCancelsItUpstream(t *testing.T) {
 	if took < time.Second || took > 10*time.Second {
 		t.Fatalf("the call ended after %s, want about call_timeout_s (1s)", took)
 	}
-	f.waitFor("the upstream to count the cancellation", 10*time.Second, func() bool {
+	f.WaitFor("the upstream to count the cancellation", 10*time.Second, func() bool {
 		return strings.TrimSpace(text(t, callTool(t, s, "x__cancelled", nil))) == "1"
 	})
 	// A call inside the bound is untouched.

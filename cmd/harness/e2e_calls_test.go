@@ -47,17 +47,17 @@ type callsAnswer struct {
 }
 
 func (f *fleet) calls(args ...string) callsAnswer {
-	f.t.Helper()
+	f.T.Helper()
 	var a callsAnswer
-	f.mustJSON(&a, append([]string{"calls"}, args...)...)
+	f.MustJSON(&a, append([]string{"calls"}, args...)...)
 	if a.Dropped == nil {
-		f.t.Fatalf("calls %v: no dropped count", args)
+		f.T.Fatalf("calls %v: no dropped count", args)
 	}
 	return a
 }
 
 func (f *fleet) runID(name string) uint64 {
-	f.t.Helper()
+	f.T.Helper()
 	var d struct {
 		CurrentRun struct {
 			ID uint64 `json:"id"`
@@ -65,8 +65,8 @@ func (f *fleet) runID(name string) uint64 {
 	}
 	// The child may write its token file before the supervisor has noted
 	// the run it spawned.
-	f.waitFor(name+"'s current run", 10*time.Second, func() bool {
-		f.mustJSON(&d, "describe", name)
+	f.WaitFor(name+"'s current run", 10*time.Second, func() bool {
+		f.MustJSON(&d, "describe", name)
 		return d.CurrentRun.ID != 0
 	})
 	return d.CurrentRun.ID
@@ -74,16 +74,16 @@ func (f *fleet) runID(name string) uint64 {
 
 // callLogText is every byte the daemon wrote for the call log.
 func (f *fleet) callLogText() string {
-	f.t.Helper()
+	f.T.Helper()
 	var sb strings.Builder
-	ents, err := os.ReadDir(filepath.Join(f.state, "calls"))
+	ents, err := os.ReadDir(filepath.Join(f.State, "calls"))
 	if err != nil || len(ents) == 0 {
-		f.t.Fatalf("no call log files: %v", err)
+		f.T.Fatalf("no call log files: %v", err)
 	}
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(f.state, "calls", e.Name()))
+		b, err := os.ReadFile(filepath.Join(f.State, "calls", e.Name()))
 		if err != nil {
-			f.t.Fatal(err)
+			f.T.Fatal(err)
 		}
 		sb.Write(b)
 	}
@@ -123,7 +123,7 @@ func TestScenario_WhoCalledWhatWhenAndHowItWent(t *testing.T) {
 	f := newFleet(t, cfg(false))
 	url := f.mcpURL()
 	bossTok, readerTok := token(t, filepath.Join(dir, "boss.token")), token(t, filepath.Join(dir, "reader.token"))
-	opTok := strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token"))
+	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
 	bossRun, readerRun := f.runID("boss"), f.runID("reader")
 
 	boss := f.mcpSession(bossTok, false, nil)
@@ -227,10 +227,10 @@ func TestScenario_WhoCalledWhatWhenAndHowItWent(t *testing.T) {
 	if got := f.calls("--since", time.Now().Add(time.Hour).Format(time.RFC3339)); len(got.Calls) != 0 {
 		t.Errorf("--since the future: %+v", got.Calls)
 	}
-	if out, _, code := f.run("calls", "--since", "yesterday", "--json"); code == 0 || !strings.Contains(out, "invalid_argument") {
+	if out, _, code := f.Run("calls", "--since", "yesterday", "--json"); code == 0 || !strings.Contains(out, "invalid_argument") {
 		t.Errorf("--since yesterday: exit %d %s", code, out)
 	}
-	human := f.mustRun("calls", "--harness", "reader")
+	human := f.MustRun("calls", "--harness", "reader")
 	if !strings.Contains(human, fmt.Sprintf("reader#%d", readerRun)) || !strings.Contains(human, "harness_stop") || !strings.Contains(human, "not_permitted") {
 		t.Errorf("human calls: %q", human)
 	}
@@ -249,7 +249,7 @@ func TestScenario_WhoCalledWhatWhenAndHowItWent(t *testing.T) {
 			} `json:"tools"`
 		} `json:"calls"`
 	}
-	f.mustJSON(&st, "mcp", "status")
+	f.MustJSON(&st, "mcp", "status")
 	if len(st) != 1 || st[0].Calls.Calls != 4 || st[0].Calls.Errors["tool_error"] != 1 || st[0].Calls.Errors["not_permitted"] != 1 || len(st[0].Calls.Tools) != 4 ||
 		st[0].Calls.P50MS <= 0 || st[0].Calls.P99MS < st[0].Calls.P50MS {
 		t.Errorf("mcp status calls: %+v", st)
@@ -287,7 +287,7 @@ func TestScenario_WhoCalledWhatWhenAndHowItWent(t *testing.T) {
 	}
 
 	// --follow prints a new call within a second.
-	follow := exec.Command(harnessBin, "--socket", f.socket, "calls", "--follow", "--json", "--tool", "harness_jobs")
+	follow := exec.Command(harnessBin, "--socket", f.Socket, "calls", "--follow", "--json", "--tool", "harness_jobs")
 	follow.Env = append(os.Environ(), "HARNESS_SOCKET=")
 	out, err := follow.StdoutPipe()
 	if err != nil {
@@ -328,8 +328,8 @@ func TestScenario_WhoCalledWhatWhenAndHowItWent(t *testing.T) {
 	follow.Wait()
 
 	// call_log_args = true: the argument is kept (cut), and only it.
-	f.writeConfig(cfg(true))
-	f.mustRun("reload")
+	f.WriteConfig(cfg(true))
+	f.MustRun("reload")
 	long := argSecret + strings.Repeat("z", 400)
 	callTool(t, anon, "up__echo", map[string]any{"text": long})
 	callTool(t, anon, "up__env", map[string]any{"key": "UP_TOKEN"})
@@ -359,7 +359,7 @@ func TestScenario_WhoCalledWhatWhenAndHowItWent(t *testing.T) {
 
 	// The records survive a daemon restart; ids go on.
 	before := f.calls("--limit", "1000")
-	f.stop()
+	f.Stop()
 	f.start()
 	after := f.calls("--limit", "1000")
 	if len(after.Calls) != len(before.Calls) || after.Calls[len(after.Calls)-1].ID != before.Calls[len(before.Calls)-1].ID {
@@ -426,7 +426,7 @@ func TestCalls_ProjectNamesAndTheirUpstreams(t *testing.T) {
 			Calls uint64 `json:"calls"`
 		} `json:"calls"`
 	}
-	f.mustJSON(&st, "mcp", "status")
+	f.MustJSON(&st, "mcp", "status")
 	rows := map[string]uint64{}
 	for _, r := range st {
 		rows[r.Project+"/"+r.Key] = r.Calls.Calls

@@ -96,11 +96,11 @@ type agentRow struct {
 // waitAgent waits (harness wait --state) until the agent is in one of
 // states, failing with its screen after two minutes.
 func (f *fleet) waitAgent(name string, states ...string) agentRow {
-	f.t.Helper()
-	out, errOut, code := f.run("wait", name, "--state", strings.Join(states, ","), "--timeout", "2m", "--json")
+	f.T.Helper()
+	out, errOut, code := f.Run("wait", name, "--state", strings.Join(states, ","), "--timeout", "2m", "--json")
 	var w agentRow
 	if err := json.Unmarshal([]byte(out), &w); err != nil || code != 0 {
-		f.t.Fatalf("wait %s --state %v: exit %d (%v): %s%s\nscreen:\n%s", name, states, code, err, out, errOut, strings.Join(f.screenLines(name), "\n"))
+		f.T.Fatalf("wait %s --state %v: exit %d (%v): %s%s\nscreen:\n%s", name, states, code, err, out, errOut, strings.Join(f.screenLines(name), "\n"))
 	}
 	return w
 }
@@ -109,10 +109,10 @@ func (f *fleet) waitAgent(name string, states ...string) agentRow {
 // file` (then to end its turn), types a prompt, and waits until Claude
 // Code waits on the permission prompt.
 func (rc *realClaude) askForPermission(f *fleet, file string) agentRow {
-	f.t.Helper()
+	f.T.Helper()
 	f.waitAgent(rc.name, "ready")
 	rc.api.Script(modelapi.Turn{Shell: "touch " + file}, modelapi.Turn{Text: "Made the file."})
-	f.mustRun("send", rc.name, "Make the file")
+	f.MustRun("send", rc.name, "Make the file")
 	// Enter once the text shows; an Enter that arrives while the TUI still
 	// takes the paste can be lost, so press it again (at most three times)
 	// until the model server has the request.
@@ -126,7 +126,7 @@ func (rc *realClaude) askForPermission(f *fleet, file string) agentRow {
 	}
 	before := len(rc.api.Requests())
 	for try := range 3 {
-		f.mustRun("send", rc.name, "--key", "Enter")
+		f.MustRun("send", rc.name, "--key", "Enter")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(10*(try+1))*time.Second)
 		_, _, err := rc.api.WaitRequest(ctx, before, func(r modelapi.Request) bool { return r.Main })
 		cancel()
@@ -142,13 +142,13 @@ func (rc *realClaude) askForPermission(f *fleet, file string) agentRow {
 	}
 	w := f.waitAgent(rc.name, "waiting")
 	if !isPrompt(w) {
-		f.waitFor("the dialog's own waiting state", 30*time.Second, func() bool {
+		f.WaitFor("the dialog's own waiting state", 30*time.Second, func() bool {
 			w = f.waitAgent(rc.name, "waiting")
 			return isPrompt(w)
 		})
 	}
 	if !isPrompt(w) {
-		f.t.Fatalf("not a permission prompt for touch %s: %+v\nscreen:\n%s", file, w, strings.Join(f.screenLines(rc.name), "\n"))
+		f.T.Fatalf("not a permission prompt for touch %s: %+v\nscreen:\n%s", file, w, strings.Join(f.screenLines(rc.name), "\n"))
 	}
 	return w
 }

@@ -26,7 +26,7 @@ func TestCLI_ListDescribeStartStopRestart(t *testing.T) {
 	f := newFleet(t, sleeperConfig)
 
 	// list --json carries every §9 field, before anything started.
-	out := f.mustRun("list", "--json")
+	out := f.MustRun("list", "--json")
 	var raw []map[string]any
 	if err := json.Unmarshal([]byte(out), &raw); err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestCLI_ListDescribeStartStopRestart(t *testing.T) {
 		t.Fatalf("before start: %+v", u)
 	}
 
-	f.mustRun("start", "sleeper")
+	f.MustRun("start", "sleeper")
 	u := f.waitState("sleeper", "running")
 	if !u.Enabled || u.PID == 0 {
 		t.Fatalf("after start: %+v", u)
@@ -55,7 +55,7 @@ func TestCLI_ListDescribeStartStopRestart(t *testing.T) {
 			Changed bool   `json:"changed"`
 		} `json:"results"`
 	}
-	f.mustJSON(&act, "start", "sleeper")
+	f.MustJSON(&act, "start", "sleeper")
 	if len(act.Results) != 1 || act.Results[0].Changed {
 		t.Fatalf("double start should be a no-op: %+v", act)
 	}
@@ -64,7 +64,7 @@ func TestCLI_ListDescribeStartStopRestart(t *testing.T) {
 	}
 
 	var d map[string]any
-	f.mustJSON(&d, "describe", "sleeper")
+	f.MustJSON(&d, "describe", "sleeper")
 	for _, k := range []string{"name", "state", "enabled", "pid", "restart_count", "last_exit_code", "description", "config", "config_changed", "current_run"} {
 		if _, ok := d[k]; !ok {
 			t.Errorf("describe --json lacks %q", k)
@@ -74,23 +74,23 @@ func TestCLI_ListDescribeStartStopRestart(t *testing.T) {
 		t.Errorf("describe current_run = %v, want a manual run", d["current_run"])
 	}
 
-	f.mustRun("restart", "sleeper")
+	f.MustRun("restart", "sleeper")
 	r := f.waitState("sleeper", "running")
 	if r.PID == u.PID {
 		t.Fatalf("restart kept pid %d", r.PID)
 	}
 	waitGone(t, "pre-restart process", u.PID)
 
-	f.mustRun("stop", "sleeper")
+	f.MustRun("stop", "sleeper")
 	s := f.unit("sleeper")
 	if s.State != "stopped" || s.Enabled || s.PID != 0 {
 		t.Fatalf("after stop: %+v", s)
 	}
 	waitGone(t, "stopped process", r.PID)
-	f.mustRun("stop", "sleeper") // idempotent
+	f.MustRun("stop", "sleeper") // idempotent
 
 	// Unknown names fail with the stable code.
-	out, _, code := f.run("describe", "nope", "--json")
+	out, _, code := f.Run("describe", "nope", "--json")
 	if code == 0 || !strings.Contains(out, `"unknown_harness"`) {
 		t.Fatalf("describe nope: exit %d, %s", code, out)
 	}
@@ -102,7 +102,7 @@ func TestCLI_LogsPaging(t *testing.T) {
 cmd = "sh"
 args = ["-c", "i=1; while [ $i -le 3000 ]; do echo line-$i; i=$((i+1)); done; echo done-printing; exec sleep 100000"]
 `)
-	f.mustRun("start", "printer")
+	f.MustRun("start", "printer")
 	type summary struct {
 		Entries []struct {
 			ID   uint64 `json:"id"`
@@ -113,34 +113,34 @@ args = ["-c", "i=1; while [ $i -le 3000 ]; do echo line-$i; i=$((i+1)); done; ec
 		Truncated  bool   `json:"truncated"`
 		Note       string `json:"note"`
 	}
-	f.waitFor("all output", 20*time.Second, func() bool {
+	f.WaitFor("all output", 20*time.Second, func() bool {
 		var s summary
-		f.mustJSON(&s, "logs", "printer", "--lines", "1")
+		f.MustJSON(&s, "logs", "printer", "--lines", "1")
 		return len(s.Entries) == 1 && s.Entries[0].Text == "done-printing"
 	})
 
 	var tail summary
-	f.mustJSON(&tail, "logs", "printer", "--lines", "10")
+	f.MustJSON(&tail, "logs", "printer", "--lines", "10")
 	if len(tail.Entries) != 10 || tail.NextCursor != tail.Entries[9].ID {
 		t.Fatalf("tail: %+v", tail)
 	}
 	// A cursor returns only newer entries.
 	mid := tail.Entries[4].ID
 	var after summary
-	f.mustJSON(&after, "logs", "printer", "--cursor", fmt.Sprint(mid))
+	f.MustJSON(&after, "logs", "printer", "--cursor", fmt.Sprint(mid))
 	if len(after.Entries) != 5 || after.Entries[0].ID <= mid || after.Note != "" {
 		t.Fatalf("cursor %d: %+v", mid, after)
 	}
 	// A cursor that aged out (3000 lines > the retained entries) says so
 	// and returns the retained tail.
 	var aged summary
-	f.mustJSON(&aged, "logs", "printer", "--cursor", "1", "--lines", "3")
+	f.MustJSON(&aged, "logs", "printer", "--cursor", "1", "--lines", "3")
 	if aged.Note == "" || !strings.Contains(aged.Note, "aged out") || len(aged.Entries) != 3 || aged.Entries[2].Text != "done-printing" {
 		t.Fatalf("aged-out cursor: %+v", aged)
 	}
 	// max_bytes cuts and says truncated.
 	var capped summary
-	f.mustJSON(&capped, "logs", "printer", "--lines", "1000", "--max-bytes", "2000")
+	f.MustJSON(&capped, "logs", "printer", "--lines", "1000", "--max-bytes", "2000")
 	if !capped.Truncated || len(capped.Entries) == 0 || len(capped.Entries) >= 1000 {
 		t.Fatalf("max_bytes: truncated=%v entries=%d", capped.Truncated, len(capped.Entries))
 	}
@@ -155,23 +155,23 @@ args = ["-c", "i=1; while [ $i -le 3000 ]; do echo line-$i; i=$((i+1)); done; ec
 		Rows       int    `json:"rows"`
 	}
 	var rp rawPage
-	f.mustJSON(&rp, "logs", "printer", "--raw", "--max-bytes", "1000")
+	f.MustJSON(&rp, "logs", "printer", "--raw", "--max-bytes", "1000")
 	if rp.NextOffset-rp.Offset != int64(len(rp.Text)) || !strings.Contains(rp.Text, "done-printing") || rp.Cols == 0 || rp.Rows == 0 {
 		t.Fatalf("raw tail: %+v", rp)
 	}
 	// An offset past the end repeats the whole tail with a note.
 	var past rawPage
-	f.mustJSON(&past, "logs", "printer", "--raw", "--offset", fmt.Sprint(rp.NextOffset+1_000_000), "--max-bytes", "1000")
+	f.MustJSON(&past, "logs", "printer", "--raw", "--offset", fmt.Sprint(rp.NextOffset+1_000_000), "--max-bytes", "1000")
 	if past.Note == "" || past.Text == "" || !strings.Contains(past.Text, "done-printing") {
 		t.Fatalf("offset past end: %+v", past)
 	}
 	// Paging from an offset: max_bytes cuts and next_offset continues.
 	var first, second rawPage
-	f.mustJSON(&first, "logs", "printer", "--raw", "--offset", fmt.Sprint(rp.Offset-500), "--max-bytes", "200")
+	f.MustJSON(&first, "logs", "printer", "--raw", "--offset", fmt.Sprint(rp.Offset-500), "--max-bytes", "200")
 	if !first.Truncated || len(first.Text) != 200 || first.NextOffset != rp.Offset-300 {
 		t.Fatalf("raw page: %+v", first)
 	}
-	f.mustJSON(&second, "logs", "printer", "--raw", "--offset", fmt.Sprint(first.NextOffset), "--max-bytes", "200")
+	f.MustJSON(&second, "logs", "printer", "--raw", "--offset", fmt.Sprint(first.NextOffset), "--max-bytes", "200")
 	if second.Offset != first.NextOffset {
 		t.Fatalf("raw next page starts at %d, want %d", second.Offset, first.NextOffset)
 	}
@@ -184,7 +184,7 @@ cmd = "sh"
 args = ["-c", "echo about to crash; sleep 0.2; exit 3"]
 restart_delay = 0.2
 `)
-	f.mustRun("start", "crasher")
+	f.MustRun("start", "crasher")
 	type run struct {
 		ID       uint64  `json:"id"`
 		Harness  string  `json:"harness"`
@@ -195,8 +195,8 @@ restart_delay = 0.2
 		ExitCode *int    `json:"exit_code"`
 	}
 	var rs []run
-	f.waitFor("a crash and a restart", 20*time.Second, func() bool {
-		f.mustJSON(&rs, "runs", "crasher")
+	f.WaitFor("a crash and a restart", 20*time.Second, func() bool {
+		f.MustJSON(&rs, "runs", "crasher")
 		return len(rs) >= 2 && rs[0].ExitCode != nil
 	})
 	if rs[0].Cause != "manual" || *rs[0].ExitCode != 3 || rs[0].Ended == nil || rs[0].PID == 0 {
@@ -205,23 +205,23 @@ restart_delay = 0.2
 	if rs[1].Cause != "restart" || rs[1].ID <= rs[0].ID {
 		t.Fatalf("second run: %+v", rs[1])
 	}
-	f.mustRun("stop", "crasher")
+	f.MustRun("stop", "crasher")
 }
 
 func TestCLI_ReloadRefusesBrokenFileAndKeepsRunning(t *testing.T) {
 	f := newFleet(t, sleeperConfig)
-	f.mustRun("start", "sleeper")
+	f.MustRun("start", "sleeper")
 	before := f.waitState("sleeper", "running")
 
-	f.writeConfig(sleeperConfig + "\n[harness.broken]\nargs = [\"x\"]\n")
-	out, errOut, code := f.run("reload")
+	f.WriteConfig(sleeperConfig + "\n[harness.broken]\nargs = [\"x\"]\n")
+	out, errOut, code := f.Run("reload")
 	if code == 0 {
 		t.Fatalf("reload of a broken file succeeded: %s", out)
 	}
 	if !strings.Contains(errOut, "harness.toml:") || !strings.Contains(errOut, "harness.broken") {
 		t.Fatalf("reload error should name file:line and key: %q", errOut)
 	}
-	jout, _, jcode := f.run("reload", "--json")
+	jout, _, jcode := f.Run("reload", "--json")
 	if jcode == 0 || !strings.Contains(jout, `"config_invalid"`) {
 		t.Fatalf("reload --json: exit %d, %s", jcode, jout)
 	}
@@ -230,15 +230,15 @@ func TestCLI_ReloadRefusesBrokenFileAndKeepsRunning(t *testing.T) {
 		t.Fatalf("broken reload touched the running harness: %+v -> %+v", before, after)
 	}
 	var us []unitInfo
-	f.mustJSON(&us, "list")
+	f.MustJSON(&us, "list")
 	if len(us) != 1 {
 		t.Fatalf("broken reload changed the config: %+v", us)
 	}
 
 	// A good reload applies: a new harness appears, the old one keeps running.
-	f.writeConfig(sleeperConfig + "\n[harness.second]\ncmd = \"true\"\n")
-	f.mustRun("reload")
-	f.mustJSON(&us, "list")
+	f.WriteConfig(sleeperConfig + "\n[harness.second]\ncmd = \"true\"\n")
+	f.MustRun("reload")
+	f.MustJSON(&us, "list")
 	if len(us) != 2 || f.unit("sleeper").PID != before.PID {
 		t.Fatalf("after good reload: %+v", us)
 	}
@@ -246,7 +246,7 @@ func TestCLI_ReloadRefusesBrokenFileAndKeepsRunning(t *testing.T) {
 
 func TestCLI_SecondDaemonRefused(t *testing.T) {
 	f := newFleet(t, sleeperConfig)
-	f.mustRun("start", "sleeper")
+	f.MustRun("start", "sleeper")
 	second := f.daemonCmd()
 	out, err := second.CombinedOutput()
 	if err == nil {
@@ -277,9 +277,9 @@ func TestCLI_SIGTERMLeavesNothingRunning(t *testing.T) {
 	f := newFleet(t, treeConfig(dir))
 	child := readPID(t, filepath.Join(dir, "child.pid"))
 	grandchild := readPID(t, filepath.Join(dir, "grandchild.pid"))
-	f.cmd.Process.Signal(syscall.SIGTERM)
+	f.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-f.exited:
+	case <-f.Exited:
 	case <-time.After(20 * time.Second):
 		t.Fatal("daemon did not exit on SIGTERM")
 	}
@@ -292,8 +292,8 @@ func TestCLI_SIGKILLedDaemonsLeftoversEndedAtNextStart(t *testing.T) {
 	f := newFleet(t, treeConfig(dir))
 	child := readPID(t, filepath.Join(dir, "child.pid"))
 	grandchild := readPID(t, filepath.Join(dir, "grandchild.pid"))
-	f.cmd.Process.Signal(syscall.SIGKILL)
-	<-f.exited
+	f.Cmd.Process.Signal(syscall.SIGKILL)
+	<-f.Exited
 	waitGone(t, "direct child (parent-death signal)", child)
 	if !alive(grandchild) {
 		t.Log("grandchild already gone before restart; the ledger path is not exercised")
@@ -323,14 +323,14 @@ args = ["-c", "test \"$API_TOKEN\" = '%s' && echo token-present; exec sleep 1000
 env_file = %q
 enabled = true
 `, secret, envFile))
-	f.waitFor("the child to see its secret", 20*time.Second, func() bool {
-		return strings.Contains(f.mustRun("logs", "holder"), "token-present")
+	f.WaitFor("the child to see its secret", 20*time.Second, func() bool {
+		return strings.Contains(f.MustRun("logs", "holder"), "token-present")
 	})
-	f.mustRun("describe", "holder", "--json")
-	f.mustRun("restart", "holder")
+	f.MustRun("describe", "holder", "--json")
+	f.MustRun("restart", "holder")
 	f.waitState("holder", "running")
-	f.stop()
-	assertNoSecret(t, secret, f.state, f.logPath)
+	f.Stop()
+	assertNoSecret(t, secret, f.State, f.LogPath)
 }
 
 // assertNoSecret greps every file under the given paths for secret.
@@ -377,7 +377,7 @@ func TestCLI_BadFramesRefusedWhileOthersWork(t *testing.T) {
 	}
 	for name, send := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, err := net.Dial("unix", f.socket)
+			c, err := net.Dial("unix", f.Socket)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -393,7 +393,7 @@ func TestCLI_BadFramesRefusedWhileOthersWork(t *testing.T) {
 				t.Fatalf("connection should be closed after a bad frame, got %v", err)
 			}
 			// Meanwhile the daemon serves everybody else.
-			f.mustRun("list", "--json")
+			f.MustRun("list", "--json")
 		})
 	}
 }
@@ -438,8 +438,8 @@ enabled = true
 `)
 	f.waitState("keeper", "running")
 	f.waitState("benched", "running")
-	f.mustRun("stop", "benched")
-	f.stop() // SIGTERM: a clean shutdown stops units but keeps intent
+	f.MustRun("stop", "benched")
+	f.Stop() // SIGTERM: a clean shutdown stops units but keeps intent
 	f.start()
 	f.waitState("keeper", "running")
 	if u := f.unit("benched"); u.State != "stopped" || u.Enabled {
@@ -455,11 +455,11 @@ func TestCLI_JSONShapesOfSection9(t *testing.T) {
 cmd = "true"
 schedule = "@hourly"
 `+upstreamTable("up", "shapes-inst", ""))
-	f.mustRun("start", "sleeper")
+	f.MustRun("start", "sleeper")
 	f.waitState("sleeper", "running")
 	keys := func(args []string, want ...string) {
 		t.Helper()
-		out := f.mustRun(append(args, "--json")...)
+		out := f.MustRun(append(args, "--json")...)
 		var v any
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatalf("%v: %v", args, err)
@@ -494,7 +494,7 @@ schedule = "@hourly"
 	keys([]string{"wait", "sleeper", "--idle", "1ms", "--timeout", "20s"}, "name", "idle_s", "timed_out")
 	keys([]string{"list"}, "name", "state", "enabled", "pid", "restart_count", "last_exit_code", "description", "schedule", "next_fire")
 	var rows []map[string]any
-	f.mustJSON(&rows, "list")
+	f.MustJSON(&rows, "list")
 	for _, r := range rows {
 		_, hasActivity := r["activity"]
 		_, hasIdle := r["idle_s"]
@@ -514,7 +514,7 @@ schedule = "@hourly"
 		}
 	}
 	var d map[string]any
-	f.mustJSON(&d, "describe", "job")
+	f.MustJSON(&d, "describe", "job")
 	if _, ok := d["activity"]; ok {
 		t.Errorf("describe --json of a stopped job shows activity: %v", d)
 	}
@@ -522,26 +522,26 @@ schedule = "@hourly"
 
 func TestCLI_ConfigChangeWaitsForTheNextStart(t *testing.T) {
 	f := newFleet(t, sleeperConfig)
-	f.mustRun("start", "sleeper")
+	f.MustRun("start", "sleeper")
 	before := f.waitState("sleeper", "running")
-	f.writeConfig(strings.Replace(sleeperConfig, "hello from sleeper", "hello again", 1))
-	f.mustRun("reload")
+	f.WriteConfig(strings.Replace(sleeperConfig, "hello from sleeper", "hello again", 1))
+	f.MustRun("reload")
 	var d struct {
 		PID           int  `json:"pid"`
 		ConfigChanged bool `json:"config_changed"`
 	}
-	f.mustJSON(&d, "describe", "sleeper")
+	f.MustJSON(&d, "describe", "sleeper")
 	if !d.ConfigChanged || d.PID != before.PID {
 		t.Fatalf("a running harness must keep running, flagged config_changed: %+v", d)
 	}
-	f.mustRun("restart", "sleeper")
+	f.MustRun("restart", "sleeper")
 	f.waitState("sleeper", "running")
-	f.mustJSON(&d, "describe", "sleeper")
+	f.MustJSON(&d, "describe", "sleeper")
 	if d.ConfigChanged {
 		t.Fatal("config_changed stays after the restart that applied it")
 	}
-	f.waitFor("the new command's output", 10*time.Second, func() bool {
-		return strings.Contains(f.mustRun("logs", "sleeper"), "hello again")
+	f.WaitFor("the new command's output", 10*time.Second, func() bool {
+		return strings.Contains(f.MustRun("logs", "sleeper"), "hello again")
 	})
 }
 
@@ -561,30 +561,30 @@ harnesses = ["a"]
 [profile.play]
 harnesses = ["b"]
 `)
-	f.mustRun("use-profile", "work")
+	f.MustRun("use-profile", "work")
 	f.waitState("a", "running")
 	if u := f.unit("b"); u.State != "stopped" {
 		t.Fatalf("b under profile work: %+v", u)
 	}
-	f.mustRun("use-profile", "play")
+	f.MustRun("use-profile", "play")
 	f.waitState("b", "running")
 	f.waitState("a", "stopped")
 	var ps []struct {
 		Name   string `json:"name"`
 		Active bool   `json:"active"`
 	}
-	f.mustJSON(&ps, "profiles")
+	f.MustJSON(&ps, "profiles")
 	if len(ps) != 2 || ps[0].Name != "play" || !ps[0].Active || ps[1].Active {
 		t.Fatalf("profiles: %+v", ps)
 	}
 	var info struct {
 		Profile string `json:"profile"`
 	}
-	f.mustJSON(&info, "daemon-info")
+	f.MustJSON(&info, "daemon-info")
 	if info.Profile != "play" {
 		t.Fatalf("daemon-info profile %q", info.Profile)
 	}
-	if _, _, code := f.run("use-profile", "nope"); code == 0 {
+	if _, _, code := f.Run("use-profile", "nope"); code == 0 {
 		t.Fatal("an unknown profile was accepted")
 	}
 }
@@ -602,9 +602,9 @@ cmd = "sh"
 args = ["-c", "env -i sh -c 'trap \"\" HUP TERM; echo $$ > %s/orphan.pid; exec sleep 100000' & sleep 0.5; exit 0"]
 restart = "no"
 `, dir), "--cgroup=off")
-	f.mustRun("start", "parent")
+	f.MustRun("start", "parent")
 	orphan := readPID(t, filepath.Join(dir, "orphan.pid"))
-	f.waitFor("the job to end", 20*time.Second, func() bool {
+	f.WaitFor("the job to end", 20*time.Second, func() bool {
 		u := f.unit("parent")
 		return u.State == "stopped" || u.State == "failed"
 	})
@@ -622,7 +622,7 @@ func TestCLI_JSONErrorShape(t *testing.T) {
 		"trigger sleeper":    "not_a_job",
 		"use-profile absent": "invalid_argument",
 	} {
-		out, _, code := f.run(append(strings.Fields(args), "--json")...)
+		out, _, code := f.Run(append(strings.Fields(args), "--json")...)
 		var body struct {
 			Error struct {
 				Code    string `json:"code"`

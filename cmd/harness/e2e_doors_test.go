@@ -39,16 +39,16 @@ func raiseNoFile(t *testing.T, n uint64) {
 
 // runWithin runs a CLI verb and fails the test if it does not finish within d.
 func (f *fleet) runWithin(d time.Duration, args ...string) (string, time.Duration) {
-	f.t.Helper()
+	f.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	c := exec.CommandContext(ctx, harnessBin, append([]string{"--socket", f.socket}, args...)...)
+	c := exec.CommandContext(ctx, harnessBin, append([]string{"--socket", f.Socket}, args...)...)
 	c.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
 	start := time.Now()
 	out, err := c.CombinedOutput()
 	took := time.Since(start)
 	if err != nil {
-		f.t.Fatalf("harness %v after %v: %v\n%s", args, took.Round(time.Millisecond), err, out)
+		f.T.Fatalf("harness %v after %v: %v\n%s", args, took.Round(time.Millisecond), err, out)
 	}
 	return string(out), took
 }
@@ -67,9 +67,9 @@ func TestScenario_CLIAnswersWhile1000IdleHTTPConnectionsAreOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := f.cmd.Process.Pid
+	pid := f.Cmd.Process.Pid
 	limitNoFileOf(t, pid, 512)
-	op := strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token"))
+	op := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"idle","version":"1"}}}`
 	refused := fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", u.Host, len(body), body)
 
@@ -163,7 +163,7 @@ func TestScenario_SSHTunnelReachesTheHTTPEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	tunnel := forwardTCP(t, u.Host)
-	op := strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token"))
+	op := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
 
 	_, port, _ := net.SplitHostPort(tunnel)
 	via := "http://localhost:" + port + "/mcp"

@@ -29,10 +29,10 @@ import (
 // left it.
 func TestMCP_HandoffTakesTheBridgeOutOfTheDataPath(t *testing.T) {
 	f := newFleet(t, "")
-	daemon := f.cmd.Process.Pid
+	daemon := f.Cmd.Process.Pid
 	for _, mode := range bridgeModes {
 		t.Run(mode.name, func(t *testing.T) {
-			b := startBridge(t, f.socket, mode.env)
+			b := startBridge(t, f.Socket, mode.env)
 			b.ping(1)
 			handed := mode.name == "handoff"
 			for name, p := range map[string]*os.File{"stdin": b.inR, "stdout": b.outW} {
@@ -67,7 +67,7 @@ func TestMCP_SignalsEndTheSessionCleanly(t *testing.T) {
 	for _, mode := range bridgeModes {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 			t.Run(mode.name+"/"+sig.String(), func(t *testing.T) {
-				b := startBridge(t, f.socket, mode.env)
+				b := startBridge(t, f.Socket, mode.env)
 				b.ping(1)
 				if err := b.cmd.Process.Signal(sig); err != nil {
 					t.Fatal(err)
@@ -75,7 +75,7 @@ func TestMCP_SignalsEndTheSessionCleanly(t *testing.T) {
 				if code := b.exit(10 * time.Second); code != 0 {
 					t.Fatalf("exit %d after %s (stderr %q)", code, sig, b.stderr())
 				}
-				if holds(t, f.cmd.Process.Pid, b.inR) || holds(t, f.cmd.Process.Pid, b.outW) {
+				if holds(t, f.Cmd.Process.Pid, b.inR) || holds(t, f.Cmd.Process.Pid, b.outW) {
 					t.Error("the daemon still holds the agent's stdio")
 				}
 				b.blocking()
@@ -102,7 +102,7 @@ func TestMCP_TerminalStdinFallsBackToTheBytePipe(t *testing.T) {
 	}
 	defer outR.Close()
 	defer outW.Close()
-	cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
+	cmd := exec.Command(harnessBin, "mcp", "--socket", f.Socket)
 	cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN=", "HARNESS_MCP_HANDOFF=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, outW, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -117,7 +117,7 @@ func TestMCP_TerminalStdinFallsBackToTheBytePipe(t *testing.T) {
 	if err != nil || !strings.Contains(line, `"id":1,"result"`) {
 		t.Fatalf("ping through a terminal: %q, %v", line, err)
 	}
-	if holds(t, f.cmd.Process.Pid, outW) {
+	if holds(t, f.Cmd.Process.Pid, outW) {
 		t.Fatal("stdout was handed over although stdin is a terminal")
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -137,7 +137,7 @@ func TestMCP_MalformedLineIsAnsweredAndTheSessionGoesOn(t *testing.T) {
 	f := newFleet(t, sleeperConfig)
 	for _, mode := range bridgeModes {
 		t.Run(mode.name, func(t *testing.T) {
-			b := startBridge(t, f.socket, mode.env)
+			b := startBridge(t, f.Socket, mode.env)
 			b.send(
 				initializeLine,
 				initializedLine,
@@ -191,16 +191,16 @@ func TestMCP_DaemonLossIsAnErrorWithAMessage(t *testing.T) {
 		for _, how := range []string{"killed", "stopped"} {
 			t.Run(mode.name+"/"+how, func(t *testing.T) {
 				f := newFleet(t, "")
-				b := startBridge(t, f.socket, mode.env)
+				b := startBridge(t, f.Socket, mode.env)
 				b.ping(1)
 				if how == "killed" {
 					f.kill()
 				} else {
-					f.stop()
+					f.Stop()
 				}
 				code := b.exit(10 * time.Second)
 				msg := b.stderr()
-				if code == 0 || !strings.Contains(msg, "daemon") || !strings.Contains(msg, f.socket) {
+				if code == 0 || !strings.Contains(msg, "daemon") || !strings.Contains(msg, f.Socket) {
 					t.Fatalf("exit %d, stderr %q: want non-zero and a message naming the daemon", code, msg)
 				}
 				if how == "stopped" && mode.name == "handoff" && !strings.Contains(msg, "shutting down") {
@@ -221,7 +221,7 @@ func TestMCP_OneSocketForStdinAndStdout(t *testing.T) {
 	for _, mode := range bridgeModes {
 		t.Run(mode.name, func(t *testing.T) {
 			agent, stdio := fdtest.SocketPairFiles(t)
-			cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
+			cmd := exec.Command(harnessBin, "mcp", "--socket", f.Socket)
 			cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN=", mode.env)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio, stdio, os.Stderr
 			if err := cmd.Start(); err != nil {
@@ -259,7 +259,7 @@ func TestMCP_OneSocketForStdinAndStdout(t *testing.T) {
 // before, over the socket.
 func TestMCP_OldCLIHelloGetsTheBytePipe(t *testing.T) {
 	f := newFleet(t, "")
-	c, err := net.Dial("unix", f.socket)
+	c, err := net.Dial("unix", f.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,8 +287,8 @@ const sessionsForLeakCheck = 2000
 // where it started.
 func TestMCP_SessionsLeaveNoDescriptorsInTheDaemon(t *testing.T) {
 	f := newFleet(t, "")
-	daemon := f.cmd.Process.Pid
-	if err := leakCheckSession(f.socket, 0); err != nil { // the daemon's first session may open lazily
+	daemon := f.Cmd.Process.Pid
+	if err := leakCheckSession(f.Socket, 0); err != nil { // the daemon's first session may open lazily
 		t.Fatal(err)
 	}
 	before := streamFDs(t, daemon)
@@ -298,7 +298,7 @@ func TestMCP_SessionsLeaveNoDescriptorsInTheDaemon(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for i := next.Add(1); i <= sessionsForLeakCheck; i = next.Add(1) {
-				if err := leakCheckSession(f.socket, int(i)); err != nil {
+				if err := leakCheckSession(f.Socket, int(i)); err != nil {
 					errs <- fmt.Errorf("session %d: %w", i, err)
 					return
 				}

@@ -33,7 +33,7 @@ func TestScenario_AnUnknownNameIsAnsweredWithTheNamesThereAre(t *testing.T) {
 			t.Errorf("harness %s --json: message %q repeats its code %s", strings.Join(args, " "), b.Message, b.Code)
 		}
 	}
-	_, errOut, _ := f.run("stop", "h0")
+	_, errOut, _ := f.Run("stop", "h0")
 	if !strings.Contains(errOut, "h00, h01") || !strings.HasSuffix(strings.TrimSpace(errOut), "more) (unknown_harness)") {
 		t.Errorf("stop h0: %q", errOut)
 	}
@@ -66,22 +66,22 @@ args = ["-c", "printf 'token is %%s\\n' \"$TOKEN\"; echo printed-$$; exec sleep 
 env_file = %q
 stop_grace = 2
 `, envFile))
-	f.mustRun("start", "rot")
-	f.waitFor("the first run's line", 20*time.Second, func() bool { return strings.Contains(f.mustRun("logs", "rot", "--json"), "printed-") })
+	f.MustRun("start", "rot")
+	f.WaitFor("the first run's line", 20*time.Second, func() bool { return strings.Contains(f.MustRun("logs", "rot", "--json"), "printed-") })
 	write(second) // rotated: no reload
-	f.mustRun("restart", "rot")
-	f.waitFor("the second run's line", 20*time.Second, func() bool {
-		return strings.Count(f.mustRun("logs", "rot", "--json"), "printed-") == 2
+	f.MustRun("restart", "rot")
+	f.WaitFor("the second run's line", 20*time.Second, func() bool {
+		return strings.Count(f.MustRun("logs", "rot", "--json"), "printed-") == 2
 	})
 	for _, args := range [][]string{{"logs", "rot", "--json"}, {"logs", "rot"}, {"screen", "rot", "--json"}} {
-		out := f.mustRun(args...)
+		out := f.MustRun(args...)
 		for _, s := range []string{first, second} {
 			if strings.Contains(out, s) {
 				t.Errorf("%s shows %q:\n%s", strings.Join(args, " "), s, out)
 			}
 		}
 	}
-	if n := strings.Count(f.mustRun("logs", "rot", "--json"), "token is [masked]"); n != 2 {
+	if n := strings.Count(f.MustRun("logs", "rot", "--json"), "token is [masked]"); n != 2 {
 		t.Errorf("logs: %d masked token lines, want 2", n)
 	}
 }

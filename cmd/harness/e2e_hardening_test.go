@@ -28,12 +28,12 @@ import (
 // makes them (the CLI's own start is left out: it is what a loaded machine
 // makes slow, not the daemon).
 func (f *fleet) listTimes(n int) []time.Duration {
-	f.t.Helper()
+	f.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, f.socket)
+	c, err := client.Dial(ctx, f.Socket)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	defer c.Close()
 	var out []time.Duration
@@ -41,7 +41,7 @@ func (f *fleet) listTimes(n int) []time.Duration {
 		var rows []api.UnitInfo
 		start := time.Now()
 		if err := c.Call(ctx, api.OpList, struct{}{}, &rows); err != nil {
-			f.t.Fatal(err)
+			f.T.Fatal(err)
 		}
 		out = append(out, time.Since(start))
 	}
@@ -57,10 +57,10 @@ func TestScenario_ACSIStormDoesNotFreezeTheDaemon(t *testing.T) {
 	script := `while :; do printf 'x\033[99999999b\033[99999999I\033[99999999Z\033[99999999X\033[99999999L\033[99999999S'; done`
 	f := newFleet(t, fmt.Sprintf("[harness.storm]\ncmd = \"sh\"\nargs = [\"-c\", %q]\nstop_grace = 2\n", script))
 	before := f.listTimes(5)
-	f.mustRun("start", "storm")
-	f.waitFor("the storm to be busy", 10*time.Second, func() bool {
+	f.MustRun("start", "storm")
+	f.WaitFor("the storm to be busy", 10*time.Second, func() bool {
 		var s screenJSON
-		f.mustJSON(&s, "screen", "storm")
+		f.MustJSON(&s, "screen", "storm")
 		return s.Activity == "busy"
 	})
 	during := f.listTimes(9)
@@ -101,7 +101,7 @@ func TestScenario_JSONRPCIdsComeBackAsSent(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, "python3", append([]string{"testdata/idclient.py", harnessBin, f.socket}, asks...)...)
+			cmd := exec.CommandContext(ctx, "python3", append([]string{"testdata/idclient.py", harnessBin, f.Socket}, asks...)...)
 			cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN=", "HARNESS_SOCKET=", mode.env)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
@@ -142,8 +142,8 @@ func TestScenario_ConcurrentSendsToADeafProgramAreBounded(t *testing.T) {
 	ready := filepath.Join(dir, "ready")
 	script := fmt.Sprintf(`stty raw -echo; touch %s; while [ ! -e %s.go ]; do sleep 0.1; done; exec cat > %s`, ready, ready, got)
 	f := newFleet(t, fmt.Sprintf("[harness.deaf]\ncmd = \"sh\"\nargs = [\"-c\", %q]\nstop_grace = 2\n", script))
-	f.mustRun("start", "deaf")
-	f.waitFor("the deaf program to be ready", 10*time.Second, func() bool { _, err := os.Stat(ready); return err == nil })
+	f.MustRun("start", "deaf")
+	f.WaitFor("the deaf program to be ready", 10*time.Second, func() bool { _, err := os.Stat(ready); return err == nil })
 
 	// 4000 bytes: what an empty PTY input queue always takes whole (its
 	// line discipline's 4 KiB); past about 13 KiB even the first send to a
@@ -163,7 +163,7 @@ func TestScenario_ConcurrentSendsToADeafProgramAreBounded(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			var r api.SendResult
-			err := client.CallOnce(ctx, f.socket, api.OpSend, api.SendArgs{Name: "deaf", Text: strings.Repeat(string(rune('a'+i%26)), size)}, &r)
+			err := client.CallOnce(ctx, f.Socket, api.OpSend, api.SendArgs{Name: "deaf", Text: strings.Repeat(string(rune('a'+i%26)), size)}, &r)
 			a := answer{written: r.Bytes, code: errcode.Of(err), took: time.Since(start)}
 			if err != nil {
 				a.msg = err.Error()
@@ -208,7 +208,7 @@ func TestScenario_ConcurrentSendsToADeafProgramAreBounded(t *testing.T) {
 	if err := os.WriteFile(ready+".go", nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f.waitFor("the program to read what was typed", 20*time.Second, func() bool {
+	f.WaitFor("the program to read what was typed", 20*time.Second, func() bool {
 		st, err := os.Stat(got)
 		return err == nil && st.Size() >= int64(total)
 	})
@@ -224,19 +224,19 @@ func TestScenario_ConcurrentSendsToADeafProgramAreBounded(t *testing.T) {
 // logged "waiting for connections: context deadline exceeded", issue 36).
 func TestScenario_ShutdownDoesNotWaitForOpenCLIConnections(t *testing.T) {
 	f := newFleet(t, "")
-	raw, err := net.Dial("unix", f.socket)
+	raw, err := net.Dial("unix", f.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer raw.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := client.Dial(ctx, f.socket)
+	c, err := client.Dial(ctx, f.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	sub, err := client.Dial(ctx, f.socket)
+	sub, err := client.Dial(ctx, f.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,24 +255,24 @@ func TestScenario_ShutdownDoesNotWaitForOpenCLIConnections(t *testing.T) {
 	}
 	var bridges []*bridgeProc
 	for _, mode := range bridgeModes {
-		b := startBridge(t, f.socket, mode.env)
+		b := startBridge(t, f.Socket, mode.env)
 		b.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 		b.line()
 		bridges = append(bridges, b)
 	}
 	start := time.Now()
-	if err := f.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := f.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-f.exited:
+	case <-f.Exited:
 	case <-time.After(15 * time.Second):
 		t.Fatal("the daemon did not exit")
 	}
 	took := time.Since(start)
 	t.Logf("shutdown took %v", took)
 	if took > time.Second {
-		log, _ := os.ReadFile(f.logPath)
+		log, _ := os.ReadFile(f.LogPath)
 		t.Fatalf("shutdown took %v with CLI connections open\n%s", took, log)
 	}
 }
@@ -281,19 +281,19 @@ func TestScenario_ShutdownDoesNotWaitForOpenCLIConnections(t *testing.T) {
 // or an old version) is made 0700 at start, with a log line (issue 36).
 func TestScenario_AnOpenStateDirIsMadePrivate(t *testing.T) {
 	f := newFleet(t, "")
-	f.stop()
-	if err := os.Chmod(f.state, 0o755); err != nil {
+	f.Stop()
+	if err := os.Chmod(f.State, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	f.start()
-	st, err := os.Stat(f.state)
+	st, err := os.Stat(f.State)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Mode().Perm() != 0o700 {
 		t.Fatalf("state dir mode %#o after start, want 0700", st.Mode().Perm())
 	}
-	if log, _ := os.ReadFile(f.logPath); !strings.Contains(string(log), "state dir was not private; made it 0700") {
+	if log, _ := os.ReadFile(f.LogPath); !strings.Contains(string(log), "state dir was not private; made it 0700") {
 		t.Fatalf("no log line about the state dir:\n%s", log)
 	}
 }

@@ -43,8 +43,8 @@ func TestScenario_ACrashLoopStopsAtItsBudgetUntilTheHoldLifts(t *testing.T) {
 	}
 	heldAt := func(n, restarts int) {
 		t.Helper()
-		f.waitFor(fmt.Sprintf("crashy held after %d runs", n), 30*time.Second, func() bool {
-			f.mustJSON(&row, "describe", "crashy")
+		f.WaitFor(fmt.Sprintf("crashy held after %d runs", n), 30*time.Second, func() bool {
+			f.MustJSON(&row, "describe", "crashy")
 			return row.State == "stopped" && row.Hold != nil && len(f.runsOf("crashy")) == n
 		})
 		if row.Hold.Reason != "budget" || row.Hold.Until == nil || row.PID != 0 || !row.Enabled {
@@ -61,7 +61,7 @@ func TestScenario_ACrashLoopStopsAtItsBudgetUntilTheHoldLifts(t *testing.T) {
 				t.Fatalf("runs: %+v", rs)
 			}
 		}
-		logs := f.mustRun("logs", "crashy")
+		logs := f.MustRun("logs", "crashy")
 		if !strings.Contains(logs, "not restarted until the hold lifts") {
 			t.Fatalf("the log does not say the restart is held:\n%s", logs)
 		}
@@ -69,17 +69,17 @@ func TestScenario_ACrashLoopStopsAtItsBudgetUntilTheHoldLifts(t *testing.T) {
 	heldAt(2, 1)
 	// Still held later: state stopped means no retry is armed; the
 	// describe after a reload of the same config says the same.
-	f.mustRun("reload")
-	f.mustJSON(&row, "describe", "crashy")
+	f.MustRun("reload")
+	f.MustJSON(&row, "describe", "crashy")
 	if row.State != "stopped" || len(f.runsOf("crashy")) != 2 {
 		t.Fatalf("a held harness moved: %+v", row)
 	}
-	if _, stderr, code := f.run("start", "crashy"); code == 0 || !strings.Contains(stderr, "held") {
+	if _, stderr, code := f.Run("start", "crashy"); code == 0 || !strings.Contains(stderr, "held") {
 		t.Fatalf("start of the held harness: exit %d %q", code, stderr)
 	}
 
 	// The hold lifts: it starts again by itself and runs to the new budget.
-	f.writeConfig(crashyConfig(4))
-	f.mustRun("reload")
+	f.WriteConfig(crashyConfig(4))
+	f.MustRun("reload")
 	heldAt(4, 1) // started when the hold lifted, restarted once
 }

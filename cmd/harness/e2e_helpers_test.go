@@ -83,16 +83,10 @@ func procsLeft(match func(pid int) bool) []int {
 	return left
 }
 
-// fleet is one real daemon on temp dirs.
+// fleet is one real daemon on temp dirs (fleettest.Fleet, shared with
+// interop: files, start, stop, log and the CLI verbs).
 type fleet struct {
-	t       *testing.T
-	dir     string
-	config  string
-	socket  string
-	state   string
-	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	*fleettest.Fleet
 	// args are extra `harness daemon` flags (--cgroup=off).
 	args []string
 	// ownership is what daemon-info said at the last start.
@@ -105,11 +99,11 @@ type fleet struct {
 // kill SIGKILLs the daemon and waits for it to be gone, as a crash would
 // end it.
 func (f *fleet) kill() {
-	f.t.Helper()
-	if err := f.cmd.Process.Kill(); err != nil {
-		f.t.Fatal(err)
+	f.T.Helper()
+	if err := f.Cmd.Process.Kill(); err != nil {
+		f.T.Fatal(err)
 	}
-	<-f.exited
+	<-f.Exited
 	f.killed = true
 }
 
@@ -131,29 +125,20 @@ func newFleet(t *testing.T, config string) *fleet {
 func newFleetArgs(t *testing.T, config string, args ...string) *fleet {
 	t.Helper()
 	dir := t.TempDir()
-	files := fleettest.FilesIn(dir)
-	f := &fleet{t: t, dir: dir, config: files.Config, socket: files.Socket, state: files.State, logPath: files.Log, args: args}
-	f.writeConfig(config)
+	f := &fleet{Fleet: fleettest.NewFleet(t, harnessBin, dir, daemonEnv()), args: args}
+	f.WriteConfig(config)
 	f.start()
 	t.Cleanup(f.checkCgroupGone) // runs after stop: cleanups run last-in first-out
-	t.Cleanup(f.stop)
+	t.Cleanup(f.Stop)
 	return f
-}
-
-func (f *fleet) writeConfig(text string) {
-	f.t.Helper()
-	if err := os.WriteFile(f.config, []byte(text), 0o600); err != nil {
-		f.t.Fatal(err)
-	}
 }
 
 // start launches the daemon and waits until it serves.
 func (f *fleet) start() {
-	f.t.Helper()
+	f.T.Helper()
 	f.killed = false
-	files := fleettest.DaemonFiles{Config: f.config, Socket: f.socket, State: f.state, Log: f.logPath}
-	d := fleettest.StartDaemon(f.t, harnessBin, files, daemonEnv(), func() bool {
-		out, _, code := f.run("daemon-info", "--json")
+	f.Start(func() bool {
+		out, _, code := f.Run("daemon-info", "--json")
 		if code != 0 {
 			return false
 		}
@@ -161,19 +146,18 @@ func (f *fleet) start() {
 			Ownership ownershipInfo `json:"ownership"`
 		}
 		if err := json.Unmarshal([]byte(out), &info); err != nil {
-			f.t.Fatalf("daemon-info --json: %v: %s", err, out)
+			f.T.Fatalf("daemon-info --json: %v: %s", err, out)
 		}
 		f.ownership = info.Ownership
 		return true
 	}, f.args...)
-	f.cmd, f.exited = d.Cmd, d.Exited
 }
 
 // daemonCmd is the command of another daemon on this fleet's files (one
 // that must be refused).
 func (f *fleet) daemonCmd() *exec.Cmd {
-	c := exec.Command(harnessBin, append([]string{"daemon", "--config", f.config, "--socket", f.socket,
-		"--state-dir", f.state, "--log-file", f.logPath}, f.args...)...)
+	c := exec.Command(harnessBin, append([]string{"daemon", "--config", f.Config, "--socket", f.Socket,
+		"--state-dir", f.State, "--log-file", f.LogPath}, f.args...)...)
 	c.Env = daemonEnv()
 	// A test binary that dies (a timeout panic) takes it along.
 	c.SysProcAttr = withParentDeath(&syscall.SysProcAttr{})
@@ -184,50 +168,6 @@ func (f *fleet) daemonCmd() *exec.Cmd {
 // daemon socket or token may leak in from the developer's shell.
 func daemonEnv() []string {
 	return append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
-}
-
-// cli is the CLI against this fleet's socket (fleettest, shared with
-// interop).
-func (f *fleet) cli() fleettest.CLI {
-	return fleettest.CLI{T: f.t, Bin: harnessBin, Socket: f.socket, Env: daemonEnv(), Log: f.log}
-}
-
-// log is the daemon's log so far.
-func (f *fleet) log() string {
-	b, _ := os.ReadFile(f.logPath)
-	return string(b)
-}
-
-// stop ends the daemon with SIGTERM (if still running) and waits.
-func (f *fleet) stop() {
-	if f.cmd == nil {
-		return
-	}
-	fleettest.Stop(f.t, f.cmd.Process, f.exited, nil)
-}
-
-// run invokes the CLI against this fleet's socket.
-func (f *fleet) run(args ...string) (stdout, stderr string, code int) {
-	f.t.Helper()
-	return f.cli().Run(args...)
-}
-
-// mustJSON runs a --json verb that must succeed and decodes its output.
-func (f *fleet) mustJSON(v any, args ...string) {
-	f.t.Helper()
-	f.cli().MustJSON(v, args...)
-}
-
-// mustRun runs a verb that must succeed.
-func (f *fleet) mustRun(args ...string) string {
-	f.t.Helper()
-	return f.cli().MustRun(args...)
-}
-
-// waitFor polls cond until it holds (fleettest.CLI.WaitFor).
-func (f *fleet) waitFor(what string, d time.Duration, cond func() bool) {
-	f.t.Helper()
-	f.cli().WaitFor(what, d, cond)
 }
 
 // unitInfo is the §9 shape of one `list --json` row.
@@ -242,22 +182,22 @@ type unitInfo struct {
 }
 
 func (f *fleet) unit(name string) unitInfo {
-	f.t.Helper()
+	f.T.Helper()
 	var us []unitInfo
-	f.mustJSON(&us, "list")
+	f.MustJSON(&us, "list")
 	for _, u := range us {
 		if u.Name == name {
 			return u
 		}
 	}
-	f.t.Fatalf("no unit %q in list", name)
+	f.T.Fatalf("no unit %q in list", name)
 	return unitInfo{}
 }
 
 func (f *fleet) waitState(name, state string) unitInfo {
-	f.t.Helper()
+	f.T.Helper()
 	var u unitInfo
-	f.waitFor(name+" to be "+state, 20*time.Second, func() bool {
+	f.WaitFor(name+" to be "+state, 20*time.Second, func() bool {
 		u = f.unit(name)
 		return u.State == state
 	})
@@ -316,7 +256,7 @@ func (f *fleet) checkCgroupGone() {
 		return
 	}
 	select {
-	case <-f.exited:
+	case <-f.Exited:
 	default:
 		return // still running: stop did not get it down, and says so
 	}
@@ -324,5 +264,5 @@ func (f *fleet) checkCgroupGone() {
 	if f.killed && n == 0 && err == nil {
 		return // a killed daemon cannot remove its cgroup; its next start would
 	}
-	f.t.Errorf("daemon left its cgroup %s (%d processes in it, removal: %v)", dir, n, err)
+	f.T.Errorf("daemon left its cgroup %s (%d processes in it, removal: %v)", dir, n, err)
 }

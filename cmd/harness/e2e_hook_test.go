@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harness-dev/harness/internal/fleettest"
 )
 
 // TestScenario_HookCallsAreAuthenticatedByTheRunsToken: `harness hook`
@@ -31,10 +33,10 @@ agent = "claude-code"
 mcp_wire = false
 env = { HB = %q }
 `, script, harnessBin))
-	f.mustRun("start", "agent")
+	f.MustRun("start", "agent")
 	var out string
-	f.waitFor("the hook calls", 30*time.Second, func() bool {
-		out, _, _ = f.run("logs", "agent")
+	f.WaitFor("the hook calls", 30*time.Second, func() bool {
+		out, _, _ = f.Run("logs", "agent")
 		return strings.Contains(out, "bad=")
 	})
 	if !strings.Contains(out, "good=0") || !strings.Contains(out, "bad=1") || !strings.Contains(out, "invalid_argument") {
@@ -44,7 +46,7 @@ env = { HB = %q }
 		ID        uint64 `json:"id"`
 		SessionID string `json:"session_id"`
 	}
-	f.mustJSON(&runs, "runs", "agent")
+	f.MustJSON(&runs, "runs", "agent")
 	if len(runs) != 1 || runs[0].SessionID != "s-e2e-1" {
 		t.Errorf("runs %+v: want the hook's session on the run", runs)
 	}
@@ -52,7 +54,7 @@ env = { HB = %q }
 		t.Errorf("the harness after a bad hook call: %+v", st)
 	}
 
-	c := exec.Command(harnessBin, "--socket", f.socket, "hook", "Stop", "{}")
+	c := exec.Command(harnessBin, "--socket", f.Socket, "hook", "Stop", "{}")
 	c.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=not-a-live-token")
 	var o, e bytes.Buffer
 	c.Stdout, c.Stderr = &o, &e
@@ -60,8 +62,8 @@ env = { HB = %q }
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(e.String(), "not_permitted") && !strings.Contains(e.String(), "token") {
 		t.Errorf("a hook with a bogus token: %v, stdout %q stderr %q", err, o.String(), e.String())
 	}
-	f.waitFor("the refusal in the daemon log", 10*time.Second, func() bool {
-		b, _ := os.ReadFile(f.logPath)
+	f.WaitFor("the refusal in the daemon log", 10*time.Second, func() bool {
+		b, _ := os.ReadFile(f.LogPath)
 		return strings.Contains(string(b), "hook refused")
 	})
 }
@@ -102,9 +104,9 @@ env = { HOME = %[2]q }
 `, script, t.TempDir()))
 	argv := map[string]string{}
 	for _, name := range []string{"on", "off", "codexon", "codexoff"} {
-		f.mustRun("start", name)
-		f.waitFor(name+"'s argv", 30*time.Second, func() bool {
-			out, _, _ := f.run("logs", name)
+		f.MustRun("start", name)
+		f.WaitFor(name+"'s argv", 30*time.Second, func() bool {
+			out, _, _ := f.Run("logs", name)
 			argv[name] = out
 			return strings.Contains(out, "argv:")
 		})
@@ -125,15 +127,15 @@ env = { HOME = %[2]q }
 			Hooks *bool `json:"hooks"`
 		} `json:"config"`
 	}
-	f.mustJSON(&d, "describe", "off")
+	f.MustJSON(&d, "describe", "off")
 	if d.Config.Hooks == nil || *d.Config.Hooks {
 		t.Errorf("describe --json off: hooks %v, want false", d.Config.Hooks)
 	}
-	f.mustJSON(&d, "describe", "on")
+	f.MustJSON(&d, "describe", "on")
 	if d.Config.Hooks == nil || !*d.Config.Hooks {
 		t.Errorf("describe --json on: hooks %v, want true", d.Config.Hooks)
 	}
-	if out := f.mustRun("describe", "off"); !strings.Contains(out, "hooks:          off") {
+	if out := f.MustRun("describe", "off"); !strings.Contains(out, "hooks:          off") {
 		t.Errorf("describe off (text) does not say its hooks are off:\n%s", out)
 	}
 }
@@ -168,17 +170,16 @@ func TestScenario_GeminiWiringLeavesNothingBehind(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"settings=$GEMINI_CLI_SYSTEM_SETTINGS_PATH\"\nexec sleep 100\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	f := &fleet{t: t, dir: dir, config: filepath.Join(dir, "harness.toml"), socket: filepath.Join(dir, "run", "harness.sock"),
-		state: filepath.Join(dir, "state"), logPath: filepath.Join(dir, "daemon.log")}
+	f := &fleet{Fleet: fleettest.NewFleet(t, harnessBin, dir, daemonEnv())}
 	withGemini := fmt.Sprintf("[harness.keep]\ncmd = \"sleep\"\nargs = [\"100\"]\n\n[harness.g]\ncmd = %q\nagent = \"gemini\"\n", script)
-	f.writeConfig(withGemini)
+	f.WriteConfig(withGemini)
 	f.start()
-	t.Cleanup(f.stop)
-	settings := filepath.Join(f.state, "agents", "g", "gemini-system-settings.json")
+	t.Cleanup(f.Stop)
+	settings := filepath.Join(f.State, "agents", "g", "gemini-system-settings.json")
 	started := func() {
-		f.mustRun("start", "g")
-		f.waitFor("g's settings path", 30*time.Second, func() bool {
-			out, _, _ := f.run("logs", "g")
+		f.MustRun("start", "g")
+		f.WaitFor("g's settings path", 30*time.Second, func() bool {
+			out, _, _ := f.Run("logs", "g")
 			return strings.Contains(out, "settings="+settings)
 		})
 		b, err := os.ReadFile(settings)
@@ -187,29 +188,29 @@ func TestScenario_GeminiWiringLeavesNothingBehind(t *testing.T) {
 		}
 	}
 	started()
-	f.writeConfig("[harness.keep]\ncmd = \"sleep\"\nargs = [\"100\"]\n")
-	f.mustRun("reload")
-	f.waitFor("the removed harness's wiring to go", 30*time.Second, func() bool {
+	f.WriteConfig("[harness.keep]\ncmd = \"sleep\"\nargs = [\"100\"]\n")
+	f.MustRun("reload")
+	f.WaitFor("the removed harness's wiring to go", 30*time.Second, func() bool {
 		_, err := os.Stat(filepath.Dir(settings))
 		return os.IsNotExist(err)
 	})
-	f.writeConfig(withGemini)
-	f.mustRun("reload")
+	f.WriteConfig(withGemini)
+	f.MustRun("reload")
 	started()
 	// A reload that is refused (it declares a harness named like a
 	// running scratch harness) leaves the wiring as it was: its hooks =
 	// false must not reach g's next run.
-	f.mustRun("run", "--name", "clash", "--detach", "--", "sleep", "100")
-	f.writeConfig(withGemini + "hooks = false\n\n[harness.clash]\ncmd = \"sleep\"\nargs = [\"100\"]\n")
-	if out, errOut, code := f.run("reload"); code == 0 {
+	f.MustRun("run", "--name", "clash", "--detach", "--", "sleep", "100")
+	f.WriteConfig(withGemini + "hooks = false\n\n[harness.clash]\ncmd = \"sleep\"\nargs = [\"100\"]\n")
+	if out, errOut, code := f.Run("reload"); code == 0 {
 		t.Fatalf("a reload declaring a running scratch harness's name was taken: %s%s", out, errOut)
 	}
 	if b, err := os.ReadFile(settings); err != nil || !strings.Contains(string(b), "hook AfterAgent") {
 		t.Fatalf("a refused reload rewrote g's wiring: %s, %v", b, err)
 	}
-	f.mustRun("stop", "clash")
-	f.stop()
-	if _, err := os.Stat(filepath.Join(f.state, "agents")); !os.IsNotExist(err) {
-		t.Errorf("the daemon stopped and left %s behind (%v)", filepath.Join(f.state, "agents"), err)
+	f.MustRun("stop", "clash")
+	f.Stop()
+	if _, err := os.Stat(filepath.Join(f.State, "agents")); !os.IsNotExist(err) {
+		t.Errorf("the daemon stopped and left %s behind (%v)", filepath.Join(f.State, "agents"), err)
 	}
 }

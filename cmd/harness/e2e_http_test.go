@@ -28,13 +28,13 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func (f *fleet) mcpURL() string {
-	f.t.Helper()
+	f.T.Helper()
 	var info struct {
 		MCPURL string `json:"mcp_url"`
 	}
-	f.mustJSON(&info, "daemon-info")
+	f.MustJSON(&info, "daemon-info")
 	if !strings.HasPrefix(info.MCPURL, "http://127.0.0.1:") {
-		f.t.Fatalf("daemon-info mcp_url = %q", info.MCPURL)
+		f.T.Fatalf("daemon-info mcp_url = %q", info.MCPURL)
 	}
 	return info.MCPURL
 }
@@ -87,7 +87,7 @@ args = ["-c", "echo $HARNESS_MCP_URL > `+filepath.Join(dir, "url")+`; exec sleep
 enabled = true
 `)
 	url := f.mcpURL()
-	f.waitFor("HARNESS_MCP_URL in a harness", 15*time.Second, func() bool {
+	f.WaitFor("HARNESS_MCP_URL in a harness", 15*time.Second, func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "url"))
 		return strings.TrimSpace(string(b)) == url
 	})
@@ -108,7 +108,7 @@ enabled = true
 	}
 
 	// The operator token, printed by `harness mcp token`, is read-only by default.
-	op := strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token"))
+	op := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
 	if got := toolNames(t, httpSession(t, url, op)); !slices.Equal(got, readTools) {
 		t.Fatalf("operator over HTTP lists %v", got)
 	}
@@ -125,14 +125,14 @@ enabled = true
 	// A token dies with its run.
 	readerTok := token(t, filepath.Join(dir, "reader.token"))
 	os.Remove(filepath.Join(dir, "reader.token"))
-	f.mustRun("restart", "reader")
+	f.MustRun("restart", "reader")
 	token(t, filepath.Join(dir, "reader.token"))
 	if s := initializeStatus(t, url, readerTok, ""); s != http.StatusUnauthorized {
 		t.Fatalf("revoked token: %d", s)
 	}
 
 	// The snippet names the environment variable, never the token itself.
-	snippet := f.mustRun("mcp", "config", "--client", "claude-code", "--http")
+	snippet := f.MustRun("mcp", "config", "--client", "claude-code", "--http")
 	if !strings.Contains(snippet, url) || !strings.Contains(snippet, "${HARNESS_MCP_TOKEN}") || strings.Contains(snippet, op) {
 		t.Fatalf("http snippet: %s", snippet)
 	}
@@ -158,7 +158,7 @@ func TestScenario_McpTokenIsTheDaemonsWhateverTheCLIsStateDir(t *testing.T) {
 	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\n")
 	url := f.mcpURL()
 	cliState := filepath.Join(t.TempDir(), "cli-state")
-	tok := strings.TrimSpace(f.mustRun("--state-dir", cliState, "mcp", "token"))
+	tok := strings.TrimSpace(f.MustRun("--state-dir", cliState, "mcp", "token"))
 	if _, err := os.Stat(cliState); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the CLI made its own state dir (%v): a token there is one the daemon refuses", err)
 	}
@@ -168,18 +168,18 @@ func TestScenario_McpTokenIsTheDaemonsWhateverTheCLIsStateDir(t *testing.T) {
 	var j struct {
 		Token string `json:"token"`
 	}
-	f.mustJSON(&j, "--state-dir", cliState, "mcp", "token")
+	f.MustJSON(&j, "--state-dir", cliState, "mcp", "token")
 	if j.Token != tok {
 		t.Fatalf("--json token %q, want %q", j.Token, tok)
 	}
 
 	plain := newFleet(t, "")
-	out, errOut, code := plain.run("--state-dir", cliState, "mcp", "token")
+	out, errOut, code := plain.Run("--state-dir", cliState, "mcp", "token")
 	if code == 0 || !strings.Contains(errOut, "serves no MCP HTTP endpoint") {
 		t.Fatalf("no endpoint: exit %d, %q %q", code, out, errOut)
 	}
-	plain.stop()
-	out, errOut, code = plain.run("--state-dir", cliState, "mcp", "token")
+	plain.Stop()
+	out, errOut, code = plain.Run("--state-dir", cliState, "mcp", "token")
 	if code == 0 || !strings.Contains(errOut, "daemon") || strings.TrimSpace(out) != "" {
 		t.Fatalf("no daemon: exit %d, %q %q", code, out, errOut)
 	}

@@ -18,8 +18,8 @@ schedule = "@every 1s"
 		ExitCode *int   `json:"exit_code"`
 	}
 	var rs []run
-	f.waitFor("two scheduled runs", 20*time.Second, func() bool {
-		f.mustJSON(&rs, "runs", "tick")
+	f.WaitFor("two scheduled runs", 20*time.Second, func() bool {
+		f.MustJSON(&rs, "runs", "tick")
 		ended := 0
 		for _, r := range rs {
 			if r.ExitCode != nil {
@@ -38,7 +38,7 @@ schedule = "@every 1s"
 		Schedule string  `json:"schedule"`
 		NextFire *string `json:"next_fire"`
 	}
-	f.mustJSON(&jobs, "jobs")
+	f.MustJSON(&jobs, "jobs")
 	if len(jobs) != 1 || jobs[0].Schedule != "@every 1s" || jobs[0].NextFire == nil {
 		t.Fatalf("jobs: %+v", jobs)
 	}
@@ -46,12 +46,12 @@ schedule = "@every 1s"
 		Job   string `json:"job"`
 		Fired int    `json:"fired"`
 	}
-	f.mustJSON(&trig, "triggers")
+	f.MustJSON(&trig, "triggers")
 	if len(trig) != 1 || trig[0].Job != "tick" || trig[0].Fired < 2 {
 		t.Fatalf("triggers: %+v", trig)
 	}
 	var u map[string]any
-	f.mustJSON(&u, "describe", "tick")
+	f.MustJSON(&u, "describe", "tick")
 	if u["schedule"] != "@every 1s" || u["next_fire"] == nil {
 		t.Fatalf("describe shows no schedule/next fire: %v", u)
 	}
@@ -74,7 +74,7 @@ stop_grace = 1
 cmd = "sleep"
 args = ["100000"]
 `)
-	out, _, code := f.run("trigger", "fails", "--wait", "--timeout", "20s")
+	out, _, code := f.Run("trigger", "fails", "--wait", "--timeout", "20s")
 	if code != 3 {
 		t.Fatalf("trigger --wait exit %d, want 3; out %s", code, out)
 	}
@@ -82,22 +82,22 @@ args = ["100000"]
 		t.Fatalf("trigger --wait should print the run's tail: %q", out)
 	}
 
-	f.mustRun("trigger", "long")
+	f.MustRun("trigger", "long")
 	f.waitState("long", "running")
 	var res struct {
 		Skipped   bool   `json:"skipped"`
 		ActiveRun uint64 `json:"active_run"`
 	}
-	f.mustJSON(&res, "trigger", "long")
+	f.MustJSON(&res, "trigger", "long")
 	if !res.Skipped || res.ActiveRun == 0 {
 		t.Fatalf("triggering a running job: %+v", res)
 	}
-	out = f.mustRun("trigger", "long")
+	out = f.MustRun("trigger", "long")
 	if !strings.Contains(out, "skipped") {
 		t.Fatalf("human output should say skipped: %q", out)
 	}
 
-	jout, _, jcode := f.run("trigger", "service", "--json")
+	jout, _, jcode := f.Run("trigger", "service", "--json")
 	if jcode == 0 || !strings.Contains(jout, `"not_a_job"`) {
 		t.Fatalf("trigger of a non-job: exit %d %s", jcode, jout)
 	}
@@ -117,22 +117,22 @@ stop_grace = 3
 	}
 	var tr []trig
 	f.waitState("stubborn", "running") // the first firing started it
-	f.waitFor("a firing skipped while running", 10*time.Second, func() bool {
-		f.mustJSON(&tr, "triggers")
+	f.WaitFor("a firing skipped while running", 10*time.Second, func() bool {
+		f.MustJSON(&tr, "triggers")
 		return tr[0].Skipped >= 1
 	})
 	var before []struct {
 		ID uint64 `json:"id"`
 	}
-	f.mustJSON(&before, "runs", "stubborn")
+	f.MustJSON(&before, "runs", "stubborn")
 	skippedBefore := tr[0].Skipped
 	start := time.Now()
-	f.mustRun("stop", "stubborn") // ignores SIGTERM: takes the whole grace
+	f.MustRun("stop", "stubborn") // ignores SIGTERM: takes the whole grace
 	stopEnd := time.Now()
 	if d := time.Since(start); d < 2*time.Second {
 		t.Fatalf("stop took %s; the job should have held out for its grace", d)
 	}
-	f.mustJSON(&tr, "triggers")
+	f.MustJSON(&tr, "triggers")
 	if tr[0].Skipped < skippedBefore+2 {
 		t.Fatalf("firings during the stop were not skipped: %+v (before %d)", tr[0], skippedBefore)
 	}
@@ -141,7 +141,7 @@ stop_grace = 3
 		StartedAt time.Time `json:"started_at"`
 		Outcome   string    `json:"outcome"`
 	}
-	f.mustJSON(&after, "runs", "stubborn")
+	f.MustJSON(&after, "runs", "stubborn")
 	// The schedule goes on after the stop; only the stop's window counts.
 	// A skipped firing is a record of its own (DESIGN §17), not a run.
 	for _, r := range after[len(before):] {

@@ -47,7 +47,7 @@ func TestMCP_OversizedMessagesAreRefusedWithoutBeingRead(t *testing.T) {
 		PID    int    `json:"pid"`
 		MCPURL string `json:"mcp_url"`
 	}
-	f.mustJSON(&info, "daemon-info")
+	f.MustJSON(&info, "daemon-info")
 	before := peakRSSKiB(t, info.PID)
 
 	big := strings.Repeat("x", 6<<20)
@@ -73,7 +73,7 @@ func TestMCP_OversizedMessagesAreRefusedWithoutBeingRead(t *testing.T) {
 
 	// Over HTTP: 413 saying the limit.
 	req, _ := http.NewRequest(http.MethodPost, info.MCPURL, strings.NewReader(big[:2<<20]))
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token")))
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token")))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
@@ -93,7 +93,7 @@ func TestMCP_OversizedMessagesAreRefusedWithoutBeingRead(t *testing.T) {
 // unknown, clipped), where the SDK would have refused it with 413.
 func TestMCP_RaisedMessageLimitAppliesOverHTTP(t *testing.T) {
 	f := newFleet(t, "[daemon]\nmcp_max_message_bytes = 8388608\nmcp_http = \"127.0.0.1:0\"\n"+sleeperConfig)
-	s := httpSession(t, f.mcpURL(), strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token")))
+	s := httpSession(t, f.mcpURL(), strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token")))
 	big := strings.Repeat("x", 5<<20)
 	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "harness_describe", Arguments: map[string]any{"name": big}})
 	if err != nil {
@@ -115,7 +115,7 @@ func TestMCP_ClientGoneCancelsItsCallsUpstream(t *testing.T) {
 				f := newFleet(t, upstreamTable("x", "gone-"+mode.name+"-"+strings.ReplaceAll(how, " ", "-"), ""))
 				probe := f.mcpSession("", false, nil)
 				waitTool(t, f, probe, "x__slow")
-				b := startBridge(t, f.socket, mode.env)
+				b := startBridge(t, f.Socket, mode.env)
 				b.initialize()
 				b.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x__slow","arguments":{"ms":600000},"_meta":{"progressToken":"p1"}}}`)
 				// The upstream's progress notification says the call is in flight.
@@ -132,7 +132,7 @@ func TestMCP_ClientGoneCancelsItsCallsUpstream(t *testing.T) {
 					b.outR.Close()
 				}
 				begin := time.Now()
-				f.waitFor("the upstream to count the cancellation", 10*time.Second, func() bool {
+				f.WaitFor("the upstream to count the cancellation", 10*time.Second, func() bool {
 					return strings.TrimSpace(text(t, callTool(t, probe, "x__cancelled", nil))) == "1"
 				})
 				if took := time.Since(begin); took > 3*time.Second {
@@ -152,14 +152,14 @@ func TestMCP_CancelledCallGetsNoAnswer(t *testing.T) {
 			f := newFleet(t, upstreamTable("x", "cancel-answer-"+mode.name, ""))
 			probe := f.mcpSession("", false, nil)
 			waitTool(t, f, probe, "x__slow")
-			b := startBridge(t, f.socket, mode.env)
+			b := startBridge(t, f.Socket, mode.env)
 			b.initialize()
 			b.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x__slow","arguments":{"ms":600000},"_meta":{"progressToken":"p1"}}}`)
 			if got := b.line(); !strings.Contains(got, "notifications/progress") {
 				t.Fatalf("want the call's progress first, got %q", got)
 			}
 			b.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"changed my mind"}}`)
-			f.waitFor("the upstream to count the cancellation", 10*time.Second, func() bool {
+			f.WaitFor("the upstream to count the cancellation", 10*time.Second, func() bool {
 				return strings.TrimSpace(text(t, callTool(t, probe, "x__cancelled", nil))) == "1"
 			})
 			b.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)

@@ -49,19 +49,19 @@ harvest_trajectory = true
 		}
 	}
 
-	f.mustRun("start", "leaky")
+	f.MustRun("start", "leaky")
 	var logsOut string
-	f.waitFor("leaky's output in logs", 20*time.Second, func() bool {
-		logsOut = f.mustRun("logs", "leaky", "--json")
+	f.WaitFor("leaky's output in logs", 20*time.Second, func() bool {
+		logsOut = f.MustRun("logs", "leaky", "--json")
 		return strings.Contains(logsOut, "done-printing")
 	})
 	clean("logs --json", logsOut)
 	if n := strings.Count(logsOut, "[masked]"); n != 3 {
 		t.Errorf("logs --json has %d [masked], want 3: %s", n, logsOut)
 	}
-	clean("logs (text)", f.mustRun("logs", "leaky"))
-	clean("screen --json", f.mustRun("screen", "leaky", "--json"))
-	clean("screen --ansi --json", f.mustRun("screen", "leaky", "--ansi", "--json"))
+	clean("logs (text)", f.MustRun("logs", "leaky"))
+	clean("screen --json", f.MustRun("screen", "leaky", "--json"))
+	clean("screen --ansi --json", f.MustRun("screen", "leaky", "--ansi", "--json"))
 
 	s := f.mcpSession("", false, nil)
 	res := callTool(t, s, "harness_screen", map[string]any{"name": "leaky"})
@@ -76,14 +76,14 @@ harvest_trajectory = true
 
 	// Trajectory: the answer, and every file the daemon keeps for it.
 	var rows []trajRow
-	f.waitFor("leaky's transcript", 10*time.Second, func() bool {
+	f.WaitFor("leaky's transcript", 10*time.Second, func() bool {
 		rows = listTraj(t, s, "leaky")
 		return len(rows) == 1 && rows[0].Entries >= 4
 	})
 	p := getTraj(t, s, map[string]any{"name": "leaky", "run": rows[0].Run})
 	b, _ = json.Marshal(p)
 	clean("harness_get_trajectory", string(b))
-	clean("trajectory files", dirText(t, filepath.Join(f.state, "trajectories")))
+	clean("trajectory files", dirText(t, filepath.Join(f.State, "trajectories")))
 
 	// The call log: arguments that carry the secrets are kept masked.
 	res = callTool(t, s, "harness_describe", map[string]any{"name": envValue + " " + ghp + " " + jwt})
@@ -91,7 +91,7 @@ harvest_trajectory = true
 		t.Fatalf("describe of a made-up name answered: %+v", res)
 	}
 	var calls callsAnswer
-	f.mustJSON(&calls, "calls", "--tool", "harness_describe")
+	f.MustJSON(&calls, "calls", "--tool", "harness_describe")
 	b, _ = json.Marshal(calls)
 	clean("calls --json", string(b))
 	clean("call log files", f.callLogText())
@@ -99,11 +99,11 @@ harvest_trajectory = true
 	// The person attached sees the program's bytes as they are.
 	x := newTmuxServer(t)
 	x.window("watch")
-	x.typeLine("watch", fmt.Sprintf("%s --socket %s attach --read-only leaky", harnessBin, f.socket))
+	x.typeLine("watch", fmt.Sprintf("%s --socket %s attach --read-only leaky", harnessBin, f.Socket))
 	for _, s := range []string{envValue, ghp, jwt} {
 		x.waitText("watch", s)
 	}
-	f.mustRun("stop", "leaky")
+	f.MustRun("stop", "leaky")
 }
 
 // dirText is every file under dir, concatenated.
@@ -149,9 +149,9 @@ restart = "no"
 command = ["sh", "-c", "cat > %s.tmp && mv %s.tmp %s"]
 on = ["job_failed"]
 `, "-c", script, envFile, got, got, got))
-	f.run("trigger", "leakjob", "--wait", "--timeout", "20s")
+	f.Run("trigger", "leakjob", "--wait", "--timeout", "20s")
 	var msg string
-	f.waitFor("the job_failed message", 20*time.Second, func() bool {
+	f.WaitFor("the job_failed message", 20*time.Second, func() bool {
 		b, err := os.ReadFile(got)
 		msg = string(b)
 		return err == nil && strings.Contains(msg, "job_failed")

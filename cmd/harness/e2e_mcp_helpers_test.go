@@ -17,8 +17,8 @@ import (
 // mcpSession runs `harness mcp` as an agent would (a stdio child) and
 // connects the go-sdk client to it.
 func (f *fleet) mcpSession(token string, allowControl bool, opts *mcp.ClientOptions) *mcp.ClientSession {
-	f.t.Helper()
-	args := []string{"mcp", "--socket", f.socket}
+	f.T.Helper()
+	args := []string{"mcp", "--socket", f.Socket}
 	if allowControl {
 		args = append(args, "--allow-control")
 	}
@@ -30,9 +30,9 @@ func (f *fleet) mcpSession(token string, allowControl bool, opts *mcp.ClientOpti
 	cl := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts)
 	s, err := cl.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
-		f.t.Fatalf("connect harness mcp: %v", err)
+		f.T.Fatalf("connect harness mcp: %v", err)
 	}
-	f.t.Cleanup(func() { s.Close() })
+	f.T.Cleanup(func() { s.Close() })
 	return s
 }
 

@@ -31,7 +31,7 @@ cmd = "sleep"
 args = ["100000"]
 description = "never started"
 `)
-	f.mustRun("start", "sleeper")
+	f.MustRun("start", "sleeper")
 	f.waitState("sleeper", "running")
 	s := f.mcpSession("", false, nil)
 	var viaMCP struct {
@@ -39,7 +39,7 @@ description = "never started"
 	}
 	resultJSON(t, callTool(t, s, "harness_list", nil), &viaMCP)
 	var viaCLI []unitInfo
-	f.mustJSON(&viaCLI, "list")
+	f.MustJSON(&viaCLI, "list")
 	if len(viaMCP.Harnesses) != len(viaCLI) {
 		t.Fatalf("harness_list %+v vs list --json %+v", viaMCP.Harnesses, viaCLI)
 	}
@@ -70,7 +70,7 @@ func TestScenario_UnknownHarnessSurfacesTheStructuredError(t *testing.T) {
 func TestScenario_DefaultScopingRefusesAWrite(t *testing.T) {
 	dir := t.TempDir()
 	f := newFleet(t, sleeperConfig+tokenHarness("agent", dir, ""))
-	f.mustRun("start", "sleeper")
+	f.MustRun("start", "sleeper")
 	before := f.waitState("sleeper", "running")
 	s := f.mcpSession(token(t, filepath.Join(dir, "agent.token")), true, nil)
 	if got := toolNames(t, s); !slices.Equal(got, readTools) {
@@ -88,7 +88,7 @@ func TestScenario_DefaultScopingRefusesAWrite(t *testing.T) {
 func TestScenario_GrantedScopingPermitsAWrite(t *testing.T) {
 	dir := t.TempDir()
 	f := newFleet(t, sleeperConfig+tokenHarness("boss", dir, `mcp_allow = ["read", "write"]`))
-	f.mustRun("start", "sleeper")
+	f.MustRun("start", "sleeper")
 	before := f.waitState("sleeper", "running")
 	s := f.mcpSession(token(t, filepath.Join(dir, "boss.token")), false, nil)
 	if got := toolNames(t, s); !slices.Equal(got, slices.Sorted(slices.Values(append(slices.Clone(readTools), writeTools...)))) {
@@ -106,7 +106,7 @@ func TestScenario_GrantedScopingPermitsAWrite(t *testing.T) {
 	var rs []struct {
 		Cause string `json:"cause"`
 	}
-	f.mustJSON(&rs, "runs", "sleeper")
+	f.MustJSON(&rs, "runs", "sleeper")
 	if len(rs) != 2 || rs[1].Cause != "manual" {
 		t.Fatalf("runs after MCP restart: %+v", rs)
 	}
@@ -116,7 +116,7 @@ func TestScenario_ScopeChangeTakesEffectOnReload(t *testing.T) {
 	dir := t.TempDir()
 	base := sleeperConfig + tokenHarness("agent", dir, "")
 	f := newFleet(t, base)
-	f.mustRun("start", "sleeper")
+	f.MustRun("start", "sleeper")
 	agentPID := f.waitState("agent", "running").PID
 	changed := make(chan struct{}, 4)
 	s := f.mcpSession(token(t, filepath.Join(dir, "agent.token")), false, &mcp.ClientOptions{
@@ -125,8 +125,8 @@ func TestScenario_ScopeChangeTakesEffectOnReload(t *testing.T) {
 	if code := errorCode(t, callTool(t, s, "harness_stop", map[string]any{"name": "sleeper"})); code != "not_permitted" {
 		t.Fatalf("before widening: %q", code)
 	}
-	f.writeConfig(sleeperConfig + tokenHarness("agent", dir, `mcp_allow = ["read", "write"]`))
-	f.mustRun("reload")
+	f.WriteConfig(sleeperConfig + tokenHarness("agent", dir, `mcp_allow = ["read", "write"]`))
+	f.MustRun("reload")
 	select {
 	case <-changed:
 	case <-time.After(10 * time.Second):
@@ -181,7 +181,7 @@ enabled = true
 		Entries    []entry `json:"entries"`
 		NextCursor uint64  `json:"next_cursor"`
 	}
-	f.waitFor("output", 15*time.Second, func() bool {
+	f.WaitFor("output", 15*time.Second, func() bool {
 		resultJSON(t, callTool(t, s, "harness_logs", map[string]any{"name": "talker"}), &sum)
 		for _, e := range sum.Entries {
 			if e.Text == "msg-5" {
@@ -248,18 +248,18 @@ func TestMCP_RevokedTokenAndDaemonDownAreRefusedClearly(t *testing.T) {
 	tokPath := filepath.Join(dir, "agent.token")
 	old := token(t, tokPath)
 	os.Remove(tokPath)
-	f.mustRun("restart", "agent")
+	f.MustRun("restart", "agent")
 	if fresh := token(t, tokPath); fresh == old {
 		t.Fatal("token not re-minted on restart")
 	}
-	cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
+	cmd := exec.Command(harnessBin, "mcp", "--socket", f.Socket)
 	cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN="+old)
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "token") {
 		t.Fatalf("revoked token: err %v, output %q", err, out)
 	}
-	f.stop()
-	cmd = exec.Command(harnessBin, "mcp", "--socket", f.socket)
+	f.Stop()
+	cmd = exec.Command(harnessBin, "mcp", "--socket", f.Socket)
 	out, err = cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "daemon not running") {
 		t.Fatalf("daemon down: err %v, output %q", err, out)
@@ -287,7 +287,7 @@ func TestMCP_BridgeStoppedBySIGTERMLeavesStdioBlocking(t *testing.T) {
 	// What a parent hands a child: blocking pipes. The test keeps inR, so
 	// it can read the mode of the description it shares with the child.
 	fdtest.SetBlocking(t, inR, outW)
-	cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
+	cmd := exec.Command(harnessBin, "mcp", "--socket", f.Socket)
 	cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN=")
 	cmd.Stdin, cmd.Stdout = inR, outW
 	if err := cmd.Start(); err != nil {
@@ -326,12 +326,12 @@ func TestMCP_PipedRequestsAreAllAnswered(t *testing.T) {
 	f := newFleet(t, upstreamTable("up", "piped-"+t.Name(), ""))
 	// Its process running is not enough: calls are served once the broker
 	// has its session and tool list.
-	f.waitFor("upstream up with its tools", 20*time.Second, func() bool {
+	f.WaitFor("upstream up with its tools", 20*time.Second, func() bool {
 		var st []struct {
 			State string `json:"state"`
 			Tools int    `json:"tools"`
 		}
-		f.mustJSON(&st, "mcp", "status")
+		f.MustJSON(&st, "mcp", "status")
 		return len(st) == 1 && st[0].State == "running" && st[0].Tools > 0
 	})
 	reqs := strings.Join([]string{
@@ -341,7 +341,7 @@ func TestMCP_PipedRequestsAreAllAnswered(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"hi"}}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"harness_list","arguments":{}}}`,
 	}, "\n") + "\n"
-	cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
+	cmd := exec.Command(harnessBin, "mcp", "--socket", f.Socket)
 	cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN=")
 	cmd.Stdin = strings.NewReader(reqs)
 	var stderr strings.Builder
@@ -403,7 +403,7 @@ env = { API_URL = "https://user:hunter2@example.test", PLAIN = "visible-to-opera
 			Env map[string]string `json:"env"`
 		} `json:"config"`
 	}
-	f.mustJSON(&viaCLI, "describe", "agent")
+	f.MustJSON(&viaCLI, "describe", "agent")
 	if viaCLI.Config.Env["PLAIN"] != "visible-to-operator" {
 		t.Fatalf("the operator's describe lost the env values: %v", viaCLI.Config.Env)
 	}

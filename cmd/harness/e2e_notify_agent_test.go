@@ -63,7 +63,7 @@ func TestScenario_NotifyWaitingFromARealClaudeCode(t *testing.T) {
 		}
 	}
 	var cmdMsg notifyMessage
-	f.waitFor("the command sink's message", 30*time.Second, func() bool {
+	f.WaitFor("the command sink's message", 30*time.Second, func() bool {
 		b, err := os.ReadFile(out)
 		return err == nil && json.Unmarshal(b, &cmdMsg) == nil
 	})
@@ -75,7 +75,7 @@ func TestScenario_NotifyWaitingFromARealClaudeCode(t *testing.T) {
 	}
 
 	// The message's own command answers it.
-	f.mustRun(strings.Fields(answer)[1:]...)
+	f.MustRun(strings.Fields(answer)[1:]...)
 	f.waitAgent("claude", "ready")
 	if _, err := os.Stat(filepath.Join(rc.work, "made-by-notify")); err != nil {
 		t.Fatalf("the answered command did not run: %v", err)
@@ -83,7 +83,7 @@ func TestScenario_NotifyWaitingFromARealClaudeCode(t *testing.T) {
 
 	// A second prompt inside cooldown_s: counted, not sent.
 	rc.askForPermission(f, "made-again")
-	f.waitFor("the second waiting to be suppressed", 30*time.Second, func() bool {
+	f.WaitFor("the second waiting to be suppressed", 30*time.Second, func() bool {
 		for _, s := range f.notifyStats() {
 			if s.Suppressed != 1 {
 				return false
@@ -96,8 +96,8 @@ func TestScenario_NotifyWaitingFromARealClaudeCode(t *testing.T) {
 			t.Errorf("%s: %+v", name, s)
 		}
 	}
-	f.mustRun("answer", "claude", "No")
-	logText, _ := os.ReadFile(f.logPath)
+	f.MustRun("answer", "claude", "No")
+	logText, _ := os.ReadFile(f.LogPath)
 	if strings.Contains(string(logText), modelapi.TestKey) {
 		t.Error("the daemon's log carries Claude Code's API key")
 	}

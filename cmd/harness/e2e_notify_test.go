@@ -108,11 +108,11 @@ type notifyStats struct {
 }
 
 func (f *fleet) notifyStats() map[string]notifyStats {
-	f.t.Helper()
+	f.T.Helper()
 	var info struct {
 		Notify []notifyStats `json:"notify"`
 	}
-	f.mustJSON(&info, "daemon-info")
+	f.MustJSON(&info, "daemon-info")
 	out := map[string]notifyStats{}
 	for _, s := range info.Notify {
 		out[s.Name] = s
@@ -176,7 +176,7 @@ cooldown_s = 3600
 	}
 	f := newFleet(t, config)
 
-	f.mustRun("start", "svc")
+	f.MustRun("start", "svc")
 	for _, format := range []string{"json", "slack", "discord", "ntfy"} {
 		got := r.waitOn(t, "/"+format, "svc", 1)
 		body := got[0].Body
@@ -213,7 +213,7 @@ cooldown_s = 3600
 		}
 	}
 
-	f.mustRun("trigger", "nightly")
+	f.MustRun("trigger", "nightly")
 	for _, format := range []string{"json", "slack", "discord", "ntfy"} {
 		got := r.waitOn(t, "/"+format, "nightly", 1)
 		if !strings.Contains(got[0].Body, "exited with code 4") || !strings.Contains(got[0].Body+fmt.Sprint(got[0].Header), "job") {
@@ -225,8 +225,8 @@ cooldown_s = 3600
 	}
 
 	// The same failure again, inside cooldown_s: counted, not sent.
-	f.mustRun("start", "svc")
-	f.waitFor("the second failure to be suppressed", 20*time.Second, func() bool {
+	f.MustRun("start", "svc")
+	f.WaitFor("the second failure to be suppressed", 20*time.Second, func() bool {
 		for _, s := range f.notifyStats() {
 			if s.Suppressed != 1 {
 				return false
@@ -248,7 +248,7 @@ cooldown_s = 3600
 		Attempts int    `json:"attempts"`
 		Status   int    `json:"status"`
 	}
-	f.mustJSON(&res, "notify", "test", "json")
+	f.MustJSON(&res, "notify", "test", "json")
 	if res.Attempts != 1 || res.Status != 200 {
 		t.Errorf("notify test: %+v", res)
 	}
@@ -258,11 +258,11 @@ cooldown_s = 3600
 	if m.Event != "waiting" || m.Prompt == "" || m.Actions[0].Command != "harness answer example Yes" {
 		t.Errorf("sample: %+v", m)
 	}
-	if out, _, code := f.run("notify", "test", "nope", "--json"); code == 0 || !strings.Contains(out, "invalid_argument") {
+	if out, _, code := f.Run("notify", "test", "nope", "--json"); code == 0 || !strings.Contains(out, "invalid_argument") {
 		t.Errorf("notify test nope: %d %s", code, out)
 	}
 	// Nothing the daemon wrote shows the header's secret.
-	logText, _ := os.ReadFile(f.logPath)
+	logText, _ := os.ReadFile(f.LogPath)
 	if strings.Contains(string(logText), "tok-e2e-4242") {
 		t.Error("daemon log shows the header secret")
 	}
@@ -286,9 +286,9 @@ on = ["failed"]
 url = "%[1]s/400"
 on = ["failed"]
 `, r.URL))
-	f.mustRun("start", "svc")
+	f.MustRun("start", "svc")
 	got := r.waitOn(t, "/500", "svc", 4) // MaxAttempts
-	f.waitFor("both to give up", 20*time.Second, func() bool {
+	f.WaitFor("both to give up", 20*time.Second, func() bool {
 		s := f.notifyStats()
 		return s["five"].Failed == 1 && s["four"].Failed == 1
 	})
@@ -322,7 +322,7 @@ func TestScenario_HangingReceiverCostsSupervisionNothing(t *testing.T) {
 		var ds []time.Duration
 		for range 5 {
 			start := time.Now()
-			f.mustRun("list")
+			f.MustRun("list")
 			ds = append(ds, time.Since(start))
 		}
 		slices.Sort(ds)
@@ -333,9 +333,9 @@ func TestScenario_HangingReceiverCostsSupervisionNothing(t *testing.T) {
 	for i := range 100 {
 		names = append(names, fmt.Sprintf("h%03d", i))
 	}
-	f.mustRun(names...)
+	f.MustRun(names...)
 	r.waitOn(t, "/hang", "failed", 1)
-	f.waitFor("100 failures to queue", 30*time.Second, func() bool {
+	f.WaitFor("100 failures to queue", 30*time.Second, func() bool {
 		s := f.notifyStats()["slow"]
 		return s.Queued+s.Dropped == 99 // one is in flight
 	})
@@ -378,8 +378,8 @@ env = { P = %q }
 on = ["failed"]
 timeout_s = 0.5
 `, out, pids))
-	f.mustRun("start", "svc")
-	f.waitFor("the command to get the message", 20*time.Second, func() bool {
+	f.MustRun("start", "svc")
+	f.WaitFor("the command to get the message", 20*time.Second, func() bool {
 		_, err := os.Stat(out)
 		return err == nil
 	})
@@ -389,7 +389,7 @@ timeout_s = 0.5
 		!slices.Contains(m.LastLines, "it broke") {
 		t.Errorf("stdin: %v %s", err, b)
 	}
-	f.waitFor("the stuck sink to be given up", 30*time.Second, func() bool {
+	f.WaitFor("the stuck sink to be given up", 30*time.Second, func() bool {
 		return f.notifyStats()["stuck"].Failed == 1
 	})
 	s := f.notifyStats()["stuck"]

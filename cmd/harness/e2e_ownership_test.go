@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/fleettest"
 	"golang.org/x/sys/unix"
 )
 
@@ -108,7 +109,7 @@ func procsByArg(args ...string) map[string][]int {
 func waitHostile(t *testing.T, f *fleet, args ...string) map[string][]int {
 	t.Helper()
 	var got map[string][]int
-	f.waitFor(fmt.Sprintf("processes with arguments %v", args), 20*time.Second, func() bool {
+	f.WaitFor(fmt.Sprintf("processes with arguments %v", args), 20*time.Second, func() bool {
 		got = procsByArg(args...)
 		for _, a := range args {
 			if len(got[a]) != 1 {
@@ -134,7 +135,7 @@ func TestScenario_HostileDescendantsGoneAfterStop(t *testing.T) {
 			tag := uniqueTag(t)
 			f := newOwnershipFleet(t, m.mode, m.args, hostileUnit("h", tag))
 			waitHostile(t, f, hostileArgs(tag)...)
-			f.mustRun("stop", "h")
+			f.MustRun("stop", "h")
 			// stop answers once the unit is stopped, i.e. its tree is gone.
 			assertGone(t, "after stop", hostileArgs(tag)...)
 		})
@@ -188,17 +189,17 @@ func sigkillAndRestart(t *testing.T, mode string, args []string) (map[string][]i
 	pids := waitHostile(t, f, hostileArgs(tag)...)
 	if mode == "fallback" {
 		strays := []int{pids[tag+"1"][0], pids[tag+"2"][0]}
-		f.waitFor("the ledger to record the descendants", 20*time.Second, func() bool {
+		f.WaitFor("the ledger to record the descendants", 20*time.Second, func() bool {
 			return ledgerHas(t, f, strays...)
 		})
 	}
-	f.cmd.Process.Signal(syscall.SIGKILL)
-	<-f.exited
+	f.Cmd.Process.Signal(syscall.SIGKILL)
+	<-f.Exited
 	time.Sleep(2 * time.Second) // the scenario: the restart comes 2 s later
 	left := procsByArg(tag+"1", tag+"2")
 	ok := len(left[tag+"1"]) == 1 && len(left[tag+"2"]) == 1
 	next := uniqueTag(t)
-	f.writeConfig(hostileUnit("h", next))
+	f.WriteConfig(hostileUnit("h", next))
 	f.start()
 	// daemon-info answers only after the leftovers were ended.
 	assertGone(t, "after the restart", hostileArgs(tag)...)
@@ -214,15 +215,15 @@ func sigkillAndRestart(t *testing.T, mode string, args []string) (map[string][]i
 // connections before the response is written (a race in the shutdown op,
 // not in what is tested here), so that one error is let through.
 func (f *fleet) shutdown() {
-	f.t.Helper()
-	_, errOut, code := f.run("shutdown")
+	f.T.Helper()
+	_, errOut, code := f.Run("shutdown")
 	if code != 0 && !strings.Contains(errOut, "daemon_unavailable") {
-		f.t.Fatalf("harness shutdown: exit %d: %s", code, errOut)
+		f.T.Fatalf("harness shutdown: exit %d: %s", code, errOut)
 	}
 	select {
-	case <-f.exited:
+	case <-f.Exited:
 	case <-time.After(30 * time.Second):
-		f.t.Fatal("daemon did not exit after shutdown")
+		f.T.Fatal("daemon did not exit after shutdown")
 	}
 }
 
@@ -232,9 +233,9 @@ func (f *fleet) shutdown() {
 // parent-death SIGKILL has ended it, and a daemon started in that moment
 // rightly refuses to run.
 func (f *fleet) waitLockFree() {
-	f.t.Helper()
-	path := f.socket + ".lock"
-	f.waitFor("the lock to be free", 10*time.Second, func() bool {
+	f.T.Helper()
+	path := f.Socket + ".lock"
+	f.WaitFor("the lock to be free", 10*time.Second, func() bool {
 		fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			return true
@@ -247,7 +248,7 @@ func (f *fleet) waitLockFree() {
 // ledgerHas reports whether the state dir's process ledger records every
 // pid in pids as a member of some run.
 func ledgerHas(t *testing.T, f *fleet, pids ...int) bool {
-	b, err := os.ReadFile(filepath.Join(f.state, "processes.json"))
+	b, err := os.ReadFile(filepath.Join(f.State, "processes.json"))
 	if err != nil {
 		return false
 	}
@@ -282,11 +283,11 @@ type runRow struct {
 }
 
 func (f *fleet) lastRun(name string) runRow {
-	f.t.Helper()
+	f.T.Helper()
 	var rs []runRow
-	f.mustJSON(&rs, "runs", name)
+	f.MustJSON(&rs, "runs", name)
 	if len(rs) == 0 {
-		f.t.Fatalf("no runs of %s", name)
+		f.T.Fatalf("no runs of %s", name)
 	}
 	return rs[len(rs)-1]
 }
@@ -304,10 +305,10 @@ cmd = "sh"
 args = ["-c", "trap '' HUP; setsid sleep %s & exit 0"]
 restart = "no"
 `, tag))
-	f.mustRun("start", "d")
+	f.MustRun("start", "d")
 	child := waitHostile(t, f, tag)[tag][0]
-	f.waitFor("the main process's exit to be logged", 20*time.Second, func() bool {
-		return strings.Contains(f.mustRun("logs", "d"), "the run goes on")
+	f.WaitFor("the main process's exit to be logged", 20*time.Second, func() bool {
+		return strings.Contains(f.MustRun("logs", "d"), "the run goes on")
 	})
 	if u := f.unit("d"); u.State != "running" || u.PID != 0 {
 		t.Fatalf("with its daemonised child alive the unit is %+v; want running (main process gone: pid 0)", u)
@@ -319,25 +320,25 @@ restart = "no"
 	var scr struct {
 		RunID uint64 `json:"run_id"`
 	}
-	f.mustJSON(&scr, "screen", "d")
+	f.MustJSON(&scr, "screen", "d")
 	type row struct {
 		Name     string `json:"name"`
 		Activity string `json:"activity"`
 	}
 	var rows []row
-	f.mustJSON(&rows, "list")
+	f.MustJSON(&rows, "list")
 	if i := slices.IndexFunc(rows, func(r row) bool { return r.Name == "d" }); scr.RunID == 0 || i < 0 || rows[i].Activity == "" {
 		t.Fatalf("a run past its main process: screen run_id %d, list %+v", scr.RunID, rows)
 	}
 
 	// restart ends the child with the run, then starts a new one.
-	f.mustRun("restart", "d")
+	f.MustRun("restart", "d")
 	if alive(child) {
 		t.Fatalf("restart left the daemonised child %d of the old run", child)
 	}
 	again := waitHostile(t, f, tag)[tag][0]
-	f.waitFor("the new main process's exit to be logged", 20*time.Second, func() bool {
-		return strings.Count(f.mustRun("logs", "d"), "the run goes on") == 2
+	f.WaitFor("the new main process's exit to be logged", 20*time.Second, func() bool {
+		return strings.Count(f.MustRun("logs", "d"), "the run goes on") == 2
 	})
 
 	// The last process ends on its own: now the run ends, with the main
@@ -397,7 +398,7 @@ func TestScenario_TenDaemonSIGKILLsLeaveNothing(t *testing.T) {
 	var all []string
 	for round := range rounds {
 		if round > 0 {
-			f.writeConfig(configOf(round))
+			f.WriteConfig(configOf(round))
 			f.waitLockFree()
 			f.start()
 			assertGone(t, fmt.Sprintf("round %d, after the restart", round), all...)
@@ -406,10 +407,10 @@ func TestScenario_TenDaemonSIGKILLsLeaveNothing(t *testing.T) {
 		if round%2 == 0 {
 			waitHostile(t, f, argsOf(round)...)
 		}
-		f.cmd.Process.Signal(syscall.SIGKILL)
-		<-f.exited
+		f.Cmd.Process.Signal(syscall.SIGKILL)
+		<-f.Exited
 	}
-	f.writeConfig("")
+	f.WriteConfig("")
 	f.waitLockFree()
 	f.start()
 	assertGone(t, "after the last restart", all...)
@@ -437,22 +438,21 @@ func TestScenario_WithoutAWritableCgroupTheDaemonFallsBackAndSaysWhy(t *testing.
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	f := &fleet{t: t, dir: dir, config: filepath.Join(dir, "harness.toml"), socket: filepath.Join(dir, "run", "harness.sock"),
-		state: filepath.Join(dir, "state"), logPath: filepath.Join(dir, "daemon.log")}
-	c := exec.Command(bin, "daemon", "--config", f.config, "--socket", f.socket, "--state-dir", f.state, "--log-file", f.logPath)
+	f := &fleet{Fleet: fleettest.NewFleet(t, harnessBin, dir, daemonEnv())}
+	c := exec.Command(bin, "daemon", "--config", f.Config, "--socket", f.Socket, "--state-dir", f.State, "--log-file", f.LogPath)
 	c.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=", "HOME="+dir)
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	f.cmd, f.exited = c, make(chan struct{})
-	go func() { c.Wait(); close(f.exited) }()
-	t.Cleanup(f.stop)
+	f.Cmd, f.Exited = c, make(chan struct{})
+	go func() { c.Wait(); close(f.Exited) }()
+	t.Cleanup(f.Stop)
 	var info struct {
 		Ownership ownershipInfo `json:"ownership"`
 	}
-	f.waitFor("the unprivileged daemon to serve", 30*time.Second, func() bool {
-		out, _, code := f.run("daemon-info", "--json")
+	f.WaitFor("the unprivileged daemon to serve", 30*time.Second, func() bool {
+		out, _, code := f.Run("daemon-info", "--json")
 		return code == 0 && json.Unmarshal([]byte(out), &info) == nil
 	})
 	if o := info.Ownership; o.Mode != "fallback" || o.Cgroup != "" ||

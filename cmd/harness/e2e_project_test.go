@@ -13,7 +13,7 @@ import (
 
 // runIn invokes the CLI from dir, as a user standing in a project would.
 func (f *fleet) runIn(dir string, args ...string) (stdout, stderr string, code int) {
-	c := exec.Command(harnessBin, append([]string{"--socket", f.socket, "--config", f.config}, args...)...)
+	c := exec.Command(harnessBin, append([]string{"--socket", f.Socket, "--config", f.Config}, args...)...)
 	c.Dir = dir
 	c.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
 	var o, e bytes.Buffer
@@ -22,16 +22,16 @@ func (f *fleet) runIn(dir string, args ...string) (stdout, stderr string, code i
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return o.String(), e.String(), code
 }
 
 func (f *fleet) mustRunIn(dir string, args ...string) string {
-	f.t.Helper()
+	f.T.Helper()
 	out, errOut, code := f.runIn(dir, args...)
 	if code != 0 {
-		f.t.Fatalf("harness %v in %s: exit %d\n%s%s", args, dir, code, out, errOut)
+		f.T.Fatalf("harness %v in %s: exit %d\n%s%s", args, dir, code, out, errOut)
 	}
 	return out
 }
@@ -56,7 +56,7 @@ func TestProjects_SideBySideWithScopedUpstreams(t *testing.T) {
 	tok := t.TempDir()
 	global := sleeperConfig + upstreamTable("shared", "shared-"+filepath.Base(tok), "")
 	f := newFleet(t, global)
-	before, _ := os.ReadFile(f.config)
+	before, _ := os.ReadFile(f.Config)
 	a := projectDir(t, "a", "alpha", tok, "agent", "helper")
 	b := projectDir(t, "b", "beta", tok, "agent")
 
@@ -68,7 +68,7 @@ func TestProjects_SideBySideWithScopedUpstreams(t *testing.T) {
 		Project string `json:"project"`
 		State   string `json:"state"`
 	}
-	f.mustJSON(&all, "list")
+	f.MustJSON(&all, "list")
 	names := []string{}
 	for _, u := range all {
 		names = append(names, u.Name)
@@ -122,23 +122,23 @@ func TestProjects_SideBySideWithScopedUpstreams(t *testing.T) {
 	aPID := f.unit("a/agent").PID
 	f.mustRunIn(a, "down")
 	waitGone(t, "a/agent after down", aPID)
-	f.mustJSON(&all, "list")
+	f.MustJSON(&all, "list")
 	for _, u := range all {
 		if strings.HasPrefix(u.Name, "a/") {
 			t.Fatalf("a/ still listed after down: %v", u)
 		}
 	}
-	f.stop()
+	f.Stop()
 	f.start()
 	f.waitState("b/agent", "running")
-	f.mustJSON(&all, "list")
+	f.MustJSON(&all, "list")
 	for _, u := range all {
 		if strings.HasPrefix(u.Name, "a/") {
 			t.Fatalf("a came back after restart: %v", u)
 		}
 	}
-	f.mustRun("down", "b")
-	after, _ := os.ReadFile(f.config)
+	f.MustRun("down", "b")
+	after, _ := os.ReadFile(f.Config)
 	if !bytes.Equal(before, after) {
 		t.Fatal("the global config file changed")
 	}
@@ -162,7 +162,7 @@ func TestProjects_RefusedFilesRegisterNothing(t *testing.T) {
 		}
 	}
 	var us []unitInfo
-	f.mustJSON(&us, "list")
+	f.MustJSON(&us, "list")
 	if len(us) != 1 {
 		t.Fatalf("a refused project registered units: %+v", us)
 	}
@@ -172,7 +172,7 @@ func TestProjects_RefusedFilesRegisterNothing(t *testing.T) {
 		t.Fatalf("up outside a project: %d %q", code, errOut)
 	}
 	// The global config is never adopted as a project.
-	_, errOut, code = f.runIn(filepath.Dir(f.config), "up")
+	_, errOut, code = f.runIn(filepath.Dir(f.Config), "up")
 	if code == 0 || !strings.Contains(errOut, "no harness.toml") {
 		t.Fatalf("up next to the global config: %d %q", code, errOut)
 	}

@@ -61,7 +61,7 @@ func TestScenario_APromptFileBecomesAFleetWideSlashCommand(t *testing.T) {
 		}
 	}
 	os.WriteFile(filepath.Join(pdir, "plan.md"), []byte("Make a plan.\n"), 0o600)
-	f.mustRun("reload")
+	f.MustRun("reload")
 	for name, ch := range map[string]chan struct{}{"unattributed": changedA, "attributed": changedB} {
 		select {
 		case <-ch:
@@ -102,7 +102,7 @@ func TestScenario_MalformedPromptIsSkippedNotFatal(t *testing.T) {
 	var info struct {
 		Warnings []string `json:"warnings"`
 	}
-	f.mustJSON(&info, "daemon-info")
+	f.MustJSON(&info, "daemon-info")
 	found := false
 	for _, w := range info.Warnings {
 		found = found || strings.Contains(w, "broken.md")
@@ -110,7 +110,7 @@ func TestScenario_MalformedPromptIsSkippedNotFatal(t *testing.T) {
 	if !found {
 		t.Fatalf("daemon-info warnings do not name broken.md: %v", info.Warnings)
 	}
-	logText, _ := os.ReadFile(f.logPath)
+	logText, _ := os.ReadFile(f.LogPath)
 	if !strings.Contains(string(logText), "broken.md") {
 		t.Fatal("the daemon log does not name the skipped file")
 	}
@@ -139,12 +139,12 @@ func TestPrompts_WatchedDirectoryReloadsByItself(t *testing.T) {
 
 func TestWatch_TurnedOnByAReloadFollowsTheFile(t *testing.T) {
 	f := newFleet(t, sleeperConfig)
-	f.writeConfig("[daemon]\nwatch_config = true\n" + sleeperConfig)
-	f.mustRun("reload")
-	f.writeConfig("[daemon]\nwatch_config = true\n" + sleeperConfig + "\n[harness.added]\ncmd = \"true\"\n")
-	f.waitFor("the watcher to load the edited file", 10*time.Second, func() bool {
+	f.WriteConfig("[daemon]\nwatch_config = true\n" + sleeperConfig)
+	f.MustRun("reload")
+	f.WriteConfig("[daemon]\nwatch_config = true\n" + sleeperConfig + "\n[harness.added]\ncmd = \"true\"\n")
+	f.WaitFor("the watcher to load the edited file", 10*time.Second, func() bool {
 		var us []unitInfo
-		f.mustJSON(&us, "list")
+		f.MustJSON(&us, "list")
 		return len(us) == 2
 	})
 }

@@ -64,15 +64,15 @@ type remoteUpstreamRow struct {
 }
 
 func (f *fleet) remoteRow(key string) remoteUpstreamRow {
-	f.t.Helper()
+	f.T.Helper()
 	var rows []remoteUpstreamRow
-	f.mustJSON(&rows, "mcp", "status")
+	f.MustJSON(&rows, "mcp", "status")
 	for _, r := range rows {
 		if r.Key == key {
 			return r
 		}
 	}
-	f.t.Fatalf("mcp status has no %s: %+v", key, rows)
+	f.T.Fatalf("mcp status has no %s: %+v", key, rows)
 	return remoteUpstreamRow{}
 }
 
@@ -83,7 +83,7 @@ type outputs struct {
 }
 
 func (o *outputs) run(f *fleet, args ...string) string {
-	out, errOut, _ := f.run(args...)
+	out, errOut, _ := f.Run(args...)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.b.WriteString(out)
@@ -108,9 +108,9 @@ type capturedSession struct {
 }
 
 func (f *fleet) capturedSession() *capturedSession {
-	f.t.Helper()
+	f.T.Helper()
 	c := &capturedSession{changed: make(chan struct{}, 64)}
-	cmd := exec.Command(harnessBin, "mcp", "--socket", f.socket)
+	cmd := exec.Command(harnessBin, "mcp", "--socket", f.Socket)
 	cmd.Env = append(os.Environ(), "HARNESS_MCP_TOKEN=", "HARNESS_SOCKET=")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -125,9 +125,9 @@ func (f *fleet) capturedSession() *capturedSession {
 	tr := &mcp.LoggingTransport{Transport: &mcp.CommandTransport{Command: cmd}, Writer: lockedWriter{&c.mu, &c.frames}}
 	s, err := cl.Connect(ctx, tr, nil)
 	if err != nil {
-		f.t.Fatalf("connect harness mcp: %v", err)
+		f.T.Fatalf("connect harness mcp: %v", err)
 	}
-	f.t.Cleanup(func() { s.Close() })
+	f.T.Cleanup(func() { s.Close() })
 	c.ClientSession = s
 	return c
 }
@@ -185,7 +185,7 @@ func TestScenario_RemoteUpstreamThroughHarnessMCP(t *testing.T) {
 	}
 	// The daemon sends them before the result; this client handles them
 	// on a queue of its own, so the last may land just after CallTool.
-	f.waitFor("3 progress notifications", 5*time.Second, func() bool { return len(s.progressFor("p-remote")) >= 3 })
+	f.WaitFor("3 progress notifications", 5*time.Second, func() bool { return len(s.progressFor("p-remote")) >= 3 })
 	if got := s.progressFor("p-remote"); !slices.Equal(got, []float64{1, 2, 3}) {
 		t.Fatalf("progress through harness mcp: %v, want 1 2 3", got)
 	}
@@ -199,7 +199,7 @@ func TestScenario_RemoteUpstreamThroughHarnessMCP(t *testing.T) {
 		_, err := s.CallTool(ctx, p)
 		done <- err
 	}()
-	f.waitFor("the slow call to run upstream", 20*time.Second, func() bool { return len(s.progressFor("p-slow")) > 0 })
+	f.WaitFor("the slow call to run upstream", 20*time.Second, func() bool { return len(s.progressFor("p-slow")) > 0 })
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatal("a cancelled call returned no error")
@@ -252,14 +252,14 @@ func TestScenario_RemoteUpstreamThroughHarnessMCP(t *testing.T) {
 		{"logs", "mcp.remote", "--json"}, {"logs", "mcp.remote", "--raw"}, {"runs", "--json"}, {"reload"}} {
 		out.run(f, verb...)
 	}
-	f.stop()
+	f.Stop()
 	if strings.Contains(out.String(), secret) {
 		t.Error("the CLI printed the token")
 	}
 	if strings.Contains(s.framesText(), secret) {
 		t.Error("an MCP frame carries the token")
 	}
-	assertNoSecret(t, secret, f.state, f.logPath)
+	assertNoSecret(t, secret, f.State, f.LogPath)
 }
 
 // TestScenario_RemoteUpstreamServerRestart: the server goes away: calls
@@ -275,7 +275,7 @@ func TestScenario_RemoteUpstreamServerRestart(t *testing.T) {
 
 	srv.Stop()
 	var res *mcp.CallToolResult
-	f.waitFor("upstream_unavailable", 15*time.Second, func() bool {
+	f.WaitFor("upstream_unavailable", 15*time.Second, func() bool {
 		res = callTool(t, s, "remote__echo", map[string]any{"text": "down"})
 		return errorCode(t, res) == "upstream_unavailable"
 	})
@@ -283,7 +283,7 @@ func TestScenario_RemoteUpstreamServerRestart(t *testing.T) {
 		t.Fatalf("the outage should name the upstream: %q", text(t, res))
 	}
 	var row remoteUpstreamRow
-	f.waitFor("mcp status to show the outage", 15*time.Second, func() bool {
+	f.WaitFor("mcp status to show the outage", 15*time.Second, func() bool {
 		row = f.remoteRow("remote")
 		return row.State != "running" && row.LastError != "" && row.NextRetry != nil
 	})
@@ -294,7 +294,7 @@ func TestScenario_RemoteUpstreamServerRestart(t *testing.T) {
 	if err := srv.Start(""); err != nil {
 		t.Fatal(err)
 	}
-	f.waitFor("calls to succeed on the same session", 30*time.Second, func() bool {
+	f.WaitFor("calls to succeed on the same session", 30*time.Second, func() bool {
 		r := callTool(t, s, "remote__echo", map[string]any{"text": "back"})
 		return !r.IsError && text(t, r) == "back"
 	})
@@ -304,15 +304,15 @@ func TestScenario_RemoteUpstreamServerRestart(t *testing.T) {
 	}
 
 	// Stop and start work on a connection as on a process.
-	f.mustRun("stop", "mcp.remote")
+	f.MustRun("stop", "mcp.remote")
 	if row = f.remoteRow("remote"); row.State != "stopped" || row.NextRetry != nil {
 		t.Fatalf("after stop: %+v", row)
 	}
 	if code := errorCode(t, callTool(t, s, "remote__echo", map[string]any{"text": "x"})); code != "upstream_unavailable" {
 		t.Fatalf("a call to a stopped upstream: %q", code)
 	}
-	f.mustRun("start", "mcp.remote")
-	f.waitFor("the upstream to run again", 20*time.Second, func() bool { return f.remoteRow("remote").State == "running" })
+	f.MustRun("start", "mcp.remote")
+	f.WaitFor("the upstream to run again", 20*time.Second, func() bool { return f.remoteRow("remote").State == "running" })
 	if got := text(t, callTool(t, s, "remote__echo", map[string]any{"text": "started"})); got != "started" {
 		t.Fatalf("after start: %q", got)
 	}
@@ -331,7 +331,7 @@ func TestScenario_RemoteUpstreamUnauthorized(t *testing.T) {
 	var out outputs
 	want := "HTTP 401 Unauthorized from " + srv.URL() + ": check the headers of [mcp.remote]"
 	var row remoteUpstreamRow
-	f.waitFor("mcp status to show the 401", 20*time.Second, func() bool {
+	f.WaitFor("mcp status to show the 401", 20*time.Second, func() bool {
 		row = f.remoteRow("remote")
 		return strings.Contains(row.LastError, want)
 	})
@@ -347,7 +347,7 @@ func TestScenario_RemoteUpstreamUnauthorized(t *testing.T) {
 	}
 
 	bearerFromEnvFile(t, envFile, right)
-	f.waitFor("the rotated token to be used", 60*time.Second, func() bool {
+	f.WaitFor("the rotated token to be used", 60*time.Second, func() bool {
 		return f.remoteRow("remote").State == "running"
 	})
 	waitTool(t, f, s, "remote__echo")
@@ -356,12 +356,12 @@ func TestScenario_RemoteUpstreamUnauthorized(t *testing.T) {
 	}
 	out.run(f, "describe", "mcp.remote", "--json")
 	out.run(f, "logs", "mcp.remote")
-	f.stop()
+	f.Stop()
 	for _, tok := range []string{wrong, right} {
 		if strings.Contains(out.String(), tok) {
 			t.Errorf("the CLI printed token %s", tok)
 		}
-		assertNoSecret(t, tok, f.state, f.logPath)
+		assertNoSecret(t, tok, f.State, f.LogPath)
 	}
 }
 
@@ -378,14 +378,14 @@ func TestScenario_RemoteUpstreamConfigErrors(t *testing.T) {
 		"mcp.unset.headers.Authorization: ${NOPE} is not set":       "\n[mcp.unset]\nurl = \"https://h/mcp\"\nheaders = { Authorization = \"Bearer ${NOPE}\" }\n",
 		"mcp.hdr.headers.Mcp-Session-Id: header \"Mcp-Session-Id\"": "\n[mcp.hdr]\nurl = \"https://h/mcp\"\nheaders = { Mcp-Session-Id = \"x\" }\n",
 	} {
-		f.writeConfig(good + bad)
-		_, errOut, code := f.run("reload")
+		f.WriteConfig(good + bad)
+		_, errOut, code := f.Run("reload")
 		if code == 0 || !strings.Contains(errOut, want) {
 			t.Errorf("reload with %q: exit %d, %q", bad, code, errOut)
 		}
 	}
 	var rows []remoteUpstreamRow
-	f.mustJSON(&rows, "mcp", "status")
+	f.MustJSON(&rows, "mcp", "status")
 	if len(rows) != 1 || rows[0].Key != "good" || rows[0].URL != srv.URL() {
 		t.Fatalf("a refused config changed the upstreams: %+v", rows)
 	}

@@ -21,23 +21,23 @@ type controllerInfo struct {
 // needLimit fails the test unless the daemon limits runs with ctrl: a
 // fork bomb or a memory hog never runs without its limit.
 func (f *fleet) needLimit(ctrl string) {
-	f.t.Helper()
+	f.T.Helper()
 	var info struct {
 		Ownership struct {
 			Mode        string           `json:"mode"`
 			Controllers []controllerInfo `json:"controllers"`
 		} `json:"ownership"`
 	}
-	f.mustJSON(&info, "daemon-info")
+	f.MustJSON(&info, "daemon-info")
 	for _, c := range info.Ownership.Controllers {
 		if c.Name == ctrl {
 			if c.Version == "" {
-				f.t.Fatalf("the daemon has no %s controller (%s); this test needs root and cgroup v2 with it delegated, or its v1 hierarchy", ctrl, c.Why)
+				f.T.Fatalf("the daemon has no %s controller (%s); this test needs root and cgroup v2 with it delegated, or its v1 hierarchy", ctrl, c.Why)
 			}
 			return
 		}
 	}
-	f.t.Fatalf("daemon-info lists no %s controller (mode %s): %+v", ctrl, info.Ownership.Mode, info.Ownership.Controllers)
+	f.T.Fatalf("daemon-info lists no %s controller (mode %s): %+v", ctrl, info.Ownership.Mode, info.Ownership.Controllers)
 }
 
 // inUnitCgroup lists the processes whose cgroups (v2 or v1) are those of
@@ -65,11 +65,11 @@ type resourceEvents struct {
 }
 
 func (f *fleet) resources(name string) resourceEvents {
-	f.t.Helper()
+	f.T.Helper()
 	var d struct {
 		Resources *resourceEvents `json:"resources"`
 	}
-	f.mustJSON(&d, "describe", name)
+	f.MustJSON(&d, "describe", name)
 	if d.Resources == nil {
 		return resourceEvents{}
 	}
@@ -94,8 +94,8 @@ cmd = "sleep"
 args = ["100000"]
 `)
 	f.needLimit("pids")
-	f.mustRun("start", "bomb")
-	f.waitFor("the bomb to reach tasks_max", 30*time.Second, func() bool { return f.resources("bomb").PidsMax > 0 })
+	f.MustRun("start", "bomb")
+	f.WaitFor("the bomb to reach tasks_max", 30*time.Second, func() bool { return f.resources("bomb").PidsMax > 0 })
 	if n := len(f.inUnitCgroup("bomb")); n > 256 {
 		t.Fatalf("%d processes in a run limited to 256", n)
 	}
@@ -103,7 +103,7 @@ args = ["100000"]
 	var info struct {
 		PID int `json:"pid"`
 	}
-	f.mustJSON(&info, "daemon-info")
+	f.MustJSON(&info, "daemon-info")
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/cgroup", info.PID))
 	for _, tf := range tasks {
 		if b, _ := os.ReadFile(tf); strings.Contains(string(b), "/bomb/") {
@@ -115,8 +115,8 @@ args = ["100000"]
 	}
 	// At its limit, everything else goes on.
 	var us []unitInfo
-	f.mustJSON(&us, "list")
-	f.mustRun("start", "other")
+	f.MustJSON(&us, "list")
+	f.MustRun("start", "other")
 	f.waitState("other", "running")
 	out, err := exec.Command("sh", "-c", "echo shell-ok").Output()
 	if err != nil || strings.TrimSpace(string(out)) != "shell-ok" {
@@ -125,10 +125,10 @@ args = ["100000"]
 	if f.resources("bomb").PidsMax == 0 {
 		t.Fatal("pids_max went back to 0")
 	}
-	f.mustRun("stop", "bomb")
+	f.MustRun("stop", "bomb")
 	f.waitState("bomb", "stopped")
-	f.waitFor("the bomb's processes to be gone", 10*time.Second, func() bool { return len(f.inUnitCgroup("bomb")) == 0 })
-	f.mustRun("stop", "other")
+	f.WaitFor("the bomb's processes to be gone", 10*time.Second, func() bool { return len(f.inUnitCgroup("bomb")) == 0 })
+	f.MustRun("stop", "other")
 }
 
 // TestScenario_MemoryMaxEndsARunWithCauseOOMAndThePolicyRestartsIt: a
@@ -144,7 +144,7 @@ restart = "on-failure"
 restart_delay = 0.5
 `)
 	f.needLimit("memory")
-	f.mustRun("start", "hog")
+	f.MustRun("start", "hog")
 	type run struct {
 		ID       uint64  `json:"id"`
 		Cause    string  `json:"cause"`
@@ -153,8 +153,8 @@ restart_delay = 0.5
 		EndedAt  *string `json:"ended_at"`
 	}
 	var rs []run
-	f.waitFor("two runs ended by the OOM killer", 30*time.Second, func() bool {
-		f.mustJSON(&rs, "runs", "hog")
+	f.WaitFor("two runs ended by the OOM killer", 30*time.Second, func() bool {
+		f.MustJSON(&rs, "runs", "hog")
 		oom := 0
 		for _, r := range rs {
 			if r.EndCause == "oom" {
@@ -163,8 +163,8 @@ restart_delay = 0.5
 		}
 		return oom >= 2
 	})
-	f.mustRun("stop", "hog")
-	f.mustJSON(&rs, "runs", "hog")
+	f.MustRun("stop", "hog")
+	f.MustJSON(&rs, "runs", "hog")
 	first := rs[0]
 	for _, r := range rs {
 		if r.ID < first.ID {
@@ -181,7 +181,7 @@ restart_delay = 0.5
 	if !restarted {
 		t.Errorf("no run with cause restart: %+v", rs)
 	}
-	logs := f.mustRun("logs", "hog")
+	logs := f.MustRun("logs", "hog")
 	if !strings.Contains(logs, "oom: killed by SIGKILL") {
 		t.Errorf("the log does not say oom:\n%s", logs)
 	}

@@ -31,7 +31,7 @@ func TestScenario_AnOversizedUpstreamResultIsRefusedAsItStreamsIn(t *testing.T) 
 			var info struct {
 				PID int `json:"pid"`
 			}
-			f.mustJSON(&info, "daemon-info")
+			f.MustJSON(&info, "daemon-info")
 			s := f.mcpSession("", false, nil)
 			waitTool(t, f, s, "x__big")
 			// Warm up with a small result: a large one would raise the
@@ -39,7 +39,7 @@ func TestScenario_AnOversizedUpstreamResultIsRefusedAsItStreamsIn(t *testing.T) 
 			if got := text(t, callTool(t, s, "x__big", map[string]any{"bytes": 1000})); len(got) != 1000 {
 				t.Fatalf("a 1000 byte result came back as %d bytes", len(got))
 			}
-			if out := f.mustRun("describe", "mcp.x", "--json"); !strings.Contains(out, `"max_result_bytes": 33554432`) {
+			if out := f.MustRun("describe", "mcp.x", "--json"); !strings.Contains(out, `"max_result_bytes": 33554432`) {
 				t.Errorf("describe does not show the default max_result_bytes:\n%s", out)
 			}
 
@@ -66,7 +66,7 @@ func TestScenario_AnOversizedUpstreamResultIsRefusedAsItStreamsIn(t *testing.T) 
 			}
 
 			// The upstream is still there and answers.
-			f.waitFor("x to answer again", 20*time.Second, func() bool {
+			f.WaitFor("x to answer again", 20*time.Second, func() bool {
 				res := callTool(t, s, "x__echo", map[string]any{"text": "still here"})
 				return !res.IsError && text(t, res) == "still here"
 			})

@@ -16,11 +16,11 @@ import (
 // its arguments and runs this fleet's bridge under grant, as a key's
 // forced command would.
 func (f *fleet) fakeSSH(grant string) string {
-	f.t.Helper()
-	p := filepath.Join(f.dir, "ssh-"+strings.ReplaceAll(grant, ",", "-"))
-	script := fmt.Sprintf("#!/bin/sh\nexec %s --socket %s bridge --grant %s\n", harnessBin, f.socket, grant)
+	f.T.Helper()
+	p := filepath.Join(f.Dir, "ssh-"+strings.ReplaceAll(grant, ",", "-"))
+	script := fmt.Sprintf("#!/bin/sh\nexec %s --socket %s bridge --grant %s\n", harnessBin, f.Socket, grant)
 	if err := os.WriteFile(p, []byte(script), 0o700); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return p
 }
@@ -62,7 +62,7 @@ func TestScenario_AWriteKeyCannotRunAnyCommand(t *testing.T) {
 		t.Fatalf("run through a read,write,input key: exit %d, %s%s", code, out, errOut)
 	}
 	f.waitState("x", "running")
-	f.mustRun("stop", "x")
+	f.MustRun("stop", "x")
 }
 
 // TestScenario_ASessionIDIsNeverAnOption: with resume = true, the session
@@ -93,14 +93,14 @@ mcp_wire = false
 resume = true
 env = { HB = %q, HOME = %q }
 `, script, harnessBin, dir))
-	f.mustRun("start", "agent")
-	f.waitFor("the hook call", 30*time.Second, func() bool {
-		out, _, _ := f.run("logs", "agent")
+	f.MustRun("start", "agent")
+	f.WaitFor("the hook call", 30*time.Second, func() bool {
+		out, _, _ := f.Run("logs", "agent")
 		return strings.Contains(out, "hook=")
 	})
-	f.mustRun("restart", "agent")
+	f.MustRun("restart", "agent")
 	var lines []string
-	f.waitFor("the second run", 30*time.Second, func() bool {
+	f.WaitFor("the second run", 30*time.Second, func() bool {
 		b, _ := os.ReadFile(argsFile)
 		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
 		return len(lines) >= 2
@@ -142,13 +142,13 @@ agent = "claude-code"
 mcp_wire = false
 env = { HB = %q, HOME = %q }
 `, script, harnessBin, dir))
-	f.mustRun("start", "agent")
-	f.mustRun("wait", "agent", "--state", "waiting", "--timeout", "30s")
-	desc := f.mustRun("describe", "agent")
+	f.MustRun("start", "agent")
+	f.MustRun("wait", "agent", "--state", "waiting", "--timeout", "30s")
+	desc := f.MustRun("describe", "agent")
 	if !strings.Contains(desc, "Allow") || strings.ContainsAny(desc, "\x1b\x07") {
 		t.Errorf("describe prints the hook's message with its controls: %q", desc)
 	}
-	turns := f.mustRun("turns", "agent")
+	turns := f.MustRun("turns", "agent")
 	for _, want := range []string{"first line", "second line", `"command":"ls`, "API Error hidden", "list files"} {
 		if !strings.Contains(turns, want) {
 			t.Errorf("turns lacks %q:\n%s", want, turns)

@@ -23,9 +23,9 @@ type runRec struct {
 }
 
 func (f *fleet) runsOf(name string) []runRec {
-	f.t.Helper()
+	f.T.Helper()
 	var rs []runRec
-	f.mustJSON(&rs, "runs", name)
+	f.MustJSON(&rs, "runs", name)
 	return rs
 }
 
@@ -53,7 +53,7 @@ restart = "no"
 on_overlap = "replace"
 stop_grace = 2
 `)
-	out, errOut, code := f.run("trigger", "hang", "--wait", "--timeout", "30s")
+	out, errOut, code := f.Run("trigger", "hang", "--wait", "--timeout", "30s")
 	if code != 124 || !strings.Contains(out, "timed_out") {
 		t.Fatalf("trigger --wait of a job past its timeout: exit %d, want 124\n%s%s", code, out, errOut)
 	}
@@ -71,15 +71,15 @@ stop_grace = 2
 		Queued    bool   `json:"queued"`
 		ActiveRun uint64 `json:"active_run"`
 	}
-	f.mustJSON(&first, "trigger", "queued")
-	f.mustJSON(&second, "trigger", "queued")
+	f.MustJSON(&first, "trigger", "queued")
+	f.MustJSON(&second, "trigger", "queued")
 	if first.RunID == 0 || !second.Queued || second.ActiveRun != first.RunID {
 		t.Fatalf("queue: first %+v second %+v", first, second)
 	}
-	if _, _, code := f.run("trigger", "queued", "--wait"); code == 0 {
+	if _, _, code := f.Run("trigger", "queued", "--wait"); code == 0 {
 		t.Fatal("a third trigger while one waits should not run (exit 75)")
 	}
-	f.waitFor("the queued firing to run and end", 20*time.Second, func() bool {
+	f.WaitFor("the queued firing to run and end", 20*time.Second, func() bool {
 		rs := f.runsOf("queued")
 		ok := 0
 		for _, r := range rs {
@@ -98,9 +98,9 @@ stop_grace = 2
 		RunID    uint64 `json:"run_id"`
 		Replaced uint64 `json:"replaced"`
 	}
-	f.mustJSON(&r1, "trigger", "replaced")
+	f.MustJSON(&r1, "trigger", "replaced")
 	f.waitState("replaced", "running")
-	f.mustJSON(&r2, "trigger", "replaced")
+	f.MustJSON(&r2, "trigger", "replaced")
 	if r2.Replaced != r1.RunID || r2.RunID <= r1.RunID {
 		t.Fatalf("replace: %+v then %+v", r1, r2)
 	}
@@ -115,7 +115,7 @@ stop_grace = 2
 			Text  string `json:"text"`
 		} `json:"entries"`
 	}
-	f.mustJSON(&logs, "logs", "replaced", "--run", fmt.Sprint(r1.RunID))
+	f.MustJSON(&logs, "logs", "replaced", "--run", fmt.Sprint(r1.RunID))
 	if len(logs.Entries) == 0 {
 		t.Fatal("logs --run: no entries")
 	}
@@ -129,10 +129,10 @@ stop_grace = 2
 	if !sawOutput {
 		t.Fatalf("logs --run lacks the run's output: %+v", logs.Entries)
 	}
-	if _, _, code := f.run("logs", "replaced", "--run", "99999"); code == 0 {
+	if _, _, code := f.Run("logs", "replaced", "--run", "99999"); code == 0 {
 		t.Fatal("logs --run of an unknown run should fail")
 	}
-	f.mustRun("stop", "replaced")
+	f.MustRun("stop", "replaced")
 }
 
 // TestScenario_CatchUpAfterTheDaemonWasDown: a schedule that fell due
@@ -151,10 +151,10 @@ cmd = "sh"
 args = ["-c", "echo never"]
 schedule = "@every 1h"
 `)
-	f.stop()
+	f.Stop()
 	// The last firings on record were 2.5 hours ago: two fell due since.
 	past := time.Now().Add(-150 * time.Minute).UTC()
-	fh, err := os.OpenFile(filepath.Join(f.state, "runs.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	fh, err := os.OpenFile(filepath.Join(f.State, "runs.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ schedule = "@every 1h"
 	}
 	fh.Close()
 	f.start()
-	f.waitFor("the catch-up run", 20*time.Second, func() bool {
+	f.WaitFor("the catch-up run", 20*time.Second, func() bool {
 		rs := f.runsOf("nightly")
 		return len(rs) == 2 && rs[1].Outcome == "ok" && rs[1].Cause == "schedule"
 	})
@@ -184,11 +184,11 @@ type heldError struct {
 }
 
 func (f *fleet) mustBeHeld(reason string, args ...string) heldError {
-	f.t.Helper()
-	out, _, code := f.run(append(args, "--json")...)
+	f.T.Helper()
+	out, _, code := f.Run(append(args, "--json")...)
 	var e heldError
 	if code == 0 || json.Unmarshal([]byte(out), &e) != nil || e.Error.Code != "held" || !strings.Contains(e.Error.Message, reason) {
-		f.t.Fatalf("harness %v: exit %d, want a held (%s) error: %s", args, code, reason, out)
+		f.T.Fatalf("harness %v: exit %d, want a held (%s) error: %s", args, code, reason, out)
 	}
 	return e
 }
@@ -233,8 +233,8 @@ agent = "codex"
 mcp_wire = false
 hooks = false
 `, hours))
-	f.mustRun("trigger", "budgeted", "--wait")
-	f.mustRun("trigger", "budgeted", "--wait")
+	f.MustRun("trigger", "budgeted", "--wait")
+	f.MustRun("trigger", "budgeted", "--wait")
 	e := f.mustBeHeld("max_runs_per_day 2 reached", "trigger", "budgeted")
 	if !strings.Contains(e.Error.Message, "until") {
 		t.Fatalf("the message should say until when: %s", e.Error.Message)
@@ -249,7 +249,7 @@ hooks = false
 			Until  *time.Time `json:"until"`
 		} `json:"hold"`
 	}
-	f.mustJSON(&row, "describe", "budgeted")
+	f.MustJSON(&row, "describe", "budgeted")
 	midnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.Local)
 	if row.Hold == nil || row.Hold.Reason != "budget" || row.Hold.Until == nil || !row.Hold.Until.Equal(midnight) {
 		t.Fatalf("describe hold: %+v", row.Hold)
@@ -258,28 +258,28 @@ hooks = false
 	if st := f.unit("office"); st.State != "stopped" {
 		t.Fatalf("office autostarted outside its hours: %+v", st)
 	}
-	f.mustJSON(&row, "describe", "office")
+	f.MustJSON(&row, "describe", "office")
 	if row.Hold == nil || row.Hold.Reason != "hours" || row.Hold.Until == nil || row.Hold.Until.Sub(from) > time.Minute || from.Sub(*row.Hold.Until) > time.Minute {
 		t.Fatalf("office hold: %+v (window opens %s)", row.Hold, from)
 	}
-	if out := f.mustRun("list"); !strings.Contains(out, "(held: hours)") {
+	if out := f.MustRun("list"); !strings.Contains(out, "(held: hours)") {
 		t.Fatalf("list does not show the hold:\n%s", out)
 	}
 	f.mustBeHeld("outside hours", "start", "office")
-	f.mustRun("start", "office", "--force")
+	f.MustRun("start", "office", "--force")
 	f.waitState("office", "running")
 	// Holds are kept by what they are made of: the day's runs survive a
 	// daemon restart, and so does the budget hold.
-	f.stop()
+	f.Stop()
 	f.start()
 	f.mustBeHeld("max_runs_per_day 2 reached", "trigger", "budgeted")
-	f.mustRun("start", "budgeted", "--force")
+	f.MustRun("start", "budgeted", "--force")
 	// Agents: one may run at a time.
-	f.mustRun("start", "agent1")
+	f.MustRun("start", "agent1")
 	f.waitState("agent1", "running")
 	f.mustBeHeld("max_concurrent_agents 1", "start", "agent2")
-	f.mustRun("stop", "agent1")
-	f.mustRun("start", "agent2")
+	f.MustRun("stop", "agent1")
+	f.MustRun("start", "agent2")
 	f.waitState("agent2", "running")
-	f.mustRun("stop", "--all")
+	f.MustRun("stop", "--all")
 }

@@ -21,13 +21,13 @@ type toolClassRow struct {
 
 // classesOf returns `mcp status --json`'s tool_classes of upstream key.
 func (f *fleet) classesOf(key string) map[string]toolClassRow {
-	f.t.Helper()
+	f.T.Helper()
 	var rows []struct {
 		Key         string         `json:"key"`
 		PID         int            `json:"pid"`
 		ToolClasses []toolClassRow `json:"tool_classes"`
 	}
-	f.mustJSON(&rows, "mcp", "status")
+	f.MustJSON(&rows, "mcp", "status")
 	out := map[string]toolClassRow{}
 	for _, r := range rows {
 		if r.Key == key {
@@ -47,7 +47,7 @@ func TestScope_UpstreamToolClassesFollowTheConfig(t *testing.T) {
 	dir := t.TempDir()
 	agent := tokenHarness("agent", dir, "")
 	f := newFleet(t, upstreamTable("x", "scope-inst", `read_tools = ["add_*"]`+"\n"+`exclude_tools = ["env"]`)+agent)
-	f.waitFor("x's tools to be classified", 20*time.Second, func() bool { return len(f.classesOf("x")) > 0 })
+	f.WaitFor("x's tools to be classified", 20*time.Second, func() bool { return len(f.classesOf("x")) > 0 })
 	classes := f.classesOf("x")
 	for tool, want := range map[string]toolClassRow{
 		"echo":     {Name: "x__echo", Class: "read", Why: "hint", Rule: "readOnlyHint: true"},
@@ -59,7 +59,7 @@ func TestScope_UpstreamToolClassesFollowTheConfig(t *testing.T) {
 			t.Errorf("mcp status: %s is %+v, want %+v", tool, got, want)
 		}
 	}
-	if out := f.mustRun("describe", "agent"); !strings.Contains(out, "grant:          harness=read x=read\n") {
+	if out := f.MustRun("describe", "agent"); !strings.Contains(out, "grant:          harness=read x=read\n") {
 		t.Errorf("describe agent does not show its grant:\n%s", out)
 	}
 
@@ -82,7 +82,7 @@ func TestScope_UpstreamToolClassesFollowTheConfig(t *testing.T) {
 			Key string `json:"key"`
 			PID int    `json:"pid"`
 		}
-		f.mustJSON(&rows, "mcp", "status")
+		f.MustJSON(&rows, "mcp", "status")
 		for _, r := range rows {
 			if r.Key == "x" {
 				return r.PID
@@ -93,8 +93,8 @@ func TestScope_UpstreamToolClassesFollowTheConfig(t *testing.T) {
 	pid := upstreamPID()
 
 	// echo becomes write; read_tools and write_tools plainly overlap on it.
-	f.writeConfig(upstreamTable("x", "scope-inst", `read_tools = ["add_*", "echo"]`+"\n"+`write_tools = ["echo"]`) + agent)
-	_, errOut, code := f.run("reload")
+	f.WriteConfig(upstreamTable("x", "scope-inst", `read_tools = ["add_*", "echo"]`+"\n"+`write_tools = ["echo"]`) + agent)
+	_, errOut, code := f.Run("reload")
 	if code != 0 || !strings.Contains(errOut, `warning: harness.toml:6: mcp.x.write_tools: "echo" and read_tools "echo" both match the same names ("echo"); write wins`) {
 		t.Fatalf("reload: exit %d, stderr %q", code, errOut)
 	}
@@ -119,7 +119,7 @@ func TestScope_UpstreamToolClassesFollowTheConfig(t *testing.T) {
 	var info struct {
 		Warnings []string `json:"warnings"`
 	}
-	f.mustJSON(&info, "daemon-info")
+	f.MustJSON(&info, "daemon-info")
 	if !slices.Contains(info.Warnings, `mcp.x: tool echo matches read_tools "echo" and write_tools "echo"; write wins`) ||
 		!slices.ContainsFunc(info.Warnings, func(w string) bool { return strings.HasPrefix(w, "harness.toml:6: mcp.x.write_tools:") }) {
 		t.Errorf("daemon-info warnings %q", info.Warnings)
@@ -130,7 +130,7 @@ func TestScope_UpstreamToolClassesFollowTheConfig(t *testing.T) {
 	var d struct {
 		ConfigChanged bool `json:"config_changed"`
 	}
-	f.mustJSON(&d, "describe", "mcp.x")
+	f.MustJSON(&d, "describe", "mcp.x")
 	if d.ConfigChanged {
 		t.Error("a classification change shows as config_changed (waiting for a restart)")
 	}

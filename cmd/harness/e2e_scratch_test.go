@@ -22,9 +22,9 @@ enabled = true
 
 // listed reports whether list shows a unit named name, and its row.
 func (f *fleet) listed(name string) (unitInfo, bool) {
-	f.t.Helper()
+	f.T.Helper()
 	var us []unitInfo
-	f.mustJSON(&us, "list")
+	f.MustJSON(&us, "list")
 	for _, u := range us {
 		if u.Name == name {
 			return u, true
@@ -36,13 +36,13 @@ func (f *fleet) listed(name string) (unitInfo, bool) {
 // runJSON runs `harness run --detach --json ARGS` (--json before the
 // program's arguments, which are all the program's) and decodes it.
 func (f *fleet) runJSON(v any, args ...string) {
-	f.t.Helper()
-	out, stderr, code := f.run(append([]string{"run", "--detach", "--json"}, args...)...)
+	f.T.Helper()
+	out, stderr, code := f.Run(append([]string{"run", "--detach", "--json"}, args...)...)
 	if code != 0 {
-		f.t.Fatalf("harness run %v: exit %d: %s", args, code, stderr)
+		f.T.Fatalf("harness run %v: exit %d: %s", args, code, stderr)
 	}
 	if err := json.Unmarshal([]byte(out), v); err != nil {
-		f.t.Fatalf("harness run %v: %v: %q", args, err, out)
+		f.T.Fatalf("harness run %v: %v: %q", args, err, out)
 	}
 }
 
@@ -58,7 +58,7 @@ func TestScenario_AnAttachedScratchHarnessEndsWithItsProgram(t *testing.T) {
 	dir := t.TempDir()
 	x.window("w")
 	script := `echo $$ > pid; pwd > here; echo hello-scratch; read x; echo got:$x; exit 7`
-	x.typeLine("w", fmt.Sprintf("cd %s && %s --socket %s run -- sh -c '%s'; echo code=$?", dir, harnessBin, f.socket, script))
+	x.typeLine("w", fmt.Sprintf("cd %s && %s --socket %s run -- sh -c '%s'; echo code=$?", dir, harnessBin, f.Socket, script))
 	x.waitText("w", "hello-scratch")
 	pid := readPID(t, filepath.Join(dir, "pid"))
 	if b, err := os.ReadFile(filepath.Join(dir, "here")); err != nil || strings.TrimSpace(string(b)) != dir {
@@ -69,12 +69,12 @@ func TestScenario_AnAttachedScratchHarnessEndsWithItsProgram(t *testing.T) {
 		t.Fatalf("list while it lives: %+v (listed %v), pid %d", u, ok, pid)
 	}
 	// A reload while it lives keeps it: it is in no config file.
-	f.mustRun("reload")
+	f.MustRun("reload")
 	if u, ok := f.listed("sh"); !ok || u.PID != pid {
 		t.Fatalf("a reload dropped or restarted the scratch harness: %+v (listed %v)", u, ok)
 	}
 	// A configured harness's name is refused.
-	if _, stderr, code := f.run("run", "--detach", "--name", "svc", "--", "true"); code == 0 || !strings.Contains(stderr, "config file") {
+	if _, stderr, code := f.Run("run", "--detach", "--name", "svc", "--", "true"); code == 0 || !strings.Contains(stderr, "config file") {
 		t.Fatalf("run --name svc: exit %d, %q", code, stderr)
 	}
 
@@ -82,24 +82,24 @@ func TestScenario_AnAttachedScratchHarnessEndsWithItsProgram(t *testing.T) {
 	x.waitText("w", "got:abc")
 	x.waitText("w", "code=7")
 	waitGone(t, "the scratch program", pid)
-	f.waitFor("the scratch harness to be forgotten", 10*time.Second, func() bool {
+	f.WaitFor("the scratch harness to be forgotten", 10*time.Second, func() bool {
 		_, ok := f.listed("sh")
 		return !ok
 	})
-	if _, _, code := f.run("describe", "sh"); code == 0 {
+	if _, _, code := f.Run("describe", "sh"); code == 0 {
 		t.Fatal("describe still knows the ended scratch harness")
 	}
 	// Its run stays in the history, with the exit code.
 	var rs []struct {
 		ExitCode *int `json:"exit_code"`
 	}
-	f.mustJSON(&rs, "runs", "sh")
+	f.MustJSON(&rs, "runs", "sh")
 	if len(rs) != 1 || rs[0].ExitCode == nil || *rs[0].ExitCode != 7 {
 		t.Fatalf("runs sh: %+v", rs)
 	}
 	// Never brought back: not after a reload, not by a daemon restart.
-	f.mustRun("reload")
-	f.stop()
+	f.MustRun("reload")
+	f.Stop()
 	f.start()
 	if _, ok := f.listed("sh"); ok {
 		t.Fatal("a new daemon brought the scratch harness back")
@@ -129,10 +129,10 @@ func TestScenario_ADetachedScratchHarnessLivesUntilStopped(t *testing.T) {
 	if u, ok := f.listed("bg"); !ok || u.State != "running" || u.PID != pid || !strings.Contains(u.Description, "scratch") {
 		t.Fatalf("list: %+v (listed %v), pid %d", u, ok, pid)
 	}
-	if _, stderr, code := f.run("run", "--detach", "--name", "bg", "--", "true"); code == 0 || !strings.Contains(stderr, "running") {
+	if _, stderr, code := f.Run("run", "--detach", "--name", "bg", "--", "true"); code == 0 || !strings.Contains(stderr, "running") {
 		t.Fatalf("a second scratch harness named bg: exit %d, %q", code, stderr)
 	}
-	if out, stderr, code := f.run("restart", "bg"); code == 0 || !strings.Contains(out+stderr, "never restarted") {
+	if out, stderr, code := f.Run("restart", "bg"); code == 0 || !strings.Contains(out+stderr, "never restarted") {
 		t.Fatalf("restart of a scratch harness: exit %d, %q %q", code, out, stderr)
 	}
 	if !alive(pid) {
@@ -150,9 +150,9 @@ func TestScenario_ADetachedScratchHarnessLivesUntilStopped(t *testing.T) {
 		t.Fatalf("default names %q, %q; want sleep, sleep-2", a.Name, b.Name)
 	}
 
-	f.mustRun("stop", "bg")
+	f.MustRun("stop", "bg")
 	waitGone(t, "the stopped scratch program", pid)
-	f.waitFor("bg to be forgotten", 10*time.Second, func() bool {
+	f.WaitFor("bg to be forgotten", 10*time.Second, func() bool {
 		_, ok := f.listed("bg")
 		return !ok
 	})
@@ -163,7 +163,7 @@ func TestScenario_ADetachedScratchHarnessLivesUntilStopped(t *testing.T) {
 	f.runJSON(&res, "--name", "bg", "--", "sleep", "1000")
 
 	// A daemon that stops ends them; the next one does not bring them back.
-	f.stop()
+	f.Stop()
 	for _, p := range []int{a.PID, b.PID, res.PID} {
 		waitGone(t, "a scratch program after the daemon stopped", p)
 	}

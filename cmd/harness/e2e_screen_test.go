@@ -80,14 +80,14 @@ type screenJSON struct {
 
 // entriesOf is the text of a harness's output entries (`logs --json`).
 func (f *fleet) entriesOf(name string) []string {
-	f.t.Helper()
+	f.T.Helper()
 	var s struct {
 		Entries []struct {
 			Kind string `json:"kind"`
 			Text string `json:"text"`
 		} `json:"entries"`
 	}
-	f.mustJSON(&s, "logs", name, "--lines", "1000")
+	f.MustJSON(&s, "logs", name, "--lines", "1000")
 	var out []string
 	for _, e := range s.Entries {
 		if e.Kind == "output" {
@@ -103,11 +103,11 @@ func (f *fleet) entriesOf(name string) []string {
 // `harness screen`, and `harness logs` holds each line once.
 func TestScenario_TUIScreenAndEntriesEndToEnd(t *testing.T) {
 	f := newFleet(t, childHarness("tui", "tui", "idle_after = 0.5"))
-	f.mustRun("start", "tui")
-	f.mustRun("wait", "tui", "--idle", "1s", "--timeout", "60s")
+	f.MustRun("start", "tui")
+	f.MustRun("wait", "tui", "--idle", "1s", "--timeout", "60s")
 
 	var s screenJSON
-	f.mustJSON(&s, "screen", "tui")
+	f.MustJSON(&s, "screen", "tui")
 	want := termtest.TUIRows
 	if s.Cols != 120 || s.Rows != 40 || len(s.Lines) != 40 || s.AltScreen || !s.Cursor.Visible || s.RunID == 0 || s.Activity != "idle" {
 		t.Fatalf("screen --json: %+v", s)
@@ -119,18 +119,18 @@ func TestScenario_TUIScreenAndEntriesEndToEnd(t *testing.T) {
 		t.Errorf("cursor at %d,%d, want below done", s.Cursor.Row, s.Cursor.Col)
 	}
 	// The text form is the rows down to the last one with text.
-	if out := f.mustRun("screen", "tui"); out != strings.Join(want[:len(want)-1], "\n")+"\n" {
+	if out := f.MustRun("screen", "tui"); out != strings.Join(want[:len(want)-1], "\n")+"\n" {
 		t.Errorf("harness screen printed %q", out)
 	}
 	var colours screenJSON
-	f.mustJSON(&colours, "screen", "tui", "--ansi")
+	f.MustJSON(&colours, "screen", "tui", "--ansi")
 	if !strings.Contains(colours.Lines[0], termtest.TUIColour) || !strings.Contains(colours.Lines[0], "Unable") {
 		t.Errorf("screen --ansi row 0 lost its colour: %q", colours.Lines[0])
 	}
 	if got := f.entriesOf("tui"); !slices.Equal(got, termtest.TUIEntries) {
 		t.Fatalf("logs entries\n got %q\nwant %q", got, termtest.TUIEntries)
 	}
-	if raw := f.mustRun("logs", "tui", "--raw"); !strings.Contains(raw, "\x1b[9Gto") {
+	if raw := f.MustRun("logs", "tui", "--raw"); !strings.Contains(raw, "\x1b[9Gto") {
 		t.Errorf("logs --raw lost the sequences: %q", raw[:min(len(raw), 80)])
 	}
 }
@@ -158,8 +158,8 @@ stop_grace = 2
 // --idle` returns 0 only once the child has stopped printing for that long.
 func TestScenario_WaitIdleReturnsAfterTheChildFallsSilent(t *testing.T) {
 	f := newFleet(t, burstConfig)
-	f.mustRun("start", "burst")
-	out, errOut, code := f.run("wait", "burst", "--idle", "1s", "--timeout", "60s")
+	f.MustRun("start", "burst")
+	out, errOut, code := f.Run("wait", "burst", "--idle", "1s", "--timeout", "60s")
 	returned := time.Now()
 	if code != 0 || !strings.Contains(out, "burst: idle for") {
 		t.Fatalf("wait: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
@@ -170,7 +170,7 @@ func TestScenario_WaitIdleReturnsAfterTheChildFallsSilent(t *testing.T) {
 			Text string    `json:"text"`
 		} `json:"entries"`
 	}
-	f.mustJSON(&s, "logs", "burst", "--lines", "1000")
+	f.MustJSON(&s, "logs", "burst", "--lines", "1000")
 	last := s.Entries[len(s.Entries)-1]
 	var n int
 	var printed int64
@@ -185,7 +185,7 @@ func TestScenario_WaitIdleReturnsAfterTheChildFallsSilent(t *testing.T) {
 		IdleS    float64 `json:"idle_s"`
 		TimedOut bool    `json:"timed_out"`
 	}
-	f.mustJSON(&w, "wait", "burst", "--idle", "1s")
+	f.MustJSON(&w, "wait", "burst", "--idle", "1s")
 	if w.Name != "burst" || w.IdleS < 1 || w.TimedOut {
 		t.Fatalf("wait --json: %+v", w)
 	}
@@ -194,9 +194,9 @@ func TestScenario_WaitIdleReturnsAfterTheChildFallsSilent(t *testing.T) {
 // TestScenario_WaitTimesOutWhileTheChildKeepsPrinting: exit 124.
 func TestScenario_WaitTimesOutWhileTheChildKeepsPrinting(t *testing.T) {
 	f := newFleet(t, tickerConfig)
-	f.mustRun("start", "ticker")
+	f.MustRun("start", "ticker")
 	start := time.Now()
-	out, errOut, code := f.run("wait", "ticker", "--idle", "1s", "--timeout", "3s")
+	out, errOut, code := f.Run("wait", "ticker", "--idle", "1s", "--timeout", "3s")
 	took := time.Since(start)
 	if code != 124 || !strings.Contains(errOut, "not idle") {
 		t.Fatalf("wait: exit %d, want 124\nstdout: %s\nstderr: %s", code, out, errOut)
@@ -205,7 +205,7 @@ func TestScenario_WaitTimesOutWhileTheChildKeepsPrinting(t *testing.T) {
 		t.Fatalf("wait --timeout 3s took %v", took)
 	}
 	var s screenJSON
-	f.mustJSON(&s, "screen", "ticker")
+	f.MustJSON(&s, "screen", "ticker")
 	if s.Activity != "busy" || s.IdleS != 0 || !strings.Contains(strings.Join(s.Lines, "\n"), "tick") {
 		t.Fatalf("screen of a printing harness: %+v", s)
 	}
@@ -215,7 +215,7 @@ func TestScenario_WaitTimesOutWhileTheChildKeepsPrinting(t *testing.T) {
 // bad arguments and unknown names fail clearly, with their codes.
 func TestCLI_ScreenAndWaitRefusals(t *testing.T) {
 	f := newFleet(t, sleeperConfig+upstreamTable("up", "refusals-inst", ""))
-	out, errOut, code := f.run("wait", "sleeper", "--idle", "1s")
+	out, errOut, code := f.Run("wait", "sleeper", "--idle", "1s")
 	if code == 0 || code == 124 || !strings.Contains(errOut, "sleeper is stopped") || !strings.Contains(errOut, "not_running") {
 		t.Fatalf("wait on a stopped harness: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
@@ -232,7 +232,7 @@ func TestCLI_ScreenAndWaitRefusals(t *testing.T) {
 		"screen sleeper --scrollback -1":       "invalid_argument",
 		"screen sleeper --scrollback 100000":   "invalid_argument",
 	} {
-		out, _, code := f.run(append(strings.Fields(args), "--json")...)
+		out, _, code := f.Run(append(strings.Fields(args), "--json")...)
 		var body struct {
 			Error struct {
 				Code    string `json:"code"`
@@ -255,10 +255,10 @@ args = ["-c", "i=1; while [ $i -le 60 ]; do echo $i; i=$((i+1)); done; exec slee
 idle_after = 0.3
 stop_grace = 2
 `)
-	f.mustRun("start", "long")
-	f.mustRun("wait", "long", "--idle", "0.5s", "--timeout", "30s")
+	f.MustRun("start", "long")
+	f.MustRun("wait", "long", "--idle", "0.5s", "--timeout", "30s")
 	var s screenJSON
-	f.mustJSON(&s, "screen", "long", "--scrollback", "5")
+	f.MustJSON(&s, "screen", "long", "--scrollback", "5")
 	first, err := strconv.Atoi(s.Lines[0])
 	if err != nil || s.Lines[len(s.Lines)-2] != "60" || len(s.Scrollback) != 5 {
 		t.Fatalf("screen: lines %q, scrollback %q", s.Lines, s.Scrollback)
@@ -268,7 +268,7 @@ stop_grace = 2
 			t.Fatalf("scrollback %q above first row %d", s.Scrollback, first)
 		}
 	}
-	out := f.mustRun("screen", "long", "--scrollback", "2")
+	out := f.MustRun("screen", "long", "--scrollback", "2")
 	if want := fmt.Sprintf("%d\n%d\n%d\n", first-2, first-1, first); !strings.HasPrefix(out, want) || !strings.HasSuffix(out, "\n60\n") {
 		t.Fatalf("harness screen --scrollback 2 printed %q", out)
 	}
@@ -280,7 +280,7 @@ func TestScenario_BusyIdleEventsOnTheSubscription(t *testing.T) {
 	f := newFleet(t, burstConfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, f.socket)
+	c, err := client.Dial(ctx, f.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestScenario_BusyIdleEventsOnTheSubscription(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.mustRun("start", "burst")
+	f.MustRun("start", "burst")
 	var got []api.Event
 	for len(got) < 2 {
 		select {
@@ -314,14 +314,14 @@ func TestScenario_BusyIdleEventsOnTheSubscription(t *testing.T) {
 		t.Fatalf("busy at %v, idle from %v: %v apart", busy.Time, idle.Time, d)
 	}
 	var us []map[string]any
-	f.mustJSON(&us, "list")
+	f.MustJSON(&us, "list")
 	if us[0]["activity"] != "idle" || us[0]["idle_since"] == nil {
 		t.Fatalf("list after the idle event: %v", us[0])
 	}
-	if out := f.mustRun("list"); !strings.Contains(out, "ACTIVITY") || !strings.Contains(out, "running  idle ") {
+	if out := f.MustRun("list"); !strings.Contains(out, "ACTIVITY") || !strings.Contains(out, "running  idle ") {
 		t.Errorf("harness list shows no activity:\n%s", out)
 	}
-	if out := f.mustRun("describe", "burst"); !strings.Contains(out, "activity:       idle ") {
+	if out := f.MustRun("describe", "burst"); !strings.Contains(out, "activity:       idle ") {
 		t.Errorf("harness describe shows no activity:\n%s", out)
 	}
 }

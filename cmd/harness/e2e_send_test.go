@@ -28,9 +28,9 @@ func lineReader(name, dir, extra string) string {
 
 // logHas reports whether the harness's activity entries hold text.
 func (f *fleet) logHas(name, text string) bool {
-	f.t.Helper()
+	f.T.Helper()
 	var s api.LogsSummary
-	f.mustJSON(&s, "logs", name, "--lines", "1000")
+	f.MustJSON(&s, "logs", name, "--lines", "1000")
 	for _, e := range s.Entries {
 		if strings.Contains(e.Text, text) {
 			return true
@@ -42,26 +42,26 @@ func (f *fleet) logHas(name, text string) bool {
 // logLine reports whether one of the harness's activity entries is text
 // (trailing blanks are trimmed from entries).
 func (f *fleet) logLine(name, text string) bool {
-	f.t.Helper()
+	f.T.Helper()
 	var s api.LogsSummary
-	f.mustJSON(&s, "logs", name, "--lines", "1000")
+	f.MustJSON(&s, "logs", name, "--lines", "1000")
 	return slices.ContainsFunc(s.Entries, func(e api.LogEntry) bool { return e.Text == text })
 }
 
 func (f *fleet) waitLog(name, text string) {
-	f.t.Helper()
-	f.waitFor(name+" to print "+text, 20*time.Second, func() bool { return f.logHas(name, text) })
+	f.T.Helper()
+	f.WaitFor(name+" to print "+text, 20*time.Second, func() bool { return f.logHas(name, text) })
 }
 
 // jsonError runs a --json verb that must fail and returns its error body.
 func (f *fleet) jsonError(args ...string) errcode.Body {
-	f.t.Helper()
-	out, errOut, code := f.run(append(args, "--json")...)
+	f.T.Helper()
+	out, errOut, code := f.Run(append(args, "--json")...)
 	var body struct {
 		Error errcode.Body `json:"error"`
 	}
 	if code == 0 || json.Unmarshal([]byte(out), &body) != nil {
-		f.t.Fatalf("harness %v --json: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+		f.T.Fatalf("harness %v --json: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
 	}
 	return body.Error
 }
@@ -83,15 +83,15 @@ func TestScenario_SendAnswersAPrompt(t *testing.T) {
 	// The CLI: text then Enter; keys in order (Backspace erases in the
 	// line discipline, as it would for a person).
 	var res api.SendResult
-	f.mustJSON(&res, "send", "agent", "hello there", "--enter")
+	f.MustJSON(&res, "send", "agent", "hello there", "--enter")
 	if res.Name != "agent" || res.RunID == 0 || res.Bytes != len("hello there\r") {
 		t.Fatalf("send --json: %+v", res)
 	}
 	f.waitLog("agent", "got: hello there")
-	if out := f.mustRun("send", "agent", "ab", "--key", "Backspace", "--key", "Space", "--key", "Enter"); !strings.Contains(out, "sent 5 bytes to agent") {
+	if out := f.MustRun("send", "agent", "ab", "--key", "Backspace", "--key", "Space", "--key", "Enter"); !strings.Contains(out, "sent 5 bytes to agent") {
 		t.Fatalf("send: %s", out)
 	}
-	f.waitFor("agent to print got: a", 20*time.Second, func() bool { return f.logLine("agent", "got: a") })
+	f.WaitFor("agent to print got: a", 20*time.Second, func() bool { return f.logLine("agent", "got: a") })
 
 	// Refusals, with their codes, through the CLI's --json ...
 	refusals := []struct {
@@ -116,7 +116,7 @@ func TestScenario_SendAnswersAPrompt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, r := range refusals {
-		err := client.CallOnce(ctx, f.socket, api.OpSend, r.args, nil)
+		err := client.CallOnce(ctx, f.Socket, api.OpSend, r.args, nil)
 		if errcode.Of(err) != r.code || !strings.Contains(err.Error(), r.says) {
 			t.Errorf("socket %+v: %v, want %s", r.args, err, r.code)
 		}
@@ -156,7 +156,7 @@ func TestScenario_SendAnswersAPrompt(t *testing.T) {
 		}
 	}
 	// The refused sends typed nothing: the next line is the marker alone.
-	f.mustRun("send", "agent", "marker", "--enter")
+	f.MustRun("send", "agent", "marker", "--enter")
 	f.waitLog("agent", "got: marker")
 	for _, stray := range []string{"refused", "sneaky"} {
 		if f.logHas("agent", stray) {
@@ -186,7 +186,7 @@ func TestScenario_SendInsideAProjectTakesItsOwnNames(t *testing.T) {
 		t.Fatalf("send in the project: %s", out)
 	}
 	f.waitLog("web/agent", "got: to the project's")
-	f.mustRun("send", "agent", "to the global one", "--enter")
+	f.MustRun("send", "agent", "to the global one", "--enter")
 	f.waitLog("agent", "got: to the global one")
 	if f.logHas("agent", "project's") || f.logHas("web/agent", "global") {
 		t.Fatal("a send reached the other agent")

@@ -69,16 +69,16 @@ func TestMCPConfig_SnippetCarriesANonDefaultSocket(t *testing.T) {
 	}
 	for name, env := range map[string][]string{
 		"flag": envWithout(clean),
-		"env":  envWithout(clean, "HARNESS_SOCKET="+f.socket),
+		"env":  envWithout(clean, "HARNESS_SOCKET="+f.Socket),
 	} {
 		var args []string
 		if name == "flag" {
-			args = []string{"--socket", f.socket}
+			args = []string{"--socket", f.Socket}
 		}
 		for _, client := range []string{"claude-code", "cursor"} {
 			e := snippetJSON(t, snippet(env, append(args, "--client", client)...))
-			if e.Env["HARNESS_SOCKET"] != f.socket {
-				t.Errorf("%s, %s: env %v, want HARNESS_SOCKET=%s", name, client, e.Env, f.socket)
+			if e.Env["HARNESS_SOCKET"] != f.Socket {
+				t.Errorf("%s, %s: env %v, want HARNESS_SOCKET=%s", name, client, e.Env, f.Socket)
 			}
 		}
 		codex := snippet(env, append(args, "--client", "codex")...)
@@ -87,10 +87,10 @@ func TestMCPConfig_SnippetCarriesANonDefaultSocket(t *testing.T) {
 				Env map[string]string `toml:"env"`
 			} `toml:"mcp_servers"`
 		}
-		if _, err := toml.Decode(codex, &doc); err != nil || doc.MCPServers["harness"].Env["HARNESS_SOCKET"] != f.socket {
+		if _, err := toml.Decode(codex, &doc); err != nil || doc.MCPServers["harness"].Env["HARNESS_SOCKET"] != f.Socket {
 			t.Errorf("%s, codex: %v\n%s", name, err, codex)
 		}
-		if cc := snippet(env, append(args, "--client", "claude-code")...); !strings.Contains(cc, "claude mcp add harness -e HARNESS_SOCKET="+f.socket+" -- ") {
+		if cc := snippet(env, append(args, "--client", "claude-code")...); !strings.Contains(cc, "claude mcp add harness -e HARNESS_SOCKET="+f.Socket+" -- ") {
 			t.Errorf("%s: the claude mcp add line lacks the socket:\n%s", name, cc)
 		}
 	}
@@ -105,7 +105,7 @@ func TestMCPConfig_SnippetCarriesANonDefaultSocket(t *testing.T) {
 	}
 
 	// Launched as written, from an environment that knows no socket.
-	e := snippetJSON(t, snippet(envWithout(clean), "--socket", f.socket, "--client", "claude-code"))
+	e := snippetJSON(t, snippet(envWithout(clean), "--socket", f.Socket, "--client", "claude-code"))
 	cmd := exec.Command(e.Command, e.Args...)
 	cmd.Env = envWithout(clean)
 	for k, v := range e.Env {

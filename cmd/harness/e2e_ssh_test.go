@@ -109,7 +109,7 @@ cmd = "sleep"
 args = ["100000"]
 `)
 	bridge := func(grant string) string {
-		return fmt.Sprintf("%s --socket %s bridge --grant %s", harnessBin, f.socket, grant)
+		return fmt.Sprintf("%s --socket %s bridge --grant %s", harnessBin, f.Socket, grant)
 	}
 	s := newSSHD(t,
 		sshKey{Name: "watcher", Command: bridge("read")},
@@ -120,8 +120,8 @@ args = ["100000"]
 	f.waitState("echo", "running")
 
 	t.Run("list through SSH equals the local list", func(t *testing.T) {
-		f.mustRun("wait", "echo", "--idle", "1s", "--timeout", "20s") // activity settles
-		local := f.mustRun("list", "--json")
+		f.MustRun("wait", "echo", "--idle", "1s", "--timeout", "20s") // activity settles
+		local := f.MustRun("list", "--json")
 		out, errOut, code := s.run("watcher", "list", "--json")
 		if code != 0 {
 			t.Fatalf("remote list: exit %d: %s%s", code, out, errOut)
@@ -157,7 +157,7 @@ args = ["100000"]
 		if u := f.unit("idle"); u.State != "stopped" {
 			t.Fatalf("idle is %s after a refused start", u.State)
 		}
-		if raw := f.mustRun("logs", "echo", "--raw"); strings.Contains(raw, "typed") {
+		if raw := f.MustRun("logs", "echo", "--raw"); strings.Contains(raw, "typed") {
 			t.Fatalf("a refused send was typed: %q", raw)
 		}
 	})
@@ -166,8 +166,8 @@ args = ["100000"]
 		if out, errOut, code := s.run("answerer", "send", "echo", "answered-remotely", "--enter"); code != 0 {
 			t.Fatalf("send with read,input: exit %d: %s%s", code, out, errOut)
 		}
-		f.waitFor("the remote send to be echoed", 10*time.Second, func() bool {
-			return strings.Contains(f.mustRun("logs", "echo", "--raw"), "answered-remotely")
+		f.WaitFor("the remote send to be echoed", 10*time.Second, func() bool {
+			return strings.Contains(f.MustRun("logs", "echo", "--raw"), "answered-remotely")
 		})
 		if _, _, code := s.run("answerer", "restart", "echo"); code == 0 {
 			t.Fatal("restart with read,input succeeded")
@@ -252,16 +252,16 @@ args = ["100000"]
 		x.waitText("rw", "remote-hello")
 		x.run("send-keys", "-t", "e2e:rw", "-l", "typed-through-ssh")
 		x.run("send-keys", "-t", "e2e:rw", "Enter")
-		f.waitFor("keys typed through the SSH attach to reach the program", 10*time.Second, func() bool {
-			return strings.Count(f.mustRun("logs", "echo", "--raw"), "typed-through-ssh") >= 2 // the echo and cat's copy
+		f.WaitFor("keys typed through the SSH attach to reach the program", 10*time.Second, func() bool {
+			return strings.Count(f.MustRun("logs", "echo", "--raw"), "typed-through-ssh") >= 2 // the echo and cat's copy
 		})
 		x.run("resize-window", "-t", "e2e:rw", "-x", "90", "-y", "25")
-		f.waitFor("the PTY to follow the remote viewer's size", 10*time.Second, func() bool {
+		f.WaitFor("the PTY to follow the remote viewer's size", 10*time.Second, func() bool {
 			var scr struct {
 				Cols int `json:"cols"`
 				Rows int `json:"rows"`
 			}
-			f.mustJSON(&scr, "screen", "echo")
+			f.MustJSON(&scr, "screen", "echo")
 			return scr.Cols == 90 && scr.Rows == 25
 		})
 		x.run("send-keys", "-t", "e2e:rw", "C-]")

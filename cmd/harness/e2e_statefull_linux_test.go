@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/harness-dev/harness/internal/fleettest"
 )
 
 // stateWritesInfo is daemon-info's "state_writes".
@@ -23,11 +25,11 @@ type stateWritesInfo struct {
 }
 
 func (f *fleet) stateWrites() stateWritesInfo {
-	f.t.Helper()
+	f.T.Helper()
 	var info struct {
 		StateWrites stateWritesInfo `json:"state_writes"`
 	}
-	f.mustJSON(&info, "daemon-info")
+	f.MustJSON(&info, "daemon-info")
 	return info.StateWrites
 }
 
@@ -61,11 +63,11 @@ func fill(t *testing.T, dir string) string {
 
 // runIDs are the ids of the runs `harness runs NAME --json` lists.
 func (f *fleet) runIDs(name string) []uint64 {
-	f.t.Helper()
+	f.T.Helper()
 	var rs []struct {
 		ID uint64 `json:"id"`
 	}
-	f.mustJSON(&rs, "runs", name)
+	f.MustJSON(&rs, "runs", name)
 	var ids []uint64
 	for _, r := range rs {
 		ids = append(ids, r.ID)
@@ -90,44 +92,38 @@ func TestScenario_AFullStateDirStopsNothing(t *testing.T) {
 	}{{"fallback", []string{"--cgroup=off"}}, {"cgroup", nil}} {
 		t.Run(mode.name, func(t *testing.T) {
 			dir := t.TempDir()
-			f := &fleet{
-				t: t, dir: dir, args: mode.args,
-				config:  filepath.Join(dir, "harness.toml"),
-				socket:  filepath.Join(dir, "run", "harness.sock"),
-				state:   filepath.Join(dir, "state"),
-				logPath: filepath.Join(dir, "daemon.log"),
-			}
-			if err := os.Mkdir(f.state, 0o700); err != nil {
+			f := &fleet{Fleet: fleettest.NewFleet(t, harnessBin, dir, daemonEnv()), args: mode.args}
+			if err := os.Mkdir(f.State, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if err := syscall.Mount("tmpfs", f.state, "tmpfs", 0, "size=1m,mode=0700"); err != nil {
+			if err := syscall.Mount("tmpfs", f.State, "tmpfs", 0, "size=1m,mode=0700"); err != nil {
 				t.Fatalf("mount a tmpfs: %v", err)
 			}
 			t.Cleanup(func() { // after the daemon stopped (cleanups run last first)
-				if err := syscall.Unmount(f.state, syscall.MNT_DETACH); err != nil {
-					t.Errorf("unmount %s: %v", f.state, err)
+				if err := syscall.Unmount(f.State, syscall.MNT_DETACH); err != nil {
+					t.Errorf("unmount %s: %v", f.State, err)
 				}
 			})
 			var cfg strings.Builder
 			for _, n := range []string{"a", "b"} {
 				fmt.Fprintf(&cfg, "[harness.%s]\ncmd = \"sh\"\nargs = [\"-c\", \"echo up; exec sleep 100000\"]\nstop_grace = 2\n", n)
 			}
-			f.writeConfig(cfg.String())
+			f.WriteConfig(cfg.String())
 			f.start()
 			t.Cleanup(f.checkCgroupGone)
-			t.Cleanup(f.stop)
+			t.Cleanup(f.Stop)
 
-			f.mustRun("start", "a")
+			f.MustRun("start", "a")
 			f.waitState("a", "running")
-			filler := fill(t, f.state)
+			filler := fill(t, f.State)
 
 			// Full: every verb works.
-			f.mustRun("stop", "a")
+			f.MustRun("stop", "a")
 			f.waitState("a", "stopped")
-			f.mustRun("start", "a", "b")
+			f.MustRun("start", "a", "b")
 			f.waitState("a", "running")
 			f.waitState("b", "running")
-			f.mustRun("list")
+			f.MustRun("list")
 			// Appends fit while the history file's last page has room:
 			// restart b until the history cannot be written.
 			failing := func(file string) bool {
@@ -143,8 +139,8 @@ func TestScenario_AFullStateDirStopsNothing(t *testing.T) {
 					t.Fatalf("40 restarts and daemon-info does not say the history cannot be written: %+v", f.stateWrites())
 				}
 				n := len(f.runIDs("b"))
-				f.mustRun("restart", "b")
-				f.waitFor("b's next run", 20*time.Second, func() bool { return len(f.runIDs("b")) == n+1 && f.unit("b").State == "running" })
+				f.MustRun("restart", "b")
+				f.WaitFor("b's next run", 20*time.Second, func() bool { return len(f.runIDs("b")) == n+1 && f.unit("b").State == "running" })
 			}
 			if mode.name == "fallback" && !failing("processes.json") {
 				t.Errorf("daemon-info does not say the ledger cannot be written: %+v", f.stateWrites())
@@ -166,19 +162,19 @@ func TestScenario_AFullStateDirStopsNothing(t *testing.T) {
 				for _, pid := range pids {
 					waitGone(t, "a unit process of the crashed daemon", pid)
 				}
-				f.mustRun("start", "a")
+				f.MustRun("start", "a")
 				f.waitState("a", "running")
 				if err := os.Remove(filler); err != nil {
 					t.Fatal(err)
 				}
-				f.mustRun("stop", "a")
-				f.waitFor("the state files to be written again", 40*time.Second, func() bool { return len(f.stateWrites().Failing) == 0 })
+				f.MustRun("stop", "a")
+				f.WaitFor("the state files to be written again", 40*time.Second, func() bool { return len(f.stateWrites().Failing) == 0 })
 				return
 			}
 			// A daemon started on the full state dir serves and starts units.
-			f.stop()
+			f.Stop()
 			f.start()
-			f.mustRun("start", "a", "b")
+			f.MustRun("start", "a", "b")
 			f.waitState("a", "running")
 			f.waitState("b", "running")
 			acked = map[string][]uint64{"a": f.runIDs("a"), "b": f.runIDs("b")}
@@ -186,9 +182,9 @@ func TestScenario_AFullStateDirStopsNothing(t *testing.T) {
 			if err := os.Remove(filler); err != nil {
 				t.Fatal(err)
 			}
-			f.mustRun("stop", "b") // a change wakes the writer at once
-			f.waitFor("the state files to be written again", 40*time.Second, func() bool { return len(f.stateWrites().Failing) == 0 })
-			data, err := os.ReadFile(filepath.Join(f.state, "runs.jsonl"))
+			f.MustRun("stop", "b") // a change wakes the writer at once
+			f.WaitFor("the state files to be written again", 40*time.Second, func() bool { return len(f.stateWrites().Failing) == 0 })
+			data, err := os.ReadFile(filepath.Join(f.State, "runs.jsonl"))
 			if err != nil {
 				t.Fatal(err)
 			}

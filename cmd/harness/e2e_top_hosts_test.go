@@ -48,7 +48,7 @@ args = ["100000"]
 	fa := newFleet(t, fmt.Sprintf(cfg, "a", "only-a"))
 	fb := newFleet(t, fmt.Sprintf(cfg, "b", "only-b"))
 	bridge := func(f *fleet) string {
-		return fmt.Sprintf("%s --socket %s bridge --grant read,write,input", harnessBin, f.socket)
+		return fmt.Sprintf("%s --socket %s bridge --grant read,write,input", harnessBin, f.Socket)
 	}
 	s := newSSHD(t, sshKey{Name: "key-a", Command: bridge(fa)}, sshKey{Name: "key-b", Command: bridge(fb)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -73,7 +73,7 @@ args = ["100000"]
 	fb.waitState("web", "running")
 
 	// "local" is this machine's daemon for any verb, as for top.
-	if out, errOut, code := fa.run("--host", "local", "list", "--json"); code != 0 || !strings.Contains(out, "only-a") {
+	if out, errOut, code := fa.Run("--host", "local", "list", "--json"); code != 0 || !strings.Contains(out, "only-a") {
 		t.Fatalf("--host local list: exit %d: %s%s", code, out, errOut)
 	}
 	// Only top takes several hosts; another verb says so, not picks one.
@@ -118,9 +118,9 @@ args = ["100000"]
 		t.Fatalf("a's web is %s after stopping b's", u.State)
 	}
 	// A change on a (its own CLI) shows on a's row, through a's events.
-	fa.mustRun("stop", "only-a")
-	fa.mustRun("start", "only-a")
-	fa.mustRun("stop", "web")
+	fa.MustRun("stop", "only-a")
+	fa.MustRun("start", "only-a")
+	fa.MustRun("stop", "web")
 	p.waitScreen("a's web stopped", 15*time.Second, func(s string) bool {
 		r := hostRow(s, "hosta", "web")
 		return len(r) > 1 && r[1] == "stopped"
@@ -139,12 +139,12 @@ args = ["100000"]
 	p.waitText("got:typed-through-top", 10*time.Second)
 	p.keys("C-]")
 	p.waitText("detached from hostb/web", 15*time.Second)
-	if raw := fa.mustRun("logs", "web", "--raw"); strings.Contains(raw, "typed-through-top") {
+	if raw := fa.MustRun("logs", "web", "--raw"); strings.Contains(raw, "typed-through-top") {
 		t.Fatal("the attach typed into a's web")
 	}
 
 	// b's daemon goes away: its heading says so, a's rows stay.
-	fb.stop()
+	fb.Stop()
 	screen = p.waitScreen("b's heading saying it is gone", 20*time.Second, func(s string) bool {
 		return strings.Contains(s, "host hostb: lost the connection")
 	})

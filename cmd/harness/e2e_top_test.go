@@ -109,7 +109,7 @@ func (p *tmuxPane) altScreen() bool {
 // startTop runs `harness top` in the pane against f, with the shell
 // printing top's exit status when it ends.
 func (p *tmuxPane) startTop(f *fleet) {
-	p.typeLine(fmt.Sprintf("%s --socket %s top; echo top-exit=$?", harnessBin, f.socket))
+	p.typeLine(fmt.Sprintf("%s --socket %s top; echo top-exit=$?", harnessBin, f.Socket))
 }
 
 // topRunRow is the part of a `harness runs --json` row the top tests read.
@@ -121,7 +121,7 @@ type topRunRow struct {
 // runsOf is `harness runs NAME --json`, oldest first.
 func runsOf(f *fleet, name string) []topRunRow {
 	var rs []topRunRow
-	f.mustJSON(&rs, "runs", name)
+	f.MustJSON(&rs, "runs", name)
 	return rs
 }
 
@@ -178,7 +178,7 @@ func TestTop_DashboardShowsAndDrivesTheFleet(t *testing.T) {
 		Name     string    `json:"name"`
 		NextFire time.Time `json:"next_fire"`
 	}
-	f.mustJSON(&jobs, "jobs")
+	f.MustJSON(&jobs, "jobs")
 	// top shows a time of day, with the date when the fire is not today
 	// (a run just before midnight schedules into tomorrow).
 	if len(jobs) != 1 || !(strings.Contains(s, jobs[0].NextFire.Local().Format("15:04:05")) ||
@@ -191,7 +191,7 @@ func TestTop_DashboardShowsAndDrivesTheFleet(t *testing.T) {
 	p.waitText("preview of alpha (running)", time.Second)
 
 	// A stop from another shell shows within a second of its return.
-	f.mustRun("stop", "beta")
+	f.MustRun("stop", "beta")
 	stopped := time.Now()
 	p.waitRow("beta", "stopped", 5*time.Second)
 	if took := time.Since(stopped); took > time.Second {
@@ -227,7 +227,7 @@ func TestTop_DashboardShowsAndDrivesTheFleet(t *testing.T) {
 
 	// Activity: a restart from another shell makes alpha busy (it prints),
 	// then idle a second later (idle_after = 1), with how long.
-	f.mustRun("restart", "alpha")
+	f.MustRun("restart", "alpha")
 	p.waitScreen("alpha busy", 5*time.Second, func(s string) bool { return rowCell(s, "alpha", 2) == "busy" })
 	s = p.waitScreen("alpha idle", 5*time.Second, func(s string) bool { return rowCell(s, "alpha", 2) == "idle" })
 	if secs := rowCell(s, "alpha", 3); !strings.HasSuffix(secs, "s") {
@@ -272,7 +272,7 @@ func TestTop_DaemonLossEndsTheDashboard(t *testing.T) {
 	p := newTmux(t, 100, 30)
 	p.startTop(f)
 	p.waitRow("alpha", "running", 15*time.Second)
-	f.stop()
+	f.Stop()
 	s := p.waitText("top-exit=1", 15*time.Second)
 	if !strings.Contains(s, "lost the connection to the daemon") || !strings.Contains(s, "daemon_unavailable") {
 		t.Errorf("no clear message after the daemon went away:\n%s", s)
@@ -335,7 +335,7 @@ func TestTop_TwoHundredHarnessesIn80x24(t *testing.T) {
 // a daemon, top says why and exits 1 before touching the terminal.
 func TestTop_RefusesWithoutTerminalOrDaemon(t *testing.T) {
 	f := newFleet(t, topFleet)
-	out, errOut, code := f.run("top") // stdin and stdout are not terminals here
+	out, errOut, code := f.Run("top") // stdin and stdout are not terminals here
 	if code != 1 || !strings.Contains(errOut, "harness top needs a terminal") || out != "" {
 		t.Errorf("top without a terminal: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
@@ -367,8 +367,8 @@ enabled = true
 	p.keys("i")
 	p.tmux("send-keys", "-t", "top", "-l", "from-top")
 	p.keys("Enter")
-	f.waitFor("the line typed from top to reach the harness", 10*time.Second, func() bool {
-		return strings.Contains(f.mustRun("logs", "echo"), "got:from-top")
+	f.WaitFor("the line typed from top to reach the harness", 10*time.Second, func() bool {
+		return strings.Contains(f.MustRun("logs", "echo"), "got:from-top")
 	})
 
 	p.keys("a")

@@ -96,13 +96,13 @@ restart = "no"
 `, counter))
 
 	for range 3 {
-		f.mustRun("trigger", "journal", "--wait", "--timeout", "20s")
+		f.MustRun("trigger", "journal", "--wait", "--timeout", "20s")
 	}
-	f.mustRun("trigger", "quiet", "--wait", "--timeout", "20s")
+	f.MustRun("trigger", "quiet", "--wait", "--timeout", "20s")
 	s := f.mcpSession("", false, nil)
 
 	var rows []trajRow
-	f.waitFor("three transcripts with their output", 10*time.Second, func() bool {
+	f.WaitFor("three transcripts with their output", 10*time.Second, func() bool {
 		rows = listTraj(t, s, "journal")
 		return len(rows) == 3 && rows[2].Entries >= 3
 	})
@@ -151,19 +151,19 @@ restart = "no"
 
 	// The CLI answers the same operations.
 	var cliRows []trajRow
-	f.mustJSON(&cliRows, "trajectories", "journal")
+	f.MustJSON(&cliRows, "trajectories", "journal")
 	if len(cliRows) != 3 || cliRows[0].Run != rows[0].Run {
 		t.Fatalf("cli trajectories: %+v", cliRows)
 	}
-	if out := f.mustRun("trajectory", "journal", fmt.Sprint(rows[2].Run)); !strings.Contains(out, "run-3-middle") || strings.Contains(out, "run-2") {
+	if out := f.MustRun("trajectory", "journal", fmt.Sprint(rows[2].Run)); !strings.Contains(out, "run-3-middle") || strings.Contains(out, "run-2") {
 		t.Fatalf("cli trajectory:\n%s", out)
 	}
 	var cliPage trajPage
-	f.mustJSON(&cliPage, "trajectory", "journal", fmt.Sprint(rows[1].Run), "--cursor", fmt.Sprint(cut))
+	f.MustJSON(&cliPage, "trajectory", "journal", fmt.Sprint(rows[1].Run), "--cursor", fmt.Sprint(cut))
 	if len(cliPage.Entries) != len(later.Entries) || cliPage.Entries[0].ID != later.Entries[0].ID {
 		t.Fatalf("cli page after cursor: %+v", cliPage)
 	}
-	out, _, code := f.run("trajectories", "quiet", "--json")
+	out, _, code := f.Run("trajectories", "quiet", "--json")
 	var failure struct {
 		Error struct{ Code, Message string } `json:"error"`
 	}
@@ -173,8 +173,8 @@ restart = "no"
 	}
 
 	// Retention: a fourth run drops the oldest past the bound of three.
-	f.mustRun("trigger", "journal", "--wait", "--timeout", "20s")
-	f.waitFor("the fourth transcript", 10*time.Second, func() bool {
+	f.MustRun("trigger", "journal", "--wait", "--timeout", "20s")
+	f.WaitFor("the fourth transcript", 10*time.Second, func() bool {
 		rows = listTraj(t, s, "journal")
 		return len(rows) == 3 && rows[2].Entries >= 3
 	})
@@ -189,10 +189,10 @@ restart = "no"
 	}
 
 	// Transcripts are on disk: a new daemon on the same state dir serves them.
-	f.stop()
+	f.Stop()
 	f.start()
 	var again []trajRow
-	f.mustJSON(&again, "trajectories", "journal")
+	f.MustJSON(&again, "trajectories", "journal")
 	// (Stopping the daemon may add a lifecycle event to the newest run.)
 	if len(again) != 3 || again[0].Run != rows[0].Run || again[1].Entries != rows[1].Entries || again[2].Entries < rows[2].Entries {
 		t.Fatalf("after restart: %+v, before %+v", again, rows)

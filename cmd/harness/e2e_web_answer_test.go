@@ -20,7 +20,7 @@ func TestScenario_WaitingAgentIsAnsweredFromThePage(t *testing.T) {
 	table, rc := claudeTable(t, "claude", "")
 	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n"+table)
 	base := f.webBase()
-	opTok := strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token"))
+	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
 	ctx := newBrowser(t, 1280, 900)
 	signIn(t, ctx, base, opTok)
 	browse(t, ctx, "the fleet, live", chromedp.WaitVisible(chromedp.CSS(`body[data-live="1"]`)))
@@ -42,7 +42,7 @@ func TestScenario_WaitingAgentIsAnsweredFromThePage(t *testing.T) {
 	// Claude Code redraws the dialog to it (a long choice no longer
 	// wraps), so the choices are compared with the CLI's as they are now.
 	var labels []string
-	f.waitFor("the page's choices to be the CLI's", 10*time.Second, func() bool {
+	f.WaitFor("the page's choices to be the CLI's", 10*time.Second, func() bool {
 		labels = eval[[]string](t, ctx, `[...document.querySelectorAll('#waiting button.choice')].map(b => b.textContent.trim())`)
 		w = f.waitAgent("claude", "waiting")
 		return slices.Equal(labels, w.Choices)

@@ -24,9 +24,9 @@ func TestScenario_AProjectHarnessOpensFromTheFleet(t *testing.T) {
 	if out, errOut, code := f.runIn(dir, "up"); code != 0 {
 		t.Fatalf("up: exit %d: %s%s", code, out, errOut)
 	}
-	f.waitFor("shop/echo to run", 20*time.Second, func() bool { return f.unit("shop/echo").State == "running" })
+	f.WaitFor("shop/echo to run", 20*time.Second, func() bool { return f.unit("shop/echo").State == "running" })
 	base := f.webBase()
-	opTok := strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token"))
+	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
 	ctx := newBrowser(t, 1280, 900)
 	signIn(t, ctx, base, opTok)
 	link := `tr.unit[data-name="shop/echo"] td.name a`
@@ -39,9 +39,9 @@ func TestScenario_AProjectHarnessOpensFromTheFleet(t *testing.T) {
 		t.Fatalf("the page is of %q, want shop/echo", h)
 	}
 	browse(t, ctx, "type", chromedp.Click(chromedp.CSS("#term")), typeKeys("hello shop\r"))
-	f.waitFor("the project's echo to answer the typed line", 10*time.Second, func() bool {
+	f.WaitFor("the project's echo to answer the typed line", 10*time.Second, func() bool {
 		return slicesContain(f.screenLines("shop/echo"), "got: hello shop")
 	})
 	browse(t, ctx, "stop it from its page", chromedp.Click(chromedp.CSS(`.facts .actions button.act`)))
-	f.waitFor("shop/echo to stop", 20*time.Second, func() bool { return f.unit("shop/echo").State == "stopped" })
+	f.WaitFor("shop/echo to stop", 20*time.Second, func() bool { return f.unit("shop/echo").State == "stopped" })
 }

@@ -120,7 +120,7 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 
 // webBase is the dashboard's URL: the MCP endpoint's origin.
 func (f *fleet) webBase() string {
-	f.t.Helper()
+	f.T.Helper()
 	return strings.TrimSuffix(f.mcpURL(), "/mcp")
 }
 
@@ -156,11 +156,11 @@ func termRows(t *testing.T, ctx context.Context) []string {
 
 // screenLines is `harness screen NAME --json`'s lines.
 func (f *fleet) screenLines(name string) []string {
-	f.t.Helper()
+	f.T.Helper()
 	var s struct {
 		Lines []string `json:"lines"`
 	}
-	f.mustJSON(&s, "screen", name)
+	f.MustJSON(&s, "screen", name)
 	return s.Lines
 }
 
@@ -239,7 +239,7 @@ func TestScenario_DashboardInABrowser(t *testing.T) {
 	f.waitState("echo", "running")
 	f.waitState("worker", "running")
 	base := f.webBase()
-	opTok := strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token"))
+	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
 	ctx := newBrowser(t, 1280, 900)
 
 	// Sign in; the fleet lists every unit.
@@ -261,7 +261,7 @@ func TestScenario_DashboardInABrowser(t *testing.T) {
 	// events, no polling).
 	browse(t, ctx, "wait for the live stream", chromedp.WaitVisible(chromedp.CSS(`body[data-live="1"]`)))
 	start := time.Now()
-	f.mustRun("stop", "worker")
+	f.MustRun("stop", "worker")
 	cli := time.Since(start)
 	c1, cancel := context.WithTimeout(ctx, time.Second)
 	err = chromedp.Do(c1, chromedp.WaitVisible(chromedp.CSS(`tr[data-name="worker"][data-state="stopped"]`)))
@@ -284,12 +284,12 @@ func TestScenario_DashboardInABrowser(t *testing.T) {
 	f.waitState("worker", "running")
 
 	// The harness page's terminal shows the rows `harness screen` shows.
-	f.mustRun("wait", "tui", "--idle", "300ms", "--timeout", "20s")
+	f.MustRun("wait", "tui", "--idle", "300ms", "--timeout", "20s")
 	browse(t, ctx, "open the tui harness",
 		chromedp.Navigate(base+"/h/tui"),
 		chromedp.WaitVisible(chromedp.CSS(`#term[data-attached="1"]`)),
 	)
-	f.waitFor("the page's terminal to show the screen's rows", 5*time.Second, func() bool {
+	f.WaitFor("the page's terminal to show the screen's rows", 5*time.Second, func() bool {
 		return sameRows(termRows(t, ctx), f.screenLines("tui"))
 	})
 
@@ -300,10 +300,10 @@ func TestScenario_DashboardInABrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#term")),
 	)
 	browse(t, ctx, "type", typeKeys("hello from chromium\r"))
-	f.waitFor("echo to answer the typed line", 5*time.Second, func() bool {
+	f.WaitFor("echo to answer the typed line", 5*time.Second, func() bool {
 		return slicesContain(f.screenLines("echo"), "got: hello from chromium")
 	})
-	f.waitFor("the page to show the answer", 5*time.Second, func() bool {
+	f.WaitFor("the page to show the answer", 5*time.Second, func() bool {
 		return slicesContain(termRows(t, ctx), "got: hello from chromium")
 	})
 	saveScreenshotOf(t, ctx, "dashboard-harness.png")
@@ -311,7 +311,7 @@ func TestScenario_DashboardInABrowser(t *testing.T) {
 	// A read-only dashboard token: it sees the fleet and the terminal;
 	// its keys, actions and answers are refused by the server.
 	signOut(t, ctx)
-	roTok := strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token", "--dashboard", "--grant", "read"))
+	roTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token", "--dashboard", "--grant", "read"))
 	if !strings.HasPrefix(roTok, "hdt_") {
 		t.Fatalf("dashboard token = %q", roTok)
 	}
@@ -347,11 +347,11 @@ func TestScenario_DashboardInABrowser(t *testing.T) {
 	}
 
 	// Revoking the token ends its session at the next request.
-	id := regexp.MustCompile(`(?m)^([0-9a-f]{12}) `).FindStringSubmatch(f.mustRun("--state-dir", f.state, "mcp", "token", "--list"))
+	id := regexp.MustCompile(`(?m)^([0-9a-f]{12}) `).FindStringSubmatch(f.MustRun("--state-dir", f.State, "mcp", "token", "--list"))
 	if id == nil {
 		t.Fatal("mcp token --list shows no dashboard token")
 	}
-	f.mustRun("--state-dir", f.state, "mcp", "token", "--revoke", id[1])
+	f.MustRun("--state-dir", f.State, "mcp", "token", "--revoke", id[1])
 	browse(t, ctx, "a revoked token is signed out",
 		chromedp.Navigate(base+"/"),
 		chromedp.WaitVisible(chromedp.CSS("#token")),

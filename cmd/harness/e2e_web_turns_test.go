@@ -33,7 +33,7 @@ func TestScenario_AgentTurnsShowOnItsHarnessPage(t *testing.T) {
 	table, rc := claudeTable(t, "claude", fmt.Sprintf("env_file = %q\nprices = { \"claude-opus-5\" = { input = 2, output = 10, cache_read = 0.5, cache_write = 4 } }\n", envFile))
 	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n"+table)
 	base := f.webBase()
-	opTok := strings.TrimSpace(f.mustRun("--state-dir", f.state, "mcp", "token"))
+	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
 	ctx := newBrowser(t, 1280, 900)
 	signIn(t, ctx, base, opTok)
 	f.waitAgent("claude", "ready")
@@ -50,7 +50,7 @@ func TestScenario_AgentTurnsShowOnItsHarnessPage(t *testing.T) {
 	rc.api.Script(modelapi.Turn{Shell: "touch made-by-page-turn"}, modelapi.Turn{Text: "Made the file from the page.", Usage: modelapi.Usage{Input: 120, Output: 30}})
 	prompt := "Remember " + secret + " and make the file"
 	browse(t, ctx, "type the prompt", chromedp.Click(chromedp.CSS("#term")), typeKeys(prompt))
-	f.waitFor("the typed prompt to show (masked)", 30*time.Second, func() bool {
+	f.WaitFor("the typed prompt to show (masked)", 30*time.Second, func() bool {
 		return slicesContainSub(f.screenLines("claude"), "Remember [masked] and make the file")
 	})
 	// An Enter that arrives while Claude Code still takes the text can be
@@ -101,7 +101,7 @@ func TestScenario_AgentTurnsShowOnItsHarnessPage(t *testing.T) {
 		return false
 	}
 	var got turnsOnPage
-	f.waitFor("the page's turns to show the turn", 20*time.Second, func() bool {
+	f.WaitFor("the page's turns to show the turn", 20*time.Second, func() bool {
 		got = read()
 		return has(got.Texts, "user: Remember [masked] and make the file") && has(got.Texts, "assistant: Made the file from the page.") &&
 			has(got.Tools, "Bash ok") && has(got.Tools, "touch made-by-page-turn")
@@ -111,7 +111,7 @@ func TestScenario_AgentTurnsShowOnItsHarnessPage(t *testing.T) {
 	}
 	// What the page shows is what `harness turns` shows.
 	var res api.TurnsResult
-	f.mustJSON(&res, "turns", "claude")
+	f.MustJSON(&res, "turns", "claude")
 	if !strings.Contains(got.Head, fmt.Sprintf("run %d", res.RunID)) ||
 		!strings.Contains(got.HTML, fmt.Sprintf("tokens in %d, out %d", res.Tokens.Input, res.Tokens.Output)) ||
 		!strings.Contains(got.HTML, "session "+res.SessionID) || res.SessionID == "" {
@@ -151,10 +151,10 @@ func TestScenario_AgentTurnsShowOnItsHarnessPage(t *testing.T) {
 
 	// A past run: after a restart, the first run's link shows its turns.
 	first := res.RunID
-	f.mustRun("restart", "claude")
+	f.MustRun("restart", "claude")
 	f.waitAgent("claude", "ready")
 	var runs []api.Run
-	f.mustJSON(&runs, "runs", "claude")
+	f.MustJSON(&runs, "runs", "claude")
 	if len(runs) < 2 || runs[len(runs)-1].ID == first {
 		t.Fatalf("runs after the restart: %+v", runs)
 	}

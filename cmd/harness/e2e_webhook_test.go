@@ -103,7 +103,7 @@ harnesses = ["review"]
 			} `json:"routes"`
 		} `json:"webhooks"`
 	}
-	f.mustJSON(&info, "daemon-info")
+	f.MustJSON(&info, "daemon-info")
 	base := info.Webhooks.URL
 	if !strings.HasPrefix(base, "http://127.0.0.1:") {
 		t.Fatalf("webhooks url %q", base)
@@ -116,12 +116,12 @@ harnesses = ["review"]
 			ID    uint64 `json:"id"`
 			Cause string `json:"cause"`
 		}
-		f.mustJSON(&rs, "runs", "review")
+		f.MustJSON(&rs, "runs", "review")
 		return rs
 	}
 	waitFile := func(path string) string {
 		var b []byte
-		f.waitFor(path, 20*time.Second, func() bool {
+		f.WaitFor(path, 20*time.Second, func() bool {
 			var err error
 			b, err = os.ReadFile(path)
 			return err == nil && len(b) > 0
@@ -212,8 +212,8 @@ harnesses = ["review"]
 	if ev := strings.TrimSpace(waitFile(filepath.Join(out, "event-msg_1"))); ev != "invoice.paid std" {
 		t.Errorf("standard event %q", ev)
 	}
-	events := filepath.Join(f.state, "webhooks", "events")
-	f.waitFor("the first run's payload file to go", 20*time.Second, func() bool {
+	events := filepath.Join(f.State, "webhooks", "events")
+	f.WaitFor("the first run's payload file to go", 20*time.Second, func() bool {
 		files, _ := filepath.Glob(filepath.Join(events, "*.json"))
 		var payloads []string
 		for _, p := range files {
@@ -224,7 +224,7 @@ harnesses = ["review"]
 		return len(payloads) == 1 && strings.HasPrefix(filepath.Base(payloads[0]), "std-")
 	})
 
-	f.mustJSON(&info, "daemon-info")
+	f.MustJSON(&info, "daemon-info")
 	stats := map[string]string{}
 	for _, r := range info.Webhooks.Routes {
 		b, _ := json.Marshal(r)
@@ -240,9 +240,9 @@ harnesses = ["review"]
 	}
 
 	// Delivery ids outlive the daemon.
-	f.stop()
+	f.Stop()
 	f.start()
-	f.mustJSON(&info, "daemon-info")
+	f.MustJSON(&info, "daemon-info")
 	if code, ans := webhookPost(t, info.Webhooks.URL+"/hooks/github", payload, map[string]string{"X-GitHub-Event": "pull_request",
 		"X-GitHub-Delivery": "d-1", "X-Hub-Signature-256": githubSign(ghSecret, payload)}); code != 200 || !strings.Contains(ans, "duplicate") {
 		t.Errorf("replay after restart: %d %s", code, ans)

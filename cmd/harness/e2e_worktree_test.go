@@ -29,15 +29,15 @@ type worktreeView struct {
 }
 
 func (f *fleet) worktree(name string) worktreeView {
-	f.t.Helper()
+	f.T.Helper()
 	var d struct {
 		Config struct {
 			Worktree *worktreeView `json:"worktree"`
 		} `json:"config"`
 	}
-	f.mustJSON(&d, "describe", name)
+	f.MustJSON(&d, "describe", name)
 	if d.Config.Worktree == nil {
-		f.t.Fatalf("describe %s shows no worktree", name)
+		f.T.Fatalf("describe %s shows no worktree", name)
 	}
 	return *d.Config.Worktree
 }
@@ -83,7 +83,7 @@ cmd = "true"
 worktree = { repo = %q }
 `, write("a.txt"), repo, write("b.txt"), repo, notRepo, repo, repo))
 
-	f.mustRun("start", "a", "b")
+	f.MustRun("start", "a", "b")
 	f.waitState("a", "running")
 	f.waitState("b", "running")
 	wa, wb := f.worktree("a"), f.worktree("b")
@@ -92,7 +92,7 @@ worktree = { repo = %q }
 	}
 	readFile := func(path string) string {
 		var b []byte
-		f.waitFor(path, 10*time.Second, func() bool {
+		f.WaitFor(path, 10*time.Second, func() bool {
 			var err error
 			b, err = os.ReadFile(path)
 			return err == nil && len(b) > 0
@@ -114,8 +114,8 @@ worktree = { repo = %q }
 	}
 
 	// A restart keeps the worktree and what the last run left in it.
-	f.mustRun("restart", "a")
-	f.waitFor("a's second run to write", 10*time.Second, func() bool {
+	f.MustRun("restart", "a")
+	f.WaitFor("a's second run to write", 10*time.Second, func() bool {
 		b, _ := os.ReadFile(filepath.Join(wa.Path, "a.txt"))
 		return strings.Count(string(b), "run") == 2
 	})
@@ -124,18 +124,18 @@ worktree = { repo = %q }
 	}
 
 	// Remove: refused while running, refused dirty, done with --force.
-	if _, errOut, code := f.run("worktree", "remove", "a"); code == 0 || !strings.Contains(errOut, "stop it") {
+	if _, errOut, code := f.Run("worktree", "remove", "a"); code == 0 || !strings.Contains(errOut, "stop it") {
 		t.Fatalf("remove of a running harness's worktree: %d %s", code, errOut)
 	}
-	f.mustRun("stop", "a")
+	f.MustRun("stop", "a")
 	f.waitState("a", "stopped")
-	if _, errOut, code := f.run("worktree", "remove", "a"); code == 0 || !strings.Contains(errOut, "uncommitted changes") {
+	if _, errOut, code := f.Run("worktree", "remove", "a"); code == 0 || !strings.Contains(errOut, "uncommitted changes") {
 		t.Fatalf("remove of a dirty worktree: %d %s", code, errOut)
 	}
 	if _, err := os.Stat(wa.Path); err != nil {
 		t.Fatalf("a refused remove removed it: %v", err)
 	}
-	f.mustRun("worktree", "remove", "a", "--force")
+	f.MustRun("worktree", "remove", "a", "--force")
 	if _, err := os.Stat(wa.Path); err == nil {
 		t.Fatal("worktree remove --force left the directory")
 	}
@@ -145,7 +145,7 @@ worktree = { repo = %q }
 
 	// Clear errors at start, and nothing half-created.
 	for name, want := range map[string]string{"bad": "is not a git repository", "taken": `branch "main" is already checked out at ` + repo} {
-		_, errOut, code := f.run("start", name)
+		_, errOut, code := f.Run("start", name)
 		if code == 0 || !strings.Contains(errOut, want) {
 			t.Errorf("start %s: exit %d, %q; want %q", name, code, errOut, want)
 		}
@@ -154,11 +154,11 @@ worktree = { repo = %q }
 		}
 	}
 	os.WriteFile(filepath.Join(repo, "README"), []byte("changed\n"), 0o644)
-	if _, errOut, code := f.run("start", "dirty"); code == 0 || !strings.Contains(errOut, "uncommitted changes") {
+	if _, errOut, code := f.Run("start", "dirty"); code == 0 || !strings.Contains(errOut, "uncommitted changes") {
 		t.Errorf("start with a dirty base: %d %s", code, errOut)
 	}
 	if _, err := os.Stat(f.worktree("dirty").Path); err == nil || gitRun(t, repo, "branch", "--list", "harness/dirty") != "" {
 		t.Error("a dirty base left a worktree or a branch")
 	}
-	f.mustRun("stop", "b")
+	f.MustRun("stop", "b")
 }

@@ -198,3 +198,96 @@ func (s *SyncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Fleet is one real daemon on temp dirs and the CLI against it: what
+// cmd/harness's e2e fleet and interop's have in common. Each kit embeds it
+// in its own fleet type, which adds its environment, flags and readiness
+// check (Start's arguments) and its own helpers.
+type Fleet struct {
+	T *testing.T
+	// Bin is the harness binary; Env the environment of the daemon and
+	// the CLI.
+	Bin string
+	Env []string
+	// Dir holds the daemon's files (FilesIn): Config, Socket, State and
+	// LogPath.
+	Dir                            string
+	Config, Socket, State, LogPath string
+	// Cmd, Exited and Stderr are the daemon's once started (Daemon).
+	Cmd    *exec.Cmd
+	Exited chan struct{}
+	Stderr *SyncBuffer
+}
+
+// NewFleet is a fleet on dir's files (FilesIn), not yet started.
+func NewFleet(t *testing.T, bin, dir string, env []string) *Fleet {
+	files := FilesIn(dir)
+	return &Fleet{T: t, Bin: bin, Env: env, Dir: dir,
+		Config: files.Config, Socket: files.Socket, State: files.State, LogPath: files.Log}
+}
+
+// Files are the fleet's daemon files.
+func (f *Fleet) Files() DaemonFiles {
+	return DaemonFiles{Config: f.Config, Socket: f.Socket, State: f.State, Log: f.LogPath}
+}
+
+// WriteConfig replaces the daemon's config file (a reload applies it).
+func (f *Fleet) WriteConfig(text string) {
+	f.T.Helper()
+	if err := os.WriteFile(f.Config, []byte(text), 0o600); err != nil {
+		f.T.Fatal(err)
+	}
+}
+
+// Start starts the daemon with extra args and returns once ready holds
+// (StartDaemon).
+func (f *Fleet) Start(ready func() bool, args ...string) {
+	f.T.Helper()
+	d := StartDaemon(f.T, f.Bin, f.Files(), f.Env, ready, args...)
+	f.Cmd, f.Exited, f.Stderr = d.Cmd, d.Exited, d.Stderr
+}
+
+// Stop ends the daemon with SIGTERM, if one was started and still runs,
+// and waits for it (Stop).
+func (f *Fleet) Stop() {
+	if f.Cmd == nil {
+		return
+	}
+	Stop(f.T, f.Cmd.Process, f.Exited, f.Log)
+}
+
+// Log is the daemon's log so far.
+func (f *Fleet) Log() string {
+	b, _ := os.ReadFile(f.LogPath)
+	return string(b)
+}
+
+// CLI is the CLI against this fleet's socket.
+func (f *Fleet) CLI() CLI {
+	return CLI{T: f.T, Bin: f.Bin, Socket: f.Socket, Env: f.Env, Log: f.Log}
+}
+
+// Run invokes the CLI against this fleet's socket (CLI.Run).
+func (f *Fleet) Run(args ...string) (stdout, stderr string, code int) {
+	f.T.Helper()
+	return f.CLI().Run(args...)
+}
+
+// MustRun runs a verb that must succeed (CLI.MustRun).
+func (f *Fleet) MustRun(args ...string) string {
+	f.T.Helper()
+	return f.CLI().MustRun(args...)
+}
+
+// MustJSON runs a --json verb that must succeed and decodes its output
+// (CLI.MustJSON).
+func (f *Fleet) MustJSON(v any, args ...string) {
+	f.T.Helper()
+	f.CLI().MustJSON(v, args...)
+}
+
+// WaitFor polls cond until it holds (CLI.WaitFor).
+func (f *Fleet) WaitFor(what string, d time.Duration, cond func() bool) {
+	f.T.Helper()
+	f.CLI().WaitFor(what, d, cond)
+}
