@@ -13,19 +13,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/internal/mcp/mcptest"
 )
-
-// bearer adds an Authorization header to every request.
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
-}
 
 func (f *fleet) mcpURL() string {
 	f.T.Helper()
@@ -46,7 +36,7 @@ func httpSession(t *testing.T, url, token string) *mcp.ClientSession {
 	cl := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, nil)
 	s, err := cl.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   url,
-		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: mcptest.Bearer{Token: token, Base: http.DefaultTransport}},
 		MaxRetries: -1,
 	}, nil)
 	if err != nil {

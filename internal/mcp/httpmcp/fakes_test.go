@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -131,18 +130,6 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// bearer adds the Authorization header to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // httpClient is a client of its own, so its idle connections are closed
 // when the test ends.
 func httpClient(t *testing.T, token string) *http.Client {
@@ -151,7 +138,7 @@ func httpClient(t *testing.T, token string) *http.Client {
 	t.Cleanup(tr.CloseIdleConnections)
 	var rt http.RoundTripper = tr
 	if token != "" {
-		rt = bearer{token: token, next: tr}
+		rt = mcptest.Bearer{Token: token, Base: tr}
 	}
 	return &http.Client{Transport: rt}
 }
@@ -189,20 +176,4 @@ func (e *env) mustConnect(t *testing.T, token string) *mcp.ClientSession {
 		t.Fatalf("connect: %v", err)
 	}
 	return cs
-}
-
-func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-	defer cancel()
-	res, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatalf("list tools: %v", err)
-	}
-	var names []string
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/mcp/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -60,11 +61,11 @@ func TestHarnessTokenSeesItsScope(t *testing.T) {
 	e.auth.Add("tok-ops", "ops", "read", "write")
 
 	web := e.mustConnect(t, "tok-web")
-	if got := toolNames(t, web); !slices.Equal(got, readTools) {
+	if got := mcptest.ToolNames(t, web); !slices.Equal(got, readTools) {
 		t.Fatalf("web (read) tools %v", got)
 	}
 	ops := e.mustConnect(t, "tok-ops")
-	if got := toolNames(t, ops); !slices.Equal(got, allTools) {
+	if got := mcptest.ToolNames(t, ops); !slices.Equal(got, allTools) {
 		t.Fatalf("ops (read,write) tools %v", got)
 	}
 
@@ -82,7 +83,7 @@ func TestHarnessTokenSeesItsScope(t *testing.T) {
 	// The scope is the live config's: widening web's grant shows up.
 	e.auth.Add("tok-web", "web", "read", "write")
 	e.sessions.Refresh()
-	if got := toolNames(t, web); !slices.Equal(got, allTools) {
+	if got := mcptest.ToolNames(t, web); !slices.Equal(got, allTools) {
 		t.Fatalf("web after widening %v", got)
 	}
 
@@ -97,7 +98,7 @@ func TestHarnessTokenSeesItsScope(t *testing.T) {
 func TestOperatorTokenReadsAndWritesOnlyWhenAllowed(t *testing.T) {
 	e := newEnv(t)
 	cs := e.mustConnect(t, operatorToken)
-	if got := toolNames(t, cs); !slices.Equal(got, readTools) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, readTools) {
 		t.Fatalf("operator (read) tools %v", got)
 	}
 
@@ -105,7 +106,7 @@ func TestOperatorTokenReadsAndWritesOnlyWhenAllowed(t *testing.T) {
 	// carries on and, after the reload's Refresh, lists the new tools.
 	e.auth.SetOperator("read", "harness:write")
 	e.sessions.Refresh()
-	if got := toolNames(t, cs); !slices.Equal(got, allTools) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, allTools) {
 		t.Fatalf("operator (read, harness:write) tools %v", got)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
@@ -125,7 +126,7 @@ func TestOperatorTokenReadsAndWritesOnlyWhenAllowed(t *testing.T) {
 		t.Fatalf("operator write after narrowing: %+v, %v", res, err)
 	}
 	cs2 := e.mustConnect(t, operatorToken)
-	if got := toolNames(t, cs2); !slices.Equal(got, readTools) {
+	if got := mcptest.ToolNames(t, cs2); !slices.Equal(got, readTools) {
 		t.Fatalf("operator back to read: %v", got)
 	}
 }
@@ -159,7 +160,7 @@ func TestRevokedTokenGets401AndItsSessionEnds(t *testing.T) {
 	e := newEnv(t)
 	e.auth.Add("tok-web", "web", "read")
 	cs := e.mustConnect(t, "tok-web")
-	toolNames(t, cs)
+	mcptest.ToolNames(t, cs)
 
 	e.auth.Revoke("tok-web")
 	resp, body := e.raw(t, Path, listBody, map[string]string{"Authorization": "Bearer tok-web", sessionIDHeader: cs.ID()})
@@ -183,7 +184,7 @@ func TestSweepEndsSessionsOfRevokedTokens(t *testing.T) {
 	e := newEnv(t)
 	e.auth.Add("tok-old", "web", "read")
 	old := e.mustConnect(t, "tok-old")
-	toolNames(t, old)
+	mcptest.ToolNames(t, old)
 	e.auth.Revoke("tok-old") // the run ended; its client never comes back
 
 	e.auth.Add("tok-new", "web", "read")
@@ -199,7 +200,7 @@ func TestSessionIsBoundToItsToken(t *testing.T) {
 	e.auth.Add("tok-web", "web", "read", "write")
 	e.auth.Add("tok-other", "other", "read")
 	cs := e.mustConnect(t, "tok-web")
-	toolNames(t, cs)
+	mcptest.ToolNames(t, cs)
 
 	for _, tok := range []string{"tok-other", operatorToken} {
 		resp, _ := e.raw(t, Path, listBody, map[string]string{"Authorization": "Bearer " + tok, sessionIDHeader: cs.ID()})
@@ -215,7 +216,7 @@ func TestSessionIsBoundToItsToken(t *testing.T) {
 		t.Fatalf("unknown session id: %d, want 404", resp.StatusCode)
 	}
 	// The owner goes on undisturbed.
-	if got := toolNames(t, cs); !slices.Equal(got, allTools) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, allTools) {
 		t.Fatalf("owner after hijack attempts: %v", got)
 	}
 	// Closing the client deletes the session, and its binding goes with it.

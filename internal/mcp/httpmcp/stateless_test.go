@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/harness-dev/harness/internal/mcp/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -26,7 +27,7 @@ func TestScenario_StatelessRequestsAreAttributedAndJudgedPerRequest(t *testing.T
 	}
 	legacy := e.mustConnect(t, "tok-web") // the same token, session-based, at once
 	for _, cs := range []*mcp.ClientSession{web, web2, legacy} {
-		if got := toolNames(t, cs); !slices.Equal(got, readTools) {
+		if got := mcptest.ToolNames(t, cs); !slices.Equal(got, readTools) {
 			t.Fatalf("web (read) lists %v", got)
 		}
 	}
@@ -42,7 +43,7 @@ func TestScenario_StatelessRequestsAreAttributedAndJudgedPerRequest(t *testing.T
 	// The grant in force judges each request.
 	e.auth.Add("tok-web", "web", "read", "write")
 	e.sessions.Refresh()
-	if got := toolNames(t, web); !slices.Equal(got, allTools) {
+	if got := mcptest.ToolNames(t, web); !slices.Equal(got, allTools) {
 		t.Fatalf("web after widening lists %v", got)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)

@@ -1,6 +1,7 @@
 // Package mcptest holds the fakes the MCP packages' tests share: the
 // control operations a session calls (Ops), the authority that resolves
-// tokens and grants (Auth), and the facade's tool names by class. It is
+// tokens and grants (Auth), the facade's tool names by class, and the
+// names a session lists (ToolNames). It is
 // imported by tests only.
 package mcptest
 
@@ -8,9 +9,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/mcp/facade"
@@ -213,4 +218,36 @@ func FacadeTools(classes ...api.Class) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ToolNames lists cs's tools, sorted by name; the list must come within
+// 10 s, so a hung session fails the test instead of hanging it.
+func ToolNames(t testing.TB, cs *mcp.ClientSession) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("list tools: %v", err)
+	}
+	names := make([]string, 0, len(res.Tools))
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Bearer is an http.RoundTripper that adds "Authorization: Bearer Token"
+// to every request before Base sends it.
+type Bearer struct {
+	Token string
+	Base  http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (b Bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.Token)
+	return b.Base.RoundTrip(r)
 }

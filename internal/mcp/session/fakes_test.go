@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"slices"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -218,20 +217,6 @@ func (e *env) connect(t *testing.T, id Identity) (*mcp.ClientSession, *notes) {
 		}
 	})
 	return cs, n
-}
-
-func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
-	t.Helper()
-	res, err := cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatalf("list tools: %v", err)
-	}
-	var names []string
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
-	sort.Strings(names)
-	return names
 }
 
 func call(t *testing.T, cs *mcp.ClientSession, name, args string) *mcp.CallToolResult {

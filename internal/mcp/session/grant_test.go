@@ -10,6 +10,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/mcp/mcptest"
 )
 
 // twoUpstreams gives e a read and a write tool in each of gitea and jira.
@@ -47,7 +48,7 @@ func TestNamespacedGrantsDecideTheView(t *testing.T) {
 	} {
 		e.auth.SetAllowed("web", c.allow...)
 		cs, _ := e.connect(t, Identity{Harness: "web"})
-		names := toolNames(t, cs)
+		names := mcptest.ToolNames(t, cs)
 		facade := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !strings.HasPrefix(n, "harness_") })
 		if !slices.Equal(facade, c.facade) || !slices.Equal(upstreamNames(names), c.ups) {
 			t.Errorf("mcp_allow %q lists %v, want facade %v and upstream %v", c.allow, names, c.facade, c.ups)
@@ -130,13 +131,13 @@ func TestOperatorGrantIsLive(t *testing.T) {
 	e := newEnv(t)
 	twoUpstreams(e)
 	cs, n := e.connect(t, Identity{Operator: true})
-	if got := toolNames(t, cs); !slices.Equal(upstreamNames(got), []string{"gitea__search", "jira__issue"}) || slices.Contains(got, "harness_stop") {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(upstreamNames(got), []string{"gitea__search", "jira__issue"}) || slices.Contains(got, "harness_stop") {
 		t.Fatalf("operator by default lists %v", got)
 	}
 	e.auth.SetOperator("read", "harness:write", "jira:write")
 	e.m.Refresh()
 	wait(t, n.tools, "list_changed after widening the operator grant")
-	got := toolNames(t, cs)
+	got := mcptest.ToolNames(t, cs)
 	if !slices.Contains(got, "harness_stop") || !slices.Contains(got, "jira__create") || slices.Contains(got, "gitea__delete_repo") {
 		t.Fatalf("operator after widening lists %v", got)
 	}
@@ -159,15 +160,15 @@ func TestReclassifiedToolReachesTheSessionsItConcerns(t *testing.T) {
 	e.auth.SetAllowed("writer", "read", "write")
 	reader, rn := e.connect(t, Identity{Harness: "reader"})
 	writer, wn := e.connect(t, Identity{Harness: "writer"})
-	toolNames(t, reader)
-	toolNames(t, writer)
+	mcptest.ToolNames(t, reader)
+	mcptest.ToolNames(t, writer)
 
 	e.ups.mu.Lock()
 	e.ups.tools[""][3] = &mcp.Tool{Name: "jira__create", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: roHint}
 	e.ups.mu.Unlock()
 	e.m.Refresh()
 	wait(t, rn.tools, "list_changed for the reader, which now sees jira__create")
-	if !slices.Contains(toolNames(t, reader), "jira__create") {
+	if !slices.Contains(mcptest.ToolNames(t, reader), "jira__create") {
 		t.Fatal("reader does not see jira__create once it is read")
 	}
 	if res := call(t, reader, "jira__create", `{}`); res.IsError {
@@ -194,7 +195,7 @@ func TestRefusalOfATypedToolHasNoStructuredBody(t *testing.T) {
 	e.ups.mu.Unlock()
 	e.auth.SetAllowed("web", "read", "write")
 	cs, _ := e.connect(t, Identity{Harness: "web"})
-	if got := upstreamNames(toolNames(t, cs)); !slices.Equal(got, []string{"fs__move_file", "fs__write_file"}) {
+	if got := upstreamNames(mcptest.ToolNames(t, cs)); !slices.Equal(got, []string{"fs__move_file", "fs__write_file"}) {
 		t.Fatalf("tools %v", got)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/mcp/mcptest"
 )
 
 // TestInputIsItsOwnClass: harness_send is seen and called only by a
@@ -17,7 +18,7 @@ func TestInputIsItsOwnClass(t *testing.T) {
 
 	e.auth.SetAllowed("web", "read", "write")
 	rw, _ := e.connect(t, Identity{Harness: "web"})
-	if got := toolNames(t, rw); slices.Contains(got, "harness_send") || !slices.Equal(got, allTools) {
+	if got := mcptest.ToolNames(t, rw); slices.Contains(got, "harness_send") || !slices.Equal(got, allTools) {
 		t.Fatalf("read+write session lists %v", got)
 	}
 	res := call(t, rw, "harness_send", args)
@@ -34,7 +35,7 @@ func TestInputIsItsOwnClass(t *testing.T) {
 
 	e.auth.SetAllowed("ops", "read", "harness:input")
 	in, _ := e.connect(t, Identity{Harness: "ops"})
-	if got := toolNames(t, in); !slices.Contains(got, "harness_send") || slices.Contains(got, "harness_stop") {
+	if got := mcptest.ToolNames(t, in); !slices.Contains(got, "harness_send") || slices.Contains(got, "harness_stop") {
 		t.Fatalf("read+harness:input session lists %v", got)
 	}
 	if res := call(t, in, "harness_send", args); res.IsError {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/mcp/mcptest"
 )
 
 func TestHandshakeIsClassicInitialize(t *testing.T) {
@@ -27,7 +28,7 @@ func TestDefaultScopeListsReadToolsAndRefusesStop(t *testing.T) {
 	e.ops.Results["list"] = []map[string]any{{"name": "web", "state": "running"}}
 	cs, _ := e.connect(t, Identity{Harness: "web"}) // no mcp_allow: default ["read"]
 
-	if got := toolNames(t, cs); !slices.Equal(got, readTools) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, readTools) {
 		t.Fatalf("tools %v, want %v", got, readTools)
 	}
 	if code := errCode(t, call(t, cs, "harness_stop", `{"name":"web"}`)); code != errcode.NotPermitted {
@@ -62,7 +63,7 @@ func TestGrantedWriteRestartsWithArgumentsUnchanged(t *testing.T) {
 	e.ops.Results["restart"] = map[string]any{"results": []map[string]any{{"name": "sibling", "state": "running", "changed": true}}}
 	cs, _ := e.connect(t, Identity{Harness: "web"})
 
-	if got := toolNames(t, cs); !slices.Equal(got, allTools) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, allTools) {
 		t.Fatalf("tools %v, want %v", got, allTools)
 	}
 	args := `{"name":"sibling"}`
@@ -83,10 +84,10 @@ func TestUnattributedScopeFollowsAllowControl(t *testing.T) {
 	e := newEnv(t)
 	plain, _ := e.connect(t, Identity{})
 	control, _ := e.connect(t, Identity{AllowControl: true})
-	if got := toolNames(t, plain); !slices.Equal(got, readTools) {
+	if got := mcptest.ToolNames(t, plain); !slices.Equal(got, readTools) {
 		t.Fatalf("plain session tools %v", got)
 	}
-	if got := toolNames(t, control); !slices.Equal(got, allTools) {
+	if got := mcptest.ToolNames(t, control); !slices.Equal(got, allTools) {
 		t.Fatalf("--allow-control session tools %v", got)
 	}
 	if code := errCode(t, call(t, plain, "harness_start", `{"name":"web"}`)); code != errcode.NotPermitted {
@@ -103,7 +104,7 @@ func TestUnattributedScopeFollowsAllowControl(t *testing.T) {
 func TestAllowControlAddsNothingToAnAttributedSession(t *testing.T) {
 	e := newEnv(t)
 	cs, _ := e.connect(t, Identity{Harness: "web", AllowControl: true})
-	if got := toolNames(t, cs); !slices.Equal(got, readTools) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, readTools) {
 		t.Fatalf("tools %v, want read only", got)
 	}
 	res := call(t, cs, "harness_start", `{"name":"web"}`)
@@ -122,7 +123,7 @@ func TestEmptyMCPAllowGrantsNothing(t *testing.T) {
 	e := newEnv(t)
 	e.auth.SetAllowed("web") // explicit empty list, not the default
 	cs, _ := e.connect(t, Identity{Harness: "web"})
-	if got := toolNames(t, cs); len(got) != 0 {
+	if got := mcptest.ToolNames(t, cs); len(got) != 0 {
 		t.Fatalf("tools %v, want none", got)
 	}
 	if code := errCode(t, call(t, cs, "harness_list", `{}`)); code != errcode.NotPermitted {
@@ -141,7 +142,7 @@ func TestWideningThenRefreshNotifiesAndTakesEffect(t *testing.T) {
 	e.auth.SetAllowed("web", "read", "write")
 	e.m.Refresh()
 	wait(t, n.tools, "tools/list_changed after widening")
-	if got := toolNames(t, cs); !slices.Equal(got, allTools) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, allTools) {
 		t.Fatalf("tools after widening %v", got)
 	}
 	if res := call(t, cs, "harness_stop", `{"name":"x"}`); res.IsError {
@@ -156,12 +157,12 @@ func TestWideningThenRefreshNotifiesAndTakesEffect(t *testing.T) {
 	}
 	e.m.Refresh()
 	wait(t, n.tools, "tools/list_changed after narrowing")
-	if got := toolNames(t, cs); !slices.Equal(got, readTools) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, readTools) {
 		t.Fatalf("tools after narrowing %v", got)
 	}
 
 	// Nothing changed for the other session: its list is untouched.
-	if got := toolNames(t, other); !slices.Equal(got, readTools) {
+	if got := mcptest.ToolNames(t, other); !slices.Equal(got, readTools) {
 		t.Fatalf("other session tools %v", got)
 	}
 	select {

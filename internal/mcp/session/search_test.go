@@ -91,7 +91,7 @@ func TestScenario_SearchModeListsTheFacadeAndTheTwoSearchTools(t *testing.T) {
 
 	want := append(slices.Clone(readTools), FindToolsName, CallToolName)
 	slices.Sort(want)
-	if got := toolNames(t, cs); !slices.Equal(got, want) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, want) {
 		t.Fatalf("search mode lists %v, want %v", got, want)
 	}
 
@@ -99,7 +99,7 @@ func TestScenario_SearchModeListsTheFacadeAndTheTwoSearchTools(t *testing.T) {
 	ma.set("agent", api.ToolsAll)
 	e.m.Refresh()
 	wait(t, n.tools, "list_changed after the mode changed")
-	got := toolNames(t, cs)
+	got := mcptest.ToolNames(t, cs)
 	for _, name := range []string{"gh__create_issue", "gh__list_issues", "fs__read_file"} {
 		if !slices.Contains(got, name) {
 			t.Errorf("all mode lacks %s: %v", name, got)
@@ -198,7 +198,7 @@ func TestScenario_OperatorTokenSearchMode(t *testing.T) {
 	ma.operator = api.ToolsSearch
 	ma.mu.Unlock()
 	cs, _ := e.connect(t, Identity{Operator: true})
-	got := toolNames(t, cs)
+	got := mcptest.ToolNames(t, cs)
 	if !slices.Contains(got, FindToolsName) || slices.Contains(got, "gh__list_issues") {
 		t.Fatalf("operator in search mode lists %v", got)
 	}
@@ -207,7 +207,7 @@ func TestScenario_OperatorTokenSearchMode(t *testing.T) {
 	}
 	// Unattributed sessions always list everything.
 	cs2, _ := e.connect(t, Identity{})
-	if got := toolNames(t, cs2); slices.Contains(got, FindToolsName) || !slices.Contains(got, "gh__list_issues") {
+	if got := mcptest.ToolNames(t, cs2); slices.Contains(got, FindToolsName) || !slices.Contains(got, "gh__list_issues") {
 		t.Errorf("unattributed lists %v", got)
 	}
 }

@@ -110,7 +110,7 @@ func TestUpstreamToolsKeepTheirSchemaAndRoute(t *testing.T) {
 
 	// A project harness sees its project's upstreams, not the global ones.
 	pcs, _ := e.connect(t, Identity{Harness: "p1-web"})
-	names := toolNames(t, pcs)
+	names := mcptest.ToolNames(t, pcs)
 	if !slices.Contains(names, "jira__issue") || slices.Contains(names, "gitea__search") {
 		t.Fatalf("project session tools %v", names)
 	}
@@ -124,7 +124,7 @@ func TestUpstreamChangesReachSessionsOnRefresh(t *testing.T) {
 	e.ups.mu.Unlock()
 	e.m.Refresh()
 	wait(t, n.tools, "list_changed after an upstream appeared")
-	if !slices.Contains(toolNames(t, cs), "demo__echo") {
+	if !slices.Contains(mcptest.ToolNames(t, cs), "demo__echo") {
 		t.Fatal("new upstream tool not listed")
 	}
 }
@@ -256,7 +256,7 @@ func TestNewServerFollowsRefresh(t *testing.T) {
 	if got := cs.InitializeResult().ProtocolVersion; got != "2025-11-25" {
 		t.Fatalf("negotiated %q", got)
 	}
-	if got := toolNames(t, cs); !slices.Equal(got, readTools) {
+	if got := mcptest.ToolNames(t, cs); !slices.Equal(got, readTools) {
 		t.Fatalf("tools %v", got)
 	}
 	e.auth.SetAllowed("web", "read", "write")
