@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/harness-dev/harness/internal/logkey"
 )
@@ -25,6 +26,11 @@ type Reaper struct {
 	// start, so a child is registered before any pass can look at it.
 	mu    sync.Mutex
 	owned map[int]struct{}
+	// skipped holds the registered pids a pass found as zombies and left
+	// to their owner's Wait. Only for those can an orphan that took the
+	// number after the Wait have been passed over, so only their Release
+	// asks for another pass; any other orphan's exit brings a SIGCHLD.
+	skipped map[int]struct{}
 
 	kick     chan struct{} // asks for a pass (after Release)
 	stop     chan struct{}
@@ -39,17 +45,26 @@ func NewReaper(logger *slog.Logger) *Reaper {
 		logger = slog.Default()
 	}
 	return &Reaper{
-		logger: logger,
-		owned:  map[int]struct{}{},
-		kick:   make(chan struct{}, 1),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		logger:  logger,
+		owned:   map[int]struct{}{},
+		skipped: map[int]struct{}{},
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 }
 
+// minPassGap is the least time from one pass's start to the next one's.
+// A pass reads every process's stat, and a stop of 1,000 units brings
+// 1,000 SIGCHLDs: back to back passes took a core for the whole stop. An
+// orphan's zombie waits at most this long; what arrives meanwhile is
+// served by one pass.
+const minPassGap = 100 * time.Millisecond
+
 // Start runs the reaping goroutine until ctx ends or Stop is called. It
-// reaps on every SIGCHLD, once at start (for orphans adopted earlier) and
-// after each Release. Calling Start more than once has no further effect.
+// reaps on SIGCHLD (at most one pass per minPassGap), once at start (for
+// orphans adopted earlier) and after the Release of a pid a pass skipped.
+// Calling Start more than once has no further effect.
 func (r *Reaper) Start(ctx context.Context) {
 	r.mu.Lock()
 	if r.started {
@@ -65,6 +80,7 @@ func (r *Reaper) Start(ctx context.Context) {
 		defer close(r.done)
 		defer signal.Stop(sigc)
 		r.reapOrphans()
+		last := time.Now()
 		for {
 			select {
 			case <-ctx.Done():
@@ -74,6 +90,19 @@ func (r *Reaper) Start(ctx context.Context) {
 			case <-sigc:
 			case <-r.kick:
 			}
+			if wait := minPassGap - time.Since(last); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-r.stop:
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
+			last = time.Now()
 			r.reapOrphans()
 		}
 	}()
@@ -108,12 +137,18 @@ func (r *Reaper) Spawn(start func() (pid int, err error)) (int, error) {
 	return pid, nil
 }
 
-// Release unregisters pid once its owner's Wait returned. A fresh pass runs
-// afterwards in case an orphan with the same pid number was skipped.
+// Release unregisters pid once its owner's Wait returned. If a pass left a
+// zombie with that number to the owner, a fresh pass runs afterwards in
+// case it was an orphan that took the number.
 func (r *Reaper) Release(pid int) {
 	r.mu.Lock()
 	delete(r.owned, pid)
+	_, again := r.skipped[pid]
+	delete(r.skipped, pid)
 	r.mu.Unlock()
+	if !again {
+		return
+	}
 	select {
 	case r.kick <- struct{}{}:
 	default: // a pass is already pending
@@ -131,6 +166,7 @@ func (r *Reaper) reapOrphans() {
 			continue
 		}
 		if _, ok := r.owned[p.pid]; ok {
+			r.skipped[p.pid] = struct{}{}
 			continue
 		}
 		var ws syscall.WaitStatus
