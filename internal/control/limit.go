@@ -11,6 +11,7 @@ import (
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/hold"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
@@ -96,18 +97,13 @@ func (c *Control) onAgentLimit(u *unit, ev supervise.Event) {
 // limitedUntil is the usage-limit park of name's last run that ran
 // (records of firings refused meanwhile do not end it), zero when none.
 func (c *Control) limitedUntil(name string) (time.Time, string) {
-	rs := c.opt.Runs.List(name, 50)
-	for i := len(rs) - 1; i >= 0; i-- {
-		switch r := rs[i]; {
-		case r.Outcome == api.RunHeld || r.Outcome == api.RunSkipped || r.Outcome == api.RunMissed:
-			continue
-		case r.LimitUntil != nil:
-			return *r.LimitUntil, r.Note
-		default:
-			return time.Time{}, ""
-		}
+	r, ok := c.opt.Runs.Latest(name, 50, func(r runs.Run) bool {
+		return r.Outcome == api.RunHeld || r.Outcome == api.RunSkipped || r.Outcome == api.RunMissed
+	})
+	if !ok || r.LimitUntil == nil {
+		return time.Time{}, ""
 	}
-	return time.Time{}, ""
+	return *r.LimitUntil, r.Note
 }
 
 // guardLoop counts call, made by run's agent, and ends the run with

@@ -575,6 +575,26 @@ func (s *Store) List(unit string, limit int) []Run {
 	return out
 }
 
+// Latest returns the newest of unit's last limit runs that skip does not
+// pass over, copying only that one: List copies every run it returns, and
+// a hold check reads one run of every unit after every run's end (1,000
+// of each in a stop --all) while exits wait for the same lock. skip sees
+// a shallow copy and must not keep it.
+func (s *Store) Latest(unit string, limit int, skip func(Run) bool) (Run, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.byUnit[unit]
+	if limit > 0 && len(ids) > limit {
+		ids = ids[len(ids)-limit:]
+	}
+	for i := len(ids) - 1; i >= 0; i-- {
+		if r := *s.runs[ids[i]]; !skip(r) {
+			return cloneRun(r), true
+		}
+	}
+	return Run{}, false
+}
+
 // Get returns the retained run id.
 func (s *Store) Get(id uint64) (Run, bool) {
 	s.mu.Lock()
