@@ -316,9 +316,14 @@ restart_delay = 1
 		res, err := call(context.Background(), "everything__echo", map[string]any{"message": "back"}, "")
 		return err == nil && !res.IsError && resultText(res) == "Echo: back"
 	})
-	if st := status(); st.State != "running" || st.Restarts < 1 {
-		t.Fatalf("after the server came back: %+v", st)
-	}
+	// The client opens its standalone SSE stream on its own, and that can
+	// still fail once after a call went through (in one CI run the test's
+	// gateway answered it 502): the upstream then reconnects once more
+	// before it settles.
+	f.WaitFor("the upstream running again after a restart", 30*time.Second, func() bool {
+		st := status()
+		return st.State == "running" && st.Restarts >= 1
+	})
 
 	for _, verb := range [][]string{{"describe", "mcp.everything", "--json"}, {"daemon-info", "--json"}, {"logs", "mcp.everything"}, {"mcp", "status"}} {
 		out, errOut, _ := f.Run(verb...)
