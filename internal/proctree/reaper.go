@@ -59,7 +59,7 @@ func NewReaper(logger *slog.Logger) *Reaper {
 // 1,000 SIGCHLDs: back to back passes took a core for the whole stop. An
 // orphan's zombie waits at most this long; what arrives meanwhile is
 // served by one pass.
-const minPassGap = 100 * time.Millisecond
+const minPassGap = 250 * time.Millisecond
 
 // Start runs the reaping goroutine until ctx ends or Stop is called. It
 // reaps on SIGCHLD (at most one pass per minPassGap), once at start (for
