@@ -26,26 +26,58 @@ func (h *handler) evictable(b *binding, now time.Time) bool {
 	return b.active == 0 && now.Sub(b.last) >= h.opt.RecentUse
 }
 
-// roomFor reports whether caller c may open one more session, and if not,
-// how long until one of its sessions may be evicted at the earliest.
-func (h *handler) roomFor(c caller) (bool, time.Duration) {
+// reserve reports whether ns's caller may open one more session, and if
+// not, how long until one of its sessions may be evicted at the earliest.
+// When it may, ns holds a place until its session is bound or its
+// initialize ends: initializes of one token that arrive together must not
+// each see the same free place (34 sessions were let in under a cap of 32).
+func (h *handler) reserve(ns *newSession) (bool, time.Duration) {
+	c := ns.c
 	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n, wait := 0, h.opt.RecentUse
+	// Places taken: bound sessions and initializes under way, less the
+	// sessions bindNew may end for a new one.
+	taken, wait := h.starting[c.hash], h.opt.RecentUse
 	for _, b := range h.bound {
 		if b.hash != c.hash {
 			continue
 		}
-		n++
 		if h.evictable(b, now) {
-			return true, 0
+			continue
 		}
+		taken++
 		if b.active == 0 {
 			wait = min(wait, h.opt.RecentUse-now.Sub(b.last))
 		}
 	}
-	return n < h.opt.MaxSessionsPerCredential, wait
+	if taken >= h.opt.MaxSessionsPerCredential {
+		return false, wait
+	}
+	if h.starting == nil {
+		h.starting = map[[32]byte]int{}
+	}
+	h.starting[c.hash]++
+	ns.held = true
+	return true, 0
+}
+
+// unreserve gives back the place ns holds, if it still holds one.
+func (h *handler) unreserve(ns *newSession) {
+	h.mu.Lock()
+	h.unreserveLocked(ns)
+	h.mu.Unlock()
+}
+
+// unreserveLocked is unreserve with h.mu held.
+func (h *handler) unreserveLocked(ns *newSession) {
+	if !ns.held {
+		return
+	}
+	ns.held = false
+	if h.starting[ns.c.hash]--; h.starting[ns.c.hash] <= 0 {
+		delete(h.starting, ns.c.hash)
+	}
 }
 
 // refuseFull answers a new session over the cap: 503, and when to retry.

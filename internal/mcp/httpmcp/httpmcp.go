@@ -148,6 +148,9 @@ type handler struct {
 	// shareds are the servers of stateless requests, per credential hash.
 	shareds map[[32]byte]*shared
 	clock   uint64 // counts requests to bound sessions, for LRU eviction
+	// starting counts, per credential hash, the initializes that were let
+	// in and have not yet bound their session or ended (evict.go reserve).
+	starting map[[32]byte]int
 }
 
 // caller is the credential of one request.
@@ -181,6 +184,7 @@ type newSession struct {
 	c      caller
 	once   sync.Once
 	server *mcp.Server
+	held   bool // it holds a place in starting; guarded by handler.mu
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -260,13 +264,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		if isInitialize(body) {
 			h.sweep()
-			if ok, wait := h.roomFor(c); !ok {
+			ns := &newSession{c: c}
+			if ok, wait := h.reserve(ns); !ok {
 				h.log.Info("session cap reached with every session in use; refused a new one",
 					logkey.Harness, c.id.Harness, logkey.Operator, c.operator, logkey.Cap, h.opt.MaxSessionsPerCredential)
 				refuseFull(w, wait, h.opt.MaxSessionsPerCredential)
 				return
 			}
-			ns := &newSession{c: c}
+			defer h.unreserve(ns) // an initialize that bound nothing
 			r = r.WithContext(context.WithValue(r.Context(), newSessionKey, ns))
 			w = &captureWriter{ResponseWriter: w, capture: func(hdr http.Header, status int) {
 				h.bindNew(hdr, status, ns)
@@ -398,6 +403,7 @@ func (h *handler) bindNew(hdr http.Header, status int, ns *newSession) {
 		return
 	}
 	h.mu.Lock()
+	h.unreserveLocked(ns) // the binding counts from here
 	h.clock++
 	nb := &binding{caller: ns.c, server: ns.server, used: h.clock, last: time.Now()}
 	h.bound[sid] = nb
