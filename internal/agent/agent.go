@@ -48,6 +48,14 @@ type Adapter struct {
 	// match wins; with none, or when none matches, the state is the
 	// floor: working while busy, ready while idle.
 	Rules []Rule
+	// KeysWithPaste: the agent turns bracketed paste on (DECSET 2004) in
+	// the same step as it starts reading keys, and off as it exits, so a
+	// prompt or dialog its rules read takes no keys while the mode is off
+	// (starting). Gemini CLI draws its prompt before it reads keys, and
+	// drops what is typed in between (its terminal checks leave its input
+	// flowing with no reader); after a trust answer its first process
+	// turns the mode off on exit and the next one on with its reader.
+	KeysWithPaste bool
 
 	// Argv returns the arguments a run adds after the harness's own args
 	// for o (DESIGN §17: prompt of a job, model, approval, max_turns,

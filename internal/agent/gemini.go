@@ -28,6 +28,9 @@ func init() {
 		Wiring:      geminiWiring,
 		Hook:        geminiHook,
 		Transcripts: geminiTranscripts,
+		// Its KeypressProvider enables bracketed paste and attaches its
+		// stdin reader in one effect; exit writes 2004l (0.61.0).
+		KeysWithPaste: true,
 		Prices: map[string]Price{
 			"gemini-2.5-pro":   {Input: 1.25, Output: 10, CacheRead: 0.31},
 			"gemini-2.5-flash": {Input: 0.30, Output: 2.5, CacheRead: 0.075},

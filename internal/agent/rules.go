@@ -19,6 +19,16 @@ type Screen struct {
 	// Shown: the run has drawn something (a known agent is starting
 	// until then).
 	Shown bool
+	// LineMode: the run's program read its keys raw and the terminal is
+	// back in line (canonical) mode. An agent's TUI lets go of its
+	// terminal so when it exits, restarts (Gemini CLI after a trust
+	// answer: its next process draws its prompt before it takes keys) or
+	// lends the terminal to an editor; what is typed meanwhile is echoed
+	// by the terminal and lost.
+	LineMode bool
+	// Paste: bracketed paste (DECSET 2004) is on, as the program on the
+	// terminal set it (Adapter.KeysWithPaste).
+	Paste bool
 }
 
 // Rule recognises one state on an agent's screen. Rules are data: a
@@ -120,7 +130,10 @@ func firstRow(p *regexp.Regexp, lines []string) (string, bool) {
 
 // Classify returns the agent's state on s: the first rule that matches,
 // else the floor (starting before a known agent has shown anything,
-// working while busy, ready while idle). It is a pure function of its
+// working while busy, ready while idle); a prompt or dialog (ready,
+// waiting) is starting while s.LineMode, or while bracketed paste is off
+// for an agent that turns it on with its key reader (KeysWithPaste). It
+// is a pure function of its
 // arguments.
 func (a *Adapter) Classify(s Screen, now time.Time) Status {
 	st := Status{Agent: a.Name}
@@ -140,6 +153,15 @@ func (a *Adapter) Classify(s Screen, now time.Time) Status {
 		if s.Busy {
 			st.AgentState = api.AgentWorking
 		}
+		if s.LineMode && st.AgentState == api.AgentReady {
+			st.AgentState = api.AgentStarting
+		}
+		return st
+	}
+	if (s.LineMode || a.KeysWithPaste && !s.Paste) && (r.State == api.AgentReady || r.State == api.AgentWaiting) {
+		// A prompt or dialog on screen takes no keys yet (Screen.LineMode,
+		// Adapter.KeysWithPaste).
+		st.AgentState = api.AgentStarting
 		return st
 	}
 	st.AgentState, st.WaitingFor = r.State, r.WaitingFor

@@ -12,14 +12,15 @@ import (
 )
 
 // fixture reads a screen captured from the real agent
-// (testdata/AGENT/NAME.txt, one row per line).
+// (testdata/AGENT/NAME.txt, one row per line), with bracketed paste on as
+// the agent had it, reading keys.
 func fixture(t *testing.T, agent, name string) Screen {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", agent, name+".txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Screen{Lines: strings.Split(string(b), "\n"), Shown: true}
+	return Screen{Lines: strings.Split(string(b), "\n"), Shown: true, Paste: true}
 }
 
 type want struct {
@@ -122,6 +123,64 @@ func TestScenario_GeminiScreens(t *testing.T) {
 		{file: "after", state: api.AgentReady},
 		{file: "limited", state: api.AgentLimited, choices: []string{"Keep trying", "Stop"}, selected: 0},
 	})
+}
+
+// TestScenario_APromptInLineModeIsStarting: a prompt or dialog drawn
+// while the agent's terminal is back in line mode (Screen.LineMode) takes
+// no keys: starting; what does not ask for keys reads as before.
+func TestScenario_APromptInLineModeIsStarting(t *testing.T) {
+	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		agent, file string
+		busy        bool
+		want        api.AgentState
+	}{
+		{Gemini, "ready", false, api.AgentStarting},
+		{Gemini, "trust", false, api.AgentStarting},
+		{Gemini, "permission", false, api.AgentStarting},
+		{Gemini, "working", true, api.AgentWorking},
+		{Gemini, "limited", false, api.AgentLimited},
+		{Codex, "ready", false, api.AgentStarting}, // the floor's ready
+		{Codex, "ready", true, api.AgentWorking},
+		{ClaudeCode, "ready", false, api.AgentStarting},
+	} {
+		s := fixture(t, c.agent, c.file)
+		s.Busy, s.LineMode = c.busy, true
+		st := MustLookup(c.agent).Classify(s, now)
+		if st.AgentState != c.want || st.WaitingFor != "" && c.want == api.AgentStarting || len(st.Choices) > 0 && c.want == api.AgentStarting {
+			t.Errorf("%s/%s in line mode: %+v, want %s", c.agent, c.file, st, c.want)
+		}
+		s.LineMode = false
+		if raw := MustLookup(c.agent).Classify(s, now); raw.AgentState == api.AgentStarting {
+			t.Errorf("%s/%s in raw mode: %s", c.agent, c.file, raw.AgentState)
+		}
+	}
+}
+
+// TestScenario_GeminiTakesKeysOnceItTurnsPasteOn: Gemini CLI draws its
+// prompt before its key reader runs and turns bracketed paste on with it:
+// its prompt and dialogs are starting while the mode is off; Claude
+// Code's and Codex's are not read so.
+func TestScenario_GeminiTakesKeysOnceItTurnsPasteOn(t *testing.T) {
+	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		agent, file string
+		want        api.AgentState
+	}{
+		{Gemini, "ready", api.AgentStarting},
+		{Gemini, "trust", api.AgentStarting},
+		{Gemini, "permission", api.AgentStarting},
+		{Gemini, "limited", api.AgentLimited},
+		{ClaudeCode, "ready", api.AgentReady},
+		{ClaudeCode, "permission", api.AgentWaiting},
+		{Codex, "ready", api.AgentReady},
+	} {
+		s := fixture(t, c.agent, c.file)
+		s.Paste = false
+		if st := MustLookup(c.agent).Classify(s, now); st.AgentState != c.want {
+			t.Errorf("%s/%s with paste off: %+v, want %s", c.agent, c.file, st, c.want)
+		}
+	}
 }
 
 func TestScenario_CodexScreens(t *testing.T) {

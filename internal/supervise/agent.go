@@ -9,6 +9,7 @@ import (
 	"github.com/harness-dev/harness/internal/agent"
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/term"
+	"golang.org/x/sys/unix"
 )
 
 // Timing of the agent state (DESIGN §16). A screen change is examined
@@ -35,6 +36,11 @@ var (
 	// out (to notifications too) without its choices; a person told of a
 	// dialog 2 s late loses nothing.
 	HookWaitGrace = 2 * time.Second
+	// LinePoll is how often the terminal's mode is looked at while an
+	// agent that read its keys raw has its terminal back in line mode
+	// (agent.Screen.LineMode): a program that takes raw mode again need
+	// not draw anything, so no output pokes the tracker.
+	LinePoll = 50 * time.Millisecond
 )
 
 // agentTracker derives the agent state of a harness from its screen with
@@ -56,6 +62,7 @@ type agentTracker struct {
 	changed   chan struct{} // closed and replaced at every published change
 	run       uint64        // the run being tracked; 0 before the first
 	shown     bool          // the run has drawn something
+	raw       bool          // the run's terminal was seen in raw mode
 	timer     *time.Timer
 	cand      *AgentStatus // a state seen but not yet held long enough
 	candSince time.Time
@@ -126,7 +133,7 @@ func (t *agentTracker) setAdapter(name string) {
 func (t *agentTracker) begin(run uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.run, t.shown, t.cand = run, false, nil
+	t.run, t.shown, t.raw, t.cand = run, false, false, nil
 	t.hookState, t.hookWait, t.session, t.transcript = "", nil, "", ""
 	if t.timer != nil {
 		t.timer.Stop()
@@ -187,8 +194,12 @@ func (t *agentTracker) check() {
 	var s agent.Screen
 	act := t.u.term.Activity()
 	s.Busy = act.State == term.Busy
+	var modeRun uint64 // the run whose terminal mode canonical is
+	var canonical, paste bool
 	if len(a.Rules) > 0 {
 		s.Lines = t.u.term.Snapshot(term.SnapshotOptions{}).Lines
+		paste = t.u.term.BracketedPaste()
+		modeRun, canonical = t.u.lineMode()
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -197,6 +208,16 @@ func (t *agentTracker) check() {
 		return
 	}
 	s.Shown = t.shown
+	s.Paste = paste
+	if modeRun == t.run {
+		t.raw = t.raw || !canonical
+		s.LineMode = t.raw && canonical
+	}
+	if s.LineMode {
+		// Look again soon whatever happens below: raw mode comes back
+		// without output.
+		defer t.pollLineModeLocked()
+	}
 	st := t.statusLocked(a, s)
 	cur := t.view.Load()
 	now := t.now()
@@ -243,6 +264,35 @@ func (t *agentTracker) check() {
 		t.cand, t.candSince = st, now
 		t.timer = time.AfterFunc(AgentDebounce, t.check)
 	}
+}
+
+// pollLineModeLocked schedules the next look at a terminal in line mode
+// unless a look is pending.
+func (t *agentTracker) pollLineModeLocked() {
+	if t.timer == nil && !t.closed {
+		t.timer = time.AfterFunc(LinePoll, t.check)
+	}
+}
+
+// lineMode reports whether the running program's terminal is in line
+// (canonical) mode, as the program set it, and which run that is; run is
+// 0 when it cannot be told. The master shares its terminal's modes, so no
+// path to the terminal side is needed.
+func (u *Unit) lineMode() (run uint64, canonical bool) {
+	in := u.input.Load()
+	if in == nil {
+		return 0, false
+	}
+	rc, err := in.master.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	_ = rc.Control(func(fd uintptr) {
+		if tio, err := unix.IoctlGetTermios(int(fd), ioctlGetTermios); err == nil {
+			run, canonical = in.run, tio.Lflag&unix.ICANON != 0
+		}
+	})
+	return run, canonical
 }
 
 // hook applies one hook call of run's agent: its session, and its state
@@ -328,7 +378,7 @@ func (u *Unit) AgentSession() (run uint64, session, transcript string) {
 func (t *agentTracker) statusLocked(a *agent.Adapter, s agent.Screen) *AgentStatus {
 	v := a.Classify(s, t.now())
 	st := &AgentStatus{AgentView: v, RunID: t.run, Selected: -1}
-	if r, ok := a.Rule(s); ok {
+	if r, ok := a.Rule(s); ok && r.State == v.AgentState {
 		st.Rule = r
 		st.Selected = r.Selected(s.Lines)
 	}

@@ -3,6 +3,7 @@ package supervise
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/harness-dev/harness/internal/agent"
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/term"
+	"golang.org/x/sys/unix"
 )
 
 // agentHelper draws like Claude Code: a permission dialog, redrawn many
@@ -157,6 +160,98 @@ func TestScenario_AWaitingHookWaitsForTheDialogItTellsOf(t *testing.T) {
 			t.Errorf("the hook's waiting was published after %v, before the grace of %v", d, HookWaitGrace)
 		}
 	})
+}
+
+// agentRestartHelper draws like Gemini CLI around its restart after a
+// trust answer: its prompt, taking keys raw; after a key, its terminal
+// back in line mode and the prompt drawn again (the next process's first
+// frame, before it takes keys); raw mode again, without drawing anything,
+// once the file HELPER_GO exists; then it shows what it reads.
+func agentRestartHelper() {
+	prompt := "\x1b[H\x1b[2J > Type your message or @path/to/file\r\n"
+	cooked, err := unix.IoctlGetTermios(0, ioctlGetTermios)
+	if err == nil {
+		err = rawStdin()
+	}
+	if err != nil {
+		fmt.Println("raw:", err)
+		return
+	}
+	// Bracketed paste on with the key reader, as Gemini CLI does.
+	os.Stdout.WriteString("\x1b[?2004h" + prompt)
+	buf := make([]byte, 64)
+	_, _ = os.Stdin.Read(buf)
+	if err := unix.IoctlSetTermios(0, ioctlSetTermios, cooked); err != nil {
+		fmt.Println("cooked:", err)
+		return
+	}
+	os.Stdout.WriteString(prompt + " (restarted)\r\n")
+	for {
+		if _, err := os.Stat(os.Getenv("HELPER_GO")); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := rawStdin(); err != nil {
+		fmt.Println("raw:", err)
+		return
+	}
+	n, _ := os.Stdin.Read(buf)
+	fmt.Printf("got %q\r\n", buf[:n])
+	time.Sleep(time.Hour)
+}
+
+// TestScenario_AnAgentBetweenTwoProcessesIsNotReady: an agent whose
+// prompt is on screen while its terminal is back in line mode (Gemini
+// CLI's next process after a trust answer, before it takes keys) is
+// starting, not ready, so nothing is typed to be echoed and lost; it is
+// ready once it takes keys raw again, though it draws nothing then, and
+// what is typed then reaches it.
+func TestScenario_AnAgentBetweenTwoProcessesIsNotReady(t *testing.T) {
+	goFile := filepath.Join(t.TempDir(), "go")
+	cfg := helperCfg("gemini", "agentrestart", map[string]string{"HELPER_GO": goFile})
+	cfg.Agent = "gemini"
+	e := newEnv(t, cfg)
+	e.start()
+	var states []api.AgentState
+	agentStates := func() []api.AgentState {
+		states = states[:0]
+		for _, ev := range e.rec.all() {
+			if ev.Kind == api.EventAgent {
+				states = append(states, ev.Agent.AgentState)
+			}
+		}
+		return states
+	}
+	e.waitFor("ready", func() bool { return slices.Contains(agentStates(), api.AgentReady) })
+	if _, err := e.u.Input(t.Context(), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("starting while the terminal is in line mode", func() bool {
+		s := agentStates()
+		return s[len(s)-1] == api.AgentStarting
+	})
+	screen := strings.Join(e.u.Term().Snapshot(term.SnapshotOptions{}).Lines, "\n")
+	if !strings.Contains(screen, "(restarted)") || !strings.Contains(screen, "Type your message") {
+		t.Fatalf("starting before the new prompt was drawn: screen %q", screen)
+	}
+	if st := e.u.AgentStatus(); st.AgentState != api.AgentStarting || st.Rule != nil || len(st.Choices) != 0 {
+		t.Errorf("AgentStatus %+v: want starting with no rule", st)
+	}
+	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("ready again", func() bool {
+		s := agentStates()
+		return s[len(s)-1] == api.AgentReady && len(s) >= 3
+	})
+	if _, err := e.u.InputWhole(t.Context(), []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the keys read", func() bool {
+		return slices.Contains(e.u.Term().Snapshot(term.SnapshotOptions{}).Lines, `got "hello"`)
+	})
+	t.Logf("agent states %q", agentStates())
 }
 
 // TestScenario_AGenericHarnessFollowsBusyIdle: without an adapter the

@@ -55,6 +55,8 @@ func runTermHelper(mode string) (int, bool) {
 		agentHelper()
 	case "agentlate":
 		agentLateHelper()
+	case "agentrestart":
+		agentRestartHelper()
 	default:
 		return runInputHelper(mode)
 	}
