@@ -63,11 +63,15 @@ func init() {
 				Unless: res(`esc to cancel`),
 			},
 			{
-				// Between the trust answer and the new prompt it is a new
-				// process starting, not ready for input.
+				// Between the trust answer and the new process's prompt it
+				// is starting, not ready for input. The old process may
+				// still draw its own prompt below the message before it
+				// exits (keys typed there are lost: testdata/gemini/
+				// restarting-composer.txt, seen in CI), so only what the
+				// new one draws first, its banner or tips, ends this.
 				Name: "restarting", State: api.AgentStarting,
 				After:  re(`restarting to apply the trust changes`),
-				Unless: res(`Type your message`, `esc to cancel`),
+				Unless: res(`Gemini CLI v\d|Tips for getting started`, `esc to cancel`),
 			},
 			{Name: "working", State: api.AgentWorking, When: res(`esc to cancel`)},
 			{Name: "prompt", State: api.AgentReady, When: res(`Type your message`)},

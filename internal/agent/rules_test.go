@@ -115,7 +115,14 @@ func TestScenario_GeminiScreens(t *testing.T) {
 		// It restarts after the answer with the dialog still in view: not
 		// waiting any more.
 		{file: "restarting", state: api.AgentStarting},
-		{file: "ready", state: api.AgentReady},
+		// The old process drew its prompt below the message before it
+		// exited (CI, stop 40 and 41): still starting.
+		{file: "restarting-composer", state: api.AgentStarting},
+		// The new process's banner and prompt below the message.
+		{file: "restarted", state: api.AgentReady},
+		// ready.txt, captured as Gemini's ready screen at stop 37, is the
+		// old process's prompt after the trust answer, before it exits.
+		{file: "ready", state: api.AgentStarting},
 		{file: "working", state: api.AgentWorking},
 		{file: "answered", state: api.AgentReady},
 		{file: "permission", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-agent",
@@ -135,7 +142,7 @@ func TestScenario_APromptInLineModeIsStarting(t *testing.T) {
 		busy        bool
 		want        api.AgentState
 	}{
-		{Gemini, "ready", false, api.AgentStarting},
+		{Gemini, "restarted", false, api.AgentStarting},
 		{Gemini, "trust", false, api.AgentStarting},
 		{Gemini, "permission", false, api.AgentStarting},
 		{Gemini, "working", true, api.AgentWorking},
@@ -167,7 +174,7 @@ func TestScenario_GeminiTakesKeysOnceItTurnsPasteOn(t *testing.T) {
 		agent, file string
 		want        api.AgentState
 	}{
-		{Gemini, "ready", api.AgentStarting},
+		{Gemini, "restarted", api.AgentStarting},
 		{Gemini, "trust", api.AgentStarting},
 		{Gemini, "permission", api.AgentStarting},
 		{Gemini, "limited", api.AgentLimited},
