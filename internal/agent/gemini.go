@@ -65,13 +65,12 @@ func init() {
 			{
 				// Between the trust answer and the new process's prompt it
 				// is starting, not ready for input. The old process may
-				// still draw its own prompt below the message before it
-				// exits (keys typed there are lost: testdata/gemini/
-				// restarting-composer.txt, seen in CI), so only what the
-				// new one draws first, its banner or tips, ends this.
-				Name: "restarting", State: api.AgentStarting,
+				// still draw its own prompt, even redraw the whole screen,
+				// before it exits 250 ms later (keys typed there are lost,
+				// seen in CI): Restarts keeps that starting too.
+				Name: "restarting", State: api.AgentStarting, Restarts: true,
 				After:  re(`restarting to apply the trust changes`),
-				Unless: res(`Gemini CLI v\d|Tips for getting started`, `esc to cancel`),
+				Unless: res(`Type your message`, `esc to cancel`),
 			},
 			{Name: "working", State: api.AgentWorking, When: res(`esc to cancel`)},
 			{Name: "prompt", State: api.AgentReady, When: res(`Type your message`)},

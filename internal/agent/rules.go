@@ -29,6 +29,10 @@ type Screen struct {
 	// Paste: bracketed paste (DECSET 2004) is on, as the program on the
 	// terminal set it (Adapter.KeysWithPaste).
 	Paste bool
+	// Restarting: a rule that Restarts matched, and the old process has
+	// not let go of the terminal since (line mode, or paste off for
+	// KeysWithPaste): what it still draws takes no keys.
+	Restarting bool
 }
 
 // Rule recognises one state on an agent's screen. Rules are data: a
@@ -65,6 +69,11 @@ type Rule struct {
 	// of n with the cursor on selected (-1: not shown), for a dialog not
 	// answered by arrows and Enter (AnswerKeys).
 	Keys func(target, selected, n int) ([]string, error)
+	// Restarts: the agent replaces its process after showing this state
+	// (Gemini CLI after a trust answer), and the old one may draw its
+	// prompt again first: the tracker keeps Screen.Restarting from the
+	// moment the rule starts matching until the old process lets go.
+	Restarts bool
 }
 
 // defaultMarker is the cursor of a list dialog in the three agents.
@@ -131,7 +140,7 @@ func firstRow(p *regexp.Regexp, lines []string) (string, bool) {
 // Classify returns the agent's state on s: the first rule that matches,
 // else the floor (starting before a known agent has shown anything,
 // working while busy, ready while idle); a prompt or dialog (ready,
-// waiting) is starting while s.LineMode, or while bracketed paste is off
+// waiting) is starting while s.LineMode or s.Restarting, or while bracketed paste is off
 // for an agent that turns it on with its key reader (KeysWithPaste). It
 // is a pure function of its
 // arguments.
@@ -153,14 +162,14 @@ func (a *Adapter) Classify(s Screen, now time.Time) Status {
 		if s.Busy {
 			st.AgentState = api.AgentWorking
 		}
-		if s.LineMode && st.AgentState == api.AgentReady {
+		if (s.LineMode || s.Restarting) && st.AgentState == api.AgentReady {
 			st.AgentState = api.AgentStarting
 		}
 		return st
 	}
-	if (s.LineMode || a.KeysWithPaste && !s.Paste) && (r.State == api.AgentReady || r.State == api.AgentWaiting) {
+	if (s.LineMode || s.Restarting || a.KeysWithPaste && !s.Paste) && (r.State == api.AgentReady || r.State == api.AgentWaiting) {
 		// A prompt or dialog on screen takes no keys yet (Screen.LineMode,
-		// Adapter.KeysWithPaste).
+		// Screen.Restarting, Adapter.KeysWithPaste).
 		st.AgentState = api.AgentStarting
 		return st
 	}

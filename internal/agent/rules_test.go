@@ -115,14 +115,9 @@ func TestScenario_GeminiScreens(t *testing.T) {
 		// It restarts after the answer with the dialog still in view: not
 		// waiting any more.
 		{file: "restarting", state: api.AgentStarting},
-		// The old process drew its prompt below the message before it
-		// exited (CI, stop 40 and 41): still starting.
-		{file: "restarting-composer", state: api.AgentStarting},
 		// The new process's banner and prompt below the message.
 		{file: "restarted", state: api.AgentReady},
-		// ready.txt, captured as Gemini's ready screen at stop 37, is the
-		// old process's prompt after the trust answer, before it exits.
-		{file: "ready", state: api.AgentStarting},
+		{file: "ready", state: api.AgentReady},
 		{file: "working", state: api.AgentWorking},
 		{file: "answered", state: api.AgentReady},
 		{file: "permission", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-agent",
@@ -186,6 +181,29 @@ func TestScenario_GeminiTakesKeysOnceItTurnsPasteOn(t *testing.T) {
 		s.Paste = false
 		if st := MustLookup(c.agent).Classify(s, now); st.AgentState != c.want {
 			t.Errorf("%s/%s with paste off: %+v, want %s", c.agent, c.file, st, c.want)
+		}
+	}
+}
+
+// TestScenario_GeminiRestartingAfterATrustAnswer: after the trust answer
+// Gemini CLI's old process may draw its prompt below the message (or
+// redraw the whole screen) before the new one starts; the screen alone
+// cannot tell them apart, Screen.Restarting does (the tracker holds it
+// until the old process lets go of the terminal).
+func TestScenario_GeminiRestartingAfterATrustAnswer(t *testing.T) {
+	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	a := MustLookup(Gemini)
+	if r, ok := a.Rule(fixture(t, Gemini, "restarting")); !ok || !r.Restarts {
+		t.Fatalf("the restarting screen matched %+v, want a rule that Restarts", r)
+	}
+	for _, file := range []string{"restarting-composer", "ready", "restarted", "after"} {
+		s := fixture(t, Gemini, file)
+		if st := a.Classify(s, now); st.AgentState != api.AgentReady {
+			t.Errorf("%s: %s, want ready once the old process let go", file, st.AgentState)
+		}
+		s.Restarting = true
+		if st := a.Classify(s, now); st.AgentState != api.AgentStarting {
+			t.Errorf("%s while restarting: %s, want starting", file, st.AgentState)
 		}
 	}
 }

@@ -41,6 +41,10 @@ var (
 	// (agent.Screen.LineMode): a program that takes raw mode again need
 	// not draw anything, so no output pokes the tracker.
 	LinePoll = 50 * time.Millisecond
+	// RestartHold bounds agent.Screen.Restarting: an old process whose
+	// letting go of the terminal was not seen (a look missed it) holds
+	// the agent starting no longer than this.
+	RestartHold = 20 * time.Second
 )
 
 // agentTracker derives the agent state of a harness from its screen with
@@ -63,6 +67,10 @@ type agentTracker struct {
 	run       uint64        // the run being tracked; 0 before the first
 	shown     bool          // the run has drawn something
 	raw       bool          // the run's terminal was seen in raw mode
+	// restartAt is when a rule that Restarts started matching, zero when
+	// none is pending; inRestart says it matched at the last look.
+	restartAt time.Time
+	inRestart bool
 	timer     *time.Timer
 	cand      *AgentStatus // a state seen but not yet held long enough
 	candSince time.Time
@@ -134,6 +142,7 @@ func (t *agentTracker) begin(run uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.run, t.shown, t.raw, t.cand = run, false, false, nil
+	t.restartAt, t.inRestart = time.Time{}, false
 	t.hookState, t.hookWait, t.session, t.transcript = "", nil, "", ""
 	if t.timer != nil {
 		t.timer.Stop()
@@ -213,14 +222,26 @@ func (t *agentTracker) check() {
 		t.raw = t.raw || !canonical
 		s.LineMode = t.raw && canonical
 	}
-	if s.LineMode {
+	now := t.now()
+	if !t.restartAt.IsZero() {
+		if s.LineMode || a.KeysWithPaste && !s.Paste || now.Sub(t.restartAt) >= RestartHold {
+			t.restartAt = time.Time{} // the old process let go
+		} else {
+			s.Restarting = true
+		}
+	}
+	if s.LineMode || s.Restarting {
 		// Look again soon whatever happens below: raw mode comes back
-		// without output.
+		// without output, and a restart's hold ends.
 		defer t.pollLineModeLocked()
 	}
 	st := t.statusLocked(a, s)
+	restarts := st.Rule != nil && st.Rule.Restarts
+	if restarts && !t.inRestart && t.restartAt.IsZero() {
+		t.restartAt = now
+	}
+	t.inRestart = restarts
 	cur := t.view.Load()
-	now := t.now()
 	if hw := t.hookWait; hw != nil && st.AgentState != api.AgentWaiting {
 		if left := HookWaitGrace - now.Sub(t.hookAt); left > 0 {
 			// The dialog the hook told of is not drawn yet.

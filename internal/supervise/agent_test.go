@@ -254,6 +254,88 @@ func TestScenario_AnAgentBetweenTwoProcessesIsNotReady(t *testing.T) {
 	t.Logf("agent states %q", agentStates())
 }
 
+// agentTrustHelper acts out Gemini CLI's restart after a trust answer,
+// with its timing: the restarting message; the old process redrawing the
+// whole screen with its prompt, still taking keys raw with bracketed
+// paste on, for 300 ms; its exit (paste off, line mode); the new process
+// starting for 300 ms; raw mode, its banner and prompt, then paste on with
+// its key reader; then it shows what it reads.
+func agentTrustHelper() {
+	cooked, err := unix.IoctlGetTermios(0, ioctlGetTermios)
+	if err == nil {
+		err = rawStdin()
+	}
+	if err != nil {
+		fmt.Println("raw:", err)
+		return
+	}
+	prompt := " > Type your message or @path/to/file\r\n"
+	os.Stdout.WriteString("\x1b[?2004h\x1b[H\x1b[2J Gemini CLI is restarting to apply the trust changes...\r\n")
+	time.Sleep(300 * time.Millisecond)
+	os.Stdout.WriteString("\x1b[H\x1b[2J" + prompt)
+	time.Sleep(300 * time.Millisecond)
+	if err := unix.IoctlSetTermios(0, ioctlSetTermios, cooked); err != nil {
+		fmt.Println("cooked:", err)
+		return
+	}
+	os.Stdout.WriteString("\x1b[?2004l")
+	time.Sleep(300 * time.Millisecond)
+	if err := rawStdin(); err != nil {
+		fmt.Println("raw:", err)
+		return
+	}
+	os.Stdout.WriteString(" Gemini CLI v0.61.0\r\n" + prompt)
+	time.Sleep(100 * time.Millisecond)
+	os.Stdout.WriteString("\x1b[?2004h")
+	buf := make([]byte, 64)
+	n, _ := os.Stdin.Read(buf)
+	fmt.Printf("got %q\r\n", buf[:n])
+	time.Sleep(time.Hour)
+}
+
+// TestScenario_GeminiIsNotReadyUntilItsNewProcessReadsKeys: after the
+// trust answer Gemini CLI's old process draws its prompt again before it
+// exits; only the new process's prompt, once it reads keys, is ready,
+// and what is typed then reaches it.
+func TestScenario_GeminiIsNotReadyUntilItsNewProcessReadsKeys(t *testing.T) {
+	cfg := helperCfg("gemini", "agenttrust", nil)
+	cfg.Agent = "gemini"
+	e := newEnv(t, cfg)
+	e.start()
+	type seen struct {
+		state api.AgentState
+		at    time.Time
+	}
+	events := func() []seen {
+		var out []seen
+		for _, ev := range e.rec.all() {
+			if ev.Kind == api.EventAgent {
+				out = append(out, seen{ev.Agent.AgentState, ev.Time})
+			}
+		}
+		return out
+	}
+	var banner time.Time
+	e.waitFor("ready after the new process's banner", func() bool {
+		if banner.IsZero() && slices.Contains(e.u.Term().Snapshot(term.SnapshotOptions{}).Lines, " Gemini CLI v0.61.0") {
+			banner = time.Now()
+		}
+		ev := events()
+		return !banner.IsZero() && len(ev) > 0 && ev[len(ev)-1].state == api.AgentReady
+	})
+	for _, ev := range events() {
+		if ev.state == api.AgentReady && ev.at.Before(banner) {
+			t.Errorf("ready at %v, before the new process drew its banner at %v: %+v", ev.at.Format("15:04:05.000"), banner.Format("15:04:05.000"), events())
+		}
+	}
+	if _, err := e.u.InputWhole(t.Context(), []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the keys read", func() bool {
+		return slices.Contains(e.u.Term().Snapshot(term.SnapshotOptions{}).Lines, `got "hello"`)
+	})
+}
+
 // TestScenario_AGenericHarnessFollowsBusyIdle: without an adapter the
 // agent state is working while output flows and ready once idle.
 func TestScenario_AGenericHarnessFollowsBusyIdle(t *testing.T) {

@@ -57,6 +57,8 @@ func runTermHelper(mode string) (int, bool) {
 		agentLateHelper()
 	case "agentrestart":
 		agentRestartHelper()
+	case "agenttrust":
+		agentTrustHelper()
 	default:
 		return runInputHelper(mode)
 	}
