@@ -62,11 +62,11 @@ type agentTracker struct {
 	adapter atomic.Pointer[agent.Adapter]
 	view    atomic.Pointer[AgentStatus]
 
-	mu        sync.Mutex
-	changed   chan struct{} // closed and replaced at every published change
-	run       uint64        // the run being tracked; 0 before the first
-	shown     bool          // the run has drawn something
-	raw       bool          // the run's terminal was seen in raw mode
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced at every published change
+	run     uint64        // the run being tracked; 0 before the first
+	shown   bool          // the run has drawn something
+	raw     bool          // the run's terminal was seen in raw mode
 	// restartAt is when a rule that Restarts started matching, zero when
 	// none is pending; inRestart says it matched at the last look.
 	restartAt time.Time
