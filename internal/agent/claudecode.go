@@ -17,58 +17,60 @@ import (
 // ❯ cursor; the latest turn starts at the last submitted prompt row
 // ("❯ text").
 func init() {
-	latest := re(`^❯ \S`)
-	Register(&Adapter{
-		Name:     ClaudeCode,
-		Commands: []string{"claude", "claude-code"},
-		Wiring:   claudeWiring,
-		Hook:     claudeHook,
-		// Public list prices, USD per million tokens.
-		Prices: map[string]Price{
-			"claude-opus-4":    {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
-			"claude-opus-4-5":  {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
-			"claude-sonnet-4":  {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
-			"claude-haiku-4":   {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
-			"claude-3-5-haiku": {Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1},
-		},
-		Transcripts: claudeTranscripts,
-		Rules: []Rule{
-			{
-				Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
-				When:   res(`Is this a project you created or one you trust`),
-				Prompt: re(`(Is this a project you created or one you trust\?)`),
-				Choice: re(`^\s*(?:❯\s*)?(No, exit|Yes, I trust this folder)\s*$`),
+	Register(ClaudeCode, func() *Adapter {
+		latest := re(`^❯ \S`)
+		return &Adapter{
+			Name:     ClaudeCode,
+			Commands: []string{"claude", "claude-code"},
+			Wiring:   claudeWiring,
+			Hook:     claudeHook,
+			// Public list prices, USD per million tokens.
+			Prices: map[string]Price{
+				"claude-opus-4":    {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
+				"claude-opus-4-5":  {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
+				"claude-sonnet-4":  {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+				"claude-haiku-4":   {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
+				"claude-3-5-haiku": {Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1},
 			},
-			{
-				Name: "api key", State: api.AgentWaiting, WaitingFor: api.WaitingChoice,
-				When:   res(`Do you want to use this API key\?`),
-				Prompt: re(`(Do you want to use this API key\?)`),
-				Choice: re(`^\s*(?:❯\s*)?(Yes|No \(recommended\))\s*$`),
+			Transcripts: claudeTranscripts,
+			Rules: []Rule{
+				{
+					Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
+					When:   res(`Is this a project you created or one you trust`),
+					Prompt: re(`(Is this a project you created or one you trust\?)`),
+					Choice: re(`^\s*(?:❯\s*)?(No, exit|Yes, I trust this folder)\s*$`),
+				},
+				{
+					Name: "api key", State: api.AgentWaiting, WaitingFor: api.WaitingChoice,
+					When:   res(`Do you want to use this API key\?`),
+					Prompt: re(`(Do you want to use this API key\?)`),
+					Choice: re(`^\s*(?:❯\s*)?(Yes|No \(recommended\))\s*$`),
+				},
+				{
+					Name: "permission", State: api.AgentWaiting, WaitingFor: api.WaitingPermission,
+					After:  re(`Do you want to (?:proceed|make this edit|create|allow|run)`),
+					When:   res(`^\s*(?:❯\s*)?1\.\s+Yes`),
+					Prompt: re(`^\s*╌{10,}`), PromptNext: true,
+					Choice: re(`^\s*(?:❯\s*)?\d+\.\s+(.+)$`),
+				},
+				{
+					Name: "usage limit", State: api.AgentLimited, After: latest, Message: true,
+					When:  res(`(?i)usage limit|limit reached|hit your (?:session |weekly )?limit|API Error.*\b429\b`),
+					Until: ParseReset,
+				},
+				{
+					Name: "api error", State: api.AgentError, After: latest, Message: true,
+					When:   res(`API Error|Invalid API key|authentication_error`),
+					Unless: res(`esc to interrupt`),
+				},
+				{Name: "working", State: api.AgentWorking, When: res(`esc to interrupt`)},
+				{Name: "prompt", State: api.AgentReady, When: res(`\? for shortcuts|^❯\s*$`)},
 			},
-			{
-				Name: "permission", State: api.AgentWaiting, WaitingFor: api.WaitingPermission,
-				After:  re(`Do you want to (?:proceed|make this edit|create|allow|run)`),
-				When:   res(`^\s*(?:❯\s*)?1\.\s+Yes`),
-				Prompt: re(`^\s*╌{10,}`), PromptNext: true,
-				Choice: re(`^\s*(?:❯\s*)?\d+\.\s+(.+)$`),
-			},
-			{
-				Name: "usage limit", State: api.AgentLimited, After: latest, Message: true,
-				When:  res(`(?i)usage limit|limit reached|hit your (?:session |weekly )?limit|API Error.*\b429\b`),
-				Until: ParseReset,
-			},
-			{
-				Name: "api error", State: api.AgentError, After: latest, Message: true,
-				When:   res(`API Error|Invalid API key|authentication_error`),
-				Unless: res(`esc to interrupt`),
-			},
-			{Name: "working", State: api.AgentWorking, When: res(`esc to interrupt`)},
-			{Name: "prompt", State: api.AgentReady, When: res(`\? for shortcuts|^❯\s*$`)},
-		},
-		Argv:       claudeArgv,
-		JobResult:  claudeJobResult,
-		UsageLimit: usageLimit,
-		HasSession: claudeHasSession,
+			Argv:       claudeArgv,
+			JobResult:  claudeJobResult,
+			UsageLimit: usageLimit,
+			HasSession: claudeHasSession,
+		}
 	})
 }
 

@@ -20,55 +20,57 @@ import (
 // While it streams an answer it shows no status line, so working is the
 // busy/idle floor there.
 func init() {
-	// The last submitted prompt: a › row that is not the empty input's
-	// placeholder (RE2 has no look-ahead).
-	latest := re(`^› (?:[^A]|A[^s]|As[^k])`)
-	Register(&Adapter{
-		Name:        Codex,
-		Commands:    []string{"codex"},
-		Wiring:      codexWiring,
-		Hook:        codexHook,
-		Transcripts: codexTranscripts,
-		Prices: map[string]Price{
-			"gpt-5": {Input: 1.25, Output: 10, CacheRead: 0.125},
-		},
-		Rules: []Rule{
-			{
-				Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
-				After:  re(`Do you trust the (?:files|contents) (?:in|of) this (?:folder|directory)`),
-				When:   res(`\d\.\s+(?:Yes|Trust)`),
-				Prompt: re(`(Do you trust the (?:files|contents) (?:in|of) this (?:folder|directory)\??)`),
-				Choice: re(`^\s*(?:[›>]\s*)?\d+\.\s+(.+?)\s*$`),
+	Register(Codex, func() *Adapter {
+		// The last submitted prompt: a › row that is not the empty input's
+		// placeholder (RE2 has no look-ahead).
+		latest := re(`^› (?:[^A]|A[^s]|As[^k])`)
+		return &Adapter{
+			Name:        Codex,
+			Commands:    []string{"codex"},
+			Wiring:      codexWiring,
+			Hook:        codexHook,
+			Transcripts: codexTranscripts,
+			Prices: map[string]Price{
+				"gpt-5": {Input: 1.25, Output: 10, CacheRead: 0.125},
 			},
-			{
-				Name: "sign in", State: api.AgentWaiting, WaitingFor: api.WaitingLogin,
-				After:  re(`Welcome to Codex|Sign in with ChatGPT`),
-				When:   res(`\d\.\s+Sign in with ChatGPT`),
-				Prompt: re(`(Choose how you want to use Codex\.?)`),
-				Choice: re(`^\s*(?:[›>]\s*)?\d+\.\s+(.+?)\s*$`),
+			Rules: []Rule{
+				{
+					Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
+					After:  re(`Do you trust the (?:files|contents) (?:in|of) this (?:folder|directory)`),
+					When:   res(`\d\.\s+(?:Yes|Trust)`),
+					Prompt: re(`(Do you trust the (?:files|contents) (?:in|of) this (?:folder|directory)\??)`),
+					Choice: re(`^\s*(?:[›>]\s*)?\d+\.\s+(.+?)\s*$`),
+				},
+				{
+					Name: "sign in", State: api.AgentWaiting, WaitingFor: api.WaitingLogin,
+					After:  re(`Welcome to Codex|Sign in with ChatGPT`),
+					When:   res(`\d\.\s+Sign in with ChatGPT`),
+					Prompt: re(`(Choose how you want to use Codex\.?)`),
+					Choice: re(`^\s*(?:[›>]\s*)?\d+\.\s+(.+?)\s*$`),
+				},
+				{
+					Name: "permission", State: api.AgentWaiting, WaitingFor: api.WaitingPermission,
+					After:  re(`Would you like to (?:run the following command|make the following edits|grant)`),
+					When:   res(`^\s*(?:›\s*)?1\.\s+Yes`),
+					Prompt: re(`^\s*\$ (.+)$`),
+					Choice: re(`^\s*(?:›\s*)?\d+\.\s+(.+?)\s*$`),
+				},
+				{Name: "working", State: api.AgentWorking, When: res(`esc to interrupt`)},
+				{
+					Name: "usage limit", State: api.AgentLimited, After: latest, Message: true,
+					When:  res(`(?i)usage limit|hit your limit|rate limit`),
+					Until: ParseReset,
+				},
+				{
+					Name: "api error", State: api.AgentError, After: latest, Message: true,
+					When: res(`(?i)^\s*■ .*(?:error|unexpected status|unauthorized|stream disconnected)`),
+				},
 			},
-			{
-				Name: "permission", State: api.AgentWaiting, WaitingFor: api.WaitingPermission,
-				After:  re(`Would you like to (?:run the following command|make the following edits|grant)`),
-				When:   res(`^\s*(?:›\s*)?1\.\s+Yes`),
-				Prompt: re(`^\s*\$ (.+)$`),
-				Choice: re(`^\s*(?:›\s*)?\d+\.\s+(.+?)\s*$`),
-			},
-			{Name: "working", State: api.AgentWorking, When: res(`esc to interrupt`)},
-			{
-				Name: "usage limit", State: api.AgentLimited, After: latest, Message: true,
-				When:  res(`(?i)usage limit|hit your limit|rate limit`),
-				Until: ParseReset,
-			},
-			{
-				Name: "api error", State: api.AgentError, After: latest, Message: true,
-				When: res(`(?i)^\s*■ .*(?:error|unexpected status|unauthorized|stream disconnected)`),
-			},
-		},
-		Argv:       codexArgv,
-		JobResult:  codexJobResult,
-		UsageLimit: usageLimit,
-		HasSession: codexHasSession,
+			Argv:       codexArgv,
+			JobResult:  codexJobResult,
+			UsageLimit: usageLimit,
+			HasSession: codexHasSession,
+		}
 	})
 }
 

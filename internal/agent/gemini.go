@@ -20,64 +20,66 @@ import (
 // without clearing the screen, so the old dialog stays in view above the
 // new prompt: rules read from the last occurrence of their question down.
 func init() {
-	latest := re(`^ > \S`)
-	boxChoice := re(`^[│\s]*(?:●\s*)?\d+\.\s+(.+?)[│\s]*$`)
-	Register(&Adapter{
-		Name:        Gemini,
-		Commands:    []string{"gemini"},
-		Wiring:      geminiWiring,
-		Hook:        geminiHook,
-		Transcripts: geminiTranscripts,
-		// Its KeypressProvider enables bracketed paste and attaches its
-		// stdin reader in one effect; exit writes 2004l (0.61.0).
-		KeysWithPaste: true,
-		Prices: map[string]Price{
-			"gemini-2.5-pro":   {Input: 1.25, Output: 10, CacheRead: 0.31},
-			"gemini-2.5-flash": {Input: 0.30, Output: 2.5, CacheRead: 0.075},
-		},
-		Rules: []Rule{
-			{
-				Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
-				After:  re(`Do you trust the files in this folder\?`),
-				When:   res(`Do you trust the files in this folder\?`, `\d\.\s+Trust folder`),
-				Unless: res(`restarting to apply the trust changes`, `Type your message`),
-				Prompt: re(`(Do you trust the files in this folder\?)`),
-				Choice: boxChoice,
+	Register(Gemini, func() *Adapter {
+		latest := re(`^ > \S`)
+		boxChoice := re(`^[│\s]*(?:●\s*)?\d+\.\s+(.+?)[│\s]*$`)
+		return &Adapter{
+			Name:        Gemini,
+			Commands:    []string{"gemini"},
+			Wiring:      geminiWiring,
+			Hook:        geminiHook,
+			Transcripts: geminiTranscripts,
+			// Its KeypressProvider enables bracketed paste and attaches its
+			// stdin reader in one effect; exit writes 2004l (0.61.0).
+			KeysWithPaste: true,
+			Prices: map[string]Price{
+				"gemini-2.5-pro":   {Input: 1.25, Output: 10, CacheRead: 0.31},
+				"gemini-2.5-flash": {Input: 0.30, Output: 2.5, CacheRead: 0.075},
 			},
-			{
-				Name: "permission", State: api.AgentWaiting, WaitingFor: api.WaitingPermission,
-				After:  re(`^[│\s]*╭─`),
-				When:   res(`Allow execution of|Apply this change\?|Allow (?:once|execution)`, `1\.\s+Allow once`),
-				Prompt: re(`^\s*│\s*\?\s+\S+\s+(.+?)[│\s]*$`),
-				Choice: boxChoice,
+			Rules: []Rule{
+				{
+					Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
+					After:  re(`Do you trust the files in this folder\?`),
+					When:   res(`Do you trust the files in this folder\?`, `\d\.\s+Trust folder`),
+					Unless: res(`restarting to apply the trust changes`, `Type your message`),
+					Prompt: re(`(Do you trust the files in this folder\?)`),
+					Choice: boxChoice,
+				},
+				{
+					Name: "permission", State: api.AgentWaiting, WaitingFor: api.WaitingPermission,
+					After:  re(`^[│\s]*╭─`),
+					When:   res(`Allow execution of|Apply this change\?|Allow (?:once|execution)`, `1\.\s+Allow once`),
+					Prompt: re(`^\s*│\s*\?\s+\S+\s+(.+?)[│\s]*$`),
+					Choice: boxChoice,
+				},
+				{
+					Name: "usage limit", State: api.AgentLimited, After: latest, Message: true,
+					When:   res(`(?i)usage limit reached|quota exceeded|exceeded your current quota|rate limit`),
+					Choice: boxChoice,
+					Until:  ParseReset,
+				},
+				{
+					Name: "api error", State: api.AgentError, After: latest, Message: true,
+					When:   res(`API Error|✕ .*(?:error|Error)`),
+					Unless: res(`esc to cancel`),
+				},
+				{
+					// Between the trust answer and the new process's prompt it
+					// is starting, not ready for input. The old process may
+					// still draw its own prompt, even redraw the whole screen,
+					// before it exits 250 ms later (keys typed there are lost,
+					// seen in CI): Restarts keeps that starting too.
+					Name: "restarting", State: api.AgentStarting, Restarts: true,
+					After:  re(`restarting to apply the trust changes`),
+					Unless: res(`Type your message`, `esc to cancel`),
+				},
+				{Name: "working", State: api.AgentWorking, When: res(`esc to cancel`)},
+				{Name: "prompt", State: api.AgentReady, When: res(`Type your message`)},
 			},
-			{
-				Name: "usage limit", State: api.AgentLimited, After: latest, Message: true,
-				When:   res(`(?i)usage limit reached|quota exceeded|exceeded your current quota|rate limit`),
-				Choice: boxChoice,
-				Until:  ParseReset,
-			},
-			{
-				Name: "api error", State: api.AgentError, After: latest, Message: true,
-				When:   res(`API Error|✕ .*(?:error|Error)`),
-				Unless: res(`esc to cancel`),
-			},
-			{
-				// Between the trust answer and the new process's prompt it
-				// is starting, not ready for input. The old process may
-				// still draw its own prompt, even redraw the whole screen,
-				// before it exits 250 ms later (keys typed there are lost,
-				// seen in CI): Restarts keeps that starting too.
-				Name: "restarting", State: api.AgentStarting, Restarts: true,
-				After:  re(`restarting to apply the trust changes`),
-				Unless: res(`Type your message`, `esc to cancel`),
-			},
-			{Name: "working", State: api.AgentWorking, When: res(`esc to cancel`)},
-			{Name: "prompt", State: api.AgentReady, When: res(`Type your message`)},
-		},
-		Argv:       geminiArgv,
-		JobResult:  geminiJobResult,
-		UsageLimit: usageLimit,
+			Argv:       geminiArgv,
+			JobResult:  geminiJobResult,
+			UsageLimit: usageLimit,
+		}
 	})
 }
 

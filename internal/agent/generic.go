@@ -4,5 +4,5 @@ package agent
 // is the busy/idle floor only (working while busy, ready while idle), and
 // it has no run options, dialogs or transcripts.
 func init() {
-	Register(&Adapter{Name: Generic})
+	Register(Generic, func() *Adapter { return &Adapter{Name: Generic} })
 }
