@@ -162,6 +162,16 @@ func TestScenario_AWaitingHookWaitsForTheDialogItTellsOf(t *testing.T) {
 	})
 }
 
+// rawStdinKeeping is rawStdin that returns the modes it replaced, for a
+// helper that gives its terminal back as a process exiting does.
+func rawStdinKeeping() (*unix.Termios, error) {
+	cooked, err := unix.IoctlGetTermios(0, ioctlGetTermios)
+	if err != nil {
+		return nil, err
+	}
+	return cooked, rawStdin()
+}
+
 // agentRestartHelper draws like Gemini CLI around its restart after a
 // trust answer: its prompt, taking keys raw; after a key, its terminal
 // back in line mode and the prompt drawn again (the next process's first
@@ -169,10 +179,7 @@ func TestScenario_AWaitingHookWaitsForTheDialogItTellsOf(t *testing.T) {
 // once the file HELPER_GO exists; then it shows what it reads.
 func agentRestartHelper() {
 	prompt := "\x1b[H\x1b[2J > Type your message or @path/to/file\r\n"
-	cooked, err := unix.IoctlGetTermios(0, ioctlGetTermios)
-	if err == nil {
-		err = rawStdin()
-	}
+	cooked, err := rawStdinKeeping()
 	if err != nil {
 		fmt.Println("raw:", err)
 		return
@@ -261,10 +268,7 @@ func TestScenario_AnAgentBetweenTwoProcessesIsNotReady(t *testing.T) {
 // starting for 300 ms; raw mode, its banner and prompt, then paste on with
 // its key reader; then it shows what it reads.
 func agentTrustHelper() {
-	cooked, err := unix.IoctlGetTermios(0, ioctlGetTermios)
-	if err == nil {
-		err = rawStdin()
-	}
+	cooked, err := rawStdinKeeping()
 	if err != nil {
 		fmt.Println("raw:", err)
 		return
