@@ -205,9 +205,10 @@ var (
 // lookup: an adapter's rules are dozens of regular expressions, and
 // compiling them at start cost every harness process (each CLI command,
 // each `harness hook` an agent runs) 3.7 ms. Each adapter file registers
-// itself in init. It panics on an empty or duplicate name; a built
-// adapter of another name, or claiming a command another adapter claims,
-// panics at its build (the package tests build every adapter).
+// itself in init. It panics on an empty or duplicate name, and an
+// adapter built under another name panics at its build; that no two
+// adapters claim one command is checked by a package test, which builds
+// every adapter.
 func Register(name string, build func() *Adapter) {
 	regMu.Lock()
 	defer regMu.Unlock()

@@ -140,10 +140,9 @@ func firstRow(p *regexp.Regexp, lines []string) (string, bool) {
 // Classify returns the agent's state on s: the first rule that matches,
 // else the floor (starting before a known agent has shown anything,
 // working while busy, ready while idle); a prompt or dialog (ready,
-// waiting) is starting while s.LineMode or s.Restarting, or while bracketed paste is off
-// for an agent that turns it on with its key reader (KeysWithPaste). It
-// is a pure function of its
-// arguments.
+// waiting) is starting while s.LineMode or s.Restarting, or while
+// bracketed paste is off for an agent that turns it on with its key
+// reader (KeysWithPaste). It is a pure function of its arguments.
 func (a *Adapter) Classify(s Screen, now time.Time) Status {
 	st := Status{Agent: a.Name}
 	if !s.Shown && len(a.Rules) > 0 {
@@ -156,18 +155,20 @@ func (a *Adapter) Classify(s Screen, now time.Time) Status {
 		st.AgentState = api.AgentStarting
 		return st
 	}
+	// letGo: the program has let go of its terminal, or is about to.
+	letGo := s.LineMode || s.Restarting
 	r, ok := a.Rule(s)
 	if !ok {
 		st.AgentState = api.AgentReady
 		if s.Busy {
 			st.AgentState = api.AgentWorking
 		}
-		if (s.LineMode || s.Restarting) && st.AgentState == api.AgentReady {
+		if letGo && st.AgentState == api.AgentReady {
 			st.AgentState = api.AgentStarting
 		}
 		return st
 	}
-	if (s.LineMode || s.Restarting || a.KeysWithPaste && !s.Paste) && (r.State == api.AgentReady || r.State == api.AgentWaiting) {
+	if (letGo || a.KeysWithPaste && !s.Paste) && (r.State == api.AgentReady || r.State == api.AgentWaiting) {
 		// A prompt or dialog on screen takes no keys yet (Screen.LineMode,
 		// Screen.Restarting, Adapter.KeysWithPaste).
 		st.AgentState = api.AgentStarting
