@@ -45,17 +45,38 @@ func (c *Control) holdOf(u *unit, now time.Time) *api.Hold {
 	if !ok {
 		return nil
 	}
-	use := c.holdUsage(u, l, now)
+	agents := 0
+	if l.Agent && c.holds.maxAgents.Load() > 0 {
+		agents = activeAgents(c.harnesses())
+	}
+	return c.evaluateHold(u, l, c.holdUsage(u, l, now), agents, now)
+}
+
+// evaluateHold is holdOf with u's usage read and the fleet's running
+// agents counted (agents, u among them if it runs one), so the watcher
+// counts them once per pass, not once per harness.
+func (c *Control) evaluateHold(u *unit, l hold.Limits, use hold.Usage, agents int, now time.Time) *api.Hold {
 	if l.Agent {
 		if use.MaxAgents = int(c.holds.maxAgents.Load()); use.MaxAgents > 0 {
-			for _, o := range c.harnesses() {
-				if ol, _ := holdLimits(o); o != u && ol.Agent && isActive(o.sup.Status().State) {
-					use.OtherAgents++
-				}
+			use.OtherAgents = agents
+			if isActive(u.sup.Status().State) {
+				use.OtherAgents--
 			}
 		}
 	}
 	return hold.Evaluate(now, l, use)
+}
+
+// activeAgents counts the harnesses in hs that run an agent now, what
+// max_concurrent_agents limits.
+func activeAgents(hs []*unit) int {
+	n := 0
+	for _, u := range hs {
+		if l, _ := holdLimits(u); l.Agent && isActive(u.sup.Status().State) {
+			n++
+		}
+	}
+	return n
 }
 
 // holdUsage is what u has used that a hold judges, but for the agent
@@ -173,15 +194,21 @@ func (c *Control) recheckHolds() {
 // returns the next time the clock alone may change one.
 func (c *Control) holdTick(now time.Time) time.Time {
 	var next time.Time
-	for _, u := range c.harnesses() {
+	hs := c.harnesses()
+	agents := 0
+	if c.holds.maxAgents.Load() > 0 {
+		agents = activeAgents(hs)
+	}
+	for _, u := range hs {
 		l, _ := holdLimits(u)
 		if n := hold.NextChange(now, l); !n.IsZero() && (next.IsZero() || n.Before(next)) {
 			next = n
 		}
-		if n, _ := c.limitedUntil(u.name); n.After(now) && (next.IsZero() || n.Before(next)) {
+		use := c.holdUsage(u, l, now)
+		if n := use.LimitedUntil; n.After(now) && (next.IsZero() || n.Before(next)) {
 			next = n // a usage limit's reset
 		}
-		h := c.holdOf(u, now)
+		h := c.evaluateHold(u, l, use, agents, now)
 		st := u.sup.Status()
 		if h != nil && h.Reason == api.HoldHours && st.HasRun() {
 			c.parkAtWindowEnd(u, st.RunID)

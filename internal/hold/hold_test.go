@@ -136,3 +136,60 @@ func TestScenario_HoursHoldAndReleaseAcrossAWindowBoundary(t *testing.T) {
 		}
 	})
 }
+
+// TestScenario_ABurstOfWakesIsOneEvaluation: a thousand runs ending at
+// once (stop --all) wake the watcher a thousand times; it evaluates once
+// for them all, WakeGap after the last evaluation, not a thousand times.
+func TestScenario_ABurstOfWakesIsOneEvaluation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu    sync.Mutex
+			ticks []time.Time
+		)
+		count := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(ticks)
+		}
+		wake := make(chan struct{}, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			Watch(ctx, wake, func(now time.Time) time.Time {
+				mu.Lock()
+				ticks = append(ticks, now)
+				mu.Unlock()
+				return time.Time{}
+			})
+		}()
+		defer func() { cancel(); <-done }()
+		synctest.Wait()
+		start := time.Now()
+		for range 1000 {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+			synctest.Wait()
+		}
+		if n := count(); n != 1 {
+			t.Fatalf("%d evaluations before the gap ended, want the first alone", n)
+		}
+		time.Sleep(WakeGap)
+		synctest.Wait()
+		if n := count(); n != 2 {
+			t.Fatalf("%d evaluations after the gap, want 2", n)
+		}
+		if got := ticks[1].Sub(start); got != WakeGap {
+			t.Errorf("the burst was served %v after the first evaluation, want %v", got, WakeGap)
+		}
+		// A wake after the gap is served at once.
+		time.Sleep(time.Second)
+		wake <- struct{}{}
+		synctest.Wait()
+		if n := count(); n != 3 {
+			t.Fatalf("a lone wake: %d evaluations, want 3", n)
+		}
+	})
+}
