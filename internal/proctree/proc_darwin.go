@@ -42,6 +42,19 @@ func scan(match func(string) bool) []procInfo {
 	return scanPIDs(func(_ int, v string) bool { return match(v) }, match == nil)
 }
 
+// scanExcept is scan(nil) without the processes skip accepts. sysctl
+// lists every process at once, so they are only filtered out.
+func scanExcept(skip func(pid int) bool) []procInfo {
+	all := scan(nil)
+	out := all[:0]
+	for _, p := range all {
+		if !skip(p.pid) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // scanPIDs is scan with a match that is told whose environ it looks at.
 func scanPIDs(match func(pid int, v string) bool, noEnviron bool) []procInfo {
 	all, err := unix.SysctlKinfoProcSlice("kern.proc.all")

@@ -53,6 +53,18 @@ func scan(match func(string) bool) []procInfo {
 
 // scanPIDs is scan with a match that is told whose environ it looks at.
 func scanPIDs(match func(pid int, v string) bool, noEnviron bool) []procInfo {
+	return scanWith(match, noEnviron, nil)
+}
+
+// scanExcept is scan(nil) without the processes skip accepts, whose stat
+// is never read: the reaper passes over its own children that way, a
+// thousand files fewer per pass with a thousand units.
+func scanExcept(skip func(pid int) bool) []procInfo {
+	return scanWith(nil, true, skip)
+}
+
+// scanWith is scanPIDs leaving out the pids skip accepts (nil: none).
+func scanWith(match func(pid int, v string) bool, noEnviron bool, skip func(pid int) bool) []procInfo {
 	d, err := os.Open("/proc")
 	if err != nil {
 		slog.Default().Warn("proctree: open /proc", logkey.Err, err)
@@ -70,7 +82,7 @@ func scanPIDs(match func(pid int, v string) bool, noEnviron bool) []procInfo {
 	out := make([]procInfo, 0, len(names))
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
-		if err != nil || pid == self {
+		if err != nil || pid == self || (skip != nil && skip(pid)) {
 			continue
 		}
 		st, err := readStat(pid)

@@ -26,8 +26,8 @@ type Reaper struct {
 	// start, so a child is registered before any pass can look at it.
 	mu    sync.Mutex
 	owned map[int]struct{}
-	// skipped holds the registered pids a pass found as zombies and left
-	// to their owner's Wait. Only for those can an orphan that took the
+	// skipped holds the registered pids a pass found in /proc and left to
+	// their owner's Wait. Only for those can an orphan that took the
 	// number after the Wait have been passed over, so only their Release
 	// asks for another pass; any other orphan's exit brings a SIGCHLD.
 	skipped map[int]struct{}
@@ -55,7 +55,7 @@ func NewReaper(logger *slog.Logger) *Reaper {
 }
 
 // minPassGap is the least time from one pass's start to the next one's.
-// A pass reads every process's stat, and a stop of 1,000 units brings
+// A pass reads every other process's stat, and a stop of 1,000 units brings
 // 1,000 SIGCHLDs: back to back passes took a core for the whole stop. An
 // orphan's zombie waits at most this long; what arrives meanwhile is
 // served by one pass.
@@ -161,12 +161,17 @@ func (r *Reaper) reapOrphans() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	self := os.Getpid()
-	for _, p := range scan(nil) {
-		if p.ppid != self || p.state != 'Z' {
-			continue
+	// A registered child is its owner's to wait for, so its stat is not
+	// even read; it counts as skipped, zombie or not.
+	owned := func(pid int) bool {
+		_, ok := r.owned[pid]
+		if ok {
+			r.skipped[pid] = struct{}{}
 		}
-		if _, ok := r.owned[p.pid]; ok {
-			r.skipped[p.pid] = struct{}{}
+		return ok
+	}
+	for _, p := range scanExcept(owned) {
+		if p.ppid != self || p.state != 'Z' {
 			continue
 		}
 		var ws syscall.WaitStatus
