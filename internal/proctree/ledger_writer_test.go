@@ -3,9 +3,12 @@ package proctree
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/harness-dev/harness/internal/disktest"
@@ -91,4 +94,60 @@ func TestScenario_AFullDiskNeverFailsASpawnAndTheLedgerCatchesUp(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	l.Flush()
+}
+
+// countingDisk counts the ledger's file writes.
+type countingDisk struct{ n atomic.Int64 }
+
+func (d *countingDisk) Wrap(w io.Writer) io.Writer { d.n.Add(1); return w }
+
+// TestScenario_AThousandRemovalsAreAFewWrites: stop --all of 1,000
+// units removes their 1,000 entries one by one; the writer gathers them
+// for removeGap instead of rewriting the file after each. An entry added
+// meanwhile is on disk at once, and the file ends with the newest state.
+func TestScenario_AThousandRemovalsAreAFewWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "ledger.json")
+		l, err := OpenLedger(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 1000 {
+			if err := l.Add(LedgerEntry{Unit: "u", PID: 100 + i, Marker: fmt.Sprintf("i:u:%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.Flush()
+		var disk countingDisk
+		l.wrap = disk.Wrap
+		start := time.Now()
+		for i := range 999 {
+			if err := l.Remove(fmt.Sprintf("i:u:%d", i)); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait() // the writer has written or waits for the gap
+		}
+		if n := disk.n.Load(); n > 2 {
+			t.Fatalf("%d writes for 999 removals made one by one, want the first and one after the gap", n)
+		}
+		// An addition does not wait for the gap, and takes the pending
+		// removals along.
+		if err := l.Add(LedgerEntry{Unit: "v", PID: 7, Marker: "i:v:1"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if f := readLedger(t, path); len(f.Entries) != 2 || f.Entries[1].Marker != "i:v:1" {
+			t.Fatalf("after an addition the file holds %d entries, want the last one left and the new one", len(f.Entries))
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("the addition was written after %v, want at once", waited)
+		}
+		if err := l.Remove("i:v:1"); err != nil {
+			t.Fatal(err)
+		}
+		l.Flush()
+		if f := readLedger(t, path); len(f.Entries) != 1 || f.Entries[0].Marker != "i:u:999" {
+			t.Fatalf("after Flush the file holds %+v, want i:u:999 alone", f.Entries)
+		}
+	})
 }
