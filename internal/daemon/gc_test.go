@@ -8,7 +8,8 @@ import (
 
 // TestScenario_TheSoftMemoryLimitMakesRoomForALargeFleet: the limit stays
 // at 64 MiB for a small daemon and grows with the live heap of a large
-// one, so the collector never runs back to back at a fixed limit.
+// one, so the collector never runs back to back at a fixed limit; the room
+// above the live heap stops at maxRoom, which an idle daemon keeps.
 func TestScenario_TheSoftMemoryLimitMakesRoomForALargeFleet(t *testing.T) {
 	for _, c := range []struct {
 		s    memSample
@@ -17,6 +18,8 @@ func TestScenario_TheSoftMemoryLimitMakesRoomForALargeFleet(t *testing.T) {
 		{memSample{live: 4 << 20, other: 8 << 20}, memoryLimit},
 		{memSample{live: 25 << 20, other: 30 << 20}, (30 + 3*25) << 20},
 		{memSample{live: 0, other: 100 << 20}, 100 << 20},
+		// 1,000 TUI harnesses: the room stops growing at maxRoom.
+		{memSample{live: 171 << 20, other: 40 << 20}, (40 + 171 + 64) << 20},
 	} {
 		if got := memoryLimitFor(c.s); got != c.want {
 			t.Errorf("memoryLimitFor(%+v) = %d MiB, want %d MiB", c.s, got>>20, c.want>>20)
