@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -320,16 +322,41 @@ func serveDaemon(args []string) error {
 			if f, err := os.Create(heap); err == nil {
 				_ = pprof.WriteHeapProfile(f)
 				_ = f.Close()
+				// Beside it, where the rest of the memory is: stacks,
+				// the runtime's own, what the scavenger kept.
+				_ = os.WriteFile(strings.TrimSuffix(heap, ".pprof")+".mem.txt", memClasses(), 0o600)
 				_ = os.WriteFile(heap+".done", nil, 0o600)
 			}
 		}
 	}()
+	// As `harness daemon` does, so the profiles show the real daemon's
+	// collector.
+	daemon.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return daemon.Run(ctx, daemon.Options{
 		ConfigPath: *cfg, SocketPath: *sock, StateDir: *state, Version: "bench",
 		Logger: slog.New(slog.NewTextHandler(lf, nil)),
 	})
+}
+
+// memClasses is the runtime's memory classes and goroutine count, one
+// "name value" line each.
+func memClasses() []byte {
+	var ms []metrics.Sample
+	for _, d := range metrics.All() {
+		if d.Kind == metrics.KindUint64 && (strings.HasPrefix(d.Name, "/memory/classes/") ||
+			d.Name == "/sched/goroutines:goroutines" || d.Name == "/gc/heap/live:bytes" || d.Name == "/gc/cycles/total:gc-cycles") {
+			ms = append(ms, metrics.Sample{Name: d.Name})
+		}
+	}
+	metrics.Read(ms)
+	var b strings.Builder
+	fmt.Fprintf(&b, "memory-limit %d\n", debug.SetMemoryLimit(-1))
+	for _, m := range ms {
+		fmt.Fprintf(&b, "%s %d\n", m.Name, m.Value.Uint64())
+	}
+	return []byte(b.String())
 }
 
 // pid is the daemon's process id.
