@@ -4,20 +4,25 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
-var (
+// resetREs are ParseReset's patterns, compiled at its first call: at
+// package init they cost every harness process (the CLI's too) about a
+// millisecond.
+var resetREs = sync.OnceValue(func() (r struct{ clock, dur, unit, date, iso *regexp.Regexp }) {
 	// "resets 3pm", "resets at 11:36 PM", "try again at 3:05 PM",
 	// "reset at 15:05".
-	clockRE = regexp.MustCompile(`(?i)\b(?:resets?|try again|available|retry)\b[^0-9\n]{0,12}?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?:[^0-9a-z]|$)`)
+	r.clock = regexp.MustCompile(`(?i)\b(?:resets?|try again|available|retry)\b[^0-9\n]{0,12}?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?:[^0-9a-z]|$)`)
 	// "in 2 hours 5 minutes", "in 3h 10m", "after 45s", "in 1 day".
-	durRE  = regexp.MustCompile(`(?i)\b(?:in|after)\s+((?:\d+\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
-	unitRE = regexp.MustCompile(`(?i)(\d+)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+	r.dur = regexp.MustCompile(`(?i)\b(?:in|after)\s+((?:\d+\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
+	r.unit = regexp.MustCompile(`(?i)(\d+)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
 	// "Dec 2nd, 2026 12:06 AM" (Codex).
-	dateRE = regexp.MustCompile(`(?i)\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}),?\s+(\d{1,2}):(\d{2})\s*([ap]m)?`)
-	isoRE  = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?`)
-)
+	r.date = regexp.MustCompile(`(?i)\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}),?\s+(\d{1,2}):(\d{2})\s*([ap]m)?`)
+	r.iso = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?`)
+	return r
+})
 
 // ParseReset reads when a limit resets from a message an agent shows: an
 // ISO time, a duration ("in 2 hours 5 minutes", "in 3h"), or a clock time
@@ -25,14 +30,15 @@ var (
 // which is the next such time after now, in now's location. ok is false
 // when text says none of these.
 func ParseReset(text string, now time.Time) (time.Time, bool) {
-	if m := isoRE.FindString(text); m != "" {
+	re := resetREs()
+	if m := re.iso.FindString(text); m != "" {
 		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05Z0700", "2006-01-02 15:04:05Z07:00", "2006-01-02T15:04Z07:00", "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04"} {
 			if t, err := time.ParseInLocation(layout, m, now.Location()); err == nil {
 				return t, true
 			}
 		}
 	}
-	if m := dateRE.FindStringSubmatch(text); m != nil {
+	if m := re.date.FindStringSubmatch(text); m != nil {
 		mon := strings.Index("janfebmaraprmayjunjulaugsepoctnovdec", strings.ToLower(m[1])) / 3
 		day, _ := strconv.Atoi(m[2])
 		year, _ := strconv.Atoi(m[3])
@@ -42,9 +48,9 @@ func ParseReset(text string, now time.Time) (time.Time, bool) {
 			return time.Date(year, time.Month(mon+1), day, h, mins, 0, 0, now.Location()), true
 		}
 	}
-	if m := durRE.FindStringSubmatch(text); m != nil {
+	if m := re.dur.FindStringSubmatch(text); m != nil {
 		var d time.Duration
-		for _, u := range unitRE.FindAllStringSubmatch(m[1], -1) {
+		for _, u := range re.unit.FindAllStringSubmatch(m[1], -1) {
 			n, _ := strconv.Atoi(u[1])
 			switch unit := strings.ToLower(u[2]); {
 			case strings.HasPrefix(unit, "d"):
@@ -61,7 +67,7 @@ func ParseReset(text string, now time.Time) (time.Time, bool) {
 			return now.Add(d).Truncate(time.Second), true
 		}
 	}
-	if m := clockRE.FindStringSubmatch(text); m != nil {
+	if m := re.clock.FindStringSubmatch(text); m != nil {
 		h, _ := strconv.Atoi(m[1])
 		mins := 0
 		if m[2] != "" {

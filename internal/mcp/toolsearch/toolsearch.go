@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -240,7 +241,7 @@ func queryWeights(query string) map[string]float64 {
 		w[t] = 1
 	}
 	for t := range maps.Clone(w) {
-		for _, s := range synonyms[t] {
+		for _, s := range synonyms()[t] {
 			if w[s] < weightSynonym {
 				w[s] = weightSynonym
 			}
@@ -263,7 +264,9 @@ var verbGroups = [][]string{
 }
 
 // synonyms maps each stemmed word of a group to the group's other words.
-var synonyms = func() map[string][]string {
+// Built at first use: stemming them at init cost every harness process,
+// the CLI's too, half a millisecond.
+var synonyms = sync.OnceValue(func() map[string][]string {
 	m := map[string][]string{}
 	for _, g := range verbGroups {
 		var stems []string
@@ -279,7 +282,7 @@ var synonyms = func() map[string][]string {
 		}
 	}
 	return m
-}()
+})
 
 var stop = func() map[string]bool {
 	m := map[string]bool{}
