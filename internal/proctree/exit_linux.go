@@ -3,6 +3,7 @@ package proctree
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -13,7 +14,46 @@ import (
 // Until that Wait, the zombie holds its id, so the process group and the
 // session it led cannot be handed to anyone else: signals to them reach
 // only what is left of its own tree.
+//
+// It waits on a pidfd in the runtime's poller: a blocking waitid holds an
+// OS thread for as long as the child lives, so 1,000 running units held
+// 1,000 threads. Where pidfds cannot be polled (Linux before 5.10) it
+// blocks in waitid.
 func WaitExit(pid int) error {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return waitExitBlocking(pid)
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return waitExitBlocking(pid)
+	}
+	var werr error
+	err = rc.Read(func(fd uintptr) bool {
+		for {
+			// Zeroed: with WNOHANG and nothing to report, waitid
+			// leaves it so; a report sets Signo to SIGCHLD.
+			var info unix.Siginfo
+			werr = unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+			if !errors.Is(werr, unix.EINTR) {
+				return werr != nil || info.Signo != 0
+			}
+		}
+	})
+	switch {
+	case err != nil:
+		// The poller does not take this pidfd: wait the old way.
+		return waitExitBlocking(pid)
+	case werr != nil:
+		return fmt.Errorf("wait for %d without reaping: %w", pid, werr)
+	}
+	return nil
+}
+
+// waitExitBlocking is WaitExit in a blocking waitid, which holds a thread.
+func waitExitBlocking(pid int) error {
 	for {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
