@@ -56,6 +56,13 @@ type Adapter struct {
 	// flowing with no reader); after a trust answer its first process
 	// turns the mode off on exit and the next one on with its reader.
 	KeysWithPaste bool
+	// KeysAfter: the agent reads no keys for this long after its run
+	// first drew, so a prompt or dialog reads as starting until then
+	// (Screen.Settling). Claude Code asks its terminal for capabilities
+	// at the end of its first frame and waits up to 2 s for answers
+	// (2.1.328), and keys typed in that window were lost: a Down sent
+	// the moment its trust dialog showed was dropped in 2 of 4 runs.
+	KeysAfter time.Duration
 
 	// Argv returns the arguments a run adds after the harness's own args
 	// for o (DESIGN §17: prompt of a job, model, approval, max_turns,

@@ -33,6 +33,8 @@ func init() {
 				"claude-3-5-haiku": {Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1},
 			},
 			Transcripts: claudeTranscripts,
+			// Its terminal probe after the first frame (deadline 2 s).
+			KeysAfter: 2 * time.Second,
 			Rules: []Rule{
 				{
 					Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,

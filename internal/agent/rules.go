@@ -33,6 +33,9 @@ type Screen struct {
 	// not let go of the terminal since (line mode, or paste off for
 	// KeysWithPaste): what it still draws takes no keys.
 	Restarting bool
+	// Settling: the run first drew less than Adapter.KeysAfter ago, and
+	// the agent reads no keys yet.
+	Settling bool
 }
 
 // Rule recognises one state on an agent's screen. Rules are data: a
@@ -140,8 +143,8 @@ func firstRow(p *regexp.Regexp, lines []string) (string, bool) {
 // Classify returns the agent's state on s: the first rule that matches,
 // else the floor (starting before a known agent has shown anything,
 // working while busy, ready while idle); a prompt or dialog (ready,
-// waiting) is starting while s.LineMode or s.Restarting, or while
-// bracketed paste is off for an agent that turns it on with its key
+// waiting) is starting while s.LineMode, s.Restarting or s.Settling, or
+// while bracketed paste is off for an agent that turns it on with its key
 // reader (KeysWithPaste). It is a pure function of its arguments.
 func (a *Adapter) Classify(s Screen, now time.Time) Status {
 	st := Status{Agent: a.Name}
@@ -168,9 +171,9 @@ func (a *Adapter) Classify(s Screen, now time.Time) Status {
 		}
 		return st
 	}
-	if (letGo || a.KeysWithPaste && !s.Paste) && (r.State == api.AgentReady || r.State == api.AgentWaiting) {
+	if (letGo || s.Settling || a.KeysWithPaste && !s.Paste) && (r.State == api.AgentReady || r.State == api.AgentWaiting) {
 		// A prompt or dialog on screen takes no keys yet (Screen.LineMode,
-		// Screen.Restarting, Adapter.KeysWithPaste).
+		// Screen.Restarting, Screen.Settling, Adapter.KeysWithPaste).
 		st.AgentState = api.AgentStarting
 		return st
 	}

@@ -221,3 +221,29 @@ func TestScenario_CodexScreens(t *testing.T) {
 		{file: "limited", state: api.AgentLimited, until: "00:06"},
 	})
 }
+
+// TestScenario_ClaudeTakesNoKeysWhileItProbesItsTerminal: Claude Code's
+// first dialog (folder trust) is drawn with its terminal probe, and keys
+// typed before the probe ends are lost; while Screen.Settling (the
+// tracker holds it for Adapter.KeysAfter after the first output) the
+// dialog reads as starting, and as waiting once it ends. An agent without
+// KeysAfter is never held so.
+func TestScenario_ClaudeTakesNoKeysWhileItProbesItsTerminal(t *testing.T) {
+	now := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
+	a := MustLookup(ClaudeCode)
+	if a.KeysAfter <= 0 {
+		t.Fatal("Claude Code's adapter has no KeysAfter")
+	}
+	s := fixture(t, ClaudeCode, "trust")
+	s.Settling = true
+	if st := a.Classify(s, now); st.AgentState != api.AgentStarting {
+		t.Errorf("trust dialog while settling: %+v, want starting", st)
+	}
+	s.Settling = false
+	if st := a.Classify(s, now); st.AgentState != api.AgentWaiting || st.WaitingFor != api.WaitingTrust {
+		t.Errorf("trust dialog once settled: %+v, want waiting for trust", st)
+	}
+	if MustLookup(Codex).KeysAfter != 0 || MustLookup(Gemini).KeysAfter != 0 {
+		t.Error("only Claude Code was seen to drop keys after its first frame")
+	}
+}

@@ -66,6 +66,7 @@ type agentTracker struct {
 	changed chan struct{} // closed and replaced at every published change
 	run     uint64        // the run being tracked; 0 before the first
 	shown   bool          // the run has drawn something
+	shownAt time.Time     // when it first did (Adapter.KeysAfter)
 	raw     bool          // the run's terminal was seen in raw mode
 	// restartAt is when a rule that Restarts started matching, zero when
 	// none is pending; inRestart says it matched at the last look.
@@ -156,7 +157,9 @@ func (t *agentTracker) begin(run uint64) {
 // output is called by the PTY reader for every piece of output.
 func (t *agentTracker) output() {
 	t.mu.Lock()
-	t.shown = true
+	if !t.shown {
+		t.shown, t.shownAt = true, t.now()
+	}
 	t.mu.Unlock()
 	t.poke()
 }
@@ -229,6 +232,15 @@ func (t *agentTracker) check() {
 		} else {
 			s.Restarting = true
 		}
+	}
+	if left := a.KeysAfter - now.Sub(t.shownAt); t.shown && left > 0 {
+		s.Settling = true
+		// Look again when it ends: nothing on screen need change then.
+		defer func() {
+			if t.timer == nil && !t.closed {
+				t.timer = time.AfterFunc(left, t.check)
+			}
+		}()
 	}
 	if s.LineMode || s.Restarting {
 		// Look again soon whatever happens below: raw mode comes back
@@ -341,7 +353,9 @@ func (t *agentTracker) hook(run uint64, sig agent.HookSignal) (AgentStatus, bool
 		return *cur, true
 	}
 	t.hookState, t.hookAt = sig.State, t.now()
-	t.shown = true
+	if !t.shown {
+		t.shown, t.shownAt = true, t.hookAt
+	}
 	if sig.State == api.AgentWaiting && cur != nil && cur.AgentState == api.AgentWaiting {
 		return *cur, true
 	}

@@ -364,3 +364,34 @@ func TestScenario_AGenericHarnessFollowsBusyIdle(t *testing.T) {
 		t.Errorf("AgentStatus %+v", st)
 	}
 }
+
+// TestScenario_ClaudeIsNotWaitingUntilItsTerminalProbeEnds: Claude Code
+// drops keys typed while it probes its terminal after its first frame
+// (agent.Adapter.KeysAfter), so its dialog is published as waiting, and
+// so answered or notified, no sooner than KeysAfter after the run first
+// drew; keys typed then reach it.
+func TestScenario_ClaudeIsNotWaitingUntilItsTerminalProbeEnds(t *testing.T) {
+	cfg := helperCfg("claude", "agent", nil)
+	cfg.Agent = "claude-code"
+	e := newEnv(t, cfg)
+	hold := agent.MustLookup("claude-code").KeysAfter
+	started := time.Now() // the helper's first output comes later
+	e.start()
+	var waitingAt time.Time
+	e.waitFor("waiting", func() bool {
+		for _, ev := range e.rec.all() {
+			if ev.Kind == api.EventAgent && ev.Agent.AgentState == api.AgentWaiting {
+				waitingAt = ev.Time
+				return true
+			}
+		}
+		return false
+	})
+	if got := waitingAt.Sub(started); got < hold {
+		t.Fatalf("waiting published %v after the start, before Claude Code's probe (%v) could end", got, hold)
+	}
+	if _, err := e.u.Input(t.Context(), []byte("\r")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("ready after the answer", func() bool { return e.u.AgentStatus().AgentState == api.AgentReady })
+}
