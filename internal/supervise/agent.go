@@ -236,16 +236,12 @@ func (t *agentTracker) check() {
 	if left := a.KeysAfter - now.Sub(t.shownAt); t.shown && left > 0 {
 		s.Settling = true
 		// Look again when it ends: nothing on screen need change then.
-		defer func() {
-			if t.timer == nil && !t.closed {
-				t.timer = time.AfterFunc(left, t.check)
-			}
-		}()
+		defer t.lookAgainLocked(left)
 	}
 	if s.LineMode || s.Restarting {
 		// Look again soon whatever happens below: raw mode comes back
 		// without output, and a restart's hold ends.
-		defer t.pollLineModeLocked()
+		defer t.lookAgainLocked(LinePoll)
 	}
 	st := t.statusLocked(a, s)
 	restarts := st.Rule != nil && st.Rule.Restarts
@@ -299,11 +295,12 @@ func (t *agentTracker) check() {
 	}
 }
 
-// pollLineModeLocked schedules the next look at a terminal in line mode
-// unless a look is pending.
-func (t *agentTracker) pollLineModeLocked() {
+// lookAgainLocked schedules a look at the screen in d unless one is
+// pending: for what changes with no output (the terminal's mode, a hold
+// that ends).
+func (t *agentTracker) lookAgainLocked(d time.Duration) {
 	if t.timer == nil && !t.closed {
-		t.timer = time.AfterFunc(LinePoll, t.check)
+		t.timer = time.AfterFunc(d, t.check)
 	}
 }
 
