@@ -350,7 +350,7 @@ func (l *Log) appendRing(p []byte) {
 			// A quarter more, not double: 1,000 TUI harnesses hold
 			// their whole output, and doubling left up to half of
 			// each ring unused (82 MiB of rings in all).
-			c := min(size, max(need, cap64(l.ring)+cap64(l.ring)/4, 4096))
+			c := min(size, max(need, int64(cap(l.ring))*5/4, 4096))
 			grown := make([]byte, len(l.ring), c)
 			copy(grown, l.ring)
 			l.ring = grown
@@ -361,8 +361,6 @@ func (l *Log) appendRing(p []byte) {
 	n := copy(l.ring[pos:], p)
 	copy(l.ring, p[n:])
 }
-
-func cap64(b []byte) int64 { return int64(cap(b)) }
 
 // appendEntry adds e, dropping the oldest entry when full. Called under mu.
 func (l *Log) appendEntry(e Entry) {
