@@ -74,9 +74,28 @@ type Rule struct {
 	Keys func(target, selected, n int) ([]string, error)
 	// Restarts: the agent replaces its process after showing this state
 	// (Gemini CLI after a trust answer), and the old one may draw its
-	// prompt again first: the tracker keeps Screen.Restarting from the
-	// moment the rule starts matching until the old process lets go.
+	// prompt again first, even in the same frame: the tracker keeps
+	// Screen.Restarting from the moment a row matching After shows up
+	// (RestartShown) until the old process lets go.
 	Restarts bool
+}
+
+// RestartShown reports whether a row of lines matches the After pattern
+// of a rule that Restarts: the agent's message that it replaces its
+// process, which stays in view after the new one draws.
+func (a *Adapter) RestartShown(lines []string) bool {
+	for i := range a.Rules {
+		r := &a.Rules[i]
+		if !r.Restarts || r.After == nil {
+			continue
+		}
+		for _, l := range lines {
+			if r.After.MatchString(l) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // defaultMarker is the cursor of a list dialog in the three agents.

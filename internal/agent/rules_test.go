@@ -196,6 +196,17 @@ func TestScenario_GeminiRestartingAfterATrustAnswer(t *testing.T) {
 	if r, ok := a.Rule(fixture(t, Gemini, "restarting")); !ok || !r.Restarts {
 		t.Fatalf("the restarting screen matched %+v, want a rule that Restarts", r)
 	}
+	// The message shows whether or not the old prompt came with it, and
+	// stays in view after the new process drew (the tracker starts its
+	// hold when it shows up).
+	for file, want := range map[string]bool{"restarting": true, "restarting-composer": true, "restarted": true, "ready": true, "trust": false, "limited": false} {
+		if got := a.RestartShown(fixture(t, Gemini, file).Lines); got != want {
+			t.Errorf("RestartShown(%s) = %v, want %v", file, got, want)
+		}
+	}
+	if MustLookup(ClaudeCode).RestartShown(fixture(t, Gemini, "restarting").Lines) {
+		t.Error("Claude Code, which has no rule that Restarts, saw a restart")
+	}
 	for _, file := range []string{"restarting-composer", "ready", "restarted", "after"} {
 		s := fixture(t, Gemini, file)
 		if st := a.Classify(s, now); st.AgentState != api.AgentReady {

@@ -68,8 +68,9 @@ type agentTracker struct {
 	shown   bool          // the run has drawn something
 	shownAt time.Time     // when it first did (Adapter.KeysAfter)
 	raw     bool          // the run's terminal was seen in raw mode
-	// restartAt is when a rule that Restarts started matching, zero when
-	// none is pending; inRestart says it matched at the last look.
+	// restartAt is when the message of a rule that Restarts showed up,
+	// zero when no restart is pending; inRestart says it showed at the
+	// last look.
 	restartAt time.Time
 	inRestart bool
 	timer     *time.Timer
@@ -226,6 +227,14 @@ func (t *agentTracker) check() {
 		s.LineMode = t.raw && canonical
 	}
 	now := t.now()
+	// The restart's message may come in one frame with the old process's
+	// prompt below it (seen in CI), which no rule reads as restarting:
+	// the message showing up starts the hold, whatever else is drawn.
+	restarts := a.RestartShown(s.Lines)
+	if restarts && !t.inRestart && t.restartAt.IsZero() {
+		t.restartAt = now
+	}
+	t.inRestart = restarts
 	if !t.restartAt.IsZero() {
 		if s.LineMode || a.KeysWithPaste && !s.Paste || now.Sub(t.restartAt) >= RestartHold {
 			t.restartAt = time.Time{} // the old process let go
@@ -244,11 +253,6 @@ func (t *agentTracker) check() {
 		defer t.lookAgainLocked(LinePoll)
 	}
 	st := t.statusLocked(a, s)
-	restarts := st.Rule != nil && st.Rule.Restarts
-	if restarts && !t.inRestart && t.restartAt.IsZero() {
-		t.restartAt = now
-	}
-	t.inRestart = restarts
 	cur := t.view.Load()
 	if hw := t.hookWait; hw != nil && st.AgentState != api.AgentWaiting {
 		if left := HookWaitGrace - now.Sub(t.hookAt); left > 0 {

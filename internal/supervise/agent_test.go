@@ -266,7 +266,9 @@ func TestScenario_AnAgentBetweenTwoProcessesIsNotReady(t *testing.T) {
 // whole screen with its prompt, still taking keys raw with bracketed
 // paste on, for 300 ms; its exit (paste off, line mode); the new process
 // starting for 300 ms; raw mode, its banner and prompt, then paste on with
-// its key reader; then it shows what it reads.
+// its key reader; then it shows what it reads. With HELPER_ONE_FRAME the
+// old process draws the message and its prompt below it in one write and
+// keeps them for 600 ms.
 func agentTrustHelper() {
 	cooked, err := rawStdinKeeping()
 	if err != nil {
@@ -274,10 +276,16 @@ func agentTrustHelper() {
 		return
 	}
 	prompt := " > Type your message or @path/to/file\r\n"
-	os.Stdout.WriteString("\x1b[?2004h\x1b[H\x1b[2J Gemini CLI is restarting to apply the trust changes...\r\n")
-	time.Sleep(300 * time.Millisecond)
-	os.Stdout.WriteString("\x1b[H\x1b[2J" + prompt)
-	time.Sleep(300 * time.Millisecond)
+	restarting := "\x1b[?2004h\x1b[H\x1b[2J Gemini CLI is restarting to apply the trust changes...\r\n"
+	if os.Getenv("HELPER_ONE_FRAME") != "" {
+		os.Stdout.WriteString(restarting + prompt)
+		time.Sleep(600 * time.Millisecond)
+	} else {
+		os.Stdout.WriteString(restarting)
+		time.Sleep(300 * time.Millisecond)
+		os.Stdout.WriteString("\x1b[H\x1b[2J" + prompt)
+		time.Sleep(300 * time.Millisecond)
+	}
 	if err := unix.IoctlSetTermios(0, ioctlSetTermios, cooked); err != nil {
 		fmt.Println("cooked:", err)
 		return
@@ -299,10 +307,23 @@ func agentTrustHelper() {
 
 // TestScenario_GeminiIsNotReadyUntilItsNewProcessReadsKeys: after the
 // trust answer Gemini CLI's old process draws its prompt again before it
-// exits; only the new process's prompt, once it reads keys, is ready,
-// and what is typed then reaches it.
+// exits, after its restarting message or in the same frame; only the new
+// process's prompt, once it reads keys, is ready, and what is typed then
+// reaches it.
 func TestScenario_GeminiIsNotReadyUntilItsNewProcessReadsKeys(t *testing.T) {
-	cfg := helperCfg("gemini", "agenttrust", nil)
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+	}{
+		{"redrawn after the message", nil},
+		{"in one frame with the message", map[string]string{"HELPER_ONE_FRAME": "1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { geminiNotReadyUntilItsNewProcess(t, c.env) })
+	}
+}
+
+func geminiNotReadyUntilItsNewProcess(t *testing.T, env map[string]string) {
+	cfg := helperCfg("gemini", "agenttrust", env)
 	cfg.Agent = "gemini"
 	e := newEnv(t, cfg)
 	e.start()
