@@ -41,15 +41,36 @@ func holdLimits(u *unit) (hold.Limits, bool) {
 
 // holdOf is the hold on starting u at now, nil when it may start.
 func (c *Control) holdOf(u *unit, now time.Time) *api.Hold {
+	return c.holdCounting(u, now, &agentCount{c: c})
+}
+
+// holdCounting is holdOf with the fleet's running agents counted by ac,
+// which a list shares between its rows: counting them per row made a
+// list of n agents under max_concurrent_agents cost n².
+func (c *Control) holdCounting(u *unit, now time.Time, ac *agentCount) *api.Hold {
 	l, ok := holdLimits(u)
 	if !ok {
 		return nil
 	}
 	agents := 0
 	if l.Agent && c.holds.maxAgents.Load() > 0 {
-		agents = activeAgents(c.harnesses())
+		agents = ac.count()
 	}
 	return c.evaluateHold(u, l, c.holdUsage(u, l, now), agents, now)
+}
+
+// agentCount counts the fleet's running agents once, when first asked.
+type agentCount struct {
+	c       *Control
+	n       int
+	counted bool
+}
+
+func (a *agentCount) count() int {
+	if !a.counted {
+		a.n, a.counted = activeAgents(a.c.harnesses()), true
+	}
+	return a.n
 }
 
 // evaluateHold is holdOf with u's usage read and the fleet's running

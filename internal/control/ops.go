@@ -23,15 +23,23 @@ import (
 func (c *Control) listProject(project string) []api.UnitInfo {
 	us := c.harnesses()
 	out := make([]api.UnitInfo, 0, len(us))
+	ac := &agentCount{c: c}
 	for _, u := range us {
 		if project == "" || u.project == project {
-			out = append(out, c.info(u, u.sup.Status()))
+			out = append(out, c.infoCounting(u, u.sup.Status(), ac))
 		}
 	}
 	return out
 }
 
+// info is u's list row from its status st.
 func (c *Control) info(u *unit, st supervise.Status) api.UnitInfo {
+	return c.infoCounting(u, st, &agentCount{c: c})
+}
+
+// infoCounting is info with the fleet's running agents counted by ac
+// (holdCounting).
+func (c *Control) infoCounting(u *unit, st supervise.Status, ac *agentCount) api.UnitInfo {
 	ui := api.UnitInfo{
 		Name:         u.name,
 		State:        string(st.State),
@@ -53,7 +61,7 @@ func (c *Control) info(u *unit, st supervise.Status) api.UnitInfo {
 	}
 	withActivity(&ui, u, st)
 	withAgent(&ui, u, st, c.Masker())
-	if h := c.holdOf(u, time.Now()); h != nil && (!isActive(st.State) || h.Reason == api.HoldHours) {
+	if h := c.holdCounting(u, time.Now(), ac); h != nil && (!isActive(st.State) || h.Reason == api.HoldHours) {
 		ui.Hold = h
 	}
 	return ui
