@@ -52,7 +52,7 @@ func TestScenario_WaitingAgentIsAnsweredFromThePage(t *testing.T) {
 	}
 	saveScreenshotOf(t, ctx, "dashboard-waiting.png")
 
-	browse(t, ctx, "click Yes", chromedp.Click(chromedp.CSS(`#waiting button.choice[data-choice="Yes"]`)))
+	browse(t, ctx, "click Yes", clickLive(`#waiting button.choice[data-choice="Yes"]`))
 	if r := f.waitAgent("claude", "ready"); r.AgentState != "ready" {
 		t.Fatalf("after the click: %+v", r)
 	}

@@ -42,6 +42,6 @@ func TestScenario_AProjectHarnessOpensFromTheFleet(t *testing.T) {
 	f.WaitFor("the project's echo to answer the typed line", 10*time.Second, func() bool {
 		return slicesContain(f.screenLines("shop/echo"), "got: hello shop")
 	})
-	browse(t, ctx, "stop it from its page", chromedp.Click(chromedp.CSS(`.facts .actions button.act`)))
+	browse(t, ctx, "stop it from its page", clickLive(`.facts .actions button.act`))
 	f.WaitFor("shop/echo to stop", 20*time.Second, func() bool { return f.unit("shop/echo").State == "stopped" })
 }

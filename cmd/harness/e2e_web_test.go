@@ -90,6 +90,23 @@ func typeKeys(s string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// clickLive clicks a button of the page's live part, which the page
+// redraws at each event of what it shows (app.js refresh): the node
+// chromedp found may be replaced before its click lands ("Could not find
+// node with given id"). It finds the button again, as a person would the
+// redrawn one, up to five times.
+func clickLive(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		var err error
+		for range 5 {
+			if _, err = chromedp.Click(chromedp.CSS(sel))(ctx, t); err == nil || !strings.Contains(err.Error(), "given id") {
+				return err
+			}
+		}
+		return err
+	})
+}
+
 // browse runs chromedp steps with a deadline, failing the test with what.
 func browse(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()

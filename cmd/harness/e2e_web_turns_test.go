@@ -71,7 +71,7 @@ func TestScenario_AgentTurnsShowOnItsHarnessPage(t *testing.T) {
 	}
 	browse(t, ctx, "approve on the page",
 		chromedp.WaitVisible(chromedp.CSS(`#waiting button.choice[data-choice="Yes"]`)),
-		chromedp.Click(chromedp.CSS(`#waiting button.choice[data-choice="Yes"]`)),
+		clickLive(`#waiting button.choice[data-choice="Yes"]`),
 	)
 	f.waitAgent("claude", "ready")
 	if _, err := os.Stat(filepath.Join(rc.work, "made-by-page-turn")); err != nil {
