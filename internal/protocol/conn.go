@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -237,12 +238,19 @@ func (c *conn) call(ctx context.Context, req Request) (res any, err error) {
 func (c *conn) respond(req Request, res any, err error) {
 	var payload []byte
 	if err == nil {
-		raw, merr := json.Marshal(res)
-		if merr != nil {
+		buf := frameBufs.Get().(*bytes.Buffer)
+		defer putFrameBuf(buf)
+		frame, merr := ResponseFrame(buf, req.ID, res)
+		switch {
+		case merr != nil:
 			err = errcode.Errorf(errcode.Internal, "op %s: encode result: %v", req.Op, merr)
-		} else {
-			// raw is compact and valid: wrap it without a second pass.
-			payload = AppendResponse(make([]byte, 0, len(raw)+32), req.ID, raw)
+		case len(frame)-4 > c.s.maxFrame():
+			payload = frame[5:] // answered with the size error below
+		default:
+			if err := c.writeFrame(frame); err != nil {
+				c.s.logger().Debug("protocol: response not delivered", logkey.Conn, c.id, logkey.Op, req.Op, logkey.Err, err)
+			}
+			return
 		}
 	}
 	if err != nil {
@@ -307,6 +315,15 @@ func (c *conn) startEvents(ctx context.Context) {
 // write sends one frame. A failed or timed-out write may have left half a
 // frame on the wire, so the connection is closed rather than reused.
 func (c *conn) write(t FrameType, payload []byte) error {
+	frame, err := AppendFrame(make([]byte, 0, 5+len(payload)), t, payload)
+	if err != nil {
+		return fmt.Errorf("conn %d: %w", c.id, err)
+	}
+	return c.writeFrame(frame)
+}
+
+// writeFrame writes one whole frame (header and payload) under wmu.
+func (c *conn) writeFrame(frame []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	timeout := orDefault(c.s.WriteTimeout, DefaultWriteTimeout)
@@ -314,9 +331,9 @@ func (c *conn) write(t FrameType, payload []byte) error {
 		c.close()
 		return fmt.Errorf("conn %d: set write deadline: %w", c.id, err)
 	}
-	if err := WriteFrame(c.nc, t, payload); err != nil {
+	if _, err := c.nc.Write(frame); err != nil {
 		c.close()
-		return fmt.Errorf("conn %d: %w", c.id, err)
+		return fmt.Errorf("conn %d: write %s frame: %w", c.id, FrameType(frame[4]), err)
 	}
 	return nil
 }

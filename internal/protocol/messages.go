@@ -3,10 +3,12 @@ package protocol
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
@@ -84,20 +86,47 @@ const (
 	responseResultPrefix = `,"result":`
 )
 
-// AppendResponse appends the JSON of Response{ID: id, Result: result} to
-// dst: the same bytes as json.Marshal, for a result that is already
-// compact, valid JSON and not empty (what json.Marshal returns). Marshaling
-// the Response itself would validate and compact the result a second time,
-// which for a large result (list of a big fleet) costs more than encoding it.
-func AppendResponse(dst []byte, id uint64, result []byte) []byte {
-	dst = append(dst, responseIDPrefix...)
-	dst = strconv.AppendUint(dst, id, 10)
-	dst = append(dst, responseResultPrefix...)
-	dst = append(dst, result...)
-	return append(dst, '}')
+// frameBufs holds the buffers answers are framed in. A list of 1,000
+// harnesses is ~300 KB, which json.Marshal, the envelope and the frame
+// used to copy anew, three allocations per answer.
+var frameBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putFrameBuf returns buf to frameBufs unless it grew past a frame's
+// bound, which only an answer refused for its size does.
+func putFrameBuf(buf *bytes.Buffer) {
+	if buf.Cap() <= MaxFrame+64 {
+		frameBufs.Put(buf)
+	}
 }
 
-// DecodeResponse decodes a Response payload. The form AppendResponse
+// ResponseFrame writes into buf the whole frame of
+// Response{ID: id, Result: <res as JSON>}, as WriteFrame would frame what
+// json.Marshal writes for it, in one pass and no copy of the result; the
+// returned frame aliases buf. The envelope's form is the one
+// DecodeResponse splits without a pass over the result.
+func ResponseFrame(buf *bytes.Buffer, id uint64, res any) ([]byte, error) {
+	buf.Reset()
+	buf.Write([]byte{0, 0, 0, 0, byte(FrameResponse)})
+	buf.WriteString(responseIDPrefix)
+	var n [20]byte
+	buf.Write(strconv.AppendUint(n[:0], id, 10))
+	buf.WriteString(responseResultPrefix)
+	// Encode writes what Marshal returns (HTML escaped alike) and a
+	// newline, and writes nothing when it fails.
+	if err := json.NewEncoder(buf).Encode(res); err != nil {
+		return nil, err
+	}
+	buf.Truncate(buf.Len() - 1)
+	buf.WriteByte('}')
+	frame := buf.Bytes()
+	if uint64(len(frame)-4) > uint64(^uint32(0)) {
+		return nil, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, len(frame)-4)
+	}
+	binary.BigEndian.PutUint32(frame[:4], uint32(len(frame)-4))
+	return frame, nil
+}
+
+// DecodeResponse decodes a Response payload. The form ResponseFrame
 // writes is split without a pass over the result: its bytes are left for
 // the caller's decoder to validate (Result then aliases payload). Anything
 // else goes through json.Unmarshal.

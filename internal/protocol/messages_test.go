@@ -11,11 +11,13 @@ import (
 	"github.com/harness-dev/harness/internal/protocol"
 )
 
-// AppendResponse writes what json.Marshal writes for the same Response, so
-// a client of any version decodes it as before.
-func TestAppendResponseIsJSONMarshal(t *testing.T) {
+// ResponseFrame writes the frame WriteFrame writes of what json.Marshal
+// writes for the same Response, so a client of any version decodes it as
+// before.
+func TestResponseFrameIsJSONMarshal(t *testing.T) {
+	var buf bytes.Buffer
 	for _, id := range []uint64{0, 1, 7, 1234567, math.MaxUint64} {
-		for _, v := range []any{nil, []int{}, map[string]any{"a": []string{"<x>", "é"}}, "s", 3.5, true,
+		for _, v := range []any{nil, []int{}, map[string]any{"a": []string{"<x>", "é", "&\u2028"}}, "s", 3.5, true,
 			[]struct {
 				N string `json:"name"`
 			}{{"h000"}, {"h001"}}} {
@@ -23,14 +25,22 @@ func TestAppendResponseIsJSONMarshal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := json.Marshal(protocol.Response{ID: id, Result: raw})
+			payload, err := json.Marshal(protocol.Response{ID: id, Result: raw})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := protocol.AppendResponse([]byte("x"), id, raw); !bytes.Equal(got, append([]byte("x"), want...)) {
-				t.Errorf("AppendResponse(%d, %s) = %s, want x%s", id, raw, got, want)
+			var want bytes.Buffer
+			if err := protocol.WriteFrame(&want, protocol.FrameResponse, payload); err != nil {
+				t.Fatal(err)
+			}
+			got, err := protocol.ResponseFrame(&buf, id, v)
+			if err != nil || !bytes.Equal(got, want.Bytes()) {
+				t.Errorf("ResponseFrame(%d, %s) = %q, %v, want %q", id, raw, got, err, want.Bytes())
 			}
 		}
+	}
+	if _, err := protocol.ResponseFrame(&buf, 1, func() {}); err == nil {
+		t.Error("ResponseFrame encoded a func")
 	}
 }
 
