@@ -39,6 +39,32 @@
   // part at a time, coalescing the events that arrive meanwhile.
   var live = document.getElementById('live');
   var timer = null, inflight = false, again = false;
+  // A press on the live part holds its redraw until the press ends: a
+  // redraw between a button's press and release replaces the button, and
+  // the browser then fires no click (the press is lost). The held redraw
+  // is put in after the click.
+  var pressed = false, held = null;
+  function draw(html) {
+    live.innerHTML = html;
+    applyFilter();
+    document.body.setAttribute('data-refreshed', String(Date.now()));
+  }
+  if (live) {
+    live.addEventListener('pointerdown', function () { pressed = true; });
+    ['pointerup', 'pointercancel'].forEach(function (type) {
+      document.addEventListener(type, function () {
+        if (!pressed) return;
+        pressed = false;
+        setTimeout(function () {
+          if (held === null) return;
+          var html = held;
+          held = null;
+          document.body.removeAttribute('data-refresh-held');
+          draw(html);
+        }, 0);
+      });
+    });
+  }
   function refresh() {
     if (!live) return;
     if (inflight) { again = true; return; }
@@ -49,10 +75,12 @@
         return r.ok ? r.text() : null;
       })
       .then(function (html) {
-        if (html !== null && html !== undefined) {
-          live.innerHTML = html;
-          applyFilter();
-          document.body.setAttribute('data-refreshed', String(Date.now()));
+        if (html === null || html === undefined) return;
+        if (pressed) {
+          held = html;
+          document.body.setAttribute('data-refresh-held', '1');
+        } else {
+          draw(html);
         }
       })
       .catch(function () {})
