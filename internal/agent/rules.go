@@ -75,15 +75,17 @@ type Rule struct {
 	// Restarts: the agent replaces its process after showing this state
 	// (Gemini CLI after a trust answer), and the old one may draw its
 	// prompt again first, even in the same frame: the tracker keeps
-	// Screen.Restarting from the moment a row matching After shows up
-	// (RestartShown) until the old process lets go.
+	// Screen.Restarting from the moment a new row matching After shows up
+	// (RestartsShown) until the old process lets go.
 	Restarts bool
 }
 
-// RestartShown reports whether a row of lines matches the After pattern
-// of a rule that Restarts: the agent's message that it replaces its
-// process, which stays in view after the new one draws.
-func (a *Adapter) RestartShown(lines []string) bool {
+// RestartsShown counts the rows of lines that match the After pattern of
+// a rule that Restarts: the agent's messages that it replaces its process,
+// which stay in view after the new one draws, so a restart is a count
+// that grew.
+func (a *Adapter) RestartsShown(lines []string) int {
+	n := 0
 	for i := range a.Rules {
 		r := &a.Rules[i]
 		if !r.Restarts || r.After == nil {
@@ -91,11 +93,11 @@ func (a *Adapter) RestartShown(lines []string) bool {
 		}
 		for _, l := range lines {
 			if r.After.MatchString(l) {
-				return true
+				n++
 			}
 		}
 	}
-	return false
+	return n
 }
 
 // defaultMarker is the cursor of a list dialog in the three agents.

@@ -199,13 +199,19 @@ func TestScenario_GeminiRestartingAfterATrustAnswer(t *testing.T) {
 	// The message shows whether or not the old prompt came with it, and
 	// stays in view after the new process drew (the tracker starts its
 	// hold when it shows up).
-	for file, want := range map[string]bool{"restarting": true, "restarting-composer": true, "restarted": true, "ready": true, "trust": false, "limited": false} {
-		if got := a.RestartShown(fixture(t, Gemini, file).Lines); got != want {
-			t.Errorf("RestartShown(%s) = %v, want %v", file, got, want)
+	for file, want := range map[string]int{"restarting": 1, "restarting-composer": 1, "restarted": 1, "ready": 1, "trust": 0, "limited": 0} {
+		if got := a.RestartsShown(fixture(t, Gemini, file).Lines); got != want {
+			t.Errorf("RestartsShown(%s) = %d, want %d", file, got, want)
 		}
 	}
-	if MustLookup(ClaudeCode).RestartShown(fixture(t, Gemini, "restarting").Lines) {
-		t.Error("Claude Code, which has no rule that Restarts, saw a restart")
+	// A second restart while the first message is still in view.
+	twice := fixture(t, Gemini, "restarted").Lines
+	twice = append(twice, " Gemini CLI is restarting to apply the trust changes...")
+	if got := a.RestartsShown(twice); got != 2 {
+		t.Errorf("RestartsShown with a second message = %d, want 2", got)
+	}
+	if n := MustLookup(ClaudeCode).RestartsShown(fixture(t, Gemini, "restarting").Lines); n != 0 {
+		t.Errorf("Claude Code, which has no rule that Restarts, saw %d restarts", n)
 	}
 	for _, file := range []string{"restarting-composer", "ready", "restarted", "after"} {
 		s := fixture(t, Gemini, file)

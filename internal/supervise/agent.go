@@ -68,11 +68,11 @@ type agentTracker struct {
 	shown   bool          // the run has drawn something
 	shownAt time.Time     // when it first did (Adapter.KeysAfter)
 	raw     bool          // the run's terminal was seen in raw mode
-	// restartAt is when the message of a rule that Restarts showed up,
-	// zero when no restart is pending; inRestart says it showed at the
-	// last look.
+	// restartAt is when a message of a rule that Restarts showed up,
+	// zero when no restart is pending; restarts is how many such messages
+	// the last look saw.
 	restartAt time.Time
-	inRestart bool
+	restarts  int
 	timer     *time.Timer
 	cand      *AgentStatus // a state seen but not yet held long enough
 	candSince time.Time
@@ -144,7 +144,7 @@ func (t *agentTracker) begin(run uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.run, t.shown, t.raw, t.cand = run, false, false, nil
-	t.restartAt, t.inRestart = time.Time{}, false
+	t.restartAt, t.restarts = time.Time{}, 0
 	t.hookState, t.hookWait, t.session, t.transcript = "", nil, "", ""
 	if t.timer != nil {
 		t.timer.Stop()
@@ -230,11 +230,11 @@ func (t *agentTracker) check() {
 	// The restart's message may come in one frame with the old process's
 	// prompt below it (seen in CI), which no rule reads as restarting:
 	// the message showing up starts the hold, whatever else is drawn.
-	restarts := a.RestartShown(s.Lines)
-	if restarts && !t.inRestart && t.restartAt.IsZero() {
+	restarts := a.RestartsShown(s.Lines)
+	if restarts > t.restarts && t.restartAt.IsZero() {
 		t.restartAt = now
 	}
-	t.inRestart = restarts
+	t.restarts = restarts
 	if !t.restartAt.IsZero() {
 		if s.LineMode || a.KeysWithPaste && !s.Paste || now.Sub(t.restartAt) >= RestartHold {
 			t.restartAt = time.Time{} // the old process let go
