@@ -18,19 +18,8 @@ import (
 // would be lost. The page holds the redraw until the release, the stop
 // goes through, and the held redraw is put in after.
 func TestScenario_AButtonPressedWhileThePageRedrawsStillClicks(t *testing.T) {
-	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n\n"+
-		"[harness.echo]\ncmd = \"sh\"\nargs = [\"-c\", \"while read l; do echo \\\"got: $l\\\"; done\"]\nenabled = true\n")
-	f.waitState("echo", "running")
-	base := f.webBase()
-	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
-	ctx := newBrowser(t, 1280, 900)
-	signIn(t, ctx, base, opTok)
+	f, ctx := echoPage(t)
 	stop := `.facts .actions button.act`
-	browse(t, ctx, "open echo",
-		chromedp.Navigate(base+"/h/echo"),
-		chromedp.WaitVisible(chromedp.CSS(`body[data-live="1"]`)),
-		chromedp.WaitVisible(chromedp.CSS(stop)),
-	)
 	if label := eval[string](t, ctx, `document.querySelector('`+stop+`').textContent`); label != "stop" {
 		t.Fatalf("the first action is %q, want stop", label)
 	}
@@ -52,4 +41,42 @@ func TestScenario_AButtonPressedWhileThePageRedrawsStillClicks(t *testing.T) {
 		chromedp.WaitNotPresent(chromedp.CSS(`body[data-refresh-held]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#state.st-stopped`)),
 	)
+}
+
+// TestScenario_OpenedSectionsStayOpenAcrossRedraws: the harness page's
+// Runs and Recent calls sections keep what the person chose (Runs
+// closed, calls opened) when an event redraws the live part.
+func TestScenario_OpenedSectionsStayOpenAcrossRedraws(t *testing.T) {
+	f, ctx := echoPage(t)
+	browse(t, ctx, "close Runs, open Recent calls",
+		chromedp.Click(chromedp.CSS(`details.runs > summary`)),
+		chromedp.Click(chromedp.CSS(`details.calls > summary`)),
+	)
+	before := eval[string](t, ctx, `document.body.getAttribute('data-refreshed') || ''`)
+	f.MustRun("send", "echo", "hello")
+	f.WaitFor("the page to redraw its live part", 10*time.Second, func() bool {
+		return eval[string](t, ctx, `document.body.getAttribute('data-refreshed') || ''`) != before
+	})
+	if got := eval[[]bool](t, ctx, `[document.querySelector('details.runs').open, document.querySelector('details.calls').open]`); got[0] || !got[1] {
+		t.Fatalf("after a redraw Runs open=%v, Recent calls open=%v: want closed and open, as chosen", got[0], got[1])
+	}
+}
+
+// echoPage is a fleet with a running echo harness and a browser signed in
+// as the operator on its page, live.
+func echoPage(t *testing.T) (*fleet, context.Context) {
+	t.Helper()
+	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n\n"+
+		"[harness.echo]\ncmd = \"sh\"\nargs = [\"-c\", \"while read l; do echo \\\"got: $l\\\"; done\"]\nenabled = true\n")
+	f.waitState("echo", "running")
+	base := f.webBase()
+	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
+	ctx := newBrowser(t, 1280, 900)
+	signIn(t, ctx, base, opTok)
+	browse(t, ctx, "open echo",
+		chromedp.Navigate(base+"/h/echo"),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live="1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.facts .actions button.act`)),
+	)
+	return f, ctx
 }

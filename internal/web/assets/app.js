@@ -45,7 +45,14 @@
   // is put in after the click.
   var pressed = false, held = null;
   function draw(html) {
+    // A section the person opened or closed stays so (the fragment comes
+    // with each section's default).
+    var open = {};
+    live.querySelectorAll('details[class]').forEach(function (d) { open[d.className] = d.open; });
     live.innerHTML = html;
+    live.querySelectorAll('details[class]').forEach(function (d) {
+      if (d.className in open) d.open = open[d.className];
+    });
     applyFilter();
     document.body.setAttribute('data-refreshed', String(Date.now()));
   }
