@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
+	"time"
 )
 
 // Garbage-collector settings of the daemon process. The go-sdk's JSON
@@ -28,11 +30,21 @@ import (
 // At 1,000 TUI harnesses (171 MiB live) twice the live size made the
 // idle daemon 486 MiB; a collection per 64 MiB allocated costs that fleet
 // little, and a small daemon never reaches the cap.
+//
+// quietRoom: once the daemon is quiet (a collection came quietAfter or
+// more after the one before it), the room shrinks to quietRoom, so an idle
+// fleet keeps its live memory and little more. A daemon that allocated
+// its way to a collection and then went quiet gets one collection
+// quietAfter later to find that out (the runtime's own idle collection
+// comes only every 2 minutes). The next busy stretch collects once early,
+// at quietRoom, and then has maxRoom again.
 const (
 	gcPercent   = 400
 	memoryLimit = 64 << 20
 	headroom    = 2
 	maxRoom     = 64 << 20
+	quietRoom   = 8 << 20
+	quietAfter  = 10 * time.Second
 )
 
 // TuneGC applies those settings to this process, unless the operator set
@@ -43,10 +55,55 @@ func TuneGC() {
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit)
-		followHeap(func(l int64) bool {
-			debug.SetMemoryLimit(l)
+		p := &gcPacer{now: time.Now, collect: runtime.GC}
+		followHeap(func(s memSample) bool {
+			debug.SetMemoryLimit(p.collected(s))
 			return true
 		})
+	}
+}
+
+// gcPacer sets the limit after each collection and asks for the one
+// collection that finds the daemon quiet.
+type gcPacer struct {
+	now     func() time.Time
+	collect func() // runtime.GC; called from a timer's goroutine
+	mu      sync.Mutex
+	last    time.Time   // the last collection
+	seq     uint64      // collections seen
+	armed   uint64      // seq when the timer was last armed
+	timer   *time.Timer // one for the daemon's life, reset, never stopped
+}
+
+// collected is called after every collection with the runtime's sample
+// and returns the limit to set. After a collection that was not quiet it
+// arms a timer: if no collection comes within quietAfter, it collects,
+// and that collection is quiet.
+func (p *gcPacer) collected(s memSample) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	quiet := !p.last.IsZero() && now.Sub(p.last) >= quietAfter
+	p.last = now
+	p.seq++
+	if !quiet {
+		p.armed = p.seq
+		if p.timer == nil {
+			p.timer = time.AfterFunc(quietAfter, p.fire)
+		} else {
+			p.timer.Reset(quietAfter)
+		}
+	}
+	return memoryLimitFor(s, quiet)
+}
+
+// fire collects if nothing did since the timer was armed.
+func (p *gcPacer) fire() {
+	p.mu.Lock()
+	idle := p.seq == p.armed
+	p.mu.Unlock()
+	if idle {
+		p.collect()
 	}
 }
 
@@ -57,10 +114,14 @@ type memSample struct {
 }
 
 // memoryLimitFor is the soft limit for s: room for the heap to grow by
-// headroom times its live size (at most maxRoom) on top of everything
-// else, at least memoryLimit.
-func memoryLimitFor(s memSample) int64 {
-	return int64(max(memoryLimit, s.other+s.live+min(headroom*s.live, maxRoom)))
+// headroom times its live size (at most maxRoom, or quietRoom when quiet)
+// on top of everything else, at least memoryLimit.
+func memoryLimitFor(s memSample, quiet bool) int64 {
+	room := min(headroom*s.live, uint64(maxRoom))
+	if quiet {
+		room = min(room, quietRoom)
+	}
+	return int64(max(memoryLimit, s.other+s.live+room))
 }
 
 var memNames = []string{
@@ -93,17 +154,17 @@ func readMem() memSample {
 	return s
 }
 
-// followHeap calls set with memoryLimitFor after every collection, from
+// followHeap calls set with the runtime's memory sample after every collection, from
 // the runtime's cleanup goroutine, for as long as set returns true: an
 // object nothing refers to is collected by the next cycle, and its cleanup
 // arms the next one.
-func followHeap(set func(int64) bool) {
+func followHeap(set func(memSample) bool) {
 	// A pointer field keeps it out of the tiny allocator, whose objects
 	// may never be cleaned up.
 	type cycle struct{ _ *byte }
 	c := new(cycle)
 	runtime.AddCleanup(c, func(struct{}) {
-		if set(memoryLimitFor(readMem())) {
+		if set(readMem()) {
 			followHeap(set)
 		}
 	}, struct{}{})

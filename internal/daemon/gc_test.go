@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"runtime"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -21,15 +23,15 @@ func TestScenario_TheSoftMemoryLimitMakesRoomForALargeFleet(t *testing.T) {
 		// 1,000 TUI harnesses: the room stops growing at maxRoom.
 		{memSample{live: 171 << 20, other: 40 << 20}, (40 + 171 + 64) << 20},
 	} {
-		if got := memoryLimitFor(c.s); got != c.want {
+		if got := memoryLimitFor(c.s, false); got != c.want {
 			t.Errorf("memoryLimitFor(%+v) = %d MiB, want %d MiB", c.s, got>>20, c.want>>20)
 		}
 	}
 	// The limit follows every collection, from the runtime's own
 	// goroutine; the first call that returns false ends it.
 	got := make(chan int64, 1)
-	followHeap(func(l int64) bool {
-		got <- l
+	followHeap(func(s memSample) bool {
+		got <- memoryLimitFor(s, false)
 		return false
 	})
 	deadline := time.After(10 * time.Second)
@@ -49,4 +51,53 @@ func TestScenario_TheSoftMemoryLimitMakesRoomForALargeFleet(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// TestScenario_AnIdleFleetKeepsLittleRoomAboveItsHeap: while the daemon
+// collects often (busy) the room above the live heap stays maxRoom and
+// nothing is forced; quietAfter after its last collection the pacer
+// collects once, and that collection, being quiet, leaves quietRoom, so
+// the scavenger hands the rest back; the daemon is not collected again
+// while it stays quiet; busy again, it has maxRoom from its second
+// collection on.
+func TestScenario_AnIdleFleetKeepsLittleRoomAboveItsHeap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var forcedN atomic.Int32 // the pacer's timer collects from its own goroutine
+		forced := func() int32 { return forcedN.Load() }
+		p := &gcPacer{now: time.Now, collect: func() { forcedN.Add(1) }}
+		fleet := memSample{live: 171 << 20, other: 40 << 20} // 1,000 idle TUI harnesses
+		busy, quiet := int64((40+171+64)<<20), int64((40+171+8)<<20)
+		check := func(what string, got, want int64) {
+			t.Helper()
+			if got != want {
+				t.Fatalf("%s: limit %d MiB, want %d MiB", what, got>>20, want>>20)
+			}
+		}
+		for i := range 5 {
+			check("a collection in a busy stretch", p.collected(fleet), busy)
+			if i < 4 {
+				time.Sleep(time.Second)
+			}
+		}
+		synctest.Wait()
+		if forced() != 0 {
+			t.Fatalf("%d collections forced while busy", forced())
+		}
+		time.Sleep(quietAfter)
+		synctest.Wait()
+		if forced() != 1 {
+			t.Fatalf("%d collections forced quietAfter after the last, want 1", forced())
+		}
+		check("the forced collection", p.collected(fleet), quiet)
+		time.Sleep(10 * quietAfter)
+		synctest.Wait()
+		if forced() != 1 {
+			t.Fatalf("%d collections forced in all while quiet, want 1", forced())
+		}
+		check("the first collection of a new busy stretch", p.collected(fleet), quiet)
+		time.Sleep(time.Second)
+		check("the second", p.collected(fleet), busy)
+		// A small daemon stays at the floor either way.
+		check("a small quiet daemon", memoryLimitFor(memSample{live: 4 << 20, other: 8 << 20}, true), memoryLimit)
+	})
 }
