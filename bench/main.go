@@ -59,6 +59,7 @@ type options struct {
 	FleetSess  int             // MCP sessions that touch every upstream in part 2
 	StopGrace  int             // stop_grace of the fleet, seconds
 	TopIdle    time.Duration   // idle window of each part 5 CPU measurement
+	IdleRSS    time.Duration   // part 2b: how long to follow the idle daemon's RSS after it settled (0: not)
 	TopSamples int             // state changes timed to the screen in part 5
 	Keys       int             // timed keystrokes per path per round (part 6)
 	Bin        string          // prebuilt harness binary; empty builds one
@@ -151,6 +152,7 @@ func main() {
 	fs.IntVar(&o.StopGrace, "stop-grace", o.StopGrace, "stop_grace of the fleet harnesses, seconds")
 	fs.IntVar(&o.LogCalls, "log-calls", o.LogCalls, "timed calls per variant per round (part 4)")
 	fs.DurationVar(&o.TopIdle, "top-idle", o.TopIdle, "idle window of each `harness top` CPU measurement (part 5)")
+	fs.DurationVar(&o.IdleRSS, "idle-rss", 0, "part 2b: follow the idle daemon's RSS this long after it settled (the runtime collects at least every 2 minutes)")
 	fs.IntVar(&o.TopSamples, "top-samples", o.TopSamples, "state changes timed to the `harness top` screen (part 5)")
 	fs.StringVar(&o.Bin, "bin", "", "use this harness binary instead of building one")
 	fs.StringVar(&o.ProfileDir, "cpuprofile", "", "run the daemons in-process and write their CPU profiles to this directory")

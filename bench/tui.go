@@ -162,6 +162,14 @@ func runFleetTUI(ctx context.Context, o options, bin, tmp string, rep *report) e
 	per := float64(rss-base) / float64(o.Harnesses)
 	rep.metric(part, "daemon RSS, every harness idle on its dialog / peak (VmHWM)", "%.1f MiB / %.1f MiB", mib(rss), mib(hwm))
 	rep.metric(part, "daemon RSS per TUI harness ((all idle - baseline) / harnesses)", "%.0f KiB", per)
+	if o.IdleRSS > 0 {
+		o.progress("part 2b: following the idle daemon's RSS for %s", o.IdleRSS)
+		least, last, err := followRSS(pid, o.IdleRSS)
+		if err != nil {
+			return err
+		}
+		rep.metric(part, fmt.Sprintf("daemon RSS over the next %s of idling: lowest / at the end", o.IdleRSS), "%.1f MiB / %.1f MiB", mib(least), mib(last))
+	}
 
 	var s api.Screen
 	if err := d.ctl.Call(ctx, api.OpScreen, api.ScreenArgs{Name: "t001"}, &s); err != nil {
@@ -199,6 +207,23 @@ func settledRSS(pid int) (int, error) {
 		}
 	}
 	return rss, nil
+}
+
+// followRSS reads the daemon's RSS every 5 s for d and returns the lowest
+// reading and the last: what an idle daemon keeps once the runtime's own
+// collections (at least every 2 minutes) and scavenger have run.
+func followRSS(pid int, d time.Duration) (least, last int, err error) {
+	end := time.Now().Add(d)
+	for first := true; first || time.Now().Before(end); first = false {
+		time.Sleep(min(5*time.Second, max(time.Until(end), 0)))
+		if last, _, err = rssKiB(pid); err != nil {
+			return 0, 0, err
+		}
+		if first || last < least {
+			least = last
+		}
+	}
+	return least, last, nil
 }
 
 // waitTUISettled polls until every TUI harness is idle with its dialog on
