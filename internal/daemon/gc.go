@@ -31,13 +31,14 @@ import (
 // idle daemon 486 MiB; a collection per 64 MiB allocated costs that fleet
 // little, and a small daemon never reaches the cap.
 //
-// quietRoom: once the daemon is quiet (a collection came quietAfter or
-// more after the one before it), the room shrinks to quietRoom, so an idle
-// fleet keeps its live memory and little more. A daemon that allocated
-// its way to a collection and then went quiet gets one collection
-// quietAfter later to find that out (the runtime's own idle collection
-// comes only every 2 minutes). The next busy stretch collects once early,
-// at quietRoom, and then has maxRoom again.
+// quietRoom: a daemon that allocated less than idleAllocs in the
+// quietAfter after a collection is idle, and is collected once more then;
+// that collection leaves only quietRoom, so an idle fleet keeps its live
+// memory and little more (the runtime's own idle collection, every 2
+// minutes, leaves the room as it was). The next collection the daemon
+// allocates its way to has maxRoom again. idleAllocs is small so that a
+// daemon that allocates slowly but steadily is not collected twice as
+// often: each collection marks the whole live heap.
 const (
 	gcPercent   = 400
 	memoryLimit = 64 << 20
@@ -45,6 +46,7 @@ const (
 	maxRoom     = 64 << 20
 	quietRoom   = 8 << 20
 	quietAfter  = 10 * time.Second
+	idleAllocs  = 1 << 20
 )
 
 // TuneGC applies those settings to this process, unless the operator set
@@ -55,7 +57,7 @@ func TuneGC() {
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit)
-		p := &gcPacer{now: time.Now, collect: runtime.GC}
+		p := &gcPacer{allocs: heapAllocs, collect: runtime.GC}
 		followHeap(func(s memSample) bool {
 			debug.SetMemoryLimit(p.collected(s))
 			return true
@@ -63,29 +65,29 @@ func TuneGC() {
 	}
 }
 
-// gcPacer sets the limit after each collection and asks for the one
-// collection that finds the daemon quiet.
+// gcPacer sets the limit after each collection and makes the one
+// collection that finds the daemon idle.
 type gcPacer struct {
-	now     func() time.Time
-	collect func() // runtime.GC; called from a timer's goroutine
+	allocs  func() uint64 // bytes allocated so far (heapAllocs)
+	collect func()        // runtime.GC; called from a timer's goroutine
 	mu      sync.Mutex
-	last    time.Time   // the last collection
 	seq     uint64      // collections seen
 	armed   uint64      // seq when the timer was last armed
+	since   uint64      // allocs at the last collection
+	forcing bool        // the next collection is the idle one
 	timer   *time.Timer // one for the daemon's life, reset, never stopped
 }
 
 // collected is called after every collection with the runtime's sample
-// and returns the limit to set. After a collection that was not quiet it
-// arms a timer: if no collection comes within quietAfter, it collects,
-// and that collection is quiet.
+// and returns the limit to set. After a collection the daemon allocated
+// its way to, it arms a timer (fire).
 func (p *gcPacer) collected(s memSample) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.now()
-	quiet := !p.last.IsZero() && now.Sub(p.last) >= quietAfter
-	p.last = now
+	quiet := p.forcing
+	p.forcing = false
 	p.seq++
+	p.since = s.allocs
 	if !quiet {
 		p.armed = p.seq
 		if p.timer == nil {
@@ -97,20 +99,34 @@ func (p *gcPacer) collected(s memSample) int64 {
 	return memoryLimitFor(s, quiet)
 }
 
-// fire collects if nothing did since the timer was armed.
+// fire runs quietAfter after it was armed, unless a collection came
+// since: it collects when the daemon allocated less than idleAllocs in
+// that time, and else looks again quietAfter later.
 func (p *gcPacer) fire() {
 	p.mu.Lock()
-	idle := p.seq == p.armed
+	if p.seq != p.armed {
+		p.mu.Unlock()
+		return
+	}
+	allocs := p.allocs()
+	idle := allocs-p.since < idleAllocs
+	if idle {
+		p.forcing = true
+	} else {
+		p.since = allocs
+		p.timer.Reset(quietAfter)
+	}
 	p.mu.Unlock()
 	if idle {
 		p.collect()
 	}
 }
 
-// memSample is what memoryLimitFor needs from runtime/metrics.
+// memSample is what memoryLimitFor and gcPacer need from runtime/metrics.
 type memSample struct {
-	live  uint64 // the heap live after the last collection
-	other uint64 // what the limit counts beside the heap: stacks, runtime metadata
+	live   uint64 // the heap live after the last collection
+	other  uint64 // what the limit counts beside the heap: stacks, runtime metadata
+	allocs uint64 // bytes allocated on the heap so far
 }
 
 // memoryLimitFor is the soft limit for s: room for the heap to grow by
@@ -131,6 +147,7 @@ var memNames = []string{
 	"/memory/classes/heap/free:bytes",
 	"/memory/classes/heap/objects:bytes",
 	"/memory/classes/heap/unused:bytes",
+	"/gc/heap/allocs:bytes",
 }
 
 // readMem samples the runtime's memory classes.
@@ -147,11 +164,21 @@ func readMem() memSample {
 		}
 	}
 	heap := v[2] + v[3] + v[4] + v[5]
-	s := memSample{live: v[0]}
+	s := memSample{live: v[0], allocs: v[6]}
 	if v[1] > heap {
 		s.other = v[1] - heap
 	}
 	return s
+}
+
+// heapAllocs is the bytes allocated on the heap so far.
+func heapAllocs() uint64 {
+	m := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return m[0].Value.Uint64()
 }
 
 // followHeap calls set with the runtime's memory sample after every collection, from

@@ -54,18 +54,21 @@ func TestScenario_TheSoftMemoryLimitMakesRoomForALargeFleet(t *testing.T) {
 }
 
 // TestScenario_AnIdleFleetKeepsLittleRoomAboveItsHeap: while the daemon
-// collects often (busy) the room above the live heap stays maxRoom and
-// nothing is forced; quietAfter after its last collection the pacer
-// collects once, and that collection, being quiet, leaves quietRoom, so
-// the scavenger hands the rest back; the daemon is not collected again
-// while it stays quiet; busy again, it has maxRoom from its second
-// collection on.
+// allocates, the room above the live heap stays maxRoom and nothing is
+// forced; once it allocated under idleAllocs in the quietAfter after a
+// collection, the pacer collects once, and that collection leaves
+// quietRoom, so the scavenger hands the rest back; it is not collected
+// again while it stays idle; the next collection it allocates its way to
+// has maxRoom again, and a slow, steady allocator is never forced.
 func TestScenario_AnIdleFleetKeepsLittleRoomAboveItsHeap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var forcedN atomic.Int32 // the pacer's timer collects from its own goroutine
 		forced := func() int32 { return forcedN.Load() }
-		p := &gcPacer{now: time.Now, collect: func() { forcedN.Add(1) }}
-		fleet := memSample{live: 171 << 20, other: 40 << 20} // 1,000 idle TUI harnesses
+		var allocated atomic.Uint64
+		p := &gcPacer{allocs: allocated.Load, collect: func() { forcedN.Add(1) }}
+		fleet := func() memSample { // 1,000 idle TUI harnesses
+			return memSample{live: 171 << 20, other: 40 << 20, allocs: allocated.Load()}
+		}
 		busy, quiet := int64((40+171+64)<<20), int64((40+171+8)<<20)
 		check := func(what string, got, want int64) {
 			t.Helper()
@@ -73,30 +76,43 @@ func TestScenario_AnIdleFleetKeepsLittleRoomAboveItsHeap(t *testing.T) {
 				t.Fatalf("%s: limit %d MiB, want %d MiB", what, got>>20, want>>20)
 			}
 		}
-		for i := range 5 {
-			check("a collection in a busy stretch", p.collected(fleet), busy)
-			if i < 4 {
-				time.Sleep(time.Second)
-			}
+		wait := func(d time.Duration) {
+			time.Sleep(d)
+			synctest.Wait()
 		}
-		synctest.Wait()
+		for range 5 {
+			allocated.Add(64 << 20)
+			check("a collection in a busy stretch", p.collected(fleet()), busy)
+			wait(time.Second)
+		}
 		if forced() != 0 {
 			t.Fatalf("%d collections forced while busy", forced())
 		}
-		time.Sleep(quietAfter)
-		synctest.Wait()
+		wait(quietAfter)
 		if forced() != 1 {
 			t.Fatalf("%d collections forced quietAfter after the last, want 1", forced())
 		}
-		check("the forced collection", p.collected(fleet), quiet)
-		time.Sleep(10 * quietAfter)
-		synctest.Wait()
+		check("the forced collection", p.collected(fleet()), quiet)
+		wait(10 * quietAfter)
 		if forced() != 1 {
-			t.Fatalf("%d collections forced in all while quiet, want 1", forced())
+			t.Fatalf("%d collections forced in all while idle, want 1", forced())
 		}
-		check("the first collection of a new busy stretch", p.collected(fleet), quiet)
-		time.Sleep(time.Second)
-		check("the second", p.collected(fleet), busy)
+		allocated.Add(8 << 20)
+		check("the next collection the daemon allocated its way to", p.collected(fleet()), busy)
+		// A slow, steady allocator: 2 MiB per quietAfter is not idle.
+		for range 5 {
+			allocated.Add(2 << 20)
+			wait(quietAfter)
+		}
+		if forced() != 1 {
+			t.Fatalf("%d collections forced in all with a steady allocator, want 1", forced())
+		}
+		// It stops: the next quietAfter finds it idle.
+		wait(quietAfter)
+		if forced() != 2 {
+			t.Fatalf("%d collections forced once it stopped allocating, want 2", forced())
+		}
+		check("that collection", p.collected(fleet()), quiet)
 		// A small daemon stays at the floor either way.
 		check("a small quiet daemon", memoryLimitFor(memSample{live: 4 << 20, other: 8 << 20}, true), memoryLimit)
 	})
