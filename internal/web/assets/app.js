@@ -56,21 +56,27 @@
     applyFilter();
     document.body.setAttribute('data-refreshed', String(Date.now()));
   }
+  function release() {
+    if (!pressed) return;
+    pressed = false;
+    setTimeout(function () {
+      if (held === null) return;
+      var html = held;
+      held = null;
+      document.body.removeAttribute('data-refresh-held');
+      draw(html);
+    }, 0);
+  }
   if (live) {
-    live.addEventListener('pointerdown', function () { pressed = true; });
-    ['pointerup', 'pointercancel'].forEach(function (type) {
-      document.addEventListener(type, function () {
-        if (!pressed) return;
-        pressed = false;
-        setTimeout(function () {
-          if (held === null) return;
-          var html = held;
-          held = null;
-          document.body.removeAttribute('data-refresh-held');
-          draw(html);
-        }, 0);
-      });
+    live.addEventListener('pointerdown', function () {
+      pressed = true;
+      // A release the page never hears of (the window lost focus, the
+      // pointer left it) must not freeze it: 5 s is no click any more.
+      clearTimeout(release.t);
+      release.t = setTimeout(release, 5000);
     });
+    ['pointerup', 'pointercancel'].forEach(function (type) { document.addEventListener(type, release); });
+    window.addEventListener('blur', release);
   }
   function refresh() {
     if (!live) return;
