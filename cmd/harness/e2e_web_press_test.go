@@ -49,8 +49,8 @@ func TestScenario_AButtonPressedWhileThePageRedrawsStillClicks(t *testing.T) {
 func TestScenario_OpenedSectionsStayOpenAcrossRedraws(t *testing.T) {
 	f, ctx := echoPage(t)
 	browse(t, ctx, "close Runs, open Recent calls",
-		chromedp.Click(chromedp.CSS(`details.runs > summary`)),
-		chromedp.Click(chromedp.CSS(`details.calls > summary`)),
+		clickLive(`details.runs > summary`),
+		clickLive(`details.calls > summary`),
 	)
 	before := eval[string](t, ctx, `document.body.getAttribute('data-refreshed') || ''`)
 	f.MustRun("send", "echo", "hello")
@@ -73,9 +73,12 @@ func echoPage(t *testing.T) (*fleet, context.Context) {
 	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
 	ctx := newBrowser(t, 1280, 900)
 	signIn(t, ctx, base, opTok)
+	// Live, and its first redraw (the event stream's open asks for one)
+	// done, so the steps below meet the part they found.
 	browse(t, ctx, "open echo",
 		chromedp.Navigate(base+"/h/echo"),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-live="1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-refreshed]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.facts .actions button.act`)),
 	)
 	return f, ctx
