@@ -57,7 +57,7 @@ func TuneGC() {
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit)
-		p := &gcPacer{allocs: heapAllocs, collect: runtime.GC}
+		p := &gcPacer{allocs: func() uint64 { return readMem().allocs }, collect: runtime.GC}
 		followHeap(func(s memSample) bool {
 			debug.SetMemoryLimit(p.collected(s))
 			return true
@@ -68,7 +68,7 @@ func TuneGC() {
 // gcPacer sets the limit after each collection and makes the one
 // collection that finds the daemon idle.
 type gcPacer struct {
-	allocs  func() uint64 // bytes allocated so far (heapAllocs)
+	allocs  func() uint64 // bytes allocated so far (readMem)
 	collect func()        // runtime.GC; called from a timer's goroutine
 	mu      sync.Mutex
 	seq     uint64      // collections seen
@@ -169,16 +169,6 @@ func readMem() memSample {
 		s.other = v[1] - heap
 	}
 	return s
-}
-
-// heapAllocs is the bytes allocated on the heap so far.
-func heapAllocs() uint64 {
-	m := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	metrics.Read(m)
-	if m[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return m[0].Value.Uint64()
 }
 
 // followHeap calls set with the runtime's memory sample after every collection, from
