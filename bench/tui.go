@@ -195,31 +195,26 @@ func runFleetTUI(ctx context.Context, o options, bin, tmp string, rep *report) e
 // (building 200 emulators, 200 programs drawing) freed: the lowest of ten
 // readings over five seconds.
 func settledRSS(pid int) (int, error) {
-	rss := 0
-	for i := range 10 {
-		time.Sleep(500 * time.Millisecond)
-		r, _, err := rssKiB(pid)
-		if err != nil {
-			return 0, err
-		}
-		if i == 0 || r < rss {
-			rss = r
-		}
-	}
-	return rss, nil
+	least, _, err := sampleRSS(pid, 500*time.Millisecond, 10)
+	return least, err
 }
 
 // followRSS reads the daemon's RSS every 5 s for d and returns the lowest
 // reading and the last: what an idle daemon keeps once the runtime's own
 // collections (at least every 2 minutes) and scavenger have run.
 func followRSS(pid int, d time.Duration) (least, last int, err error) {
-	end := time.Now().Add(d)
-	for first := true; first || time.Now().Before(end); first = false {
-		time.Sleep(min(5*time.Second, max(time.Until(end), 0)))
+	return sampleRSS(pid, 5*time.Second, max(int(d/(5*time.Second)), 1))
+}
+
+// sampleRSS reads the daemon's RSS n times, every gap, and returns the
+// lowest reading and the last.
+func sampleRSS(pid int, gap time.Duration, n int) (least, last int, err error) {
+	for i := range n {
+		time.Sleep(gap)
 		if last, _, err = rssKiB(pid); err != nil {
 			return 0, 0, err
 		}
-		if first || last < least {
+		if i == 0 || last < least {
 			least = last
 		}
 	}
