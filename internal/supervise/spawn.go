@@ -333,6 +333,15 @@ func (c *closeOnce) Close() error {
 	return c.err
 }
 
+// SyscallConn is the pipe's descriptor, when it is a file: the broker
+// writes calls to an upstream without waiting on it (jsonl's send).
+func (c *closeOnce) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Writer.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
+}
+
 func ptySize(cfg UnitConfig) (cols, rows uint16) {
 	cols, rows = cfg.Cols, cfg.Rows
 	if cols == 0 {

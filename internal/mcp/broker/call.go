@@ -273,17 +273,26 @@ func (b *Broker) callErr(ctx context.Context, key, tool string, err error) error
 		b.log.Info("broker: upstream returned an error", logkey.Upstream, key, logkey.Tool, tool, logkey.Code, rpc.Code, logkey.Message, rpc.Message)
 		return &RPCError{Key: key, Tool: tool, Err: rpc}
 	case errors.As(context.Cause(ctx), new(*callTimeoutError)):
-		b.log.Warn("broker: upstream call timed out; cancelled upstream", logkey.Upstream, key, logkey.Tool, tool, logkey.Err, context.Cause(ctx))
-		return fmt.Errorf("broker: upstream %s: tools/call %s: %w", key, tool, context.Cause(ctx))
+		return b.stopped(key, tool, context.Cause(ctx))
 	case ctx.Err() != nil:
-		b.log.Info("broker: upstream call ended by its context", logkey.Upstream, key, logkey.Tool, tool, logkey.Err, ctx.Err())
-		return fmt.Errorf("broker: upstream %s: tools/call %s: %w", key, tool, ctx.Err())
+		return b.stopped(key, tool, ctx.Err())
 	default:
 		// Anything else is the connection failing under the call, in
 		// practice the upstream process dying.
 		b.log.Warn("broker: upstream call failed", logkey.Upstream, key, logkey.Tool, tool, logkey.Err, err)
 		return fmt.Errorf("broker: upstream %s: tools/call %s: %v: %w", key, tool, err, errcode.ErrUpstreamUnavailable)
 	}
+}
+
+// stopped is why a call ended early: its timeout (why is the
+// callTimeoutError) or its context (why is the context's error).
+func (b *Broker) stopped(key, tool string, why error) error {
+	if errors.As(why, new(*callTimeoutError)) {
+		b.log.Warn("broker: upstream call timed out; cancelled upstream", logkey.Upstream, key, logkey.Tool, tool, logkey.Err, why)
+	} else {
+		b.log.Info("broker: upstream call ended by its context", logkey.Upstream, key, logkey.Tool, tool, logkey.Err, why)
+	}
+	return fmt.Errorf("broker: upstream %s: tools/call %s: %w", key, tool, why)
 }
 
 // RPCError is a JSON-RPC error an upstream answered a tools/call with.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,6 +30,14 @@ import (
 // with a progress token takes Call, and the upstream's requests during a
 // call still reach the go-sdk client, which asks the session of the call
 // (WithBack).
+//
+// No goroutine waits for such a call (StartFast): the session's reader
+// writes the request upstream, and the upstream connection's reader, on
+// taking the answer out, finishes the call and hands it to the session,
+// which writes the answer downstream. Both writes never wait (jsonl's
+// SendRaw and SendResult). A call is two wake-ups of the daemon, as a
+// byte relay is; waiting goroutines had made it four, and the scheduler's
+// hand-offs between them were a third of the daemon's CPU per call.
 
 // fastIDPrefix starts the ids of calls forwarded as bytes.
 const fastIDPrefix = "harness-fast-"
@@ -44,29 +52,44 @@ type fastLink struct {
 	seq  atomic.Uint64
 
 	mu    sync.Mutex
-	calls map[string]chan *jsonrpc.Response // by id, calls waiting for their answer
+	calls map[string]*fastPending // by id, calls waiting for their answer
 	ended bool
+}
 
-	done chan struct{} // closed when the connection's reading ends
+// fastPending is a call forwarded as bytes whose answer has not come.
+// Whoever takes it out of the link's calls (take) ends it, once.
+type fastPending struct {
+	// end gets the raw result, or the upstream's JSON-RPC error, or why
+	// there is neither (the cause a call was stopped with, errFastClosed,
+	// a failed write).
+	end   func(result json.RawMessage, rpc, err error)
+	timer atomic.Pointer[time.Timer] // call_timeout_s, when set
 }
 
 func newFastLink(c *jsonl.Conn) *fastLink {
-	return &fastLink{conn: c, calls: map[string]chan *jsonrpc.Response{}, done: make(chan struct{})}
+	return &fastLink{conn: c, calls: map[string]*fastPending{}}
 }
 
-// deliver hands resp to the call it answers and reports whether it was
-// one of the link's (an answer to a call given up on is dropped here).
+// take removes the call id from the link and returns it, or nil when it
+// has ended already.
+func (f *fastLink) take(id string) *fastPending {
+	f.mu.Lock()
+	p := f.calls[id]
+	delete(f.calls, id)
+	f.mu.Unlock()
+	return p
+}
+
+// deliver ends the call resp answers, on the reader that read it, and
+// reports whether it was one of the link's (an answer to a call given up
+// on is dropped here).
 func (f *fastLink) deliver(resp *jsonrpc.Response) bool {
 	id, ok := resp.ID.Raw().(string)
 	if !ok || len(id) < len(fastIDPrefix) || id[:len(fastIDPrefix)] != fastIDPrefix {
 		return false
 	}
-	f.mu.Lock()
-	ch := f.calls[id]
-	delete(f.calls, id)
-	f.mu.Unlock()
-	if ch != nil {
-		ch <- resp // buffered 1, one answer per id
+	if p := f.take(id); p != nil {
+		p.end(resp.Result, resp.Error, nil)
 	}
 	return true
 }
@@ -74,22 +97,32 @@ func (f *fastLink) deliver(resp *jsonrpc.Response) bool {
 // end fails every call in flight: the connection's reading is over.
 func (f *fastLink) end() {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.ended {
-		f.ended = true
-		close(f.done)
+	if f.ended {
+		f.mu.Unlock()
+		return
+	}
+	f.ended = true
+	calls := f.calls
+	f.calls = map[string]*fastPending{}
+	f.mu.Unlock()
+	for _, p := range calls {
+		p.end(nil, nil, errFastClosed)
 	}
 }
 
-// call writes one tools/call of tool with args (valid JSON) and waits for
-// its answer: the raw result, or the upstream's JSON-RPC error, or why
-// there is none (ctx's error, after telling the upstream the call is
-// cancelled; errFastClosed; a failed write).
-func (f *fastLink) call(ctx context.Context, tool string, args json.RawMessage) (_ json.RawMessage, rpc, err error) {
-	id := fastIDPrefix + strconv.FormatUint(f.seq.Add(1), 10)
+// nextID is a fresh id for a call on the link.
+func (f *fastLink) nextID() string {
+	return fastIDPrefix + strconv.FormatUint(f.seq.Add(1), 10)
+}
+
+// start writes the tools/call id of tool with args (valid JSON) upstream
+// and files p to get its answer. It never waits; p may end before start
+// returns (a failed write). An error means p was not filed and will not
+// end.
+func (f *fastLink) start(id, tool string, args json.RawMessage, p *fastPending) error {
 	name, err := json.Marshal(tool)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	msg := make([]byte, 0, 96+len(id)+len(name)+len(args))
 	msg = append(msg, `{"jsonrpc":"2.0","id":"`...)
@@ -100,234 +133,186 @@ func (f *fastLink) call(ctx context.Context, tool string, args json.RawMessage) 
 	msg = append(msg, args...)
 	msg = append(msg, `}}`...)
 
-	ch := make(chan *jsonrpc.Response, 1)
 	f.mu.Lock()
 	if f.ended {
 		f.mu.Unlock()
-		return nil, nil, errFastClosed
+		return errFastClosed
 	}
-	f.calls[id] = ch
+	f.calls[id] = p
 	f.mu.Unlock()
-	forget := func() {
-		f.mu.Lock()
-		delete(f.calls, id)
-		f.mu.Unlock()
-	}
-	if err := f.conn.WriteRaw(ctx, msg); err != nil {
-		forget()
-		return nil, nil, err
-	}
-	select {
-	case resp := <-ch:
-		if resp.Error != nil {
-			return nil, resp.Error, nil
+	f.conn.SendRaw(msg, func(err error) {
+		if err == nil {
+			return
 		}
-		return resp.Result, nil, nil
-	case <-f.done:
-		forget()
-		return nil, nil, errFastClosed
-	case <-ctx.Done():
-		forget()
-		// As the go-sdk client does: best effort, off the caller's path,
-		// so a peer that stopped reading cannot hold the caller.
-		reason, _ := json.Marshal(ctx.Err().Error())
-		note := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"` + id + `","reason":` + string(reason) + `}}`)
-		go func() { _ = f.conn.WriteRaw(context.Background(), note) }()
-		return nil, nil, ctx.Err()
-	}
+		if p := f.take(id); p != nil {
+			p.end(nil, nil, err)
+		}
+	})
+	return nil
 }
 
-// FastResult is the answer of CallFast: Raw, the result object as bytes
-// for the session to send on, with ContentBytes the size of its content
-// as the call log counts it; or Result when it had to be decoded.
+// cancel ends the call id with cause, if it has not ended, and tells the
+// upstream it is cancelled, as the go-sdk client does (best effort: the
+// write never waits).
+func (f *fastLink) cancel(id string, cause error) {
+	p := f.take(id)
+	if p == nil {
+		return
+	}
+	reason, _ := json.Marshal(cause.Error())
+	note := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"` + id + `","reason":` + string(reason) + `}}`)
+	f.conn.SendRaw(note, func(error) {})
+	p.end(nil, nil, cause)
+}
+
+// FastResult is the answer of a call started by StartFast: Raw, the
+// result object as bytes for the session to send on, with ContentBytes
+// the size of its content as the call log counts it; or Result when it
+// had to be decoded.
 type FastResult struct {
 	Raw          json.RawMessage
 	ContentBytes int
 	Result       *mcp.CallToolResult
 }
 
-// CallFast is Call for a call without a progress token, forwarded as bytes
-// when the upstream's connection allows it (a process upstream's pipes)
-// and through Call's go-sdk client otherwise. Refusals, errors and isError
-// results are Call's; permit, the in-flight bound, the call timeout and
-// the upstream's requests during the call (WithBack) hold as in Call.
-func (b *Broker) CallFast(ctx context.Context, project, name string, args json.RawMessage, permit Permit) (FastResult, error) {
+// StartFast starts Call's work for a call without a progress token and
+// does not wait for it: done gets the call's end exactly once, as Call's
+// result and error. The call is forwarded as bytes when the upstream's
+// connection allows it (a process upstream's pipes) and goes through
+// Call's go-sdk client on a goroutine otherwise. Refusals, errors and
+// isError results are Call's; permit, the in-flight bound, the call
+// timeout and the upstream's requests during the call (WithBack on ctx)
+// hold as in Call.
+//
+// done may run before StartFast returns (a refusal); otherwise on the
+// goroutine that ended the call, which may be the upstream connection's
+// reader: done must not wait. stop ends a call that has not ended with
+// cause (context.Canceled, or the timeout error of a ctx), as an ended
+// ctx ends Call's call; ending ctx itself does not.
+func (b *Broker) StartFast(ctx context.Context, project, name string, args json.RawMessage, permit Permit, done func(FastResult, error)) (stop func(cause error)) {
 	key, tool, ok := SplitName(name)
 	if !ok {
-		return FastResult{}, fmt.Errorf("broker: tool %s: no KEY__ namespace: %w", errcode.Quote(name), errcode.ErrUnknownNamespace)
+		done(FastResult{}, fmt.Errorf("broker: tool %s: no KEY__ namespace: %w", errcode.Quote(name), errcode.ErrUnknownNamespace))
+		return func(error) {}
 	}
 	args, err := callArgs(key, tool, args)
 	if err != nil {
-		return FastResult{}, err
+		done(FastResult{}, err)
+		return func(error) {}
 	}
 	r, err := b.resolve(project, name, key, tool, permit)
 	if err != nil {
-		return FastResult{}, err
+		done(FastResult{}, err)
+		return func(error) {}
 	}
 	var link *fastLink
 	if r.c != nil {
 		link = r.c.fast.Load()
 	}
-	if link == nil {
-		res, err := b.callResolved(ctx, r, key, tool, args, nil, nil)
-		return FastResult{Result: res}, err
+	if link != nil {
+		select {
+		case r.sem <- struct{}{}:
+			return b.startLinked(ctx, r, link, key, tool, args, done)
+		default: // the in-flight bound is full: wait for a slot below
+		}
 	}
-	select {
-	case r.sem <- struct{}{}:
-		defer func() { <-r.sem }()
-	case <-ctx.Done():
-		return FastResult{}, fmt.Errorf("broker: upstream %s: tools/call %s: waiting for a free slot: %w", key, tool, ctx.Err())
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		defer cancel(nil)
+		if link == nil {
+			res, err := b.callResolved(ctx, r, key, tool, args, nil, nil)
+			done(FastResult{Result: res}, err)
+			return
+		}
+		select {
+		case r.sem <- struct{}{}:
+		case <-ctx.Done():
+			done(FastResult{}, fmt.Errorf("broker: upstream %s: tools/call %s: waiting for a free slot: %w", key, tool, ctx.Err()))
+			return
+		}
+		done(awaitFast(ctx, func(done func(FastResult, error)) func(error) {
+			return b.startLinked(ctx, r, link, key, tool, args, done)
+		}))
+	}()
+	return cancel
+}
+
+// startLinked forwards a resolved call as bytes on link, holding a slot
+// of r's in-flight bound (released when the call ends).
+func (b *Broker) startLinked(ctx context.Context, r resolved, link *fastLink, key, tool string, args json.RawMessage, done func(FastResult, error)) (stop func(error)) {
+	retire := func() {}
+	if back, ok := ctx.Value(backKey{}).(Back); ok {
+		retire = b.inFlight(r.u, back)
+	}
+	id := link.nextID()
+	p := &fastPending{}
+	p.end = func(raw json.RawMessage, rpc, err error) {
+		if t := p.timer.Load(); t != nil {
+			t.Stop()
+		}
+		retire()
+		<-r.sem
+		switch {
+		case rpc != nil:
+			done(FastResult{}, b.callErr(context.Background(), key, tool, rpc))
+		case err != nil:
+			done(FastResult{}, b.fastErr(key, tool, err))
+		default:
+			done(b.fastResult(r.c, key, tool, raw))
+		}
 	}
 	if r.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, r.timeout, &callTimeoutError{key: key, after: r.timeout})
-		defer cancel()
-	}
-	if back, ok := ctx.Value(backKey{}).(Back); ok {
-		defer b.inFlight(r.u, back)()
+		cause := &callTimeoutError{key: key, after: r.timeout}
+		p.timer.Store(time.AfterFunc(r.timeout, func() { link.cancel(id, cause) }))
 	}
 	b.fastCalls.Add(1)
-	raw, rpc, err := link.call(ctx, tool, args)
-	switch {
-	case rpc != nil:
-		return FastResult{}, b.callErr(ctx, key, tool, rpc)
-	case err != nil:
-		return FastResult{}, b.callErr(ctx, key, tool, err)
+	if err := link.start(id, tool, args, p); err != nil {
+		p.end(nil, nil, err)
 	}
-	return b.fastResult(r.c, key, tool, raw)
+	return func(cause error) { link.cancel(id, cause) }
+}
+
+// fastErr is callErr for a call forwarded as bytes that ended without an
+// answer: stopped with a cause (a timeout, a cancellation), or failed.
+func (b *Broker) fastErr(key, tool string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, new(*callTimeoutError)) {
+		return b.stopped(key, tool, err)
+	}
+	return b.callErr(context.Background(), key, tool, err)
+}
+
+// fastEnd is a call's end as done gets it.
+type fastEnd struct {
+	res FastResult
+	err error
+}
+
+// awaitFast runs a call begun by start and waits for its end, stopping it
+// when ctx ends first (with the ctx's timeout error when that is why).
+func awaitFast(ctx context.Context, start func(done func(FastResult, error)) (stop func(error))) (FastResult, error) {
+	ch := make(chan fastEnd, 1)
+	stop := start(func(res FastResult, err error) { ch <- fastEnd{res, err} })
+	select {
+	case e := <-ch:
+		return e.res, e.err
+	case <-ctx.Done():
+		cause := ctx.Err()
+		if c := context.Cause(ctx); errors.As(c, new(*callTimeoutError)) {
+			cause = c
+		}
+		stop(cause)
+		e := <-ch
+		return e.res, e.err
+	}
+}
+
+// CallFast is StartFast waited for: the call ends when ctx does.
+func (b *Broker) CallFast(ctx context.Context, project, name string, args json.RawMessage, permit Permit) (FastResult, error) {
+	return awaitFast(ctx, func(done func(FastResult, error)) func(error) {
+		return b.StartFast(ctx, project, name, args, permit, done)
+	})
 }
 
 // FastCalls is how many calls were forwarded as bytes, for tests and the
 // bench to tell which path served a call.
 func (b *Broker) FastCalls() uint64 { return b.fastCalls.Load() }
-
-// wireResult is what the fast path reads of a result: enough to count its
-// content as the call log does and to tell whether it may go on as bytes.
-type wireResult struct {
-	Content    []wireContent   `json:"content"`
-	IsError    bool            `json:"isError"`
-	ResultType json.RawMessage `json:"resultType"`
-}
-
-type wireContent struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	Data     string `json:"data"`
-	URI      string `json:"uri"`
-	Resource *struct {
-		Text string `json:"text"`
-		Blob string `json:"blob"`
-	} `json:"resource"`
-}
-
-// size is the content's size as the call log counts it (session
-// resultBytes): text as is, binary data as its base64.
-func (w *wireResult) size() (int, bool) {
-	n := 0
-	for _, c := range w.Content {
-		switch c.Type {
-		case "text":
-			n += len(c.Text)
-		case "image", "audio":
-			n += len(c.Data)
-		case "resource":
-			if c.Resource != nil {
-				n += len(c.Resource.Text) + len(c.Resource.Blob)
-			}
-		case "resource_link":
-			n += len(c.URI)
-		default:
-			return 0, false // the go-sdk refuses it: let it say so
-		}
-	}
-	return n, true
-}
-
-// fastResult turns an upstream's raw result into what CallFast returns:
-// the bytes (masked) when nothing else must change, the decoded result
-// treated as Call treats it otherwise.
-func (b *Broker) fastResult(c *conn, key, tool string, raw json.RawMessage) (FastResult, error) {
-	var mask func(string) string
-	if pt, ok := c.t.(*pipeTransport); ok {
-		mask = pt.env.Mask
-	}
-	var w wireResult
-	size, plain := 0, json.Unmarshal(raw, &w) == nil
-	if plain {
-		size, plain = w.size()
-	}
-	plain = plain && w.Content != nil && !w.IsError && w.ResultType == nil
-	if plain && mask != nil {
-		if !plainStrings(raw) {
-			plain = false
-		} else if clean := mask(string(raw)); clean != string(raw) {
-			if !json.Valid([]byte(clean)) {
-				return FastResult{}, fmt.Errorf("broker: upstream %s: a result carried a secret and could not be masked: %w", key, errcode.ErrInternal)
-			}
-			raw = json.RawMessage(clean)
-			var masked wireResult
-			if json.Unmarshal(raw, &masked) != nil {
-				return FastResult{}, fmt.Errorf("broker: upstream %s: a result carried a secret and could not be masked: %w", key, errcode.ErrInternal)
-			}
-			size, _ = masked.size()
-		}
-	}
-	if plain {
-		return FastResult{Raw: raw, ContentBytes: size}, nil
-	}
-	// What Call does with the go-sdk client's result.
-	res := new(mcp.CallToolResult)
-	if err := json.Unmarshal(raw, res); err != nil {
-		return FastResult{}, b.callErr(context.Background(), key, tool, fmt.Errorf("calling %q: %w", "tools/call", err))
-	}
-	if f, ok := c.t.(resultFilter); ok {
-		var err error
-		if res, err = f.filterResult(key, res); err != nil {
-			return FastResult{}, err
-		}
-	}
-	if res.IsError {
-		attribute(res, key, tool)
-	}
-	return FastResult{Result: res}, nil
-}
-
-// plainStrings reports whether every string in the JSON text raw is
-// written as json.Marshal writes it, using only the escapes \" \\ \n \r
-// \t and none of the bytes it escapes (<, >, &, U+2028, U+2029, invalid
-// UTF-8). The mask holds each secret as it is and as json.Marshal writes
-// it, so only in such text does masking the bytes hide what masking the
-// decoded and re-encoded result would.
-func plainStrings(raw []byte) bool {
-	in := false
-	for i := 0; i < len(raw); i++ {
-		ch := raw[i]
-		switch {
-		case !in:
-			if ch == '"' {
-				in = true
-			}
-		case ch == '"':
-			in = false
-		case ch == '\\':
-			i++
-			if i >= len(raw) {
-				return false
-			}
-			switch raw[i] {
-			case '"', '\\', 'n', 'r', 't':
-			default:
-				return false
-			}
-		case ch == '<' || ch == '>' || ch == '&':
-			return false
-		case ch >= utf8.RuneSelf:
-			r, size := utf8.DecodeRune(raw[i:])
-			if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-				return false
-			}
-			i += size - 1
-		}
-	}
-	return true
-}

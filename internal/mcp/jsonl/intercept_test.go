@@ -17,7 +17,7 @@ import (
 )
 
 // TestInterceptedCallsAreAnsweredByWhoeverTookThem: a call the hook takes
-// never reaches Read's caller; its answer (WriteResult) goes out with the
+// never reaches Read's caller; its answer (SendResult) goes out with the
 // id as the peer wrote it, a cancelled one's answer is dropped, a peer's
 // EOF waits for the taken calls' answers too, and calls in a batch or with
 // an id the SDK cannot hold as written are not offered.
@@ -77,7 +77,7 @@ func TestInterceptedCallsAreAnsweredByWhoeverTookThem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := c.WriteResult(taken[1], []byte(`{"dropped":true}`)); err != nil { // 7 was cancelled
+	if err := sendResult(c, taken[1], []byte(`{"dropped":true}`)); err != nil { // 7 was cancelled
 		t.Fatal(err)
 	}
 	select {
@@ -85,7 +85,7 @@ func TestInterceptedCallsAreAnsweredByWhoeverTookThem(t *testing.T) {
 		t.Fatalf("Read returned %v with s-1 unanswered", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	if err := c.WriteResult(taken[0], []byte(`{"content":[]}`)); err != nil {
+	if err := sendResult(c, taken[0], []byte(`{"content":[]}`)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -105,4 +105,11 @@ func TestInterceptedCallsAreAnsweredByWhoeverTookThem(t *testing.T) {
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("peer got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// sendResult is SendResult waited for.
+func sendResult(c *Conn, id jsonrpc.ID, result []byte) error {
+	done := make(chan error, 1)
+	c.SendResult(id, result, func(err error) { done <- err })
+	return <-done
 }

@@ -30,6 +30,7 @@ import (
 	"io"
 	"reflect"
 	"sync"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -75,7 +76,7 @@ type Transport struct {
 	// Intercept, when set, sees every request read on its own (not as
 	// part of a batch) whose id the SDK writes back as it came, before the
 	// SDK does: returning true takes the request away from the SDK, and
-	// whoever took a call answers it with WriteResult. A call taken is
+	// whoever took a call answers it with SendResult. A call taken is
 	// still owed its answer (EOF waits for it) and a notifications/cancelled
 	// naming it still drops that answer. It runs on the reading goroutine
 	// and must not block.
@@ -113,6 +114,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		r:       bufio.NewReaderSize(t.Reader, 16<<10),
 		rc:      t.Reader,
 		w:       t.Writer,
+		rawW:    rawWriter(t.Writer),
 		limit:   limit,
 		answer:  t.AnswerInvalid,
 		refuse:  t.RefuseOversized,
@@ -133,6 +135,7 @@ type Conn struct {
 	r      *bufio.Reader
 	rc     io.ReadCloser
 	w      io.WriteCloser
+	rawW   syscall.RawConn // w's descriptor for writes that never wait (send.go), or nil
 	limit  int
 	answer bool // Transport.AnswerInvalid
 	refuse bool // Transport.RefuseOversized

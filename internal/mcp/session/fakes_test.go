@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/fdtest"
 	"github.com/harness-dev/harness/internal/mcp/broker"
 	"github.com/harness-dev/harness/internal/mcp/mcptest"
 )
@@ -185,11 +187,12 @@ type notes struct {
 	progress       chan *mcp.ProgressNotificationParams
 }
 
-// connect serves one session over a net.Pipe and connects a go-sdk client.
+// connect serves one session over a unix socket pair, as the daemon
+// serves one, and connects a go-sdk client.
 func (e *env) connect(t *testing.T, id Identity) (*mcp.ClientSession, *notes) {
 	t.Helper()
 	n := &notes{tools: make(chan struct{}, 16), prompts: make(chan struct{}, 16), progress: make(chan *mcp.ProgressNotificationParams, 16)}
-	server, client := net.Pipe()
+	server, client := fdtest.SocketPair(t)
 	served := make(chan error, 1)
 	go func() { served <- e.m.Serve(context.Background(), server, id) }()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "0"}, &mcp.ClientOptions{
@@ -204,7 +207,8 @@ func (e *env) connect(t *testing.T, id Identity) (*mcp.ClientSession, *notes) {
 		t.Fatalf("connect: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := cs.Close(); err != nil {
+		// The client closes the socket as its reader and as its writer.
+		if err := cs.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			t.Logf("client close: %v", err)
 		}
 		select {

@@ -50,15 +50,22 @@ func (m *Manager) SetFastPath(on bool) { m.fastOff.Store(!on) }
 // FastUpstreams is the optional capability of Upstreams that forwards a
 // call as bytes; *broker.Broker implements it.
 type FastUpstreams interface {
-	CallFast(ctx context.Context, project, name string, args json.RawMessage, permit broker.Permit) (broker.FastResult, error)
+	StartFast(ctx context.Context, project, name string, args json.RawMessage, permit broker.Permit, done func(broker.FastResult, error)) (stop func(cause error))
 }
 
-// fastCalls are a session's calls the fast path took and has not answered,
-// by id, so a notifications/cancelled can end them.
+// fastCalls are a session's calls the fast path took and has not
+// answered, by id, so a notifications/cancelled or the session's end can
+// stop them.
 type fastCalls struct {
-	mu      sync.Mutex
-	cancels map[any]context.CancelFunc
-	wg      sync.WaitGroup // calls running
+	mu    sync.Mutex
+	calls map[any]*fastCall
+	ended bool           // the session is over: calls taken from now on stop at once
+	wg    sync.WaitGroup // calls not answered
+}
+
+// fastCall is one call the fast path took.
+type fastCall struct {
+	stop func(cause error) // nil until StartFast returns
 }
 
 // fastParams is what the fast path reads of a tools/call's params.
@@ -101,21 +108,20 @@ func (l *live) intercept(ctx context.Context, fu FastUpstreams) func(*jsonl.Conn
 		if ns, tool := l.m.ups.Known(l.project(), name); !ns || !tool {
 			return false // refused or unavailable: the go-sdk path says why
 		}
-		callCtx, cancel := context.WithCancel(ctx)
+		fc := &fastCall{}
 		l.fast.mu.Lock()
-		if l.fast.cancels == nil {
-			l.fast.cancels = map[any]context.CancelFunc{}
-		}
-		if l.fast.cancels[req.ID.Raw()] != nil {
+		if l.fast.ended || l.fast.calls[req.ID.Raw()] != nil {
 			l.fast.mu.Unlock()
-			cancel()
-			return false // an id still in flight: the go-sdk answers that
+			return false // an id still in flight, or a session ending: the go-sdk answers that
 		}
-		l.fast.cancels[req.ID.Raw()] = cancel
+		if l.fast.calls == nil {
+			l.fast.calls = map[any]*fastCall{}
+		}
+		l.fast.calls[req.ID.Raw()] = fc
+		l.fast.wg.Add(1)
 		l.fast.mu.Unlock()
 		l.m.fastServed.Add(1)
-		l.fast.wg.Add(1)
-		go l.fastCall(callCtx, cancel, c, ss, fu, req.ID, p)
+		l.startFast(ctx, c, ss, fu, req.ID, p, fc)
 		return true
 	}
 }
@@ -130,7 +136,8 @@ func fastMeta(meta json.RawMessage) bool {
 		bytes.IndexByte(meta, '\\') < 0
 }
 
-// cancelFast ends the fast call a notifications/cancelled names, if any.
+// cancelFast stops the fast call a notifications/cancelled names, if
+// any: its answer is dropped (jsonl), and the upstream is told.
 func (l *live) cancelFast(params json.RawMessage) {
 	var p struct {
 		RequestID any `json:"requestId"`
@@ -143,37 +150,69 @@ func (l *live) cancelFast(params json.RawMessage) {
 		return
 	}
 	l.fast.mu.Lock()
-	cancel := l.fast.cancels[id.Raw()]
+	var stop func(error)
+	if fc := l.fast.calls[id.Raw()]; fc != nil {
+		stop = fc.stop
+	}
 	l.fast.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if stop != nil {
+		stop(context.Canceled)
 	}
 }
 
-// fastCall runs one call the fast path took and answers it on c: the
-// checks and the record of callUpstream and recordMiddleware, the
-// result's bytes when the broker kept them.
-func (l *live) fastCall(ctx context.Context, cancel context.CancelFunc, c *jsonl.Conn, ss *mcp.ServerSession, fu FastUpstreams, id jsonrpc.ID, p fastParams) {
-	defer l.fast.wg.Done()
-	defer func() {
-		l.fast.mu.Lock()
-		delete(l.fast.cancels, id.Raw())
-		l.fast.mu.Unlock()
-		cancel()
-	}()
-	start := time.Now()
-	ctx, unbind := l.m.bound(ctx)
-	defer unbind()
-	note := &callNote{}
-	ctx = context.WithValue(ctx, callNoteKey{}, note)
-	ctx = broker.WithBack(ctx, sessionBack{ss: ss, label: l.label()})
+// endFast stops every fast call of a session that is over and waits until
+// each is answered (or its answer failed to go out).
+func (l *live) endFast() {
+	l.fast.mu.Lock()
+	l.fast.ended = true
+	var stops []func(error)
+	for _, fc := range l.fast.calls {
+		if fc.stop != nil {
+			stops = append(stops, fc.stop)
+		}
+	}
+	l.fast.mu.Unlock()
+	for _, stop := range stops {
+		stop(context.Canceled)
+	}
+	l.fast.wg.Wait()
+}
 
+// startFast starts one call the fast path took, with the checks of
+// callUpstream (permit runs on this goroutine, inside StartFast), and has
+// it answered on c by finishFast when it ends.
+func (l *live) startFast(ctx context.Context, c *jsonl.Conn, ss *mcp.ServerSession, fu FastUpstreams, id jsonrpc.ID, p fastParams, fc *fastCall) {
+	start := time.Now()
+	note := &callNote{}
+	ctx = broker.WithBack(ctx, sessionBack{ss: ss, label: l.label()})
 	name := p.Name
 	key, _, _ := strings.Cut(name, "__")
 	grant := l.grant()
-	permit := func(c api.Class) error { noteClass(ctx, c); return l.permit(grant, name, key, c) }
-	fr, err := fu.CallFast(ctx, l.project(), name, objectArgs(p.Arguments), permit)
+	permit := func(c api.Class) error { note.class = c; return l.permit(grant, name, key, c) }
+	stop := fu.StartFast(ctx, l.project(), name, objectArgs(p.Arguments), permit, func(fr broker.FastResult, err error) {
+		l.finishFast(c, ss, id, p, start, note, fr, err)
+	})
+	l.fast.mu.Lock()
+	stopNow := false
+	if l.fast.calls[id.Raw()] == fc {
+		fc.stop = stop
+		stopNow = l.fast.ended // endFast ran before the call could be stopped
+	}
+	l.fast.mu.Unlock()
+	if stopNow {
+		stop(context.Canceled)
+	}
+}
 
+// finishFast records a fast call that ended and writes its answer: the
+// result's bytes when the broker kept them, the result callUpstream would
+// have made otherwise. It runs on the goroutine that ended the call (the
+// upstream's reader, often) and never waits.
+func (l *live) finishFast(c *jsonl.Conn, ss *mcp.ServerSession, id jsonrpc.ID, p fastParams, start time.Time, note *callNote, fr broker.FastResult, err error) {
+	l.fast.mu.Lock()
+	delete(l.fast.calls, id.Raw())
+	l.fast.mu.Unlock()
+	name := p.Name
 	body, size, out := fr.Raw, fr.ContentBytes, api.OutcomeOK
 	if body == nil || err != nil {
 		res := l.upstreamResult(name, fr.Result, err)
@@ -196,7 +235,10 @@ func (l *live) fastCall(ctx context.Context, cancel context.CancelFunc, c *jsonl
 		}
 		rec.Record(r)
 	}
-	if err := c.WriteResult(id, body); err != nil {
-		l.m.log.Debug("writing a tool result", logkey.Session, l.label(), logkey.Tool, name, logkey.Err, err)
-	}
+	c.SendResult(id, body, func(err error) {
+		if err != nil {
+			l.m.log.Debug("writing a tool result", logkey.Session, l.label(), logkey.Tool, name, logkey.Err, err)
+		}
+		l.fast.wg.Done()
+	})
 }

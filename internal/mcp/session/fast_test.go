@@ -6,9 +6,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,17 +37,55 @@ type fastEnv struct {
 	rec       *fakeRecorder
 	started   chan struct{} // a "hang" call reached the upstream
 	cancelled chan string   // a "hang" call's ctx ended upstream: its reason
+	gate      *gate         // shut: the upstream stops reading its stdin
 }
+
+// gate holds readers back while it is shut.
+type gate struct {
+	mu   sync.Mutex
+	shut bool
+	cond *sync.Cond
+}
+
+func newGate() *gate {
+	g := &gate{}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *gate) close() { g.mu.Lock(); g.shut = true; g.mu.Unlock() }
+
+func (g *gate) open() { g.mu.Lock(); g.shut = false; g.cond.Broadcast(); g.mu.Unlock() }
+
+func (g *gate) pass() {
+	g.mu.Lock()
+	for g.shut {
+		g.cond.Wait()
+	}
+	g.mu.Unlock()
+}
+
+// gatedReader reads r once its gate lets it.
+type gatedReader struct {
+	r io.ReadCloser
+	g *gate
+}
+
+func (r gatedReader) Read(p []byte) (int, error) { r.g.pass(); return r.r.Read(p) }
+
+func (r gatedReader) Close() error { return r.r.Close() }
 
 func newFastEnv(t *testing.T, fast bool) *fastEnv {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b := broker.New(logger, broker.Options{Mask: mask.New(fastSecret).String})
+	// A bound above any test's calls in flight: the calls past it would
+	// wait for a slot on goroutines of their own, out of the path tested.
+	b := broker.New(logger, broker.Options{Mask: mask.New(fastSecret).String, MaxInFlight: 1024})
 	b.Configure(map[string]broker.Upstream{"up": {Key: "up", MaxResult: 4096}})
 	e := &env{ops: mcptest.NewOps(), auth: mcptest.NewAuth(), prompts: &fakePrompts{}}
 	e.m = NewManager(e.ops, e.auth, b, func() Prompts { return e.prompts }, logger, "test")
 	e.m.SetFastPath(fast)
-	rec := &fakeRecorder{keep: true}
+	rec := &fakeRecorder{keep: true, added: make(chan struct{}, 1)}
 	e.m.SetCallRecorder(rec)
 	t.Cleanup(e.m.Close)
 	t.Cleanup(b.Close)
@@ -118,16 +158,31 @@ func (fe *fastEnv) serveUpstream(t *testing.T) {
 		}
 		return textResult("done"), nil
 	})
-	upIn, brokerOut := io.Pipe()
-	brokerIn, upOut := io.Pipe()
-	ss, err := s.Connect(context.Background(), &mcp.IOTransport{Reader: upIn, Writer: upOut}, nil)
+	add(&mcp.Tool{Name: "kb", Annotations: ro}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return textResult(strings.Repeat("k", 3000)), nil
+	})
+	// OS pipes, as a child's stdio are: the broker's writes to them and
+	// the session's to its socket are the daemon's own, never waiting
+	// (jsonl send). The upstream reads through a gate a test can shut.
+	upIn, brokerOut, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokerIn, upOut, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe.gate = newGate()
+	ss, err := s.Connect(context.Background(), &mcp.IOTransport{Reader: gatedReader{upIn, fe.gate}, Writer: upOut}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		fe.gate.open()
 		fe.b.Close()
 		upOut.Close()
 		_ = ss.Wait()
+		upIn.Close()
 	})
 	fe.b.Serve(context.Background(), api.UpstreamRun{Unit: "up", Run: 1, Link: api.Pipes{Stdin: brokerOut, Stdout: brokerIn}})
 	deadline := time.After(waitFor)

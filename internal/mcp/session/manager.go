@@ -177,10 +177,9 @@ func (m *Manager) Serve(ctx context.Context, rwc io.ReadWriteCloser, id Identity
 	tr := &jsonl.Transport{Reader: rwc, Writer: rwc, AnswerInvalid: true, MaxMessage: int(m.maxMessage.Load())}
 	// Calls the fast path took end with the session, as the go-sdk's
 	// handlers do, and are waited for.
-	fastCtx, endFast := context.WithCancel(ctx)
-	defer func() { endFast(); l.fast.wg.Wait() }()
+	defer l.endFast()
 	if fu, ok := m.ups.(FastUpstreams); ok && !m.fastOff.Load() {
-		tr.Intercept = l.intercept(fastCtx, fu)
+		tr.Intercept = l.intercept(ctx, fu)
 	}
 	ss, err := l.server.Connect(ctx, tr, nil)
 	if err != nil {

@@ -18,15 +18,35 @@ import (
 
 // fakeRecorder keeps what the sessions report.
 type fakeRecorder struct {
-	mu   sync.Mutex
-	recs []api.CallRecord
-	keep bool
+	mu    sync.Mutex
+	recs  []api.CallRecord
+	keep  bool
+	added chan struct{} // when set, signalled (without waiting) at each record
 }
 
 func (f *fakeRecorder) Record(r api.CallRecord) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.recs = append(f.recs, r)
+	if f.added != nil {
+		select {
+		case f.added <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// count is how many records of tool there are now.
+func (f *fakeRecorder) count(tool string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, r := range f.recs {
+		if r.Tool == tool {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *fakeRecorder) KeepArgs() bool {
