@@ -85,9 +85,15 @@ type env struct {
 // with its Options and server changed by each of opts.
 func newEnv(t *testing.T, opts ...func(*Options, *http.Server)) *env {
 	t.Helper()
+	return newEnvWith(t, nil, opts...)
+}
+
+// newEnvWith is newEnv with ups (a broker; nil: none) behind the sessions.
+func newEnvWith(t *testing.T, ups session.Upstreams, opts ...func(*Options, *http.Server)) *env {
+	t.Helper()
 	e := &env{ops: mcptest.NewOps(), auth: mcptest.NewAuth()}
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	m := session.NewManager(e.ops, e.auth, nil, nil, logger, "test")
+	m := session.NewManager(e.ops, e.auth, ups, nil, logger, "test")
 	t.Cleanup(m.Close)
 	e.sessions = &countingSessions{Manager: m}
 

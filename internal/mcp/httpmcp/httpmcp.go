@@ -242,7 +242,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if ss, ok := h.opt.Sessions.(SharedSessions); ok && wantsStateless(r) {
-		h.serveStateless(w, r, c, ss)
+		h.serveStateless(w, r, c, ss, body)
 		return
 	}
 

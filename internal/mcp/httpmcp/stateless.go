@@ -45,6 +45,7 @@ const statelessKey ctxKey = 100
 type shared struct {
 	c      caller
 	server *mcp.Server
+	fast   *session.HTTPFast // its tools/call fast path (fast.go); nil: none
 }
 
 // wantsStateless reports whether r speaks the stateless revision.
@@ -54,8 +55,11 @@ func wantsStateless(r *http.Request) bool {
 }
 
 // serveStateless serves one stateless request on its credential's server.
-func (h *handler) serveStateless(w http.ResponseWriter, r *http.Request, c caller, ss SharedSessions) {
+func (h *handler) serveStateless(w http.ResponseWriter, r *http.Request, c caller, ss SharedSessions, body []byte) {
 	s := h.sharedFor(c, ss)
+	if h.serveFast(w, r, s, body) {
+		return
+	}
 	h.stateless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), statelessKey, s)))
 }
 
@@ -83,6 +87,9 @@ func (h *handler) sharedFor(c caller, ss SharedSessions) *shared {
 		}
 	}
 	built := &shared{c: c, server: ss.NewSharedServer(c.id)}
+	if fs, ok := ss.(FastSessions); ok {
+		built.fast = fs.HTTPFastFor(built.server)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s := h.shareds[c.hash]; s != nil {

@@ -237,3 +237,15 @@ func valueEnd(data []byte, i int) int {
 		return j
 	}
 }
+
+// Decode decodes one JSON-RPC message held whole (an HTTP body), as a
+// connection decodes what it reads: the envelope cut by hand, params,
+// result and error kept raw (copied). raw is the id as written (nil when
+// absent), to tell whether the id EncodeID writes is the peer's.
+func Decode(data []byte) (msg jsonrpc.Message, raw []byte, err error) {
+	return decodeRaw(data)
+}
+
+// EncodeID is id as an answer writes it, or nil for an id that is not a
+// string or an integer.
+func EncodeID(id jsonrpc.ID) []byte { return canonical(id) }

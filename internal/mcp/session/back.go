@@ -29,8 +29,7 @@ func (s sessionBack) caps() *mcp.ClientCapabilities {
 // upstream hears that this client cannot answer.
 func (s sessionBack) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	if s.caps().Elicitation == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("harness: elicitation/create: the client of this call (%s) does not support elicitation", s.label)}
+		return nil, noElicitation(s.label)
 	}
 	res, err := s.ss.Elicit(ctx, p)
 	if err != nil {
@@ -42,8 +41,7 @@ func (s sessionBack) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.Elic
 // CreateMessage asks the client for a completion, if it declared sampling.
 func (s sessionBack) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	if s.caps().Sampling == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("harness: sampling/createMessage: the client of this call (%s) does not support sampling", s.label)}
+		return nil, noSampling(s.label)
 	}
 	res, err := s.ss.CreateMessage(ctx, p)
 	if err != nil {
@@ -58,4 +56,17 @@ func (s sessionBack) Log(ctx context.Context, p *mcp.LoggingMessageParams) error
 		return fmt.Errorf("session %s: log: %w", s.label, err)
 	}
 	return nil
+}
+
+// noElicitation is what an upstream hears when it asks the client of a
+// call (label) that declared no elicitation.
+func noElicitation(label string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("harness: elicitation/create: the client of this call (%s) does not support elicitation", label)}
+}
+
+// noSampling is noElicitation for sampling.
+func noSampling(label string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("harness: sampling/createMessage: the client of this call (%s) does not support sampling", label)}
 }

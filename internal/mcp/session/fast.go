@@ -98,15 +98,8 @@ func (l *live) intercept(ctx context.Context, fu FastUpstreams) func(*jsonl.Conn
 		if json.Unmarshal(req.Params, &p) != nil || !fastMeta(p.Meta) {
 			return false
 		}
-		name := p.Name
-		if !strings.Contains(name, "__") || isSearchTool(name) || facade.Reserved(name) {
+		if !l.fastTool(p.Name) {
 			return false
-		}
-		if _, ok := facade.Lookup(name); ok {
-			return false
-		}
-		if ns, tool := l.m.ups.Known(l.project(), name); !ns || !tool {
-			return false // refused or unavailable: the go-sdk path says why
 		}
 		fc := &fastCall{}
 		l.fast.mu.Lock()
@@ -124,6 +117,19 @@ func (l *live) intercept(ctx context.Context, fu FastUpstreams) func(*jsonl.Conn
 		l.startFast(ctx, c, ss, fu, req.ID, p, fc)
 		return true
 	}
+}
+
+// fastTool reports whether name is a listed upstream tool the fast path
+// may call: not a facade or search tool, its namespace and tool known.
+func (l *live) fastTool(name string) bool {
+	if !strings.Contains(name, "__") || isSearchTool(name) || facade.Reserved(name) {
+		return false
+	}
+	if _, ok := facade.Lookup(name); ok {
+		return false
+	}
+	ns, tool := l.m.ups.Known(l.project(), name)
+	return ns && tool // refused or unavailable: the go-sdk path says why
 }
 
 // fastMeta reports whether a call's _meta leaves it to the fast path: not
@@ -204,14 +210,27 @@ func (l *live) startFast(ctx context.Context, c *jsonl.Conn, ss *mcp.ServerSessi
 	}
 }
 
-// finishFast records a fast call that ended and writes its answer: the
-// result's bytes when the broker kept them, the result callUpstream would
-// have made otherwise. It runs on the goroutine that ended the call (the
-// upstream's reader, often) and never waits.
+// finishFast records a fast call that ended and writes its answer. It
+// runs on the goroutine that ended the call (the upstream's reader,
+// often) and never waits.
 func (l *live) finishFast(c *jsonl.Conn, ss *mcp.ServerSession, id jsonrpc.ID, p fastParams, start time.Time, note *callNote, fr broker.FastResult, err error) {
 	l.fast.mu.Lock()
 	delete(l.fast.calls, id.Raw())
 	l.fast.mu.Unlock()
+	body := l.fastAnswer(start, p, note, ss.ID(), fr, err)
+	c.SendResult(id, body, func(err error) {
+		if err != nil {
+			l.m.log.Debug("writing a tool result", logkey.Session, l.label(), logkey.Tool, p.Name, logkey.Err, err)
+		}
+		l.fast.wg.Done()
+	})
+}
+
+// fastAnswer records a fast call that ended and returns its result
+// object: the result's bytes when the broker kept them, the result
+// callUpstream would have made otherwise. sessionID is the transport's
+// id of the session ("" when it has none).
+func (l *live) fastAnswer(start time.Time, p fastParams, note *callNote, sessionID string, fr broker.FastResult, err error) []byte {
 	name := p.Name
 	body, size, out := fr.Raw, fr.ContentBytes, api.OutcomeOK
 	if body == nil || err != nil {
@@ -230,15 +249,10 @@ func (l *live) finishFast(c *jsonl.Conn, ss *mcp.ServerSession, id jsonrpc.ID, p
 		if rec.KeepArgs() {
 			r.Args = p.Arguments
 		}
-		if sid := ss.ID(); sid != "" {
-			r.Session = sid
+		if sessionID != "" {
+			r.Session = sessionID
 		}
 		rec.Record(r)
 	}
-	c.SendResult(id, body, func(err error) {
-		if err != nil {
-			l.m.log.Debug("writing a tool result", logkey.Session, l.label(), logkey.Tool, name, logkey.Err, err)
-		}
-		l.fast.wg.Done()
-	})
+	return body
 }

@@ -441,8 +441,9 @@ type live struct {
 
 	// typedTools are the tools ever listed with an output schema; calls
 	// read it, refreshes add to it (see untyped).
-	typedMu    sync.Mutex
-	typedTools map[string]bool
+	typedMu     sync.Mutex
+	typedTools  map[string]bool
+	headedTools map[string]bool // listed with x-mcp-header parameters (headed)
 }
 
 func (l *live) label() string {

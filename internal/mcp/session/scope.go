@@ -101,6 +101,30 @@ func (l *live) project() string {
 // typed records that the session was shown tool with an output schema.
 // The client may keep that listing after the tool leaves the session's
 // view (a narrowing), so the mark is never cleared.
+// headed notes whether tool is listed with parameters carried in HTTP
+// headers (x-mcp-header in its input schema), which the go-sdk checks
+// against a request's Mcp-Param headers: the HTTP fast path leaves such
+// a tool's calls to it.
+func (l *live) headed(tool string, yes bool) {
+	l.typedMu.Lock()
+	defer l.typedMu.Unlock()
+	if yes {
+		if l.headedTools == nil {
+			l.headedTools = map[string]bool{}
+		}
+		l.headedTools[tool] = true
+	} else {
+		delete(l.headedTools, tool)
+	}
+}
+
+// isHeaded reports what headed noted of tool.
+func (l *live) isHeaded(tool string) bool {
+	l.typedMu.Lock()
+	defer l.typedMu.Unlock()
+	return l.headedTools[tool]
+}
+
 func (l *live) typed(tool string) {
 	l.typedMu.Lock()
 	defer l.typedMu.Unlock()

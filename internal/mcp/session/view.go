@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -86,6 +87,7 @@ func (l *live) refreshTools() {
 		if w.item.OutputSchema != nil {
 			l.typed(name)
 		}
+		l.headed(name, strings.Contains(w.fingerprint, `"x-mcp-header"`))
 	}
 }
 
