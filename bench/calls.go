@@ -29,9 +29,30 @@ type benchPath struct {
 // order rotates each round) so that load from other work on the machine
 // falls on all of them alike.
 func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) error {
+	for _, kind := range o.CallUpstreams {
+		up, err := upstreamOf(kind)
+		if err != nil {
+			return err
+		}
+		if err := runCallsOf(ctx, o, up, bin, tmp, rep); err != nil {
+			return fmt.Errorf("upstream %s: %w", kind, err)
+		}
+	}
+	callTargets(o, rep)
+	return nil
+}
+
+// runCallsOf is part 1 for one kind of upstream.
+func runCallsOf(ctx context.Context, o options, up callUpstream, bin, tmp string, rep *report) error {
 	upName := fmt.Sprintf("bench-up-%d", os.Getpid())
-	cfg := fmt.Sprintf("[daemon]\nmcp_http = \"127.0.0.1:0\"\n\n[mcp.up]\ncmd = %q\nargs = [\"demo-upstream\", \"--name\", %q]\n", bin, upName)
-	d, err := startDaemon(ctx, o, bin, tmp, "calls", cfg)
+	upCmd, upArgs, err := up.cmd(bin, upName)
+	if err != nil {
+		return err
+	}
+	// The typed echo has no annotations, so it is a write tool: the
+	// operator token gets write, and the bridges --allow-control.
+	cfg := "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\"]\n\n[mcp.up]\n" + tomlCommand(upCmd, upArgs)
+	d, err := startDaemon(ctx, o, bin, tmp, "calls-"+up.kind, cfg)
 	if err != nil {
 		return err
 	}
@@ -39,7 +60,7 @@ func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) erro
 	if err := d.waitUpstreams(ctx, 1); err != nil {
 		return err
 	}
-	relay, err := startRelay(ctx, bin, d.dir)
+	relay, err := startRelay(ctx, bin, up.kind, d.dir)
 	if err != nil {
 		return err
 	}
@@ -50,7 +71,7 @@ func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) erro
 	if o.Paths["s'"] { // named (the -paths default names every path)
 		so := o
 		so.DaemonEnv = append(slices.Clone(o.DaemonEnv), session.FastPathEnv+"=0")
-		if slow, err = startDaemon(ctx, so, bin, tmp, "calls-slow", cfg); err != nil {
+		if slow, err = startDaemon(ctx, so, bin, tmp, "calls-slow-"+up.kind, cfg); err != nil {
 			return err
 		}
 		defer slow.close()
@@ -68,19 +89,18 @@ func runCalls(ctx context.Context, o options, bin, tmp string, rep *report) erro
 		return err
 	}
 	for _, n := range o.Sessions {
-		if err := runLevel(ctx, o, bin, d, slow, relay, n, rep); err != nil {
+		if err := runLevel(ctx, o, up, bin, d, slow, relay, n, rep); err != nil {
 			return fmt.Errorf("%d sessions: %w", n, err)
 		}
 	}
 	probeOldBridge(ctx, probe, opened, rep)
-	callTargets(o, rep)
 	return nil
 }
 
 // runLevel measures every path at n concurrent sessions. Each (round,
 // path) gets fresh sessions, warmed up before the clock starts, and the
 // CPU time of every process on the path is sampled around the timed calls.
-func runLevel(ctx context.Context, o options, bin string, d, slow *benchDaemon, relay *benchRelay, n int, rep *report) error {
+func runLevel(ctx context.Context, o options, up callUpstream, bin string, d, slow *benchDaemon, relay *benchRelay, n int, rep *report) error {
 	var paths []*benchPath
 	for _, p := range []*benchPath{{name: "a", tool: "echo"}, {name: "a1", tool: "echo"}, {name: "r", tool: "echo"},
 		{name: "r'", tool: "echo"}, {name: "b", tool: "up__echo"}, {name: "b'", tool: "up__echo"}, {name: "s'", tool: "up__echo"},
@@ -92,13 +112,13 @@ func runLevel(ctx context.Context, o options, bin string, d, slow *benchDaemon, 
 	for r := range o.Rounds {
 		for i := range paths {
 			p := paths[(i+r)%len(paths)]
-			o.progress("part 1: %d sessions: round %d: path %s", n, r+1, p.name)
+			o.progress("part 1: %s: %d sessions: round %d: path %s", up.kind, n, r+1, p.name)
 			connected := time.Now()
 			dp := d
 			if p.name == "s'" {
 				dp = slow
 			}
-			sess, closeAll, err := openSessions(ctx, bin, dp, relay, p.name, n)
+			sess, closeAll, err := openSessions(ctx, up, bin, dp, relay, p.name, n)
 			if err != nil {
 				return fmt.Errorf("path %s: connect: %w", p.name, err)
 			}
@@ -124,7 +144,7 @@ func runLevel(ctx context.Context, o options, bin string, d, slow *benchDaemon, 
 		}
 	}
 	for _, p := range paths {
-		rep.Calls = append(rep.Calls, callRow{Sessions: n, Path: p.name, Stats: summarize(p.lat),
+		rep.Calls = append(rep.Calls, callRow{Upstream: up.kind, Sessions: n, Path: p.name, Stats: summarize(p.lat),
 			Throughput: float64(p.calls) / p.wall.Seconds(), CPU: p.cpu.per(p.calls)})
 	}
 	return nil
@@ -132,7 +152,7 @@ func runLevel(ctx context.Context, o options, bin string, d, slow *benchDaemon, 
 
 // openSessions connects n sessions of one path. For (a1) the n entries are
 // one session to one upstream process.
-func openSessions(ctx context.Context, bin string, d *benchDaemon, relay *benchRelay, path string, n int) ([]*mcp.ClientSession, func(), error) {
+func openSessions(ctx context.Context, up callUpstream, bin string, d *benchDaemon, relay *benchRelay, path string, n int) ([]*mcp.ClientSession, func(), error) {
 	var sess, opened []*mcp.ClientSession
 	closeAll := func() {
 		for _, s := range opened {
@@ -146,7 +166,7 @@ func openSessions(ctx context.Context, bin string, d *benchDaemon, relay *benchR
 		case path == "a1" && i > 0:
 			s = sess[0]
 		case path == "a" || path == "a1":
-			s, err = directSession(ctx, bin, fmt.Sprintf("bench-%s-%d-%d", path, n, i))
+			s, err = directSession(ctx, up, bin, fmt.Sprintf("bench-%s-%d-%d", path, n, i))
 		case path == "r" || path == "r'":
 			s, err = relay.session(ctx, path == "r'")
 		case path == "b" || path == "b'" || path == "s'":
@@ -256,4 +276,46 @@ func callTargets(o options, rep *report) {
 				us(b.CPU.Client), us(b.CPU.Bridge), us(b.CPU.Daemon), us(b.CPU.Upstream))
 		}
 	}
+	for _, kind := range o.CallUpstreams {
+		issue35Targets(o, kind, rep)
+	}
+
+}
+
+// issue35Targets judges part 1 against issue 35's targets for the calls
+// to one kind of upstream: (b') adds at most 60 µs at the p50 over (a)
+// and the daemon spends at most 60 µs of CPU per call, both at one
+// session; (b') reaches 90% of (a1)'s throughput at every level above
+// one; (c) is at most 1.5x (a) at the p50 at one session.
+func issue35Targets(o options, kind string, rep *report) {
+	const limit = 60 * time.Microsecond
+	a, okA := rep.callOf(kind, 1, "a")
+	if b, ok := rep.callOf(kind, 1, "b'"); ok && okA {
+		over := b.Stats.P50 - a.Stats.P50
+		rep.target(fmt.Sprintf("issue 35, %s: (b') p50 over (a), 1 session <= %s", kind, us(limit)), over <= limit,
+			"%s (b' %s, a %s)", us(over), us(b.Stats.P50), us(a.Stats.P50))
+		rep.target(fmt.Sprintf("issue 35, %s: daemon CPU per (b') call, 1 session <= %s", kind, us(limit)), b.CPU.Daemon <= limit,
+			"%s (the byte relay in its place, r': %s)", us(b.CPU.Daemon), relayCPU(rep, kind))
+	}
+	for _, n := range o.Sessions {
+		b, okB := rep.callOf(kind, n, "b'")
+		a1, okA1 := rep.callOf(kind, n, "a1")
+		if n > 1 && okB && okA1 {
+			rep.target(fmt.Sprintf("issue 35, %s: (b') throughput at %d sessions >= 90%% of (a1)", kind, n), b.Throughput >= 0.9*a1.Throughput,
+				"%.0f/s = %.0f%% of (a1) %.0f/s; daemon CPU per call %s", b.Throughput, 100*b.Throughput/a1.Throughput, a1.Throughput, us(b.CPU.Daemon))
+		}
+	}
+	if c, ok := rep.callOf(kind, 1, "c"); ok && okA {
+		r := float64(c.Stats.P50) / float64(a.Stats.P50)
+		rep.target(fmt.Sprintf("issue 35, %s: (c) p50, 1 session <= 1.5x (a)", kind), r <= 1.5,
+			"%.2fx (c %s, a %s); daemon CPU per call %s, client %s", r, us(c.Stats.P50), us(a.Stats.P50), us(c.CPU.Daemon), us(c.CPU.Client))
+	}
+}
+
+// relayCPU is the relay's CPU per call at one session, as text.
+func relayCPU(rep *report, kind string) string {
+	if r, ok := rep.callOf(kind, 1, "r'"); ok {
+		return us(r.CPU.Daemon)
+	}
+	return "not measured"
 }

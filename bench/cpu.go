@@ -84,7 +84,7 @@ func sampleCPU(daemon int) cpuUse {
 		case pid == daemon:
 			u.Daemon += st.cpu
 		case root(pid) == 0:
-		case hasArg(st.args, "demo-upstream"):
+		case hasArg(st.args, "demo-upstream") || hasArg(st.args, "-serve-typed-upstream"):
 			u.Upstream += st.cpu
 		case hasArg(st.args, "mcp"):
 			u.Bridge += st.cpu

@@ -155,7 +155,8 @@ func (d *benchDaemon) cli(ctx context.Context, args ...string) ([]byte, error) {
 // its stdio is handed to the daemon (path b'), else it copies bytes (b).
 func (d *benchDaemon) bridgeSession(ctx context.Context, handoff bool) (*mcp.ClientSession, error) {
 	cl := mcp.NewClient(&mcp.Implementation{Name: "bench-bridge", Version: "1"}, nil)
-	cmd := exec.Command(d.bin, "--socket", d.socket, "mcp")
+	// --allow-control: part 1's typed echo is a write tool (no annotations).
+	cmd := exec.Command(d.bin, "--socket", d.socket, "mcp", "--allow-control")
 	cmd.Env = append(os.Environ(), handoffEnv(handoff))
 	f, err := os.Create(filepath.Join(d.dir, fmt.Sprintf("bridge-%d.log", d.bridges.Add(1))))
 	if err != nil {
@@ -231,13 +232,6 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.base.RoundTrip(r)
-}
-
-// directSession starts `harness demo-upstream --name name` and connects to
-// it over stdio: the baseline path (a).
-func directSession(ctx context.Context, bin, name string) (*mcp.ClientSession, error) {
-	cl := mcp.NewClient(&mcp.Implementation{Name: "bench-direct", Version: "1"}, nil)
-	return cl.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin, "demo-upstream", "--name", name)}, nil)
 }
 
 // rssKiB is VmRSS (and VmHWM, the peak) of pid from /proc/PID/status.

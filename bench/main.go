@@ -45,36 +45,39 @@ import (
 
 // options are the sizes and switches of one benchmark run.
 type options struct {
-	Parts      map[string]bool // "calls", "fleet", "calllog", "top"
-	Sessions   []int           // concurrency levels of part 1
-	Paths      map[string]bool // paths of part 1 (a, a1, r, r', b, b', c)
-	Calls      int             // timed calls per session per round
-	Rounds     int             // interleaved rounds per level
-	Warmup     int             // untimed calls per session before the rounds
-	Harnesses  int             // fleet size of part 2
-	Upstreams  int             // upstream count of part 2
-	ListRuns   int             // CLI `list --json` invocations
-	InprocRuns int             // in-process list calls
-	MCPRuns    int             // harness_list calls over MCP
-	FleetSess  int             // MCP sessions that touch every upstream in part 2
-	StopGrace  int             // stop_grace of the fleet, seconds
-	TopIdle    time.Duration   // idle window of each part 5 CPU measurement
-	IdleRSS    time.Duration   // part 2b: how long to follow the idle daemon's RSS after it settled (0: not)
-	TopSamples int             // state changes timed to the screen in part 5
-	Keys       int             // timed keystrokes per path per round (part 6)
-	Bin        string          // prebuilt harness binary; empty builds one
-	ProfileDir string          // where daemon CPU profiles go; empty: none
-	Verbose    io.Writer       // progress lines; nil for none
-	Keep       bool            // keep the temporary directory when the run fails
-	DaemonEnv  []string        // extra KEY=VALUE for the daemons (and what they spawn)
-	LogCalls   int             // timed calls per variant per round of part 4
+	Parts    map[string]bool // "calls", "fleet", "calllog", "top"
+	Sessions []int           // concurrency levels of part 1
+	Paths    map[string]bool // paths of part 1 (a, a1, r, r', b, b', c)
+	// CallUpstreams are the upstreams part 1 calls, one after the other
+	// (demo, typed: callUpstreams).
+	CallUpstreams []string
+	Calls         int           // timed calls per session per round
+	Rounds        int           // interleaved rounds per level
+	Warmup        int           // untimed calls per session before the rounds
+	Harnesses     int           // fleet size of part 2
+	Upstreams     int           // upstream count of part 2
+	ListRuns      int           // CLI `list --json` invocations
+	InprocRuns    int           // in-process list calls
+	MCPRuns       int           // harness_list calls over MCP
+	FleetSess     int           // MCP sessions that touch every upstream in part 2
+	StopGrace     int           // stop_grace of the fleet, seconds
+	TopIdle       time.Duration // idle window of each part 5 CPU measurement
+	IdleRSS       time.Duration // part 2b: how long to follow the idle daemon's RSS after it settled (0: not)
+	TopSamples    int           // state changes timed to the screen in part 5
+	Keys          int           // timed keystrokes per path per round (part 6)
+	Bin           string        // prebuilt harness binary; empty builds one
+	ProfileDir    string        // where daemon CPU profiles go; empty: none
+	Verbose       io.Writer     // progress lines; nil for none
+	Keep          bool          // keep the temporary directory when the run fails
+	DaemonEnv     []string      // extra KEY=VALUE for the daemons (and what they spawn)
+	LogCalls      int           // timed calls per variant per round of part 4
 }
 
 // defaults returns the full-size options, or the -quick ones.
 func defaults(quick bool) options {
 	o := options{
 		Parts:    map[string]bool{"calls": true, "fleet": true, "calllog": true, "top": true, "attach": true},
-		Sessions: []int{1, 8, 32}, Calls: 400, Rounds: 3, Warmup: 50,
+		Sessions: []int{1, 8, 32}, Calls: 400, Rounds: 3, Warmup: 50, CallUpstreams: []string{"demo", "typed"},
 		Harnesses: 200, Upstreams: 10, ListRuns: 100, InprocRuns: 1000, MCPRuns: 300,
 		FleetSess: 20, StopGrace: 2, LogCalls: 5000, TopIdle: 10 * time.Second, TopSamples: 20, Keys: 500,
 	}
@@ -105,6 +108,8 @@ func serveMode(args []string) {
 		args = append([]string{args[0]}, args[i:]...)
 	}
 	switch {
+	case args[1] == "-serve-typed-upstream":
+		what, err = "bench typed upstream", serveTypedUpstream(args[2:])
 	case args[1] == "-serve-relay":
 		what, err = "bench relay", serveRelay(args[2:])
 	case args[1] == "-serve-ticker" && len(args) > 2:
@@ -139,6 +144,7 @@ func main() {
 	parts := fs.String("parts", "calls,fleet,calllog,top,attach", "parts to run: calls (part 1), fleet (parts 2, 2b and 3), tui (part 2b alone), calllog (part 4), top (part 5), attach (part 6), notify (part 8, on request), agent (part 9: agent state latency and rule CPU, on request)")
 	paths := fs.String("paths", strings.Join(pathOrder, ","), "paths of part 1 (the targets need a, a1, r, r', b and b')")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
+	callUps := fs.String("call-upstreams", strings.Join(o.CallUpstreams, ","), "upstreams part 1 calls, one after the other: demo (harness demo-upstream's echo), typed (an echo with a typed input schema and no annotations)")
 	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
 	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "interleaved measurement rounds (part 1)")
 	fs.IntVar(&o.Warmup, "warmup", o.Warmup, "untimed calls per session before measuring")
@@ -170,6 +176,10 @@ func main() {
 	if o.Sessions, err = parseInts(*sessions); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: -sessions:", err)
 		os.Exit(2)
+	}
+	o.CallUpstreams = nil
+	for _, u := range strings.Split(*callUps, ",") {
+		o.CallUpstreams = append(o.CallUpstreams, strings.TrimSpace(u))
 	}
 	o.Paths = map[string]bool{}
 	for _, p := range strings.Split(*paths, ",") {

@@ -39,13 +39,13 @@ type benchRelay struct {
 }
 
 // startRelay runs this program in -serve-relay mode on a socket in dir.
-func startRelay(ctx context.Context, bin, dir string) (*benchRelay, error) {
+func startRelay(ctx context.Context, bin, kind, dir string) (*benchRelay, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	r := &benchRelay{socket: filepath.Join(dir, "relay.sock"), exited: make(chan struct{}), bin: bin}
-	r.cmd = exec.Command(exe, "-serve-relay", r.socket, bin)
+	r.cmd = exec.Command(exe, "-serve-relay", r.socket, bin, kind)
 	r.cmd.Stderr = os.Stderr
 	r.cmd.SysProcAttr = dieWithParent()
 	if err := r.cmd.Start(); err != nil {
@@ -86,16 +86,20 @@ func (r *benchRelay) session(ctx context.Context, handoff bool) (*mcp.ClientSess
 	return cl.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 }
 
-// serveRelay is the -serve-relay mode: SOCKET HARNESS-BINARY.
+// serveRelay is the -serve-relay mode: SOCKET HARNESS-BINARY UPSTREAM-KIND.
 func serveRelay(args []string) error {
-	if len(args) != 2 {
-		return errors.New("usage: -serve-relay SOCKET HARNESS-BINARY")
+	if len(args) != 3 {
+		return errors.New("usage: -serve-relay SOCKET HARNESS-BINARY UPSTREAM-KIND")
+	}
+	up, err := upstreamOf(args[2])
+	if err != nil {
+		return err
 	}
 	ln, err := net.Listen("unix", args[0])
 	if err != nil {
 		return err
 	}
-	srv := &protocol.Server{Handler: relayHandler{bin: args[1]}, Version: "bench-relay"}
+	srv := &protocol.Server{Handler: relayHandler{bin: args[1], up: up}, Version: "bench-relay"}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go func() {
@@ -112,7 +116,10 @@ func serveRelay(args []string) error {
 
 // relayHandler answers no control operations and relays every MCP stream
 // to a fresh upstream process.
-type relayHandler struct{ bin string }
+type relayHandler struct {
+	bin string
+	up  callUpstream
+}
 
 func (relayHandler) Call(context.Context, string, json.RawMessage) (any, error) {
 	return nil, errors.New("the bench relay serves MCP streams only")
@@ -134,7 +141,12 @@ func (h relayHandler) ServeMCPStdio(ctx context.Context, stdio io.ReadWriteClose
 // relay copies between rw and a fresh upstream until rw's input ends and
 // the upstream has answered what it was sent.
 func (h relayHandler) relay(ctx context.Context, rw io.ReadWriter) {
-	cmd := exec.CommandContext(ctx, h.bin, "demo-upstream", "--name", fmt.Sprintf("bench-relay-up-%d", os.Getpid()))
+	name, args, err := h.up.cmd(h.bin, fmt.Sprintf("bench-relay-up-%d", os.Getpid()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench relay:", err)
+		return
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.SysProcAttr = dieWithParent()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -30,6 +30,7 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 
 // callRow is one path at one concurrency level of part 1.
 type callRow struct {
+	Upstream   string // the upstream called: demo or typed (callUpstreams)
 	Sessions   int
 	Path       string // a, a1, r, r', b, b', c
 	Stats      stats
@@ -79,10 +80,14 @@ var pathNames = map[string]string{
 // pathOrder is the order paths are listed in.
 var pathOrder = []string{"a", "a1", "r", "r'", "b", "b'", "s'", "c", "c'"}
 
-// call returns the part 1 row of path at n sessions.
-func (r *report) call(n int, path string) (callRow, bool) {
+// call returns the part 1 row of path at n sessions, calling the demo
+// upstream.
+func (r *report) call(n int, path string) (callRow, bool) { return r.callOf("demo", n, path) }
+
+// callOf returns the part 1 row of path at n sessions, calling upstream.
+func (r *report) callOf(upstream string, n int, path string) (callRow, bool) {
 	for _, c := range r.Calls {
-		if c.Sessions == n && c.Path == path {
+		if c.Upstream == upstream && c.Sessions == n && c.Path == path {
 			return c, true
 		}
 	}
@@ -105,25 +110,28 @@ func (r *report) print(w io.Writer) {
 		for _, p := range pathOrder {
 			fmt.Fprintf(w, "- (%s) %s\n", p, pathNames[p])
 		}
-		fmt.Fprintf(w, "\n| sessions | path | calls | p50 | p99 | calls/s | p50 vs (a) | p50 - (a) | calls/s vs (a) | calls/s vs (a1) |\n")
-		fmt.Fprintf(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, u := range callUpstreams {
+			fmt.Fprintf(w, "- upstream %s: %s\n", u.kind, u.about)
+		}
+		fmt.Fprintf(w, "\n| upstream | sessions | path | calls | p50 | p99 | calls/s | p50 vs (a) | p50 - (a) | calls/s vs (a) | calls/s vs (a1) |\n")
+		fmt.Fprintf(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, c := range r.Calls {
-			a, _ := r.call(c.Sessions, "a")
-			a1, _ := r.call(c.Sessions, "a1")
-			fmt.Fprintf(w, "| %d | %s | %d | %s | %s | %.0f | %s | %s | %s | %s |\n",
-				c.Sessions, c.Path, c.Stats.N, us(c.Stats.P50), us(c.Stats.P99), c.Throughput,
+			a, _ := r.callOf(c.Upstream, c.Sessions, "a")
+			a1, _ := r.callOf(c.Upstream, c.Sessions, "a1")
+			fmt.Fprintf(w, "| %s | %d | %s | %d | %s | %s | %.0f | %s | %s | %s | %s |\n",
+				c.Upstream, c.Sessions, c.Path, c.Stats.N, us(c.Stats.P50), us(c.Stats.P99), c.Throughput,
 				ratio(float64(c.Stats.P50), float64(a.Stats.P50)), us(c.Stats.P50-a.Stats.P50),
 				ratio(c.Throughput, a.Throughput), ratio(c.Throughput, a1.Throughput))
 		}
 		fmt.Fprintf(w, "\nCPU time per call, by process (user + system, from /proc; %d cores, so %d cores / all = the CPU-bound ceiling):\n\n", runtime.NumCPU(), runtime.NumCPU())
-		fmt.Fprintf(w, "| sessions | path | client | bridges | daemon | upstream | all | ceiling calls/s | measured / ceiling |\n")
-		fmt.Fprintf(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(w, "| upstream | sessions | path | client | bridges | daemon | upstream | all | ceiling calls/s | measured / ceiling |\n")
+		fmt.Fprintf(w, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, c := range r.Calls {
 			ceiling := 0.0
 			if t := c.CPU.total(); t > 0 {
 				ceiling = float64(runtime.NumCPU()) * float64(time.Second) / float64(t)
 			}
-			fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %.0f | %s |\n", c.Sessions, c.Path,
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %.0f | %s |\n", c.Upstream, c.Sessions, c.Path,
 				us(c.CPU.Client), us(c.CPU.Bridge), us(c.CPU.Daemon), us(c.CPU.Upstream), us(c.CPU.total()),
 				ceiling, ratio(c.Throughput, ceiling))
 		}
