@@ -224,7 +224,10 @@ func (b *Broker) resolve(project, name, key, tool string, permit Permit) (resolv
 	}
 	excluded := u.classes[tool].Why == api.WhyExcluded
 	r := resolved{u: u, class: class, cs: u.session, sem: u.sem, c: u.conn, timeout: cmp.Or(u.callTimeout, b.opts.CallTimeout)}
-	unavailable := unavailableErr(u)
+	var unavailable error // built only for a call it answers
+	if r.cs == nil {
+		unavailable = unavailableErr(u)
+	}
 	everListed := u.listed
 	b.mu.Unlock()
 	if permit != nil {

@@ -123,6 +123,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		pending: map[any]bool{},
 	}
 	c.pendingCV = sync.NewCond(&c.pendingMu)
+	c.rawFn = c.rawWrite
 	t.mu.Lock()
 	t.conn = c
 	t.mu.Unlock()
@@ -132,10 +133,16 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 // Conn is one connection made by [Transport.Connect]. Read is called from
 // one goroutine at a time (the SDK's reader); Write and Close from any.
 type Conn struct {
-	r      *bufio.Reader
-	rc     io.ReadCloser
-	w      io.WriteCloser
-	rawW   syscall.RawConn // w's descriptor for writes that never wait (send.go), or nil
+	r    *bufio.Reader
+	rc   io.ReadCloser
+	w    io.WriteCloser
+	rawW syscall.RawConn // w's descriptor for writes that never wait (send.go), or nil
+	// The message writeNow is writing, how much of it is written and the
+	// error, for rawFn (c.rawWrite, made once); guarded by writeMu.
+	rawMsg []byte
+	rawN   int
+	rawErr error
+	rawFn  func(fd uintptr) bool
 	limit  int
 	answer bool // Transport.AnswerInvalid
 	refuse bool // Transport.RefuseOversized
@@ -361,6 +368,9 @@ func (c *Conn) readLine() error {
 
 // incomplete reports whether err says the JSON ended before its value did.
 func incomplete(err error) bool {
+	if err == nil {
+		return false // and no *SyntaxError escapes to the heap per message
+	}
 	var se *json.SyntaxError
 	return errors.As(err, &se) && se.Error() == "unexpected end of JSON input"
 }

@@ -72,32 +72,38 @@ func (c *Conn) send(msg []byte, finish func(error)) {
 }
 
 // writeNow writes as much of msg as the descriptor takes without waiting.
-// Called with writeMu held.
+// Called with writeMu held, which also guards the raw* fields: the write
+// function is made once per connection (rawWrite), not per message.
 func (c *Conn) writeNow(msg []byte) (int, error) {
-	n := 0
-	var werr error
-	err := c.rawW.Write(func(fd uintptr) bool {
-		for n < len(msg) {
-			m, err := unix.Write(int(fd), msg[n:])
-			if m > 0 {
-				n += m
-			}
-			switch {
-			case err == nil:
-			case errors.Is(err, unix.EINTR):
-			case errors.Is(err, unix.EAGAIN):
-				return true // full: the rest is send's goroutine's
-			default:
-				werr = err
-				return true
-			}
-		}
-		return true
-	})
+	c.rawMsg, c.rawN, c.rawErr = msg, 0, nil
+	err := c.rawW.Write(c.rawFn)
+	n, werr := c.rawN, c.rawErr
+	c.rawMsg, c.rawErr = nil, nil
 	if werr == nil {
 		werr = err
 	}
 	return n, werr
+}
+
+// rawWrite is writeNow's work on the descriptor: write until done, full
+// (the rest is send's goroutine's) or failed. It never asks to wait.
+func (c *Conn) rawWrite(fd uintptr) bool {
+	for c.rawN < len(c.rawMsg) {
+		m, err := unix.Write(int(fd), c.rawMsg[c.rawN:])
+		if m > 0 {
+			c.rawN += m
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.EAGAIN):
+			return true
+		default:
+			c.rawErr = err
+			return true
+		}
+	}
+	return true
 }
 
 // SendResult answers the call id, taken by Intercept, with result (the
