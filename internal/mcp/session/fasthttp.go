@@ -52,40 +52,55 @@ func (m *Manager) HTTPFastFor(s *mcp.Server) *HTTPFast {
 	return nil
 }
 
-// statelessMeta is what the fast path reads of a stateless request's
-// _meta (SEP-2575's per-request keys).
-type statelessMeta struct {
-	ProtocolVersion string          `json:"io.modelcontextprotocol/protocolVersion"`
-	ClientInfo      json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
-	Capabilities    json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
-	LogLevel        json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
-	ProgressToken   json.RawMessage `json:"progressToken"`
+// statelessParams is what the fast path reads of a stateless tools/call's
+// params, _meta with SEP-2575's per-request keys included, in one pass.
+type statelessParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      *struct {
+		ProtocolVersion string          `json:"io.modelcontextprotocol/protocolVersion"`
+		ClientInfo      json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
+		// Decoded as the go-sdk decodes them, so what it would refuse is
+		// refused here too, and left to it.
+		Capabilities  *statelessCaps  `json:"io.modelcontextprotocol/clientCapabilities"`
+		LogLevel      json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
+		ProgressToken json.RawMessage `json:"progressToken"`
+	} `json:"_meta"`
 }
 
-// statelessCall reports whether a stateless request's _meta, under the
-// protocol version header version, leaves its call to the fast path:
+// statelessCaps is the client's capabilities as a 2026-07-28 request
+// carries them (the go-sdk's clientCapabilitiesV2).
+type statelessCaps struct {
+	mcp.ClientCapabilities
+	Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+}
+
+// fastStateless reads a stateless call's params and reports whether they
+// leave it to the fast path, under the protocol version header version:
 // the go-sdk would take it as a call of that version (the keys it
 // validates are there and well formed), and the client asks for nothing
 // the fast path cannot give it (progress, log messages, elicitation,
 // sampling). A false answer only sends the call the go-sdk way.
-func statelessCall(meta json.RawMessage, version string) bool {
-	if len(meta) == 0 || bytes.IndexByte(meta, '\\') >= 0 {
-		return false // escaped keys could hide what is looked for
+func fastStateless(params json.RawMessage, version string) (statelessParams, bool) {
+	var p statelessParams
+	// encoding/json matches keys ignoring case, the go-sdk does not: the
+	// keys it needs must be there as it reads them.
+	if !bytes.Contains(params, []byte(`"io.modelcontextprotocol/protocolVersion"`)) ||
+		!bytes.Contains(params, []byte(`"io.modelcontextprotocol/clientCapabilities"`)) || json.Unmarshal(params, &p) != nil {
+		return p, false
 	}
-	var m statelessMeta
-	if json.Unmarshal(meta, &m) != nil || m.ProtocolVersion != version || m.ProgressToken != nil || m.LogLevel != nil {
-		return false
+	m := p.Meta
+	if m == nil || m.ProtocolVersion != version || m.ProgressToken != nil || m.LogLevel != nil ||
+		m.Capabilities == nil || m.Capabilities.Elicitation != nil || m.Capabilities.Sampling != nil {
+		return p, false
 	}
-	if m.ClientInfo != nil && json.Unmarshal(m.ClientInfo, new(mcp.Implementation)) != nil {
-		return false
+	if m.ClientInfo != nil {
+		var info *mcp.Implementation
+		if json.Unmarshal(m.ClientInfo, &info) != nil || info == nil {
+			return p, false
+		}
 	}
-	var caps map[string]json.RawMessage
-	if json.Unmarshal(m.Capabilities, &caps) != nil || caps == nil {
-		return false
-	}
-	_, elicits := caps["elicitation"]
-	_, samples := caps["sampling"]
-	return !elicits && !samples
+	return p, true
 }
 
 // Call answers one stateless tools/call on the fast path: the result
@@ -96,11 +111,11 @@ func statelessCall(meta json.RawMessage, version string) bool {
 // (the client went away), as a go-sdk handler's does.
 func (f *HTTPFast) Call(ctx context.Context, version, name string, params json.RawMessage) (result []byte, ok bool) {
 	l := f.l
-	var p fastParams
-	if json.Unmarshal(params, &p) != nil || p.Name != name || !statelessCall(p.Meta, version) ||
-		!l.fastTool(name) || l.isHeaded(name) {
+	sp, ok := fastStateless(params, version)
+	if !ok || sp.Name != name || !l.fastTool(name) || l.isHeaded(name) {
 		return nil, false
 	}
+	p := fastParams{Name: sp.Name, Arguments: sp.Arguments}
 	start := time.Now()
 	note := &callNote{}
 	key, _, _ := strings.Cut(name, "__")
@@ -177,7 +192,7 @@ type fastEnd struct {
 
 // statelessBack is the client of one stateless request as an upstream's
 // requests during its call reach it: one that declared neither
-// elicitation nor sampling (statelessCall) and asked for no log messages,
+// elicitation nor sampling (fastStateless) and asked for no log messages,
 // so it answers as a session of such a client does.
 type statelessBack struct{ label string }
 
