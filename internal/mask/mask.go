@@ -55,6 +55,19 @@ func (m *Masker) Set(literals []string) {
 	m.cur.Store(build(literals))
 }
 
+// Generation names the literals in force: it changes at every Set, so
+// text masked at one generation and kept needs masking again at another.
+// Read it before masking: text masked after it was read is masked at that
+// generation or a later one.
+func (m *Masker) Generation() uint64 {
+	if m != nil {
+		if t := m.cur.Load(); t != nil {
+			return t.gen
+		}
+	}
+	return shapesOnly.gen
+}
+
 // Len is the number of literal forms held, for daemon_info and tests.
 func (m *Masker) Len() int {
 	if m == nil {
@@ -104,7 +117,11 @@ type table struct {
 	// with that start, longest first.
 	lits map[uint32][]string
 	n    int
+	gen  uint64 // Generation: tables counts them
 }
+
+// tables numbers every table built.
+var tables atomic.Uint64
 
 var shapesOnly = build(nil)
 
@@ -113,7 +130,7 @@ var shapesOnly = build(nil)
 var shapeStarts = []string{"sk", "gh", "gi", "xo", "AK", "AS", "ey", "Be", "be", "BE"}
 
 func build(literals []string) *table {
-	t := &table{lits: map[uint32][]string{}}
+	t := &table{lits: map[uint32][]string{}, gen: tables.Add(1)}
 	for _, p := range shapeStarts {
 		setPair(&t.pairs, p[0], p[1])
 	}
