@@ -118,6 +118,16 @@ func (u *Unit) AgentStatus() AgentStatus {
 	return AgentStatus{AgentView: api.AgentView{Agent: u.agent.adapter.Load().Name}}
 }
 
+// AgentSnapshot is the published AgentStatus itself, nil for an upstream
+// or before the first; as StatusSnapshot, it is shared and read-only, and
+// a new pointer is a new view.
+func (u *Unit) AgentSnapshot() *AgentStatus {
+	if u.agent == nil {
+		return nil
+	}
+	return u.agent.view.Load()
+}
+
 // AgentChanged returns a channel closed at the next change of
 // AgentStatus (nil for an upstream): read AgentStatus, then wait on it.
 func (u *Unit) AgentChanged() <-chan struct{} {

@@ -173,6 +173,12 @@ func (u *Unit) Status() Status {
 	return s
 }
 
+// StatusSnapshot returns the published snapshot itself, not a copy: the
+// same pointer until the actor publishes the next one, so a reader can key
+// a cache on it (control's list rows). It is shared with every reader:
+// never modify it or what it points to (Status is the copy to keep).
+func (u *Unit) StatusSnapshot() *Status { return u.status.Load() }
+
 // call delivers a command and waits for its reply.
 func (u *Unit) call(ctx context.Context, c command) error {
 	reply := c.replyTo()
