@@ -99,6 +99,15 @@ func putFrameBuf(buf *bytes.Buffer) {
 	}
 }
 
+// JSONAppender is an answer that encodes itself: AppendJSON appends
+// exactly the bytes json.Marshal writes for it (compact, HTML escaped).
+// ResponseFrame appends them to the frame as they are, where the encoder
+// would check and compact a Marshaler's bytes again: ~1 ms for the
+// ~300 KB list of 1,000 harnesses, which keeps its rows encoded.
+type JSONAppender interface {
+	AppendJSON(b []byte) []byte
+}
+
 // ResponseFrame writes into buf the whole frame of
 // Response{ID: id, Result: <res as JSON>}, as WriteFrame would frame what
 // json.Marshal writes for it, in one pass and no copy of the result; the
@@ -111,12 +120,16 @@ func ResponseFrame(buf *bytes.Buffer, id uint64, res any) ([]byte, error) {
 	var n [20]byte
 	buf.Write(strconv.AppendUint(n[:0], id, 10))
 	buf.WriteString(responseResultPrefix)
-	// Encode writes what Marshal returns (HTML escaped alike) and a
-	// newline, and writes nothing when it fails.
-	if err := json.NewEncoder(buf).Encode(res); err != nil {
-		return nil, err
+	if a, ok := res.(JSONAppender); ok {
+		buf.Write(a.AppendJSON(buf.AvailableBuffer())) // in place while it fits
+	} else {
+		// Encode writes what Marshal returns (HTML escaped alike) and a
+		// newline, and writes nothing when it fails.
+		if err := json.NewEncoder(buf).Encode(res); err != nil {
+			return nil, err
+		}
+		buf.Truncate(buf.Len() - 1)
 	}
-	buf.Truncate(buf.Len() - 1)
 	buf.WriteByte('}')
 	frame := buf.Bytes()
 	if uint64(len(frame)-4) > uint64(^uint32(0)) {

@@ -5,22 +5,31 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/protocol"
 )
 
+// appended is an answer encoded before it is framed (JSONAppender).
+type appended string
+
+func (a appended) AppendJSON(b []byte) []byte   { return append(b, a...) }
+func (a appended) MarshalJSON() ([]byte, error) { return []byte(a), nil }
+
 // ResponseFrame writes the frame WriteFrame writes of what json.Marshal
 // writes for the same Response, so a client of any version decodes it as
-// before.
+// before; an answer that encodes itself (JSONAppender) is framed as it
+// says, into a buffer it may outgrow.
 func TestResponseFrameIsJSONMarshal(t *testing.T) {
 	var buf bytes.Buffer
+	large := appended(`[` + strings.Repeat(`{"name":"h000","state":"running"},`, 4000) + `{}]`)
 	for _, id := range []uint64{0, 1, 7, 1234567, math.MaxUint64} {
 		for _, v := range []any{nil, []int{}, map[string]any{"a": []string{"<x>", "é", "&\u2028"}}, "s", 3.5, true,
 			[]struct {
 				N string `json:"name"`
-			}{{"h000"}, {"h001"}}} {
+			}{{"h000"}, {"h001"}}, appended(`[{"name":"h000"}]`), large} {
 			raw, err := json.Marshal(v)
 			if err != nil {
 				t.Fatal(err)
