@@ -14,20 +14,13 @@ import (
 )
 
 // withAgent adds the agent of a harness to its list row (DESIGN §16) and,
-// while the harness has a run, what that agent is doing. Upstreams keep
-// their shape.
-func withAgent(ui *api.UnitInfo, u *unit, st supervise.Status, m *mask.Masker) {
-	h := u.harness()
-	if h == nil {
-		return
-	}
-	ui.Agent = h.Agent
-	if !st.HasRun() {
-		return
-	}
-	if as := u.sup.AgentStatus(); as.RunID == st.RunID && as.AgentState != "" {
+// while the harness has a run, what that agent is doing (as, the agent
+// view its tracker published, when it is of st's run).
+func withAgent(ui *api.UnitInfo, agent string, st *supervise.Status, as *supervise.AgentStatus, m *mask.Masker) {
+	ui.Agent = agent
+	if st.HasRun() && as != nil && as.RunID == st.RunID && as.AgentState != "" {
 		ui.AgentView = maskAgent(m, as.AgentView)
-		ui.Agent = h.Agent
+		ui.Agent = agent
 	}
 }
 

@@ -413,7 +413,7 @@ type opFunc struct {
 // spec line in internal/api; the tests hold this table to the specs (names
 // and types), and the facade and the CLI's verbs to them.
 var opTable = map[string]opFunc{
-	api.OpList:             op((*Control).List),
+	api.OpList:             answersAs[[]api.UnitInfo](op((*Control).listAnswer)),
 	api.OpDescribe:         op((*Control).Describe),
 	api.OpLogs:             op((*Control).Logs),
 	api.OpStart:            op((*Control).Start),
@@ -461,6 +461,14 @@ func op[A, R any](f func(*Control, context.Context, A) (R, error)) opFunc {
 		return f(c, ctx, a)
 	}
 	return opFunc{call: call, args: reflect.TypeFor[A](), result: reflect.TypeFor[R]()}
+}
+
+// answersAs is f declared as answering R, for an op whose method answers
+// an R already encoded: the list op's rows come encoded from its cache
+// (listing) and marshal as the []api.UnitInfo its spec names.
+func answersAs[R any](f opFunc) opFunc {
+	f.result = reflect.TypeFor[R]()
+	return f
 }
 
 // Shutdown answers `shutdown`: the daemon stops every unit and exits. It

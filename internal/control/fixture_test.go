@@ -14,6 +14,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/logs"
+	"github.com/harness-dev/harness/internal/mask"
 	"github.com/harness-dev/harness/internal/runs"
 	"github.com/harness-dev/harness/internal/supervise"
 	"go.uber.org/goleak"
@@ -41,6 +42,8 @@ type fixture struct {
 	// newNotifier and newWebhooks, when set before open, go to Options.
 	newNotifier func(*Control) Notifier
 	newWebhooks func(*Control) (Webhooks, error)
+	// masker, when set before open, is Options.Masker.
+	masker *mask.Masker
 }
 
 // sleeper is a harness table whose process runs until stopped.
@@ -96,6 +99,7 @@ func (f *fixture) open() {
 		Logger:      quiet,
 		NewNotifier: f.newNotifier,
 		NewWebhooks: f.newWebhooks,
+		Masker:      f.masker,
 		OnEvent: func(ev supervise.Event) {
 			if f.onEvent != nil {
 				f.onEvent(ev)
@@ -181,6 +185,20 @@ func (f *fixture) waitStates(want map[string]string) {
 		case <-time.After(100 * time.Millisecond): // a state published without an event
 		case <-deadline:
 			f.t.Fatalf("states = %v, want %v", got, want)
+		}
+	}
+}
+
+// waitUntil waits (on unit events, not sleeps) until cond holds.
+func (f *fixture) waitUntil(what string, cond func() bool) {
+	f.t.Helper()
+	deadline := time.After(15 * time.Second)
+	for !cond() {
+		select {
+		case <-f.changed:
+		case <-time.After(100 * time.Millisecond): // a change published without an event
+		case <-deadline:
+			f.t.Fatalf("timed out waiting for %s", what)
 		}
 	}
 }

@@ -44,6 +44,9 @@ type unit struct {
 	queued queuedFiring
 	// hold is the unit's last published hold (holds.go).
 	hold unitHold
+	// row is the unit's list row as the list op last encoded it
+	// (listrows.go).
+	row atomic.Pointer[cachedRow]
 	// worked is the last run whose agent was seen working (limit.go).
 	worked atomic.Uint64
 	// repeats counts the agent's same tool call in a row (loop_guard).

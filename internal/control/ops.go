@@ -19,63 +19,16 @@ import (
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
-// listProject is every harness of project ("" for all), sorted by name.
-func (c *Control) listProject(project string) []api.UnitInfo {
-	us := c.harnesses()
-	out := make([]api.UnitInfo, 0, len(us))
-	ac := &agentCount{c: c}
-	for _, u := range us {
-		if project == "" || u.project == project {
-			out = append(out, c.infoCounting(u, u.sup.Status(), ac))
-		}
-	}
-	return out
-}
-
-// info is u's list row from its status st.
-func (c *Control) info(u *unit, st supervise.Status) api.UnitInfo {
-	return c.infoCounting(u, st, &agentCount{c: c})
-}
-
-// infoCounting is info with the fleet's running agents counted by ac
-// (holdCounting).
-func (c *Control) infoCounting(u *unit, st supervise.Status, ac *agentCount) api.UnitInfo {
-	ui := api.UnitInfo{
-		Name:         u.name,
-		State:        string(st.State),
-		Enabled:      st.Enabled,
-		PID:          st.PID,
-		RestartCount: st.RestartCount,
-		LastExitCode: st.LastExitCode,
-	}
-	if h := u.harness(); h != nil {
-		ui.Description, ui.Project, ui.Schedule = h.Description, h.Project, h.Schedule
-		if h.Schedule != "" {
-			if t, ok := c.sched.Next(u.name); ok {
-				ui.NextFire = &t
-			}
-		}
-	}
-	if up := u.upstream(); up != nil {
-		ui.Project = up.Project
-	}
-	withActivity(&ui, u, st)
-	withAgent(&ui, u, st, c.Masker())
-	if h := c.holdCounting(u, time.Now(), ac); h != nil && (!isActive(st.State) || h.Reason == api.HoldHours) {
-		ui.Hold = h
-	}
-	return ui
-}
-
 // Describe answers `describe`.
 func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description, error) {
 	u, err := c.lookup(a.Name)
 	if err != nil {
 		return api.Description{}, err
 	}
-	st := u.sup.Status()
+	row, in := c.info(u)
+	st := in.status // the row's own snapshot: shared, read only
 	d := api.Description{
-		UnitInfo:      c.info(u, st),
+		UnitInfo:      row,
 		ConfigChanged: st.ConfigChanged,
 		LastSignal:    st.LastSignal,
 		LastError:     st.LastError,

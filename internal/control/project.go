@@ -230,21 +230,3 @@ func (c *Control) HarnessConfig(name string) (*config.Harness, bool) {
 	}
 	return nil, false
 }
-
-// List answers `list`: every harness sorted by name, or only those of a
-// project given by name or by file.
-func (c *Control) List(_ context.Context, a api.ListArgs) ([]api.UnitInfo, error) {
-	if a.ProjectPath != "" {
-		c.mu.RLock()
-		for name, p := range c.projects {
-			if config.SameFile(p.Path, a.ProjectPath) {
-				a.Project = name
-			}
-		}
-		c.mu.RUnlock()
-		if a.Project == "" {
-			return nil, errcode.Errorf(errcode.InvalidArgument, "no project is up from %s (run harness up there)", a.ProjectPath)
-		}
-	}
-	return c.listProject(a.Project), nil
-}

@@ -216,19 +216,11 @@ func activityView(a term.Activity, now time.Time) (state string, idleS float64, 
 		s := a.Since
 		since = &s
 	}
-	return string(a.State), roundS(a.IdleFor(now)), since
+	return string(a.State), idleSeconds(a, now), since
 }
 
-// withActivity adds the activity of a harness that has a process to its
-// list row; other rows keep their shape.
-func withActivity(ui *api.UnitInfo, u *unit, st supervise.Status) {
-	t := u.sup.Term()
-	if t == nil || !st.HasRun() {
-		return
-	}
-	state, idle, since := activityView(t.Activity(), time.Now())
-	ui.Activity, ui.IdleS, ui.IdleSince = state, &idle, since
-}
+// idleSeconds is idle_s: seconds idle at now, to the millisecond.
+func idleSeconds(a term.Activity, now time.Time) float64 { return roundS(a.IdleFor(now)) }
 
 // roundS rounds seconds to milliseconds.
 func roundS(d time.Duration) float64 {
