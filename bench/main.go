@@ -108,6 +108,8 @@ func serveMode(args []string) {
 		args = append([]string{args[0]}, args[i:]...)
 	}
 	switch {
+	case args[1] == "-serve-http-relay":
+		what, err = "bench http relay", serveHTTPRelay(args[2:])
 	case args[1] == "-serve-typed-upstream":
 		what, err = "bench typed upstream", serveTypedUpstream(args[2:])
 	case args[1] == "-serve-relay":

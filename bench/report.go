@@ -75,10 +75,11 @@ var pathNames = map[string]string{
 	"s'": "(b') with the tools/call fast path off (HARNESS_MCP_FASTPATH=0): every message through the go-sdk",
 	"c":  "HTTP endpoint -> daemon -> upstream, at the protocol version the go-sdk client negotiates (2026-07-28: stateless requests)",
 	"c'": "HTTP endpoint -> daemon -> upstream, the client pinned to 2025-11-25 (an MCP session, as the TS SDK and older clients speak)",
+	"h":  "HTTP relay in the daemon's place (each body handed to the upstream's stdin as it is, its answer as application/json; 1 session only): the floor under (c)",
 }
 
 // pathOrder is the order paths are listed in.
-var pathOrder = []string{"a", "a1", "r", "r'", "b", "b'", "s'", "c", "c'"}
+var pathOrder = []string{"a", "a1", "r", "r'", "b", "b'", "s'", "c", "c'", "h"}
 
 // call returns the part 1 row of path at n sessions, calling the demo
 // upstream.
