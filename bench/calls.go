@@ -66,7 +66,7 @@ func runCallsOf(ctx context.Context, o options, up callUpstream, bin, tmp string
 	}
 	defer relay.close()
 	var hrelay *httpRelay
-	if o.Paths["h"] {
+	if o.wantsPath("h") {
 		if hrelay, err = startHTTPRelay(ctx, bin, up.kind); err != nil {
 			return fmt.Errorf("http relay: %w", err)
 		}
@@ -76,7 +76,7 @@ func runCallsOf(ctx context.Context, o options, up callUpstream, bin, tmp string
 	// (s') is (b') on a second daemon with the tools/call fast path off
 	// (issue 35): the go-sdk path, in the same run.
 	var slow *benchDaemon
-	if o.Paths["s'"] { // named (the -paths default names every path)
+	if o.Paths["s'"] { // named only (the -paths default names every path)
 		so := o
 		so.DaemonEnv = append(slices.Clone(o.DaemonEnv), session.FastPathEnv+"=0")
 		if slow, err = startDaemon(ctx, so, bin, tmp, "calls-slow-"+up.kind, cfg); err != nil {
@@ -123,7 +123,7 @@ func runLevel(ctx context.Context, o options, up callUpstream, bin string, d, sl
 		if p.name == "h" && n > 1 {
 			continue // one session only (httprelay.go)
 		}
-		if len(o.Paths) == 0 && p.name != "s'" || o.Paths[p.name] {
+		if o.wantsPath(p.name) {
 			paths = append(paths, p)
 		}
 	}
@@ -346,4 +346,10 @@ func relayCPU(rep *report, kind string) string {
 		return us(r.CPU.Daemon)
 	}
 	return "not measured"
+}
+
+// wantsPath reports whether part 1 measures path: every one but (s') when
+// no -paths were named (as in the tests), else those named.
+func (o options) wantsPath(path string) bool {
+	return len(o.Paths) == 0 && path != "s'" || o.Paths[path]
 }
