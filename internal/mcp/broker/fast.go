@@ -42,6 +42,11 @@ import (
 // fastIDPrefix starts the ids of calls forwarded as bytes.
 const fastIDPrefix = "harness-fast-"
 
+// fastInlineResult is the largest result finished on the upstream
+// connection's reader: reading a larger one's content and masking it
+// would hold up the answers behind it for longer than a goroutine costs.
+const fastInlineResult = 64 << 10
+
 // errFastClosed is why a call forwarded as bytes failed when the
 // upstream's connection ended under it.
 var errFastClosed = errors.New("connection closed")
@@ -257,6 +262,10 @@ func (b *Broker) startLinked(ctx context.Context, r resolved, link *fastLink, ke
 			done(FastResult{}, b.callErr(context.Background(), key, tool, rpc))
 		case err != nil:
 			done(FastResult{}, b.fastErr(key, tool, err))
+		case len(raw) > fastInlineResult:
+			// Sized and masked off the reader, which every session's
+			// answers from this upstream wait on.
+			go func() { done(b.fastResult(r.c, key, tool, raw)) }()
 		default:
 			done(b.fastResult(r.c, key, tool, raw))
 		}
@@ -304,13 +313,6 @@ func awaitFast(ctx context.Context, start func(done func(FastResult, error)) (st
 		e := <-ch
 		return e.res, e.err
 	}
-}
-
-// CallFast is StartFast waited for: the call ends when ctx does.
-func (b *Broker) CallFast(ctx context.Context, project, name string, args json.RawMessage, permit Permit) (FastResult, error) {
-	return awaitFast(ctx, func(done func(FastResult, error)) func(error) {
-		return b.StartFast(ctx, project, name, args, permit, done)
-	})
 }
 
 // FastCalls is how many calls were forwarded as bytes, for tests and the

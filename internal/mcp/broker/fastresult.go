@@ -56,7 +56,7 @@ func (w *wireResult) size() (int, bool) {
 	return n, true
 }
 
-// fastResult turns an upstream's raw result into what CallFast returns:
+// fastResult turns an upstream's raw result into what StartFast ends with:
 // the bytes (masked) when nothing else must change, the decoded result
 // treated as Call treats it otherwise.
 func (b *Broker) fastResult(c *conn, key, tool string, raw json.RawMessage) (FastResult, error) {

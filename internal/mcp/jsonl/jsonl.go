@@ -158,6 +158,12 @@ type Conn struct {
 
 	writeMu sync.Mutex // one message at a time on the wire
 
+	// Messages send could not write at once, in order, and whether a
+	// goroutine is writing them (send.go).
+	outMu    sync.Mutex
+	out      []pendingWrite
+	draining bool
+
 	rawMu sync.Mutex
 	raw   rawIDs // calls whose ids the SDK would not echo as written (rawid.go)
 

@@ -46,9 +46,20 @@ func rawWriter(w io.Writer) syscall.RawConn {
 // send writes msg (one message and its newline) without waiting and calls
 // finish with the write's error once it is written or has failed: on this
 // goroutine when the write was done at once, on a goroutine of its own
-// otherwise. msg must not change until finish runs.
+// otherwise. Messages sent go out in the order send was called (a call's
+// cancellation never overtakes the call). msg must not change until finish
+// runs.
 func (c *Conn) send(msg []byte, finish func(error)) {
+	c.outMu.Lock()
+	if c.draining {
+		c.out = append(c.out, pendingWrite{msg, finish}) // behind those queued before it
+		c.outMu.Unlock()
+		return
+	}
 	if c.rawW != nil && c.writeMu.TryLock() {
+		// A send after this one finds the write lock taken and queues
+		// behind it, whatever happens here.
+		c.outMu.Unlock()
 		n, err := c.writeNow(msg)
 		if err != nil || n == len(msg) {
 			c.writeMu.Unlock()
@@ -63,12 +74,37 @@ func (c *Conn) send(msg []byte, finish func(error)) {
 		}()
 		return
 	}
-	go func() {
+	c.draining = true
+	c.out = append(c.out, pendingWrite{msg, finish})
+	c.outMu.Unlock()
+	go c.drain()
+}
+
+// pendingWrite is a message send queued.
+type pendingWrite struct {
+	msg    []byte
+	finish func(error)
+}
+
+// drain writes the queued messages in order, waiting as Write does, until
+// none is left.
+func (c *Conn) drain() {
+	for {
+		c.outMu.Lock()
+		if len(c.out) == 0 {
+			c.out, c.draining = nil, false
+			c.outMu.Unlock()
+			return
+		}
+		p := c.out[0]
+		c.out[0] = pendingWrite{}
+		c.out = c.out[1:]
+		c.outMu.Unlock()
 		c.writeMu.Lock()
-		_, err := c.w.Write(msg)
+		_, err := c.w.Write(p.msg)
 		c.writeMu.Unlock()
-		finish(err)
-	}()
+		p.finish(err)
+	}
 }
 
 // writeNow writes as much of msg as the descriptor takes without waiting.

@@ -25,7 +25,7 @@ import (
 // the go-sdk server decodes it (jsonl.Transport.Intercept): the name is
 // resolved, the grant checked and the call recorded as callUpstream does,
 // and the broker forwards the arguments' bytes upstream and brings the
-// result's bytes back (broker.CallFast), which are written to the session
+// result's bytes back (broker.StartFast), which are written to the session
 // with the caller's id. Everything else, and every tools/call the fast path
 // does not take (a facade or search tool, an unknown name, a progress
 // token, a session not yet initialized), is the go-sdk server's as before.

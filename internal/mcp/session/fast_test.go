@@ -81,7 +81,7 @@ func newFastEnv(t *testing.T, fast bool) *fastEnv {
 	// A bound above any test's calls in flight: the calls past it would
 	// wait for a slot on goroutines of their own, out of the path tested.
 	b := broker.New(logger, broker.Options{Mask: mask.New(fastSecret).String, MaxInFlight: 1024})
-	b.Configure(map[string]broker.Upstream{"up": {Key: "up", MaxResult: 4096}})
+	b.Configure(map[string]broker.Upstream{"up": {Key: "up", MaxResult: 256 << 10}})
 	e := &env{ops: mcptest.NewOps(), auth: mcptest.NewAuth(), prompts: &fakePrompts{}}
 	e.m = NewManager(e.ops, e.auth, b, func() Prompts { return e.prompts }, logger, "test")
 	e.m.SetFastPath(fast)
@@ -144,7 +144,11 @@ func (fe *fastEnv) serveUpstream(t *testing.T) {
 		return &mcp.CallToolResult{}, nil
 	})
 	add(&mcp.Tool{Name: "big", Annotations: ro}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return textResult(strings.Repeat("x", 8192)), nil // over max_result_bytes
+		return textResult(strings.Repeat("x", 300<<10)), nil // over max_result_bytes
+	})
+	// Under the bound, over what the upstream's reader finishes itself.
+	add(&mcp.Tool{Name: "large", Annotations: ro}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return textResult(strings.Repeat("l", 100<<10) + " TOKEN=" + fastSecret), nil
 	})
 	add(&mcp.Tool{Name: "hang", Annotations: ro}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		fe.started <- struct{}{}
@@ -215,7 +219,8 @@ var fastCases = []fastCase{
 	{"up__fail", `{}`, true, `upstream up: it broke`},
 	{"up__boom", `{}`, true, `no such thing`},
 	{"up__empty", `{}`, true, `"content":[]`},
-	{"up__big", `{}`, true, `exceeds the limit of 4096 bytes (max_result_bytes of [mcp.up])`},
+	{"up__big", `{}`, true, `exceeds the limit of 262144 bytes (max_result_bytes of [mcp.up])`},
+	{"up__large", `{}`, true, `lll TOKEN=[masked]`},
 	{"up__echo", `{"text":"after the big one"}`, true, `after the big one`},
 	{"up__nosuch", `{}`, false, `unknown_tool`},
 	{"nope__echo", `{}`, false, `unknown_namespace`},
