@@ -60,6 +60,8 @@ var onlyRules = []struct {
 		"the dashboard is a client of the socket: it speaks the wire, like the CLI"},
 	{"internal/mask", []string{},
 		"the masker is a leaf every package that renders text can use (DESIGN §22)"},
+	{"internal/nowait", []string{},
+		"reads and writes that never wait are a leaf under every stream the daemon serves"},
 	{"internal/web", []string{"internal/api", "internal/errcode", "internal/logkey", "internal/dashtoken", "internal/httpguard"},
 		"the web dashboard reaches operations through its Backend interface and the wire types, like the MCP sessions"},
 }

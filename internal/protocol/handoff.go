@@ -274,6 +274,10 @@ func (s *handedStdio) Write(p []byte) (int, error) { return s.out.Write(p) }
 // asks it whether the client still reads its answers.
 func (s *handedStdio) SyscallConn() (syscall.RawConn, error) { return s.out.SyscallConn() }
 
+// ReadConn is the reading side's (the client's stdin), for reads that
+// never wait (internal/nowait).
+func (s *handedStdio) ReadConn() (syscall.RawConn, error) { return s.in.SyscallConn() }
+
 // Close ends any read or write in progress, puts back the blocking mode of
 // both descriptions and releases every descriptor. It is safe to call more
 // than once and from any goroutine; later calls return the first's error.

@@ -33,6 +33,8 @@ import (
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/harness-dev/harness/internal/nowait"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -111,7 +113,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		limit = DefaultMaxMessage
 	}
 	c := &Conn{
-		r:       bufio.NewReaderSize(t.Reader, 16<<10),
+		r:       bufio.NewReaderSize(nowait.NewReader(t.Reader), 16<<10),
 		rc:      t.Reader,
 		w:       t.Writer,
 		rawW:    rawWriter(t.Writer),

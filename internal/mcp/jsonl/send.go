@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"golang.org/x/sys/unix"
+
+	"github.com/harness-dev/harness/internal/nowait"
 )
 
 // Writes that never wait (issue 35). The tools/call fast path answers a
@@ -125,7 +127,10 @@ func (c *Conn) writeNow(msg []byte) (int, error) {
 // (the rest is send's goroutine's) or failed. It never asks to wait.
 func (c *Conn) rawWrite(fd uintptr) bool {
 	for c.rawN < len(c.rawMsg) {
-		m, err := unix.Write(int(fd), c.rawMsg[c.rawN:])
+		m, err := nowait.Write(fd, c.rawMsg[c.rawN:])
+		if err == nowait.ErrUnsupported {
+			m, err = unix.Write(int(fd), c.rawMsg[c.rawN:])
+		}
 		if m > 0 {
 			c.rawN += m
 		}

@@ -1,0 +1,46 @@
+package nowait
+
+import (
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Read reads into p from fd once, without waiting: n > 0, or n == 0 and
+// err == nil at the end of the stream, or err is unix.EAGAIN when there
+// is nothing to read yet, ErrUnsupported, or the call's error.
+func Read(fd uintptr, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return rw(unix.SYS_PREADV2, fd, p)
+}
+
+// Write writes p to fd once, without waiting: what fits now (n may be
+// short), or err is unix.EAGAIN when nothing fits, ErrUnsupported, or
+// the call's error.
+func Write(fd uintptr, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return rw(unix.SYS_PWRITEV2, fd, p)
+}
+
+func rw(trap uintptr, fd uintptr, p []byte) (int, error) {
+	iov := unix.Iovec{Base: &p[0]}
+	iov.SetLen(len(p))
+	for {
+		// offset -1: the descriptor's own position (streams have none).
+		n, _, e := syscall.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&iov)), 1, ^uintptr(0), ^uintptr(0), unix.RWF_NOWAIT)
+		switch e {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+			continue
+		case unix.EOPNOTSUPP, unix.EINVAL, unix.ENOSYS:
+			return 0, ErrUnsupported
+		}
+		return 0, e
+	}
+}
