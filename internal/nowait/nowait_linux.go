@@ -14,7 +14,11 @@ func Read(fd uintptr, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	return rw(unix.SYS_PREADV2, fd, p)
+	n, err := rw(unix.SYS_PREADV2, fd, p)
+	if err == nil {
+		raceAcquire()
+	}
+	return n, err
 }
 
 // Write writes p to fd once, without waiting: what fits now (n may be
@@ -24,6 +28,7 @@ func Write(fd uintptr, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	raceRelease()
 	return rw(unix.SYS_PWRITEV2, fd, p)
 }
 

@@ -51,7 +51,7 @@ func (c *Conn) writeError(id []byte, code int, message string) error {
 	}
 	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, msg)
 	c.writeMu.Lock()
-	_, err = c.w.Write(line)
+	_, err = c.ww.Write(line)
 	c.writeMu.Unlock()
 	if err != nil {
 		c.answered(nil, true)

@@ -116,6 +116,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		r:       bufio.NewReaderSize(nowait.NewReader(t.Reader), 16<<10),
 		rc:      t.Reader,
 		w:       t.Writer,
+		ww:      nowait.NewWriter(t.Writer),
 		rawW:    rawWriter(t.Writer),
 		limit:   limit,
 		answer:  t.AnswerInvalid,
@@ -138,6 +139,7 @@ type Conn struct {
 	r    *bufio.Reader
 	rc   io.ReadCloser
 	w    io.WriteCloser
+	ww   io.Writer       // w's writes that wait in the poller, not in the kernel (nowait); under writeMu
 	rawW syscall.RawConn // w's descriptor for writes that never wait (send.go), or nil
 	// The message writeNow is writing, how much of it is written and the
 	// error, for rawFn (c.rawWrite, made once); guarded by writeMu.
@@ -502,7 +504,7 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	data = append(data, '\n')
 	c.writeMu.Lock()
-	_, err = c.w.Write(data)
+	_, err = c.ww.Write(data)
 	c.writeMu.Unlock()
 	if isResp {
 		c.answered(resp.ID.Raw(), err != nil)

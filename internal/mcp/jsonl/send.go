@@ -70,7 +70,7 @@ func (c *Conn) send(msg []byte, finish func(error)) {
 		}
 		// The peer's buffer is full: the rest waits, the lock with it.
 		go func() {
-			_, err := c.w.Write(msg[n:])
+			_, err := c.ww.Write(msg[n:])
 			c.writeMu.Unlock()
 			finish(err)
 		}()
@@ -103,7 +103,7 @@ func (c *Conn) drain() {
 		c.out = c.out[1:]
 		c.outMu.Unlock()
 		c.writeMu.Lock()
-		_, err := c.w.Write(p.msg)
+		_, err := c.ww.Write(p.msg)
 		c.writeMu.Unlock()
 		p.finish(err)
 	}

@@ -1,0 +1,7 @@
+//go:build !race || !linux
+
+package nowait
+
+func raceAcquire() {}
+
+func raceRelease() {}
