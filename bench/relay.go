@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/harness-dev/harness/internal/nowait"
 	"github.com/harness-dev/harness/internal/protocol"
 )
 
@@ -160,9 +161,11 @@ func (h relayHandler) relay(ctx context.Context, rw io.ReadWriter) {
 		fmt.Fprintln(os.Stderr, "bench relay:", err)
 		return
 	}
+	// Its reads and writes ask the kernel not to wait, as the daemon's
+	// sessions do (internal/nowait), so that it stays the floor.
 	copied := make(chan struct{})
-	go func() { defer close(copied); _, _ = io.Copy(rw, stdout) }()
-	_, _ = io.Copy(stdin, rw)
+	go func() { defer close(copied); _, _ = io.Copy(nowait.NewWriter(rw), nowait.NewReader(stdout)) }()
+	_, _ = io.Copy(nowait.NewWriter(stdin), nowait.NewReader(rw))
 	_ = stdin.Close()
 	<-copied // os/exec: read all of stdout before Wait, which closes it
 	_ = cmd.Wait()
