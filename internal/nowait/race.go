@@ -16,12 +16,14 @@ import (
 // Under -race each raw read and write also makes an empty read or write
 // of /dev/null through syscall, for its annotation alone.
 
+// devNull is a descriptor of its own (not an *os.File, whose finalizer
+// would close it), open for the life of the process.
 var devNull = func() int {
-	f, err := os.Open(os.DevNull)
+	fd, err := syscall.Open(os.DevNull, syscall.O_RDWR|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		panic("nowait: " + err.Error())
+		panic("nowait: open " + os.DevNull + ": " + err.Error())
 	}
-	return int(f.Fd()) // kept open for the life of the process
+	return fd
 }()
 
 // raceAcquire marks what was read as seeing every earlier write.
