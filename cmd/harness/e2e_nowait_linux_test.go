@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/harness-dev/harness/internal/fdtest"
+	"github.com/harness-dev/harness/internal/nowait"
 )
 
 // pipeReaders counts the daemon's threads asleep in a pipe read: each is
@@ -31,6 +34,40 @@ func pipeReaders(t *testing.T, pid int) int {
 	return n
 }
 
+// pipeReadersAreSeen is the check's positive control: a thread of this
+// process blocked reading a pipe is counted by pipeReaders (a kernel
+// without wchan names would make the check pass whatever the daemon did).
+// It also needs pipes that can be read without waiting (Linux 5.x and
+// later; CI's kernel has them).
+func pipeReadersAreSeen(t *testing.T) {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	if _, err := nowait.Read(uintptr(p[0]), make([]byte, 1)); err == nowait.ErrUnsupported {
+		t.Skip("this kernel's pipes cannot be read with RWF_NOWAIT: the daemon reads them the usual way")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = unix.Read(p[0], make([]byte, 1)) // blocking: asleep in the kernel until the write below
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for pipeReaders(t, os.Getpid()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a thread blocked reading a pipe is not seen in /proc/*/task/*/wchan: the check would prove nothing")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := unix.Write(p[1], []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+}
+
 // TestScenario_AClientThatMakesItsStdinBlockingHoldsNoDaemonThread (issue
 // 35): the hand-off shares the client's open file descriptions with the
 // daemon, so whoever else holds one (the agent, a wrapper script) may
@@ -40,6 +77,7 @@ func pipeReaders(t *testing.T, pid int) int {
 // session does, instead of holding one of the daemon's threads asleep in
 // the kernel: a fleet of such agents cost a thread each before.
 func TestScenario_AClientThatMakesItsStdinBlockingHoldsNoDaemonThread(t *testing.T) {
+	pipeReadersAreSeen(t)
 	f := newFleet(t, "")
 	daemon := f.Cmd.Process.Pid
 	const sessions = 12

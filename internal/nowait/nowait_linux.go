@@ -1,6 +1,7 @@
 package nowait
 
 import (
+	"os"
 	"syscall"
 	"unsafe"
 
@@ -16,7 +17,7 @@ func Read(fd uintptr, p []byte) (int, error) {
 	}
 	n, err := rw(unix.SYS_PREADV2, fd, p)
 	if err == nil {
-		raceAcquire()
+		raceAcquire(p[:n])
 	}
 	return n, err
 }
@@ -28,7 +29,7 @@ func Write(fd uintptr, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	raceRelease()
+	raceRelease(p)
 	return rw(unix.SYS_PWRITEV2, fd, p)
 }
 
@@ -37,15 +38,22 @@ func rw(trap uintptr, fd uintptr, p []byte) (int, error) {
 	iov.SetLen(len(p))
 	for {
 		// offset -1: the descriptor's own position (streams have none).
-		n, _, e := syscall.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&iov)), 1, ^uintptr(0), ^uintptr(0), unix.RWF_NOWAIT)
+		n, _, e := syscall.Syscall6(trap, fd, uintptr(unsafe.Pointer(&iov)), 1, ^uintptr(0), ^uintptr(0), unix.RWF_NOWAIT)
 		switch e {
 		case 0:
 			return int(n), nil
 		case unix.EINTR:
 			continue
-		case unix.EOPNOTSUPP, unix.EINVAL, unix.ENOSYS:
+		case unix.EAGAIN:
+			return 0, unix.EAGAIN
+		case unix.EOPNOTSUPP, unix.EINVAL, unix.ENOSYS, unix.EPERM, unix.EACCES:
+			// Not this descriptor's (or this kernel's, or a seccomp
+			// filter refused the call): the usual way says what is wrong.
 			return 0, ErrUnsupported
 		}
-		return 0, e
+		if trap == unix.SYS_PREADV2 {
+			return 0, os.NewSyscallError("preadv2", e)
+		}
+		return 0, os.NewSyscallError("pwritev2", e)
 	}
 }

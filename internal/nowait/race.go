@@ -4,17 +4,20 @@ package nowait
 
 import (
 	"os"
+	"runtime"
 	"syscall"
+	"unsafe"
 )
 
-// The race detector takes every read made through package syscall as
-// seeing every write made before it (syscall.Read acquires and
-// syscall.Write releases one shared point), so that a goroutine reading
-// what another wrote through a pipe or socket is not reported as racing
-// with it. Raw system calls skip that, and every read of the daemon's
-// streams would look unsynchronized with the writer at the other end.
-// Under -race each raw read and write also makes an empty read or write
-// of /dev/null through syscall, for its annotation alone.
+// The race detector takes every read made through package syscall's
+// Read as seeing every write made before it through its Write (one
+// shared point, acquired and released), so that a goroutine reading what
+// another wrote through a pipe or socket is not reported as racing with
+// it. preadv2 and pwritev2 made directly skip that, and every read of the
+// daemon's streams would look unsynchronized with the writer at the
+// other end. Under -race each read and write here also makes an empty
+// read or write of /dev/null through syscall, for its annotation alone,
+// and tells the detector which bytes the kernel wrote or read.
 
 // devNull is a descriptor of its own (not an *os.File, whose finalizer
 // would close it), open for the life of the process.
@@ -26,8 +29,20 @@ var devNull = func() int {
 	return fd
 }()
 
-// raceAcquire marks what was read as seeing every earlier write.
-func raceAcquire() { _, _ = syscall.Read(devNull, nil) }
+// raceAcquire marks what was read as seeing every earlier write, and
+// the kernel's write of p.
+func raceAcquire(p []byte) {
+	if len(p) > 0 {
+		runtime.RaceWriteRange(unsafe.Pointer(&p[0]), len(p))
+	}
+	_, _ = syscall.Read(devNull, nil)
+}
 
-// raceRelease marks what is written as seen by every later read.
-func raceRelease() { _, _ = syscall.Write(devNull, nil) }
+// raceRelease marks what is written as seen by every later read, and the
+// kernel's read of p.
+func raceRelease(p []byte) {
+	if len(p) > 0 {
+		runtime.RaceReadRange(unsafe.Pointer(&p[0]), len(p))
+	}
+	_, _ = syscall.Write(devNull, nil)
+}

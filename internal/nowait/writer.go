@@ -71,6 +71,9 @@ func (w *Writer) writeFD(fd uintptr) bool {
 		case err != nil:
 			w.err = err
 			return true
+		case m == 0:
+			w.err = io.ErrUnexpectedEOF // as poll.FD.Write says of a write that took nothing
+			return true
 		}
 		w.n += m
 	}

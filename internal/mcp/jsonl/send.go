@@ -135,6 +135,9 @@ func (c *Conn) rawWrite(fd uintptr) bool {
 			c.rawN += m
 		}
 		switch {
+		case err == nil && m <= 0:
+			c.rawErr = io.ErrUnexpectedEOF // a write that took nothing, as poll.FD.Write says
+			return true
 		case err == nil:
 		case errors.Is(err, unix.EINTR):
 		case errors.Is(err, unix.EAGAIN):
