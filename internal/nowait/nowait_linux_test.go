@@ -194,4 +194,3 @@ func TestScenario_AStreamWithoutADescriptorIsLeftAsItIs(t *testing.T) {
 		t.Fatal("a bytes.Buffer was wrapped")
 	}
 }
-
