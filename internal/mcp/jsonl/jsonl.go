@@ -33,9 +33,9 @@ import (
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harness-dev/harness/internal/nowait"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // DefaultMaxMessage bounds one inbound message, as the go-sdk's
