@@ -146,11 +146,14 @@ type Conn struct {
 	rawMsg []byte
 	rawN   int
 	rawErr error
-	rawFn  func(fd uintptr) bool
-	limit  int
-	answer bool // Transport.AnswerInvalid
-	refuse bool // Transport.RefuseOversized
-	hook   func(*Conn, *jsonrpc.Request) bool
+	// rawUsual: the descriptor cannot be written with RWF_NOWAIT, so
+	// rawWrite uses a plain write (it is in non-blocking mode).
+	rawUsual bool
+	rawFn    func(fd uintptr) bool
+	limit    int
+	answer   bool // Transport.AnswerInvalid
+	refuse   bool // Transport.RefuseOversized
+	hook     func(*Conn, *jsonrpc.Request) bool
 
 	line []byte // reused buffer of the message being read
 	long Blocks // the line being read past keepBuffer (readLine)

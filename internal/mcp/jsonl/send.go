@@ -127,8 +127,13 @@ func (c *Conn) writeNow(msg []byte) (int, error) {
 // (the rest is send's goroutine's) or failed. It never asks to wait.
 func (c *Conn) rawWrite(fd uintptr) bool {
 	for c.rawN < len(c.rawMsg) {
-		m, err := nowait.Write(fd, c.rawMsg[c.rawN:])
+		m, err := 0, nowait.ErrUnsupported
+		if !c.rawUsual {
+			m, err = nowait.Write(fd, c.rawMsg[c.rawN:])
+		}
 		if err == nowait.ErrUnsupported {
+			// Remembered, as nowait.Writer does: no failed call per message.
+			c.rawUsual = true
 			m, err = unix.Write(int(fd), c.rawMsg[c.rawN:])
 		}
 		if m > 0 {
