@@ -32,7 +32,7 @@ func TestScenario_AProjectHarnessOpensFromTheFleet(t *testing.T) {
 	link := `tr.unit[data-name="shop/echo"] td.name a`
 	browse(t, ctx, "open shop/echo from the fleet",
 		chromedp.WaitVisible(chromedp.CSS(link)),
-		chromedp.Click(chromedp.CSS(link)),
+		clickLive(link),
 		chromedp.WaitVisible(chromedp.CSS(`#term[data-attached="1"]`)),
 	)
 	if h := eval[string](t, ctx, `document.getElementById('hname').textContent`); h != "shop/echo" {

@@ -43,8 +43,15 @@
   // redraw between a button's press and release replaces the button, and
   // the browser then fires no click (the press is lost). The held redraw
   // is put in after the click.
-  var pressed = false, held = null;
+  var pressed = false, held = null, shown = null;
   function draw(html) {
+    // A fragment that brings nothing new leaves the nodes as they are: a
+    // link or button under the pointer, a selection, stay the person's.
+    if (html === shown) {
+      document.body.setAttribute('data-refreshed', String(Date.now()));
+      return;
+    }
+    shown = html;
     // A section the person opened or closed stays so (the fragment comes
     // with each section's default).
     var open = {};
