@@ -83,3 +83,44 @@ func echoPage(t *testing.T) (*fleet, context.Context) {
 	)
 	return f, ctx
 }
+
+// TestScenario_ARedrawThatBringsNothingNewKeepsThePage: the harness page
+// fetches its live part at every event of the fleet; when the part is
+// the one already shown (here a harness never started, while another one
+// starts and stops), the page keeps its nodes, so what is under the
+// person's pointer stays. Its own event still redraws it.
+func TestScenario_ARedrawThatBringsNothingNewKeepsThePage(t *testing.T) {
+	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n\n"+
+		"[harness.quiet]\ncmd = \"sleep\"\nargs = [\"600\"]\n\n"+
+		"[harness.other]\ncmd = \"sleep\"\nargs = [\"600\"]\n")
+	base := f.webBase()
+	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
+	ctx := newBrowser(t, 1280, 900)
+	signIn(t, ctx, base, opTok)
+	browse(t, ctx, "open quiet",
+		chromedp.Navigate(base+"/h/quiet"),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live="1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-refreshed]`)),
+	)
+	mark := `(() => { document.querySelectorAll('#live *').forEach(n => { n.__seen = true; }); return true; })()`
+	kept := `[...document.querySelectorAll('#live *')].every(n => n.__seen === true)`
+	redrawn := func(what string, do func()) {
+		t.Helper()
+		before := eval[string](t, ctx, `document.body.getAttribute('data-refreshed') || ''`)
+		do()
+		f.WaitFor(what, 10*time.Second, func() bool {
+			return eval[string](t, ctx, `document.body.getAttribute('data-refreshed') || ''`) != before
+		})
+	}
+	eval[bool](t, ctx, mark)
+	redrawn("the page to read its live part after other starts", func() { f.MustRun("start", "other") })
+	f.waitState("other", "running")
+	redrawn("the page to read its live part after other stops", func() { f.MustRun("stop", "other") })
+	if !eval[bool](t, ctx, kept) {
+		t.Fatal("quiet's page replaced its live part for events of another harness that changed nothing on it")
+	}
+	redrawn("the page to redraw after quiet starts", func() { f.MustRun("start", "quiet") })
+	f.WaitFor("quiet's page to show it running", 10*time.Second, func() bool {
+		return !eval[bool](t, ctx, kept)
+	})
+}
