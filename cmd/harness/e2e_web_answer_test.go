@@ -18,7 +18,7 @@ import (
 // command runs, and the agent is ready again, on the CLI and on the page.
 func TestScenario_WaitingAgentIsAnsweredFromThePage(t *testing.T) {
 	table, rc := claudeTable(t, "claude", "")
-	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n"+table)
+	f := newFleet(t, operatorWeb+table)
 	base := f.webBase()
 	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
 	ctx := newBrowser(t, 1280, 900)

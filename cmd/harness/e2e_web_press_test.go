@@ -66,22 +66,32 @@ func TestScenario_OpenedSectionsStayOpenAcrossRedraws(t *testing.T) {
 // as the operator on its page, live.
 func echoPage(t *testing.T) (*fleet, context.Context) {
 	t.Helper()
-	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n\n"+
-		"[harness.echo]\ncmd = \"sh\"\nargs = [\"-c\", \"while read l; do echo \\\"got: $l\\\"; done\"]\nenabled = true\n")
+	f := newFleet(t, operatorWeb+"[harness.echo]\ncmd = \"sh\"\nargs = [\"-c\", \"while read l; do echo \\\"got: $l\\\"; done\"]\nenabled = true\n")
 	f.waitState("echo", "running")
+	ctx := livePage(t, f, "echo")
+	browse(t, ctx, "see echo's actions", chromedp.WaitVisible(chromedp.CSS(`.facts .actions button.act`)))
+	return f, ctx
+}
+
+// operatorWeb is the daemon section of a fleet whose dashboard the
+// operator's token may use to read, act and type.
+const operatorWeb = "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n\n"
+
+// livePage is a browser signed in as the operator on the page of harness
+// name, live, and its first redraw (the event stream's open asks for one)
+// done, so the steps after it meet the part they found.
+func livePage(t *testing.T, f *fleet, name string) context.Context {
+	t.Helper()
 	base := f.webBase()
 	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
 	ctx := newBrowser(t, 1280, 900)
 	signIn(t, ctx, base, opTok)
-	// Live, and its first redraw (the event stream's open asks for one)
-	// done, so the steps below meet the part they found.
-	browse(t, ctx, "open echo",
-		chromedp.Navigate(base+"/h/echo"),
+	browse(t, ctx, "open "+name,
+		chromedp.Navigate(base+"/h/"+name),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-live="1"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-refreshed]`)),
-		chromedp.WaitVisible(chromedp.CSS(`.facts .actions button.act`)),
 	)
-	return f, ctx
+	return ctx
 }
 
 // TestScenario_ARedrawThatBringsNothingNewKeepsThePage: the harness page
@@ -90,18 +100,10 @@ func echoPage(t *testing.T) (*fleet, context.Context) {
 // starts and stops), the page keeps its nodes, so what is under the
 // person's pointer stays. Its own event still redraws it.
 func TestScenario_ARedrawThatBringsNothingNewKeepsThePage(t *testing.T) {
-	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n\n"+
+	f := newFleet(t, operatorWeb+
 		"[harness.quiet]\ncmd = \"sleep\"\nargs = [\"600\"]\n\n"+
 		"[harness.other]\ncmd = \"sleep\"\nargs = [\"600\"]\n")
-	base := f.webBase()
-	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
-	ctx := newBrowser(t, 1280, 900)
-	signIn(t, ctx, base, opTok)
-	browse(t, ctx, "open quiet",
-		chromedp.Navigate(base+"/h/quiet"),
-		chromedp.WaitVisible(chromedp.CSS(`body[data-live="1"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`body[data-refreshed]`)),
-	)
+	ctx := livePage(t, f, "quiet")
 	mark := `(() => { document.querySelectorAll('#live *').forEach(n => { n.__seen = true; }); return true; })()`
 	kept := `[...document.querySelectorAll('#live *')].every(n => n.__seen === true)`
 	redrawn := func(what string, do func()) {

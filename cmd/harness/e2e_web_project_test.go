@@ -15,7 +15,7 @@ import (
 // real Chromium; its terminal attaches, keys typed there reach the
 // program, and its stop button stops it.
 func TestScenario_AProjectHarnessOpensFromTheFleet(t *testing.T) {
-	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n")
+	f := newFleet(t, operatorWeb)
 	dir := t.TempDir()
 	project := "[project]\nname = \"shop\"\n\n[harness.echo]\ncmd = \"sh\"\nargs = [\"-c\", \"while read l; do echo \\\"got: $l\\\"; done\"]\nenabled = true\n"
 	if err := os.WriteFile(filepath.Join(dir, "harness.toml"), []byte(project), 0o600); err != nil {

@@ -31,7 +31,7 @@ func TestScenario_AgentTurnsShowOnItsHarnessPage(t *testing.T) {
 	}
 	// A price for the scripted model, so the page shows a cost.
 	table, rc := claudeTable(t, "claude", fmt.Sprintf("env_file = %q\nprices = { \"claude-opus-5\" = { input = 2, output = 10, cache_read = 0.5, cache_write = 4 } }\n", envFile))
-	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\", \"input\"]\n"+table)
+	f := newFleet(t, operatorWeb+table)
 	base := f.webBase()
 	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
 	ctx := newBrowser(t, 1280, 900)
