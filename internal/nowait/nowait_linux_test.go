@@ -86,6 +86,47 @@ func TestScenario_AFullBlockingPipeIsNotWaitedFor(t *testing.T) {
 	}
 }
 
+// WriteNow writes what fits and says how much when the rest does not.
+func TestScenario_WriteNowStopsAtAFullPipeSayingHowMuchItWrote(t *testing.T) {
+	r, w := blockingPipe(t)
+	big := bytes.Repeat([]byte("x"), 1<<20) // more than a pipe holds
+	var n int
+	var err error
+	within(t, 5*time.Second, "WriteNow to a blocking pipe", func() { n, err = WriteNow(uintptr(w), big, false) })
+	if err != unix.EAGAIN || n == 0 || n >= len(big) {
+		t.Fatalf("WriteNow = %d, %v; want part of %d bytes and EAGAIN", n, err, len(big))
+	}
+	in, ierr := unix.IoctlGetInt(r, unix.TIOCINQ)
+	if ierr != nil || in != n {
+		t.Fatalf("the pipe holds %d bytes (%v); WriteNow said %d", in, ierr, n)
+	}
+}
+
+// A terminal cannot be written with RWF_NOWAIT: WriteNow says so before
+// writing anything, and plain writes it (in non-blocking mode) instead.
+func TestScenario_WriteNowWritesATerminalPlainly(t *testing.T) {
+	ptm, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptm.Close()
+	defer tty.Close()
+	fd := int(tty.Fd()) // Fd makes it blocking: non-blocking again below
+	if err := unix.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := WriteNow(uintptr(fd), []byte("first"), false); n != 0 || err != ErrUnsupported {
+		t.Fatalf("WriteNow to a terminal = %d, %v; want 0, ErrUnsupported", n, err)
+	}
+	if n, err := WriteNow(uintptr(fd), []byte("plainly\n"), true); n != len("plainly\n") || err != nil {
+		t.Fatalf("WriteNow plain = %d, %v", n, err)
+	}
+	buf := make([]byte, 64)
+	if n, err := ptm.Read(buf); err != nil || !bytes.Contains(buf[:n], []byte("plainly")) || bytes.Contains(buf[:n], []byte("first")) {
+		t.Fatalf("the terminal read %q, %v; want plainly and nothing of the refused write", buf[:n], err)
+	}
+}
+
 func TestScenario_AReaderReadsAStreamToItsEnd(t *testing.T) {
 	blockingPipe(t) // skips where pipes cannot be read without waiting
 	r, w, err := os.Pipe()

@@ -63,19 +63,40 @@ func (w *Writer) Write(p []byte) (int, error) {
 // writeFD is the poller's callback: false parks until the descriptor is
 // writable.
 func (w *Writer) writeFD(fd uintptr) bool {
-	for w.n < len(w.p) {
-		m, err := Write(fd, w.p[w.n:])
-		switch {
-		case err == unix.EAGAIN:
-			return false
-		case err != nil:
-			w.err = err
-			return true
-		case m == 0:
-			w.err = io.ErrUnexpectedEOF // as poll.FD.Write says of a write that took nothing
-			return true
-		}
-		w.n += m
+	m, err := WriteNow(fd, w.p[w.n:], false)
+	w.n += m
+	if err == unix.EAGAIN {
+		return false
 	}
+	w.err = err
 	return true
+}
+
+// WriteNow writes p to fd until all of it is written, nothing more fits
+// now (unix.EAGAIN), or an error, and returns what it wrote. It writes
+// with Write, so a descriptor that cannot take RWF_NOWAIT gives
+// ErrUnsupported; plain writes with write(2) instead, for such a
+// descriptor in non-blocking mode. A write that takes nothing is
+// io.ErrUnexpectedEOF, as poll.FD.Write says.
+func WriteNow(fd uintptr, p []byte, plain bool) (int, error) {
+	n := 0
+	for n < len(p) {
+		var m int
+		var err error
+		if plain {
+			if m, err = unix.Write(int(fd), p[n:]); err == unix.EINTR {
+				continue
+			}
+		} else {
+			m, err = Write(fd, p[n:]) // it retries EINTR itself
+		}
+		switch {
+		case err != nil:
+			return n, err
+		case m <= 0:
+			return n, io.ErrUnexpectedEOF
+		}
+		n += m
+	}
+	return n, nil
 }

@@ -126,31 +126,17 @@ func (c *Conn) writeNow(msg []byte) (int, error) {
 // rawWrite is writeNow's work on the descriptor: write until done, full
 // (the rest is send's goroutine's) or failed. It never asks to wait.
 func (c *Conn) rawWrite(fd uintptr) bool {
-	for c.rawN < len(c.rawMsg) {
-		m, err := 0, nowait.ErrUnsupported
-		if !c.rawUsual {
-			m, err = nowait.Write(fd, c.rawMsg[c.rawN:])
-		}
-		if err == nowait.ErrUnsupported {
-			// Remembered, as nowait.Writer does: no failed call per message.
-			c.rawUsual = true
-			m, err = unix.Write(int(fd), c.rawMsg[c.rawN:])
-		}
-		if m > 0 {
-			c.rawN += m
-		}
-		switch {
-		case err == nil && m <= 0:
-			c.rawErr = io.ErrUnexpectedEOF // a write that took nothing, as poll.FD.Write says
-			return true
-		case err == nil:
-		case errors.Is(err, unix.EINTR):
-		case errors.Is(err, unix.EAGAIN):
-			return true
-		default:
-			c.rawErr = err
-			return true
-		}
+	m, err := nowait.WriteNow(fd, c.rawMsg[c.rawN:], c.rawUsual)
+	c.rawN += m
+	if err == nowait.ErrUnsupported {
+		// Remembered, as nowait.Writer does: no failed call per message.
+		// The descriptor is in non-blocking mode, so write(2) never waits.
+		c.rawUsual = true
+		m, err = nowait.WriteNow(fd, c.rawMsg[c.rawN:], true)
+		c.rawN += m
+	}
+	if err != nil && !errors.Is(err, unix.EAGAIN) {
+		c.rawErr = err
 	}
 	return true
 }
