@@ -19,6 +19,12 @@ import (
 // numbered choices. Trusting a folder restarts it in the same terminal
 // without clearing the screen, so the old dialog stays in view above the
 // new prompt: rules read from the last occurrence of their question down.
+// Its trust answer races its settings reload, which closes the dialog:
+// when the reload comes first, the old process draws its prompt, then the
+// answer reopens the dialog to say it restarts (folder trust:
+// AnswerRestarts); when it comes second, closing the dialog takes the
+// message back and cancels the restart, unless it is under way already
+// (supervise.RestartGone has the counts).
 func init() {
 	Register(Gemini, func() *Adapter {
 		latest := re(`^ > \S`)
@@ -38,7 +44,7 @@ func init() {
 			},
 			Rules: []Rule{
 				{
-					Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
+					Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust, AnswerRestarts: true,
 					After:  re(`Do you trust the files in this folder\?`),
 					When:   res(`Do you trust the files in this folder\?`, `\d\.\s+Trust folder`),
 					Unless: res(`restarting to apply the trust changes`, `Type your message`),
@@ -66,9 +72,9 @@ func init() {
 				{
 					// Between the trust answer and the new process's prompt it
 					// is starting, not ready for input. The old process may
-					// still draw its own prompt, even redraw the whole screen,
-					// before it exits 250 ms later (keys typed there are lost,
-					// seen in CI): Restarts keeps that starting too.
+					// still draw its own prompt before it exits 250 ms later
+					// (keys typed there are lost, seen in CI): Restarts keeps
+					// that starting too.
 					Name: "restarting", State: api.AgentStarting, Restarts: true,
 					After:  re(`restarting to apply the trust changes`),
 					Unless: res(`Type your message`, `esc to cancel`),

@@ -31,7 +31,9 @@ type Screen struct {
 	Paste bool
 	// Restarting: a rule that Restarts matched, and the old process has
 	// not let go of the terminal since (line mode, or paste off for
-	// KeysWithPaste): what it still draws takes no keys.
+	// KeysWithPaste): what it still draws takes no keys. Also while a
+	// dialog whose answer may restart the agent (Rule.AnswerRestarts) has
+	// just left the screen and its restart message has not shown yet.
 	Restarting bool
 	// Settling: the run first drew less than Adapter.KeysAfter ago, and
 	// the agent reads no keys yet.
@@ -78,6 +80,13 @@ type Rule struct {
 	// Screen.Restarting from the moment a new row matching After shows up
 	// (RestartsShown) until the old process lets go.
 	Restarts bool
+	// AnswerRestarts: answering this dialog may restart the agent, and
+	// it may draw its prompt before the restart message (Gemini CLI after
+	// a trust answer, when its settings reload closes the dialog before
+	// the answer's handler reopens it to say it restarts): the tracker
+	// holds it starting from the moment the dialog leaves the screen
+	// until that message shows, for a while.
+	AnswerRestarts bool
 }
 
 // RestartsShown counts the rows of lines that match the After pattern of

@@ -41,10 +41,6 @@ var (
 	// (agent.Screen.LineMode): a program that takes raw mode again need
 	// not draw anything, so no output pokes the tracker.
 	LinePoll = 50 * time.Millisecond
-	// RestartHold bounds agent.Screen.Restarting: an old process whose
-	// letting go of the terminal was not seen (a look missed it) holds
-	// the agent starting no longer than this.
-	RestartHold = 20 * time.Second
 )
 
 // agentTracker derives the agent state of a harness from its screen with
@@ -68,11 +64,8 @@ type agentTracker struct {
 	shown   bool          // the run has drawn something
 	shownAt time.Time     // when it first did (Adapter.KeysAfter)
 	raw     bool          // the run's terminal was seen in raw mode
-	// restartAt is when a message of a rule that Restarts showed up,
-	// zero when no restart is pending; restarts is how many such messages
-	// the last look saw.
-	restartAt time.Time
-	restarts  int
+	// restart follows the run's restarts in its terminal.
+	restart   restartWatch
 	timer     *time.Timer
 	cand      *AgentStatus // a state seen but not yet held long enough
 	candSince time.Time
@@ -154,7 +147,7 @@ func (t *agentTracker) begin(run uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.run, t.shown, t.raw, t.cand = run, false, false, nil
-	t.restartAt, t.restarts = time.Time{}, 0
+	t.restart = restartWatch{}
 	t.hookState, t.hookWait, t.session, t.transcript = "", nil, "", ""
 	if t.timer != nil {
 		t.timer.Stop()
@@ -237,21 +230,7 @@ func (t *agentTracker) check() {
 		s.LineMode = t.raw && canonical
 	}
 	now := t.now()
-	// The restart's message may come in one frame with the old process's
-	// prompt below it (seen in CI), which no rule reads as restarting:
-	// the message showing up starts the hold, whatever else is drawn.
-	restarts := a.RestartsShown(s.Lines)
-	if restarts > t.restarts && t.restartAt.IsZero() {
-		t.restartAt = now
-	}
-	t.restarts = restarts
-	if !t.restartAt.IsZero() {
-		if s.LineMode || a.KeysWithPaste && !s.Paste || now.Sub(t.restartAt) >= RestartHold {
-			t.restartAt = time.Time{} // the old process let go
-		} else {
-			s.Restarting = true
-		}
-	}
+	s.Restarting = t.restart.look(a, s, now)
 	if left := a.KeysAfter - now.Sub(t.shownAt); t.shown && left > 0 {
 		s.Settling = true
 		// Look again when it ends: nothing on screen need change then.
@@ -259,7 +238,7 @@ func (t *agentTracker) check() {
 	}
 	if s.LineMode || s.Restarting {
 		// Look again soon whatever happens below: raw mode comes back
-		// without output, and a restart's hold ends.
+		// without output, and a restart's hold ends or times out.
 		defer t.lookAgainLocked(LinePoll)
 	}
 	st := t.statusLocked(a, s)

@@ -262,13 +262,21 @@ func TestScenario_AnAgentBetweenTwoProcessesIsNotReady(t *testing.T) {
 }
 
 // agentTrustHelper acts out Gemini CLI's restart after a trust answer,
-// with its timing: the restarting message; the old process redrawing the
-// whole screen with its prompt, still taking keys raw with bracketed
-// paste on, for 300 ms; its exit (paste off, line mode); the new process
-// starting for 300 ms; raw mode, its banner and prompt, then paste on with
-// its key reader; then it shows what it reads. With HELPER_ONE_FRAME the
-// old process draws the message and its prompt below it in one write and
+// with its timing: the restarting message; the old process drawing its
+// prompt below it, still taking keys raw with bracketed paste on, for
+// 300 ms; its exit (paste off, line mode); the new process starting for
+// 300 ms; raw mode, its banner and prompt, then paste on with its key
+// reader; then it shows what it reads. With HELPER_ONE_FRAME the old
+// process draws the message and its prompt below it in one write and
 // keeps them for 600 ms.
+//
+// With HELPER_ANSWER it first shows the trust dialog and reads the
+// answer, then: "gap", draws its prompt alone for 500 ms before the
+// message (Gemini CLI's settings reload closing the dialog before the
+// answer reopens it to say it restarts); "cancel", draws the message
+// for 400 ms, then its prompt alone, and goes on reading keys in the
+// same process (the reload closing the dialog after: the restart is
+// cancelled).
 func agentTrustHelper() {
 	cooked, err := rawStdinKeeping()
 	if err != nil {
@@ -276,20 +284,42 @@ func agentTrustHelper() {
 		return
 	}
 	prompt := " > Type your message or @path/to/file\r\n"
-	restarting := "\x1b[?2004h\x1b[H\x1b[2J Gemini CLI is restarting to apply the trust changes...\r\n"
-	if os.Getenv("HELPER_ONE_FRAME") != "" {
-		os.Stdout.WriteString(restarting + prompt)
-		time.Sleep(600 * time.Millisecond)
-	} else {
-		os.Stdout.WriteString(restarting)
+	clear := "\x1b[H\x1b[2J"
+	dialog := " Do you trust the files in this folder?\r\n ● 1. Trust folder (work)\r\n   2. Don't trust\r\n"
+	message := " Gemini CLI is restarting to apply the trust changes...\r\n"
+	buf := make([]byte, 64)
+	switch os.Getenv("HELPER_ANSWER") {
+	case "gap":
+		os.Stdout.WriteString("\x1b[?2004h" + clear + dialog)
+		_, _ = os.Stdin.Read(buf)
+		os.Stdout.WriteString(clear + prompt)
+		time.Sleep(500 * time.Millisecond)
+		os.Stdout.WriteString(clear + dialog + message)
+		time.Sleep(300 * time.Millisecond)
+	case "cancel":
+		os.Stdout.WriteString("\x1b[?2004h" + clear + dialog)
+		_, _ = os.Stdin.Read(buf)
+		os.Stdout.WriteString(clear + dialog + message)
+		time.Sleep(400 * time.Millisecond)
+		os.Stdout.WriteString(clear + prompt)
+		n, _ := os.Stdin.Read(buf)
+		fmt.Printf("got %q\r\n", buf[:n])
+		time.Sleep(time.Hour)
+	default:
+		if os.Getenv("HELPER_ONE_FRAME") != "" {
+			os.Stdout.WriteString("\x1b[?2004h" + clear + message + prompt)
+			time.Sleep(600 * time.Millisecond)
+			break
+		}
+		os.Stdout.WriteString("\x1b[?2004h" + clear + message)
 		// The tracker learns of the message from the screen, so it must
 		// still be drawn when the tracker looks (25 ms after the output).
 		// With 300 ms here a clean-clone CI run under load published ready
 		// for the old prompt: no look saw the message before the redraw
-		// erased it. Real Gemini CLI leaves it in view (f7c8f1c); the
-		// one-frame case above keeps it on screen with the prompt.
+		// erased it. Real Gemini CLI leaves it in view (f7c8f1c) until its
+		// new process draws below it.
 		time.Sleep(time.Second)
-		os.Stdout.WriteString("\x1b[H\x1b[2J" + prompt)
+		os.Stdout.WriteString(prompt)
 		time.Sleep(300 * time.Millisecond)
 	}
 	if err := unix.IoctlSetTermios(0, ioctlSetTermios, cooked); err != nil {
@@ -305,17 +335,18 @@ func agentTrustHelper() {
 	os.Stdout.WriteString(" Gemini CLI v0.61.0\r\n" + prompt)
 	time.Sleep(100 * time.Millisecond)
 	os.Stdout.WriteString("\x1b[?2004h")
-	buf := make([]byte, 64)
 	n, _ := os.Stdin.Read(buf)
 	fmt.Printf("got %q\r\n", buf[:n])
 	time.Sleep(time.Hour)
 }
 
 // TestScenario_GeminiIsNotReadyUntilItsNewProcessReadsKeys: after the
-// trust answer Gemini CLI's old process draws its prompt again before it
-// exits, after its restarting message or in the same frame; only the new
-// process's prompt, once it reads keys, is ready, and what is typed then
-// reaches it.
+// trust answer Gemini CLI's old process draws its prompt before it exits:
+// after its restarting message, in the same frame, or before the message
+// (between the answer and the message, when its settings reload closed
+// the dialog first: a CI run typed a prompt there, and the restart lost
+// it). Only the new process's prompt, once it reads keys, is ready, and
+// what is typed then reaches it.
 func TestScenario_GeminiIsNotReadyUntilItsNewProcessReadsKeys(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -323,6 +354,7 @@ func TestScenario_GeminiIsNotReadyUntilItsNewProcessReadsKeys(t *testing.T) {
 	}{
 		{"redrawn after the message", nil},
 		{"in one frame with the message", map[string]string{"HELPER_ONE_FRAME": "1"}},
+		{"drawn between the answer and the message", map[string]string{"HELPER_ANSWER": "gap"}},
 	} {
 		t.Run(c.name, func(t *testing.T) { geminiNotReadyUntilItsNewProcess(t, c.env) })
 	}
@@ -346,6 +378,9 @@ func geminiNotReadyUntilItsNewProcess(t *testing.T, env map[string]string) {
 		}
 		return out
 	}
+	if env["HELPER_ANSWER"] != "" {
+		answerTrust(e)
+	}
 	var banner time.Time
 	e.waitFor("ready after the new process's banner", func() bool {
 		if banner.IsZero() && slices.Contains(e.u.Term().Snapshot(term.SnapshotOptions{}).Lines, " Gemini CLI v0.61.0") {
@@ -358,6 +393,45 @@ func geminiNotReadyUntilItsNewProcess(t *testing.T, env map[string]string) {
 		if ev.state == api.AgentReady && ev.at.Before(banner) {
 			t.Errorf("ready at %v, before the new process drew its banner at %v: %+v", ev.at.Format("15:04:05.000"), banner.Format("15:04:05.000"), events())
 		}
+	}
+	if _, err := e.u.InputWhole(t.Context(), []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the keys read", func() bool {
+		return slices.Contains(e.u.Term().Snapshot(term.SnapshotOptions{}).Lines, `got "hello"`)
+	})
+}
+
+// answerTrust waits for the helper's trust dialog to be published as
+// waiting and answers it with Enter, returning when the key was typed.
+func answerTrust(e *env) time.Time {
+	e.t.Helper()
+	e.waitFor("the trust dialog", func() bool {
+		return e.u.AgentStatus().WaitingFor == api.WaitingTrust
+	})
+	if _, err := e.u.InputWhole(e.t.Context(), []byte("\r")); err != nil {
+		e.t.Fatal(err)
+	}
+	return time.Now()
+}
+
+// TestScenario_GeminiThatTakesItsRestartBackIsReadySoon: when Gemini
+// CLI's settings reload closes its trust dialog after the answer said it
+// restarts, the restart is cancelled and the old process goes on reading
+// keys: the agent is ready once the message has been gone RestartGone,
+// not after the whole RestartHold, and what is typed then reaches it.
+func TestScenario_GeminiThatTakesItsRestartBackIsReadySoon(t *testing.T) {
+	cfg := helperCfg("gemini", "agenttrust", map[string]string{"HELPER_ANSWER": "cancel"})
+	cfg.Agent = "gemini"
+	e := newEnv(t, cfg)
+	e.start()
+	answered := answerTrust(e)
+	e.waitFor("starting while the message shows", func() bool {
+		return e.u.AgentStatus().AgentState == api.AgentStarting
+	})
+	e.waitFor("ready", func() bool { return e.u.AgentStatus().AgentState == api.AgentReady })
+	if d := time.Since(answered); d < RestartGone || d >= RestartHold {
+		t.Errorf("ready %v after the answer, want at least RestartGone (%v) and under RestartHold (%v)", d, RestartGone, RestartHold)
 	}
 	if _, err := e.u.InputWhole(t.Context(), []byte("hello")); err != nil {
 		t.Fatal(err)
