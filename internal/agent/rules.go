@@ -78,7 +78,8 @@ type Rule struct {
 	// (Gemini CLI after a trust answer), and the old one may draw its
 	// prompt again first, even in the same frame: the tracker keeps
 	// Screen.Restarting from the moment a new row matching After shows up
-	// (RestartsShown) until the old process lets go.
+	// (RestartsShown) until the old process lets go, or takes the message
+	// back and goes on (supervise.RestartGone).
 	Restarts bool
 	// AnswerRestarts: answering this dialog may restart the agent, and
 	// it may draw its prompt before the restart message (Gemini CLI after
