@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -20,14 +21,6 @@ var (
 	geminiMessage = []string{" Gemini CLI is restarting to apply the trust changes..."}
 	geminiPrompt  = []string{" >   Type your message or @path/to/file"}
 )
-
-func rows(parts ...[]string) []string {
-	var out []string
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
 
 // look is one look at a screen: at, after the first; the screen; the
 // terminal in line mode, or paste off; and whether the agent is
@@ -50,53 +43,53 @@ func TestScenario_GeminiRestartsOnItsScreen(t *testing.T) {
 		looks []look
 	}{
 		{"its prompt drawn before the restart message", []look{
-			{0, rows(geminiDialog), false, false, false},
-			{100 * time.Millisecond, rows(geminiPrompt), false, false, true},
-			{400 * time.Millisecond, rows(geminiDialog, geminiMessage), false, false, true},
-			{700 * time.Millisecond, rows(geminiDialog, geminiMessage, geminiPrompt), false, false, true},
-			{800 * time.Millisecond, rows(geminiDialog, geminiMessage), true, true, false}, // the old process let go
-			{2 * time.Second, rows(geminiDialog, geminiMessage, geminiPrompt), false, false, false},
+			{0, slices.Concat(geminiDialog), false, false, false},
+			{100 * time.Millisecond, slices.Concat(geminiPrompt), false, false, true},
+			{400 * time.Millisecond, slices.Concat(geminiDialog, geminiMessage), false, false, true},
+			{700 * time.Millisecond, slices.Concat(geminiDialog, geminiMessage, geminiPrompt), false, false, true},
+			{800 * time.Millisecond, slices.Concat(geminiDialog, geminiMessage), true, true, false}, // the old process let go
+			{2 * time.Second, slices.Concat(geminiDialog, geminiMessage, geminiPrompt), false, false, false},
 		}},
 		{"the message and the old prompt in one frame", []look{
-			{0, rows(geminiDialog), false, false, false},
-			{100 * time.Millisecond, rows(geminiDialog, geminiMessage, geminiPrompt), false, false, true},
-			{time.Second, rows(geminiDialog, geminiMessage, geminiPrompt), false, true, false}, // paste off
+			{0, slices.Concat(geminiDialog), false, false, false},
+			{100 * time.Millisecond, slices.Concat(geminiDialog, geminiMessage, geminiPrompt), false, false, true},
+			{time.Second, slices.Concat(geminiDialog, geminiMessage, geminiPrompt), false, true, false}, // paste off
 		}},
 		{"the restart taken back", []look{
-			{0, rows(geminiDialog), false, false, false},
-			{100 * time.Millisecond, rows(geminiDialog, geminiMessage), false, false, true},
-			{500 * time.Millisecond, rows(geminiPrompt), false, false, true},
-			{500*time.Millisecond + RestartGone - time.Millisecond, rows(geminiPrompt), false, false, true},
-			{500*time.Millisecond + RestartGone, rows(geminiPrompt), false, false, false},
+			{0, slices.Concat(geminiDialog), false, false, false},
+			{100 * time.Millisecond, slices.Concat(geminiDialog, geminiMessage), false, false, true},
+			{500 * time.Millisecond, slices.Concat(geminiPrompt), false, false, true},
+			{500*time.Millisecond + RestartGone - time.Millisecond, slices.Concat(geminiPrompt), false, false, true},
+			{500*time.Millisecond + RestartGone, slices.Concat(geminiPrompt), false, false, false},
 		}},
 		{"a message out of view for a frame", []look{
-			{0, rows(geminiDialog, geminiMessage), false, false, true},
+			{0, slices.Concat(geminiDialog, geminiMessage), false, false, true},
 			{100 * time.Millisecond, nil, false, false, true},
-			{200 * time.Millisecond, rows(geminiDialog, geminiMessage), false, false, true},
-			{200*time.Millisecond + RestartGone, rows(geminiDialog, geminiMessage), false, false, true},
+			{200 * time.Millisecond, slices.Concat(geminiDialog, geminiMessage), false, false, true},
+			{200*time.Millisecond + RestartGone, slices.Concat(geminiDialog, geminiMessage), false, false, true},
 		}},
 		{"an answer that restarts nothing", []look{
-			{0, rows(geminiDialog), false, false, false},
-			{100 * time.Millisecond, rows(geminiPrompt), false, false, true},
-			{100*time.Millisecond + AnswerRestartWait - time.Millisecond, rows(geminiPrompt), false, false, true},
-			{100*time.Millisecond + AnswerRestartWait, rows(geminiPrompt), false, false, false},
+			{0, slices.Concat(geminiDialog), false, false, false},
+			{100 * time.Millisecond, slices.Concat(geminiPrompt), false, false, true},
+			{100*time.Millisecond + AnswerRestartWait - time.Millisecond, slices.Concat(geminiPrompt), false, false, true},
+			{100*time.Millisecond + AnswerRestartWait, slices.Concat(geminiPrompt), false, false, false},
 		}},
 		{"a dialog redrawn through a blank screen is still asking", []look{
-			{0, rows(geminiDialog), false, false, false},
+			{0, slices.Concat(geminiDialog), false, false, false},
 			{100 * time.Millisecond, nil, false, false, true},
-			{150 * time.Millisecond, rows(geminiDialog), false, false, false},
+			{150 * time.Millisecond, slices.Concat(geminiDialog), false, false, false},
 		}},
 		{"an old process never seen letting go", []look{
-			{0, rows(geminiDialog, geminiMessage, geminiPrompt), false, false, true},
-			{RestartHold - time.Millisecond, rows(geminiDialog, geminiMessage, geminiPrompt), false, false, true},
-			{RestartHold, rows(geminiDialog, geminiMessage, geminiPrompt), false, false, false},
-			{RestartHold + time.Second, rows(geminiDialog, geminiMessage, geminiPrompt), false, false, false},
+			{0, slices.Concat(geminiDialog, geminiMessage, geminiPrompt), false, false, true},
+			{RestartHold - time.Millisecond, slices.Concat(geminiDialog, geminiMessage, geminiPrompt), false, false, true},
+			{RestartHold, slices.Concat(geminiDialog, geminiMessage, geminiPrompt), false, false, false},
+			{RestartHold + time.Second, slices.Concat(geminiDialog, geminiMessage, geminiPrompt), false, false, false},
 		}},
 		{"a second restart later", []look{
-			{0, rows(geminiDialog, geminiMessage), false, false, true},
-			{time.Second, rows(geminiDialog, geminiMessage), true, true, false},
-			{3 * time.Second, rows(geminiDialog, geminiMessage, geminiPrompt), false, false, false},
-			{time.Minute, rows(geminiDialog, geminiMessage, geminiPrompt, geminiMessage), false, false, true},
+			{0, slices.Concat(geminiDialog, geminiMessage), false, false, true},
+			{time.Second, slices.Concat(geminiDialog, geminiMessage), true, true, false},
+			{3 * time.Second, slices.Concat(geminiDialog, geminiMessage, geminiPrompt), false, false, false},
+			{time.Minute, slices.Concat(geminiDialog, geminiMessage, geminiPrompt, geminiMessage), false, false, true},
 		}},
 	}
 	for _, c := range cases {
