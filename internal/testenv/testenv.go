@@ -1,0 +1,80 @@
+// Package testenv decides what a test does when something it drives for
+// real is missing from the machine: a program (tmux, Chromium, sshd, an
+// agent CLI), npm packages, or a kernel feature. On a developer's machine
+// with Go alone the test skips, in one line naming what it needs; under
+// HARNESS_CI=1 (scripts/test, CI) it fails instead, so a missing install
+// step can never pass as green.
+//
+// The tiers are described in docs/design/testing.md.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// CIEnv names the variable that turns a missing dependency from a skip
+// into a failure.
+const CIEnv = "HARNESS_CI"
+
+// CI reports whether missing dependencies fail the test (HARNESS_CI set to
+// anything but "", "0", "false", "no" or "off").
+func CI() bool {
+	switch strings.ToLower(os.Getenv(CIEnv)) {
+	case "", "0", "false", "no", "off":
+		return false
+	}
+	return true
+}
+
+// Missing ends t because what it needs is not here: a skip naming it, or
+// under HARNESS_CI a failure. why is the reason it is missing (an error's
+// text, say); it may be empty.
+func Missing(t testing.TB, what, why string) {
+	t.Helper()
+	msg := "needs " + what
+	if why != "" {
+		msg += ": " + why
+	}
+	if CI() {
+		t.Fatalf("%s (%s=1: a missing dependency fails; scripts/test installs it)", msg, CIEnv)
+	}
+	t.Skip(msg + " (scripts/test installs it)")
+}
+
+// Program is the path of the program name on PATH, or ends t as Missing.
+func Program(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, name+" on PATH", "")
+	}
+	return p
+}
+
+// File is path when it exists, or ends t as Missing naming what (such as
+// "Debian's chromium").
+func File(t testing.TB, path, what string) string {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		Missing(t, fmt.Sprintf("%s (%s)", what, path), "")
+	}
+	return path
+}
+
+// Check is the form of Missing for TestMain and other code without a
+// *testing.T: it returns the line to print and whether the caller must
+// fail (true under HARNESS_CI) rather than skip its tests.
+func Check(what, why string) (line string, fail bool) {
+	msg := "needs " + what
+	if why != "" {
+		msg += ": " + why
+	}
+	if CI() {
+		return msg + " (" + CIEnv + "=1: a missing dependency fails; scripts/test installs it)", true
+	}
+	return msg + " (scripts/test installs it); skipping", false
+}
