@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 import (
@@ -21,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 // conformanceScenarios classifies every server scenario of the pinned
@@ -89,9 +93,7 @@ func TestConformance_OfficialSuiteAgainstTheHTTPEndpoint(t *testing.T) {
 	node := filepath.Join(dir, "node_modules", ".bin", "node")
 	cli := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
 	for _, p := range []string{node, cli} {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("%s is missing: run npm ci in interop/conformance (scripts/test does): %v", p, err)
-		}
+		testenv.File(t, p, "the MCP conformance suite's npm packages (npm ci in interop/conformance)")
 	}
 	suite := func(args ...string) (string, error) {
 		c := exec.Command(node, append([]string{cli}, args...)...)

@@ -1,3 +1,5 @@
+//go:build interop
+
 // Package interop drives a real harness daemon with third-party MCP
 // clients and servers from npm (pinned in package-lock.json): the
 // TypeScript SDK client, through client.mjs, and the reference servers
@@ -18,6 +20,8 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/fleettest"
+
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 var (
@@ -42,13 +46,11 @@ func testMain(m *testing.M) int {
 	for _, pkg := range []string{"sdk", "server-everything", "server-memory", "server-filesystem"} {
 		p := filepath.Join(interopDir, "node_modules", "@modelcontextprotocol", pkg, "package.json")
 		if _, err := os.Stat(p); err != nil {
-			fmt.Fprintf(os.Stderr, "interop: FAIL: %s is missing: run npm ci in interop/ before go test (%v)\n", p, err)
-			return 1
+			return missing(fmt.Sprintf("the MCP SDK and reference servers from npm (npm ci in interop/; %s is missing)", p))
 		}
 	}
 	if nodeBin, err = exec.LookPath("node"); err != nil {
-		fmt.Fprintf(os.Stderr, "interop: node is not on PATH (Node 20+ is required; then run npm ci in interop/): %v\n", err)
-		return 1
+		return missing("Node 20+ on PATH")
 	}
 	dir, err := os.MkdirTemp("", "harness-interop-bin-")
 	if err != nil {
@@ -64,6 +66,17 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// missing says in one line what the whole package needs and is not
+// here: every test skips, or under HARNESS_CI the package fails.
+func missing(what string) int {
+	line, fail := testenv.Check(what, "")
+	fmt.Fprintln(os.Stderr, "interop:", line)
+	if fail {
+		return 1
+	}
+	return 0
 }
 
 // bin is the absolute path of an npm package's executable.

@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 import (
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/sshtest"
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 // TestTS_MCPThroughSSHServesTheRemoteFleet: an agent on a laptop whose
@@ -34,6 +37,7 @@ enabled = true
 	bridgeCmd := func(grant string) string {
 		return fmt.Sprintf("%s --socket %s bridge --grant %s", harnessBin, f.Socket, grant)
 	}
+	testenv.File(t, sshtest.Sshd, "Debian's openssh-server")
 	srv, err := sshtest.Start(t.TempDir(),
 		sshtest.Key{Name: "operator", Command: bridgeCmd("read,write,input")},
 		sshtest.Key{Name: "watcher", Command: bridgeCmd("read")})

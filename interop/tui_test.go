@@ -1,3 +1,5 @@
+//go:build interop
+
 package interop
 
 import (
@@ -14,6 +16,8 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
+
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 // Real TUI agents from npm (pinned in tui/package-lock.json, installed by
@@ -27,10 +31,7 @@ import (
 func tuiBin(t *testing.T, name string) string {
 	t.Helper()
 	p := filepath.Join(interopDir, "tui", "node_modules", ".bin", name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is missing: run npm ci in interop/tui before go test (scripts/test does): %v", p, err)
-	}
-	return p
+	return testenv.File(t, p, name+" from interop/tui's npm packages (npm ci in interop/tui)")
 }
 
 // tuiScreen is the part of `harness screen --json` these tests read.

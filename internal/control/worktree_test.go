@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/harness-dev/harness/internal/proctree"
+
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 // The daemon's orphan reaper reaps every zombie child it was not told
@@ -17,9 +19,7 @@ import (
 // with `git branch -D`. Here 200 git commands run beside a stream of
 // exiting children; unregistered, several percent of them failed.
 func TestScenario_WorktreeGitIsNeverTakenByTheOrphanReaper(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatal("git is needed (CI installs it):", err)
-	}
+	testenv.Program(t, "git")
 	ctx, cancel := context.WithCancel(context.Background())
 	r := proctree.NewReaper(nil)
 	r.Start(ctx)
