@@ -23,6 +23,7 @@ import (
 func TestAgent_HooksOfCodexAndGemini(t *testing.T) {
 	for _, spec := range []agentSpec{codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
+			t.Parallel() // each agent has its own daemon, model server, HOME and workdir
 			dir := t.TempDir()
 			if spec.agent == "gemini" {
 				dir = rootOnlyDir(t)
@@ -63,6 +64,7 @@ func TestAgent_HooksOfCodexAndGemini(t *testing.T) {
 func TestAgent_TheLoopGuardSeesCodexAndGeminiToolCalls(t *testing.T) {
 	for _, spec := range []agentSpec{codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
+			t.Parallel() // each agent has its own daemon, model server, HOME and workdir
 			dir := t.TempDir()
 			spec.args = nil
 			if spec.agent == "gemini" {

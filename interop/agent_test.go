@@ -165,6 +165,7 @@ func (af *agentFleet) mainRequest(n int) modelapi.Request {
 func TestAgent_ScriptedModelAnswersEachAgent(t *testing.T) {
 	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
+			t.Parallel() // each agent has its own daemon, model server, HOME and workdir
 			af := newAgentFleet(t, spec, modelapi.AgentOptions{Trusted: true})
 			af.api.Script(modelapi.Turn{Text: "Scripted answer forty-two.", Chunks: 3})
 			af.screenHas("its prompt", spec.prompt)
@@ -257,6 +258,7 @@ func (af *agentFleet) row() agentWait {
 func TestAgent_StatesOfRealAgents(t *testing.T) {
 	for _, spec := range []agentSpec{claudeSpec, geminiSpec, codexSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
+			t.Parallel() // each agent has its own daemon, model server, HOME and workdir
 			af := newAgentFleet(t, spec, modelapi.AgentOptions{Trusted: spec.agent == "codex"})
 			switch spec.agent {
 			case "claude-code":

@@ -23,6 +23,7 @@ import (
 func TestAgent_EachRunShowsItsOwnTurns(t *testing.T) {
 	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
+			t.Parallel() // each agent has its own daemon, model server, HOME and workdir
 			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: true}, nil, t.TempDir(), "", "hooks = false")
 			af.api.Script(modelapi.Turn{Text: "Answer of the first run."}, modelapi.Turn{Text: "Answer of the second run."})
 

@@ -31,6 +31,7 @@ const turnsSecret = "swordfish-7c1e-correct-horse-battery"
 func TestAgent_TurnsOfRealAgents(t *testing.T) {
 	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
+			t.Parallel() // each agent has its own daemon, model server, HOME and workdir
 			dir := t.TempDir()
 			envFile := filepath.Join(dir, "secrets.env")
 			if err := os.WriteFile(envFile, []byte("TURNS_SECRET="+turnsSecret+"\n"), 0o600); err != nil {

@@ -23,6 +23,7 @@ import (
 func TestAgent_MCPWiringReachesHarness(t *testing.T) {
 	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
+			t.Parallel() // each agent has its own daemon, model server, HOME and workdir
 			// Claude Code defers MCP tools behind its ToolSearch tool by
 			// default; listed directly, the scripted model can call one.
 			dir := t.TempDir()

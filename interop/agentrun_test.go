@@ -126,6 +126,7 @@ func (rf *runFleet) trigger() (api.TriggerResult, string) {
 func TestAgent_AJobWithAPromptFileKeepsItsResult(t *testing.T) {
 	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
+			t.Parallel() // each agent has its own daemon, model server, HOME and workdir
 			keys := "restart = \"no\"\nprompt_file = \"task.md\"\nmodel = " + strconv.Quote(map[string]string{
 				"claude-code": "claude-test-model", "codex": "gpt-5", "gemini": "gemini-test-model"}[spec.agent])
 			spec.args = nil // a job is the adapter's print/exec mode, not the TUI's flags
@@ -244,6 +245,7 @@ func (rf *runFleet) askAndSee(af *agentFleet, prompt string, states ...string) m
 func TestAgent_AResumedAgentRemembers(t *testing.T) {
 	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
+			t.Parallel() // each agent has its own daemon, model server, HOME and workdir
 			rf := newRunFleet(t, spec, "resume = true\nmcp_wire = false")
 			rf.api.Script(modelapi.Turn{Text: "Noted the word."}, modelapi.Turn{Text: "It was papaya."},
 				modelapi.Turn{Text: "Still papaya."}, modelapi.Turn{Text: "What word?"})
