@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/agent/modelapi"
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 // The real Claude Code from npm (pinned in interop/tui/package-lock.json,
@@ -37,13 +38,11 @@ type realClaude struct {
 // (--permission-mode default), enabled, with extra lines appended.
 func claudeTable(t *testing.T, name, extra string) (string, *realClaude) {
 	t.Helper()
-	bin, err := filepath.Abs(filepath.Join("..", "..", "interop", "tui", "node_modules", ".bin", "claude"))
+	bin, err := filepath.Abs(filepath.Join("..", "interop", "tui", "node_modules", ".bin", "claude"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is missing: run npm ci in interop/tui before go test (scripts/test does): %v", bin, err)
-	}
+	testenv.File(t, bin, "Claude Code from interop/tui's npm packages (npm ci in interop/tui)")
 	srv, err := modelapi.Start()
 	if err != nil {
 		t.Fatal(err)

@@ -217,7 +217,7 @@ func saveScreenshot(t *testing.T, name string, png []byte) {
 	}
 	t.Logf("screenshot: %s", path)
 	if os.Getenv("HARNESS_UPDATE_SCREENSHOTS") == "1" {
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", "screenshots", name), png, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join("..", "docs", "screenshots", name), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -107,6 +107,6 @@ func (af *agentFleet) waitRunFor(id uint64, what string, ok func(api.Run) bool) 
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	af.T.Fatalf("%s: run %d never got there: %+v\nscreen %s", what, id, last, af.screen())
+	af.T.Fatalf("%s: run %d never got there: %+v\nscreen %s", what, id, last, af.lastScreen())
 	return last
 }

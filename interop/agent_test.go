@@ -154,7 +154,7 @@ func (af *agentFleet) mainRequest(n int) modelapi.Request {
 		for _, r := range af.api.Requests() {
 			seen = append(seen, fmt.Sprintf("%s %s main=%v %.200s", r.Method, r.Path, r.Main, r.Body))
 		}
-		af.T.Fatalf("no main request %d from %s: %v; requests:\n%s\nscreen %s", n, af.name, err, strings.Join(seen, "\n"), af.screen())
+		af.T.Fatalf("no main request %d from %s: %v; requests:\n%s\nscreen %s", n, af.name, err, strings.Join(seen, "\n"), af.lastScreen())
 	}
 	return r
 }
@@ -198,7 +198,7 @@ func (af *agentFleet) waitState(states ...string) agentWait {
 	out, errOut, code := af.Run("wait", af.name, "--state", strings.Join(states, ","), "--timeout", "2m", "--json")
 	var w agentWait
 	if err := json.Unmarshal([]byte(out), &w); err != nil || code != 0 {
-		af.T.Fatalf("wait --state %v: exit %d (%v): %s%s\nscreen %s", states, code, err, out, errOut, af.screen())
+		af.T.Fatalf("wait --state %v: exit %d (%v): %s%s\nscreen %s", states, code, err, out, errOut, af.lastScreen())
 	}
 	return w
 }
@@ -227,7 +227,7 @@ func (af *agentFleet) waitAgent(what string, ok func(agentWait) bool) agentWait 
 				return w
 			}
 		case <-deadline:
-			af.T.Fatalf("%s: no %s within 2 minutes; row %+v\nscreen %s", af.name, what, af.row(), af.screen())
+			af.T.Fatalf("%s: no %s within 2 minutes; row %+v\nscreen %s", af.name, what, af.row(), af.lastScreen())
 		}
 	}
 }
@@ -291,7 +291,7 @@ func TestAgent_StatesOfRealAgents(t *testing.T) {
 			af.ask("Make the file")
 			w := af.waitState("waiting")
 			if w.WaitingFor != "permission" || !strings.Contains(w.Prompt, "touch made-by-agent") || len(w.Choices) < 2 {
-				t.Fatalf("permission: %+v\nscreen %s", w, af.screen())
+				t.Fatalf("permission: %+v\nscreen %s", w, af.lastScreen())
 			}
 			if r := af.row(); r.AgentState != "waiting" || r.Prompt != w.Prompt || !slices.Equal(r.Choices, w.Choices) {
 				t.Errorf("list row %+v, want the waiting state %+v", r, w)
@@ -338,7 +338,7 @@ func (af *agentFleet) answer(w agentWait, choice string, keys ...string) answerR
 	out, errOut, code := af.Run("answer", af.name, choice, "--json")
 	var res answerResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
-		af.T.Fatalf("answer %q to %+v: exit %d (%v): %s%s\nscreen %s", choice, w, code, err, out, errOut, af.screen())
+		af.T.Fatalf("answer %q to %+v: exit %d (%v): %s%s\nscreen %s", choice, w, code, err, out, errOut, af.lastScreen())
 	}
 	want := append(keys, "Enter")
 	if res.Choice != choice || res.Prompt != w.Prompt || !slices.Equal(res.Keys, want) {

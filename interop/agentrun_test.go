@@ -232,7 +232,7 @@ func (rf *runFleet) askAndSee(af *agentFleet, prompt string, states ...string) m
 		return r.Main && strings.Contains(string(r.Body), prompt)
 	})
 	if err != nil {
-		rf.t.Fatalf("the prompt %q never reached the model: %v\nscreen %s", prompt, err, af.screen())
+		rf.t.Fatalf("the prompt %q never reached the model: %v\nscreen %s", prompt, err, af.lastScreen())
 	}
 	return r
 }

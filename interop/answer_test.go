@@ -53,7 +53,7 @@ func TestAgent_AnMCPClientAnswersClaudeCodesPermissionPrompt(t *testing.T) {
 	af.ask("Make the file")
 	w := af.waitState("waiting")
 	if w.WaitingFor != "permission" || !strings.Contains(w.Prompt, "touch made-by-mcp") || !slices.Contains(w.Choices, "Yes") {
-		t.Fatalf("permission: %+v\nscreen %s", w, af.screen())
+		t.Fatalf("permission: %+v\nscreen %s", w, af.lastScreen())
 	}
 	c, steps := runTS(t,
 		connectStep("rw", bridge("rw")),
@@ -106,7 +106,7 @@ func TestAgent_AnMCPClientAnswersClaudeCodesPermissionPrompt(t *testing.T) {
 	af.mainRequest(1)
 	af.waitState("ready")
 	if _, err := os.Stat(filepath.Join(af.work, "made-by-mcp")); err != nil {
-		t.Errorf("the approved command did not run: %v\nscreen %s", err, af.screen())
+		t.Errorf("the approved command did not run: %v\nscreen %s", err, af.lastScreen())
 	}
 
 	// Ready again: a second answer is not_waiting.

@@ -145,7 +145,7 @@ func (tf *tuiFleet) settle(what string, ok func(tuiScreen) bool) tuiScreen {
 				tf.name, what, last, strings.Join(tf.entries(), "\n"))
 		}
 		if out, errOut, code := tf.Run("wait", tf.name, "--idle", "3s", "--timeout", "60s"); code != 0 {
-			tf.T.Fatalf("harness wait %s: exit %d\n%s%s\nscreen: %s", tf.name, code, out, errOut, tf.screen())
+			tf.T.Fatalf("harness wait %s: exit %d\n%s%s\nscreen: %s", tf.name, code, out, errOut, tf.lastScreen())
 		}
 		if last = tf.screen(); ok(last) {
 			return last
@@ -158,6 +158,23 @@ func (tf *tuiFleet) screen() tuiScreen {
 	var s tuiScreen
 	tf.MustJSON(&s, "screen", tf.name)
 	return s
+}
+
+// lastScreen is the screen for a failure message: its rows, or why there
+// are none (an agent that exited has no screen), never a second failure
+// that hides the first.
+func (tf *tuiFleet) lastScreen() string {
+	out, errOut, code := tf.Run("screen", tf.name)
+	if code != 0 {
+		return fmt.Sprintf("(none: screen exited %d: %s%s)\nlast log lines:\n%s", code, out, errOut, tf.logTail())
+	}
+	return out
+}
+
+// logTail is the agent's last log lines, or why there are none.
+func (tf *tuiFleet) logTail() string {
+	out, errOut, _ := tf.Run("logs", tf.name, "--lines", "20")
+	return out + errOut
 }
 
 // entries is the text of the agent's output entries.
