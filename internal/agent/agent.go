@@ -3,7 +3,7 @@
 // gemini.go, generic.go) and registered by name. An adapter is data and
 // small pure functions: the command names it is inferred from, the screen
 // rules that say what the agent is doing, the keys that answer its
-// dialogs, and (docs/design/agents.md) how a run asks it for a prompt, a model, an
+// dialogs, and how a run asks it for a prompt, a model, an
 // approval mode, a turn bound, a non-interactive job or a resumed session.
 //
 // Nothing here starts a goroutine or touches a unit: the supervisor and

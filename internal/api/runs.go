@@ -28,7 +28,7 @@ type Run struct {
 	EndedAt   *time.Time `json:"ended_at"`
 	ExitCode  *int       `json:"exit_code"`
 	Signal    string     `json:"signal"`
-	// Outcome says how the run ended (docs/design/agents.md); empty while it runs.
+	// Outcome says how the run ended (docs/design/lifecycle.md); empty while it runs.
 	// Note says more when there is more to say: the timeout, how many
 	// firings were missed, the repeated tool call.
 	Outcome RunOutcome `json:"outcome,omitempty"`
@@ -45,7 +45,7 @@ type Run struct {
 }
 
 // RunAgent is what a run's agent reported: from a non-interactive job's
-// machine-readable output (docs/design/agents.md) or its transcript (docs/design/agents.md). Every
+// machine-readable output or its transcript (docs/design/agents.md). Every
 // field is omitted while unknown.
 type RunAgent struct {
 	// SessionID is the agent's own session (conversation) id: what a
@@ -91,7 +91,7 @@ type Tokens struct {
 	CacheWrite int64 `json:"cache_write"`
 }
 
-// RunOutcome is how a run ended (docs/design/agents.md).
+// RunOutcome is how a run ended (docs/design/lifecycle.md).
 type RunOutcome string
 
 // The outcomes of a run: how it ended.
@@ -169,7 +169,7 @@ type TriggerResult struct {
 	Signal     string     `json:"signal,omitempty"`
 	DurationMS int64      `json:"duration_ms"`
 	Tail       []LogEntry `json:"tail"`
-	// Outcome of the run waited for (docs/design/agents.md); "skipped" for a firing
+	// Outcome of the run waited for (docs/design/lifecycle.md); "skipped" for a firing
 	// refused because the job was active. Queued: on_overlap = "queue"
 	// will run it once the active run ends. Replaced: the active run was
 	// stopped for this one (on_overlap = "replace").

@@ -430,7 +430,7 @@ func (s *Store) LastSession(unit string, after uint64) string {
 }
 
 // Record adds a run that never spawned and ended at once: a skipped,
-// missed or held firing (docs/design/agents.md), so the history shows it.
+// missed or held firing (docs/design/lifecycle.md), so the history shows it.
 func (s *Store) Record(unit string, cause Cause, outcome api.RunOutcome, note string) (Run, error) {
 	if unit == "" {
 		return Run{}, errors.New("runs: record: empty unit name")
