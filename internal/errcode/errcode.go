@@ -60,7 +60,7 @@ func (s *Sentinel) Errorf(format string, args ...any) error {
 
 // One sentinel per wire code. A new code is one line here: define
 // registers it (SentinelFor, Codes), and the package's tests hold it to
-// README's list and docs/design/wire.md's.
+// the lists of docs/operations.md and docs/design/wire.md.
 var (
 	ErrUnknownHarness      = define(UnknownHarness)
 	ErrNotPermitted        = define(NotPermitted)
