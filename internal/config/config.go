@@ -217,7 +217,7 @@ type OAuth struct {
 type ToolPolicy = api.ToolPolicy
 
 // Process is what [harness.*] and [mcp.*] tables share, with the same
-// meaning in both (SPEC-0005 "Broker Configuration Schema"): how to spawn
+// meaning in both: how to spawn
 // the process and how to restart and stop it.
 type Process struct {
 	Cmd          string // required, non-empty

@@ -11,7 +11,7 @@ import (
 
 // globalOnly is the message for keys and tables a project file may not
 // declare: a cloned repository must not grant itself authority or change
-// the daemon (SPEC-0005 "mcp_allow" and ADR-0009's global-only list).
+// the daemon.
 const globalOnly = "not allowed in a project file (global config only)"
 
 // harness decodes [harness.NAME]; project is "" for the global file. It

@@ -11,7 +11,7 @@ import (
 	"github.com/harness-dev/harness/internal/logs"
 )
 
-// Log paging limits (docs/design/mcp.md): answers are capped; max_bytes can only
+// Log paging limits: answers are capped; max_bytes can only
 // lower the cap.
 const (
 	DefaultMaxBytes = 256 << 10
@@ -20,8 +20,8 @@ const (
 )
 
 // Logs answers `logs` in summary or raw format. It is the one
-// implementation of ADR-0054 decision 5: the CLI and harness_logs both
-// come here.
+// implementation: the CLI and harness_logs both come here, so they page
+// and cap alike.
 func (c *Control) Logs(_ context.Context, a api.LogsArgs) (any, error) {
 	u, err := c.lookup(a.Name)
 	if err != nil {
