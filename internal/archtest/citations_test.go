@@ -10,8 +10,9 @@ import (
 
 // A comment is read by someone with the repository and nothing else, so
 // it may point only at what the repository holds: the design notes in
-// docs/design, never a document outside it nor the number of an issue in
-// a tracker the reader may not have. Upstream references of the form
+// docs/design, never a document outside it (nor its numbered specs and
+// decision records) nor the number of an issue in a tracker the reader
+// may not have. Upstream references of the form
 // owner/repo#N (golang/go#75804) name public issues and stay.
 //
 // The forbidden strings are assembled here so that this file does not
@@ -25,6 +26,8 @@ var (
 	issueCitation = regexp.MustCompile(`\b[Ii]ssues? #?\d+|\(#\d+\)` + "|" +
 		// a citation wrapped onto the next comment line: "(issue\n// 22)"
 		`\b[Ii]ssues?\s*\n\s*//\s*#?\d+`)
+	// numbered specs and decision records of that outside document
+	outsideIDs = regexp.MustCompile(`\b(SPEC|ADR)` + `-\d+\b`)
 	designPath = regexp.MustCompile(`docs/design/[A-Za-z0-9_./-]*\.md`)
 )
 
@@ -67,6 +70,9 @@ func TestCommentsCiteOnlyTheRepository(t *testing.T) {
 			if i := strings.Index(text, s); i >= 0 {
 				t.Errorf("%s:%d: %q cites a document outside the repository: point at docs/design instead", rel, lineOf(text, i), s)
 			}
+		}
+		for _, loc := range outsideIDs.FindAllStringIndex(text, -1) {
+			t.Errorf("%s:%d: %q cites a document outside the repository: point at docs/design instead", rel, lineOf(text, loc[0]), text[loc[0]:loc[1]])
 		}
 		for _, loc := range issueCitation.FindAllStringIndex(text, -1) {
 			t.Errorf("%s:%d: %q cites an issue number: say the why in words", rel, lineOf(text, loc[0]), text[loc[0]:loc[1]])
