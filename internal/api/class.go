@@ -17,7 +17,7 @@ const (
 	Write Class = "write"
 	// Input tools type into a harness's terminal. Typing into an agent can
 	// make it run anything with its permissions, which is more than
-	// restarting it, so input is never implied by write (docs/design/terminals.md).
+	// restarting it, so input is never implied by write (docs/design/mcp.md).
 	Input Class = "input"
 )
 
