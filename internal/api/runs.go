@@ -28,7 +28,7 @@ type Run struct {
 	EndedAt   *time.Time `json:"ended_at"`
 	ExitCode  *int       `json:"exit_code"`
 	Signal    string     `json:"signal"`
-	// Outcome says how the run ended (docs/design/lifecycle.md); empty while it runs.
+	// Outcome says how the run ended (docs/design/runs.md); empty while it runs.
 	// Note says more when there is more to say: the timeout, how many
 	// firings were missed, the repeated tool call.
 	Outcome RunOutcome `json:"outcome,omitempty"`
@@ -91,7 +91,7 @@ type Tokens struct {
 	CacheWrite int64 `json:"cache_write"`
 }
 
-// RunOutcome is how a run ended (docs/design/lifecycle.md).
+// RunOutcome is how a run ended (docs/design/runs.md).
 type RunOutcome string
 
 // The outcomes of a run: how it ended.
@@ -169,7 +169,7 @@ type TriggerResult struct {
 	Signal     string     `json:"signal,omitempty"`
 	DurationMS int64      `json:"duration_ms"`
 	Tail       []LogEntry `json:"tail"`
-	// Outcome of the run waited for (docs/design/lifecycle.md); "skipped" for a firing
+	// Outcome of the run waited for (docs/design/runs.md); "skipped" for a firing
 	// refused because the job was active. Queued: on_overlap = "queue"
 	// will run it once the active run ends. Replaced: the active run was
 	// stopped for this one (on_overlap = "replace").

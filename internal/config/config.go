@@ -1,4 +1,4 @@
-// Package config loads harness.toml (docs/design/lifecycle.md) into a validated *Config,
+// Package config loads harness.toml (docs/design/runs.md) into a validated *Config,
 // and project files (a project's own harness.toml) into a *Project.
 //
 // Every problem is reported, not just the first: the returned error joins
@@ -153,7 +153,7 @@ type Harness struct {
 	AgentRun AgentRun
 }
 
-// IsJob reports whether h is a job (docs/design/lifecycle.md): it has a schedule or it is
+// IsJob reports whether h is a job (docs/design/runs.md): it has a schedule or it is
 // not meant to be kept running (restart "no" or "on-failure").
 func (h *Harness) IsJob() bool {
 	return h.Schedule != "" || h.Restart == RestartNo || h.Restart == RestartOnFailure

@@ -8,7 +8,7 @@ import (
 )
 
 // Overlap says what a firing does while the job's previous run is still
-// active (on_overlap, docs/design/lifecycle.md).
+// active (on_overlap, docs/design/runs.md).
 type Overlap string
 
 // The values of on_overlap.
@@ -21,7 +21,7 @@ const (
 // MaxKeepRuns bounds keep_runs.
 const MaxKeepRuns = 100000
 
-// JobControls are the keys of a job's runs (docs/design/lifecycle.md): Timeout (0: none),
+// JobControls are the keys of a job's runs (docs/design/runs.md): Timeout (0: none),
 // OnOverlap, CatchUp (a firing missed while the daemon was down runs once
 // at start) and KeepRuns (the run history bound of this harness; 0: the
 // daemon's).

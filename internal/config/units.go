@@ -106,7 +106,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 	}
 	if h.Schedule != "" {
 		// A schedule owns when the job runs; anything that also starts it or
-		// keeps it running would fight the scheduler (docs/design/lifecycle.md).
+		// keeps it running would fight the scheduler (docs/design/runs.md).
 		sp := child(path, "schedule")
 		if h.Enabled {
 			d.add(sp, "cannot be combined with enabled = true")

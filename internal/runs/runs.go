@@ -1,4 +1,4 @@
-// Package runs keeps the run history (docs/design/lifecycle.md): one record per spawn of a
+// Package runs keeps the run history (docs/design/runs.md): one record per spawn of a
 // unit, persisted as append-only JSON lines with a per-unit retention bound.
 // Each change appends the full record; on Open the last record per id wins.
 // The file is compacted (rewritten atomically) when it holds about twice the
@@ -430,7 +430,7 @@ func (s *Store) LastSession(unit string, after uint64) string {
 }
 
 // Record adds a run that never spawned and ended at once: a skipped,
-// missed or held firing (docs/design/lifecycle.md), so the history shows it.
+// missed or held firing (docs/design/runs.md), so the history shows it.
 func (s *Store) Record(unit string, cause Cause, outcome api.RunOutcome, note string) (Run, error) {
 	if unit == "" {
 		return Run{}, errors.New("runs: record: empty unit name")
