@@ -15,7 +15,7 @@ import (
 	"github.com/harness-dev/harness/internal/client"
 )
 
-// Part 9 (issue 27): agent state. A harness that draws like Claude Code
+// Part 9: agent state. A harness that draws like Claude Code
 // (this program in -serve-agent mode) flips between its working screen
 // ("esc to interrupt") and its prompt ("? for shortcuts") at every Enter
 // it reads, and notes the time of each redraw. The latency from that

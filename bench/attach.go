@@ -17,7 +17,7 @@ import (
 	"github.com/harness-dev/harness/internal/client"
 )
 
-// Part 6 (issue 16): keystroke to echo. The child is the same program on
+// Part 6: keystroke to echo. The child is the same program on
 // every path: a terminal in raw mode whose program writes back each byte
 // it reads (`stty raw -echo; exec cat`), so the echo is the program's, as
 // in a TUI, not the line discipline's. It prints "@" once raw mode is on.
@@ -127,7 +127,7 @@ func runAttach(ctx context.Context, o options, bin, tmp string, rep *report) err
 		rep.WebSplit[k] = summarize(v)
 	}
 	w, t := st["w"].P50, st["t"].P50
-	rep.target("issue 30: dashboard keystroke to echo p50 (w) within 2x of harness attach (t)", w <= 2*t,
+	rep.target("dashboard keystroke to echo p50 (w) within 2x of harness attach (t)", w <= 2*t,
 		"%s vs %s (%.2fx)", us(w), us(t), float64(w)/float64(max(t, 1)))
 	return nil
 }

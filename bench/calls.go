@@ -73,8 +73,8 @@ func runCallsOf(ctx context.Context, o options, up callUpstream, bin, tmp string
 		defer hrelay.close()
 	}
 	relays := relays{stdio: relay, http: hrelay}
-	// (s') is (b') on a second daemon with the tools/call fast path off
-	// (issue 35): the go-sdk path, in the same run.
+	// (s') is (b') on a second daemon with the tools/call fast path off:
+	// the go-sdk path, in the same run.
 	var slow *benchDaemon
 	if o.Paths["s'"] { // named only (the -paths default names every path)
 		so := o
@@ -260,8 +260,8 @@ func measure(ctx context.Context, sess []*mcp.ClientSession, tool string, calls 
 // callTargets judges the bridge paths against their targets, each as the
 // p50 overhead over (a) with one session and as throughput at the highest
 // level against the upstream alone: (b), the byte pipe, at most 150 µs and
-// at least 80% (issue 9); (b'), the stdio hand-off, at most 100 µs and at
-// least 85% (issue 24). "The upstream alone" is (a1), one upstream process
+// at least 80%; (b'), the stdio hand-off, at most 100 µs and at
+// least 85%. "The upstream alone" is (a1), one upstream process
 // serving every session, because the daemon too runs one process per
 // upstream; the ratio to (a), one process per session, is shown beside it.
 // The overhead is split by its floor: the relay on the same processes, (r)
@@ -305,7 +305,7 @@ func callTargets(o options, rep *report) {
 
 }
 
-// issue35Targets judges part 1 against issue 35's targets for the calls
+// issue35Targets judges part 1 against the fast path's targets for the calls
 // to one kind of upstream: (b') adds at most 60 µs at the p50 over (a)
 // and the daemon spends at most 60 µs of CPU per call, both at one
 // session; (b') reaches 90% of (a1)'s throughput at every level above
@@ -315,16 +315,16 @@ func issue35Targets(o options, kind string, rep *report) {
 	a, okA := rep.callOf(kind, 1, "a")
 	if b, ok := rep.callOf(kind, 1, "b'"); ok && okA {
 		over := b.Stats.P50 - a.Stats.P50
-		rep.target(fmt.Sprintf("issue 35, %s: (b') p50 over (a), 1 session <= %s", kind, us(limit)), over <= limit,
+		rep.target(fmt.Sprintf("fast path, %s: (b') p50 over (a), 1 session <= %s", kind, us(limit)), over <= limit,
 			"%s (b' %s, a %s)", us(over), us(b.Stats.P50), us(a.Stats.P50))
-		rep.target(fmt.Sprintf("issue 35, %s: daemon CPU per (b') call, 1 session <= %s", kind, us(limit)), b.CPU.Daemon <= limit,
+		rep.target(fmt.Sprintf("fast path, %s: daemon CPU per (b') call, 1 session <= %s", kind, us(limit)), b.CPU.Daemon <= limit,
 			"%s (the byte relay in its place, r': %s)", us(b.CPU.Daemon), relayCPU(rep, kind))
 	}
 	for _, n := range o.Sessions {
 		b, okB := rep.callOf(kind, n, "b'")
 		a1, okA1 := rep.callOf(kind, n, "a1")
 		if n > 1 && okB && okA1 {
-			rep.target(fmt.Sprintf("issue 35, %s: (b') throughput at %d sessions >= 90%% of (a1)", kind, n), b.Throughput >= 0.9*a1.Throughput,
+			rep.target(fmt.Sprintf("fast path, %s: (b') throughput at %d sessions >= 90%% of (a1)", kind, n), b.Throughput >= 0.9*a1.Throughput,
 				"%.0f/s = %.0f%% of (a1) %.0f/s; daemon CPU per call %s", b.Throughput, 100*b.Throughput/a1.Throughput, a1.Throughput, us(b.CPU.Daemon))
 		}
 	}
@@ -334,7 +334,7 @@ func issue35Targets(o options, kind string, rep *report) {
 		if h, ok := rep.callOf(kind, 1, "h"); ok {
 			floor = fmt.Sprintf("%.2fx (h %s, client CPU %s)", float64(h.Stats.P50)/float64(a.Stats.P50), us(h.Stats.P50), us(h.CPU.Client))
 		}
-		rep.target(fmt.Sprintf("issue 35, %s: (c) p50, 1 session <= 1.5x (a)", kind), r <= 1.5,
+		rep.target(fmt.Sprintf("fast path, %s: (c) p50, 1 session <= 1.5x (a)", kind), r <= 1.5,
 			"%.2fx (c %s, a %s); daemon CPU per call %s, client %s; the HTTP relay in its place: %s",
 			r, us(c.Stats.P50), us(a.Stats.P50), us(c.CPU.Daemon), us(c.CPU.Client), floor)
 	}

@@ -1,5 +1,4 @@
-// Command bench measures the harness daemon against the targets of issues 9,
-// 15, 16, 17, 20 and 24: the tools/call round trip of a tiny upstream
+// Command bench measures the harness daemon against its targets: the tools/call round trip of a tiny upstream
 // reached directly, through `harness mcp` (as a byte pipe, and with its
 // stdio handed to the daemon) and through the Streamable HTTP endpoint (part
 // 1), a daemon carrying a large fleet (part 2) and a fleet of TUI harnesses

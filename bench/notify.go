@@ -21,7 +21,7 @@ import (
 // notifyRounds is how many times part 8 fails the whole fleet at once.
 const notifyRounds = 3
 
-// runNotify is part 8 (issue 29): from a harness's failure to the request
+// runNotify is part 8: from a harness's failure to the request
 // of a [notify.*] receiver, under o.Harnesses harnesses that all fail at
 // once. Each message carries the event's time (the actor's clock when it
 // emitted the event); the receiver, a local HTTP server in this process,

@@ -43,7 +43,7 @@ type metricRow struct {
 	Part, Name, Value string
 }
 
-// target is one goal of the issue with its verdict.
+// target is one goal of the benchmark with its verdict.
 type target struct {
 	Name, Measured string
 	Pass           bool

@@ -15,7 +15,7 @@ import (
 	"github.com/harness-dev/harness/internal/sshtest"
 )
 
-// Part 7 (issue 31): remote operation through the system's ssh on
+// Part 7: remote operation through the system's ssh on
 // loopback (a real sshd whose key's forced command is `harness bridge`),
 // next to the same verb on the local socket, interleaved in rounds:
 //

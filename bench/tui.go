@@ -16,7 +16,7 @@ import (
 // The TUI fleet (part 2b): o.Harnesses harnesses that draw the way TUI
 // agents do and then wait on their screen, as agents waiting for an
 // answer do. Every PTY harness has a terminal emulator in the daemon
-// (DESIGN §12); this is what they cost. Half draw on the main screen
+// (docs/design/terminals.md); this is what they cost. Half draw on the main screen
 // (Gemini CLI: a banner that scrolls, then a box dialog redrawn in place
 // with a spinner), half on the alternate screen (Codex: full-screen frames,
 // cursor hidden).

@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The upstreams part 1 calls (issue 35 names both): the demo upstream's
+// The upstreams part 1 calls, both: the demo upstream's
 // echo (a typed input, read-only annotations), and a go-sdk server of the
 // bench's own whose echo has a typed input schema and no annotations, as
 // many real servers' tools have (the daemon classes it write).

@@ -15,7 +15,7 @@ import (
 	"github.com/coder/websocket"
 )
 
-// Path (w) of part 6 (issue 30): keystroke to echo through the web
+// Path (w) of part 6: keystroke to echo through the web
 // dashboard's terminal, measured in the browser. A headless Chromium
 // (Debian's chromium) signs in with the operator token and opens the page
 // of harness webecho (the same child as echo); a script in the page then types each key into the

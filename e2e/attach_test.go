@@ -130,8 +130,7 @@ func (x *tmuxServer) cursor(win string) (col, row int) {
 
 // emulatorScreen is what the daemon's terminal emulator makes of the
 // harness's output: its raw bytes fed to a fresh emulator of the PTY's
-// size. (`harness screen` serves the daemon's own emulator; it lands with
-// issue 15, and this comparison can then use it.)
+// size.
 func (f *fleet) emulatorScreen(name string) term.Snapshot {
 	f.T.Helper()
 	var raw api.LogsRaw

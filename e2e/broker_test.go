@@ -259,7 +259,7 @@ func TestScenario_UpstreamSecretsAreNotPersisted(t *testing.T) {
 	callTool(t, captured, "x__echo", map[string]any{"text": "hello"})
 	callTool(t, captured, "x__fail", map[string]any{"message": "nope"})
 	// The child has the value in its environment, and a tool that echoes
-	// it answers it masked (issue 36: a process upstream's own env_file
+	// it answers it masked (a process upstream's own env_file
 	// values are masked in its results like a remote one's headers).
 	pids := procsWithArg("secret-inst")
 	if len(pids) != 1 {
@@ -399,8 +399,7 @@ func TestBroker_UpstreamListChangedReachesSessions(t *testing.T) {
 }
 
 // [mcp.KEY] call_timeout_s bounds a call: past it the caller gets
-// upstream_unavailable saying so, and the upstream is told to cancel
-// (issue 22).
+// upstream_unavailable saying so, and the upstream is told to cancel.
 func TestBroker_CallTimeoutEndsAHangingCallAndCancelsItUpstream(t *testing.T) {
 	f := newFleet(t, upstreamTable("x", "timeout-inst", "call_timeout_s = 1"))
 	s := f.mcpSession("", false, nil)
@@ -425,7 +424,7 @@ func TestBroker_CallTimeoutEndsAHangingCallAndCancelsItUpstream(t *testing.T) {
 
 // A session's first tools/list waits for upstreams that are still starting
 // (a project's agent and its upstreams start together; a client that lists
-// once would otherwise never see their tools), within a bound (issue 22).
+// once would otherwise never see their tools), within a bound.
 func TestBroker_FirstToolsListWaitsForStartingUpstreams(t *testing.T) {
 	f := newFleet(t, fmt.Sprintf("\n[mcp.late]\ncmd = %q\nargs = [\"demo-upstream\", \"--name\", \"late-inst\", \"--start-delay\", \"2s\"]\n", harnessBin))
 	s := f.mcpSession("", false, nil)

@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// callRecord is the §15 shape of one `harness calls --json` record.
+// callRecord is the shape of one `harness calls --json` record.
 type callRecord struct {
 	ID            uint64          `json:"id"`
 	Time          time.Time       `json:"time"`
@@ -147,7 +147,7 @@ func TestScenario_WhoCalledWhatWhenAndHowItWent(t *testing.T) {
 		t.Fatalf("echo: %q", got)
 	}
 	if got := text(t, callTool(t, anon, "up__env", map[string]any{"key": "UP_TOKEN"})); got != "[masked]" {
-		t.Fatalf("the upstream's env: %q, want it masked", got) // its own env_file value (issue 36); the log must not have it either
+		t.Fatalf("the upstream's env: %q, want it masked", got) // its own env_file value; the log must not have it either
 	}
 	if res := callTool(t, anon, "up__fail", map[string]any{"message": "nope"}); !res.IsError {
 		t.Fatal("fail did not fail")

@@ -118,7 +118,7 @@ func (rc *realClaude) askForPermission(f *fleet, file string) agentRow {
 	// takes the paste can be lost, so press it again (at most three times)
 	// until the model server has the request.
 	// (Not fatal when it never shows: the emulator once garbled Claude
-	// Code's input row, a defect issue 36 owns; the request proves the
+	// Code's input row, a defect of its own; the request proves the
 	// prompt.)
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		if slices.ContainsFunc(f.screenLines(rc.name), func(l string) bool { return strings.Contains(l, "Make the file") }) {

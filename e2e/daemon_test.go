@@ -27,7 +27,7 @@ stop_grace = 2
 func TestCLI_ListDescribeStartStopRestart(t *testing.T) {
 	f := newFleet(t, sleeperConfig)
 
-	// list --json carries every §9 field, before anything started.
+	// list --json carries every field of its contract (docs/design/wire.md), before anything started.
 	out := f.MustRun("list", "--json")
 	var raw []map[string]any
 	if err := json.Unmarshal([]byte(out), &raw); err != nil {
@@ -450,7 +450,7 @@ enabled = true
 }
 
 // TestCLI_JSONShapesOfSection9 pins the keys that tools outside this repo
-// read from --json output (DESIGN §9 and the logs shapes of issue 3).
+// read from --json output, logs included (docs/design/wire.md).
 func TestCLI_JSONShapesOfSection9(t *testing.T) {
 	f := newFleet(t, sleeperConfig+`
 [harness.job]
@@ -489,7 +489,7 @@ schedule = "@hourly"
 	keys([]string{"jobs"}, "name", "schedule", "next_fire", "last_run", "state")
 	keys([]string{"triggers"}, "job", "kind", "spec", "next_fire", "last_fired", "fired", "skipped")
 	keys([]string{"mcp", "status"}, "key", "state", "pid", "tools", "restarts", "last_error")
-	// DESIGN §12: a harness with a process shows its activity; a stopped
+	// A harness with a process shows its activity; a stopped
 	// one keeps the row it always had.
 	keys([]string{"describe", "sleeper"}, "activity", "idle_s")
 	keys([]string{"screen", "sleeper"}, "name", "run_id", "cols", "rows", "cursor", "title", "alt_screen", "activity", "idle_s", "lines", "scrollback")

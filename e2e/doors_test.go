@@ -58,7 +58,7 @@ func (f *fleet) runWithin(d time.Duration, args ...string) (string, time.Duratio
 // TestScenario_CLIAnswersWhile1000IdleHTTPConnectionsAreOpen: a fault
 // campaign found that unauthenticated keep-alive connections were never
 // closed; 110 of them after a 401 exhausted the daemon's descriptors and
-// `harness list` timed out (issue 22). The daemon here runs with 512
+// `harness list` timed out. The daemon here runs with 512
 // descriptors, as tight as that campaign's; 1,000 refused connections, then
 // 1,000 that never speak, must leave the CLI and the HTTP door working.
 func TestScenario_CLIAnswersWhile1000IdleHTTPConnectionsAreOpen(t *testing.T) {
@@ -142,7 +142,7 @@ func TestScenario_CLIAnswersWhile1000IdleHTTPConnectionsAreOpen(t *testing.T) {
 		t.Fatalf("the daemon holds %d descriptors with %d silent connections open", fds, n)
 	}
 	// And a real client is served at once: silent connections make way
-	// (it waited behind them for over 20 s, issue 36).
+	// (it waited behind them for over 20 s).
 	start := time.Now()
 	if s := initializeStatus(t, u.String(), op, ""); s != http.StatusOK {
 		t.Fatalf("operator initialize with %d silent connections open: %d", n, s)

@@ -23,7 +23,7 @@ import (
 	"github.com/harness-dev/harness/internal/fdtest"
 )
 
-// TestMCP_HandoffTakesTheBridgeOutOfTheDataPath (issue 24): with the
+// TestMCP_HandoffTakesTheBridgeOutOfTheDataPath: with the
 // hand-off the daemon itself holds the agent's pipes and serves the session
 // on them; with HARNESS_MCP_HANDOFF=0 it never sees them (the bridge
 // copies bytes). Either way, closing stdin ends the session with exit 0,
@@ -130,7 +130,7 @@ func TestMCP_TerminalStdinFallsBackToTheBytePipe(t *testing.T) {
 	}
 }
 
-// TestMCP_MalformedLineIsAnsweredAndTheSessionGoesOn (issue 22): a line
+// TestMCP_MalformedLineIsAnsweredAndTheSessionGoesOn: a line
 // that is not JSON-RPC gets a parse error with id null; the calls before
 // and after it are answered, and the bridge exits 0 when stdin ends.
 // Before, the session ended silently at the bad line and lost the answers
@@ -184,7 +184,7 @@ func TestMCP_MalformedLineIsAnsweredAndTheSessionGoesOn(t *testing.T) {
 	}
 }
 
-// TestMCP_DaemonLossIsAnErrorWithAMessage (issue 22): when the daemon is
+// TestMCP_DaemonLossIsAnErrorWithAMessage: when the daemon is
 // killed or stops during a session, `harness mcp` exits non-zero and says
 // what happened, instead of exiting 0 with nothing on stderr; its stdio is
 // blocking again.
@@ -285,7 +285,7 @@ func TestMCP_OldCLIHelloGetsTheBytePipe(t *testing.T) {
 // shows as 100 or more; 2,000 sessions took 150 s under -race.
 const sessionsForLeakCheck = 300
 
-// TestMCP_SessionsLeaveNoDescriptorsInTheDaemon (issue 24): 300
+// TestMCP_SessionsLeaveNoDescriptorsInTheDaemon: 300
 // handed-off sessions, ended every way an agent ends one (stdin closed,
 // SIGTERM, SIGKILL of `harness mcp`), leave the daemon's descriptor count
 // where it started.

@@ -49,7 +49,7 @@ func TestScenario_AnUnknownNameIsAnsweredWithTheNamesThereAre(t *testing.T) {
 // TestScenario_AnEnvFileChangedSinceTheConfigIsMaskedFromTheNextSpawn: an
 // env_file edited while the daemon runs (no reload) is read again at the
 // next spawn, and its new value is masked in logs and screen from the
-// program's first line on (issue 33: the masker follows spawns, not only
+// program's first line on (the masker follows spawns, not only
 // reloads).
 func TestScenario_AnEnvFileChangedSinceTheConfigIsMaskedFromTheNextSpawn(t *testing.T) {
 	dir := t.TempDir()

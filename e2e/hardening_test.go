@@ -55,7 +55,7 @@ func (f *fleet) listTimes(n int) []time.Duration {
 
 // TestScenario_ACSIStormDoesNotFreezeTheDaemon: a harness that prints huge
 // counts in a loop (`x\e[99999999b` froze `list`, `screen` and `stop` for
-// minutes and burnt two cores, issue 36) leaves list answering within
+// minutes and burnt two cores) leaves list answering within
 // 100 ms, its screen readable and the unit stoppable within a second.
 func TestScenario_ACSIStormDoesNotFreezeTheDaemon(t *testing.T) {
 	script := `while :; do printf 'x\033[99999999b\033[99999999I\033[99999999Z\033[99999999X\033[99999999L\033[99999999S'; done`
@@ -133,7 +133,7 @@ func TestScenario_JSONRPCIdsComeBackAsSent(t *testing.T) {
 // TestScenario_ConcurrentSendsToADeafProgramAreBounded: 50 sends at once to
 // a program that does not read its terminal (8 took 40 s and 30 of 50 were
 // still pending after 90 s, and a timed-out send left 13312 of its 16001
-// bytes typed, issue 36) are all answered within one input deadline:
+// bytes typed) are all answered within one input deadline:
 // beyond the queue's bound at once, busy; the rest typed whole or refused
 // with nothing typed (a send waits for the program to read what was typed
 // before it), and the program reads exactly the whole sends once it starts
@@ -223,7 +223,7 @@ func TestScenario_ConcurrentSendsToADeafProgramAreBounded(t *testing.T) {
 // TestScenario_ShutdownDoesNotWaitForOpenCLIConnections: with a CLI
 // connection open (one mid-handshake, one idle after it, one following
 // events, `harness mcp` with and without the hand-off), the daemon ends within a second of SIGTERM (it waited ~8 s and
-// logged "waiting for connections: context deadline exceeded", issue 36).
+// logged "waiting for connections: context deadline exceeded").
 func TestScenario_ShutdownDoesNotWaitForOpenCLIConnections(t *testing.T) {
 	f := newFleet(t, "")
 	raw, err := net.Dial("unix", f.Socket)
@@ -280,7 +280,7 @@ func TestScenario_ShutdownDoesNotWaitForOpenCLIConnections(t *testing.T) {
 }
 
 // TestScenario_AnOpenStateDirIsMadePrivate: a state dir left 0755 (by hand
-// or an old version) is made 0700 at start, with a log line (issue 36).
+// or an old version) is made 0700 at start, with a log line.
 func TestScenario_AnOpenStateDirIsMadePrivate(t *testing.T) {
 	f := newFleet(t, "")
 	f.Stop()
@@ -302,7 +302,7 @@ func TestScenario_AnOpenStateDirIsMadePrivate(t *testing.T) {
 
 // TestScenario_AProcessUpstreamsEnvFileValuesAreMasked: a stdio upstream
 // whose tool returns its own environment handed its env_file values to
-// every read session (issue 36); they come back masked, as a remote
+// every read session; they come back masked, as a remote
 // upstream's header values are scrubbed.
 func TestScenario_AProcessUpstreamsEnvFileValuesAreMasked(t *testing.T) {
 	dir := t.TempDir()
@@ -321,7 +321,7 @@ func TestScenario_AProcessUpstreamsEnvFileValuesAreMasked(t *testing.T) {
 }
 
 // TestScenario_DemoCleansUpOnSIGHUP: a demo whose terminal is closed
-// (SIGHUP) stopped its daemon but left its temp dir behind (issue 36); it
+// (SIGHUP) stopped its daemon but left its temp dir behind; it
 // now cleans up as on Ctrl-C.
 func TestScenario_DemoCleansUpOnSIGHUP(t *testing.T) {
 	cmd := exec.Command(harnessBin, "demo")

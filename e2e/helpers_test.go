@@ -180,7 +180,7 @@ func daemonEnv() []string {
 	return append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
 }
 
-// unitInfo is the §9 shape of one `list --json` row.
+// unitInfo is the shape of one `list --json` row.
 type unitInfo struct {
 	Name         string `json:"name"`
 	State        string `json:"state"`

@@ -145,7 +145,7 @@ stop_grace = 3
 	}
 	f.MustJSON(&after, "runs", "stubborn")
 	// The schedule goes on after the stop; only the stop's window counts.
-	// A skipped firing is a record of its own (DESIGN §17), not a run.
+	// A skipped firing is a record of its own (docs/design/runs.md), not a run.
 	for _, r := range after[len(before):] {
 		if r.Outcome != "skipped" && r.StartedAt.Before(stopEnd) {
 			t.Fatalf("run %d started during the graceful stop (%s, stop ended %s)", r.ID, r.StartedAt, stopEnd)

@@ -41,7 +41,7 @@ func peakRSSKiB(t *testing.T, pid int) int {
 
 // An MCP message over [daemon] mcp_max_message_bytes is answered with a
 // clear error and skipped, never read into memory, and the session goes
-// on (issue 22: eight parallel 15 MB arguments had peaked the daemon at
+// on (eight parallel 15 MB arguments had peaked the daemon at
 // 773 MB).
 func TestMCP_OversizedMessagesAreRefusedWithoutBeingRead(t *testing.T) {
 	f := newFleet(t, "[daemon]\nmcp_max_message_bytes = 1048576\nmcp_http = \"127.0.0.1:0\"\n"+sleeperConfig)
@@ -108,7 +108,7 @@ func TestMCP_RaisedMessageLimitAppliesOverHTTP(t *testing.T) {
 
 // A session whose client went away (its bridge killed, or its pipes
 // closed) while a call hangs upstream is ended and the call cancelled
-// upstream within about a second, in both bridge modes (issue 22: such
+// upstream within about a second, in both bridge modes (such
 // sessions lived forever and their calls were never cancelled).
 func TestMCP_ClientGoneCancelsItsCallsUpstream(t *testing.T) {
 	for _, mode := range bridgeModes {
@@ -146,7 +146,7 @@ func TestMCP_ClientGoneCancelsItsCallsUpstream(t *testing.T) {
 }
 
 // Per MCP, no response is due after a client cancelled its request: the
-// session sends none (it answered internal before, issue 22), cancels the
+// session sends none (it answered internal before), cancels the
 // call upstream, and goes on; in both bridge modes.
 func TestMCP_CancelledCallGetsNoAnswer(t *testing.T) {
 	for _, mode := range bridgeModes {

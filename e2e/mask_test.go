@@ -12,8 +12,7 @@ import (
 	"time"
 )
 
-// TestScenario_SecretsAreMaskedForReadersNotForTheAttachedPerson is issue
-// 33's masking "done when": a harness prints an env_file value, a GitHub
+// TestScenario_SecretsAreMaskedForReadersNotForTheAttachedPerson: a harness prints an env_file value, a GitHub
 // token and a JWT; logs, screen --json, harness_screen, its trajectory (the
 // answer and the file) and the call log (an argument holding them) show
 // "[masked]" instead; `harness attach` still shows the person attached the

@@ -413,7 +413,7 @@ env = { API_URL = "https://user:hunter2@example.test", PLAIN = "visible-to-opera
 
 // An error about a huge argument carries a short prefix of it, once: the
 // answer (text and structured body) stays small however big the argument
-// (issue 22: a 10 MB argument came back twice).
+// (a 10 MB argument came back twice).
 func TestMCP_ErrorsEchoOnlyAPrefixOfAnArgument(t *testing.T) {
 	f := newFleet(t, sleeperConfig)
 	s := f.mcpSession("", false, nil)

@@ -165,8 +165,8 @@ func noneBlockedIn(t *testing.T, pid int, fn, what string, d time.Duration) {
 	}
 }
 
-// TestScenario_AClientThatMakesItsStdinBlockingHoldsNoDaemonThread (issue
-// 35): the hand-off shares the client's open file descriptions with the
+// TestScenario_AClientThatMakesItsStdinBlockingHoldsNoDaemonThread:
+// the hand-off shares the client's open file descriptions with the
 // daemon, so whoever else holds one (the agent, a wrapper script) may
 // clear O_NONBLOCK on it mid-session. The daemon's reads ask the kernel
 // not to wait (internal/nowait), so a session whose stdin turned blocking
@@ -195,8 +195,8 @@ func TestScenario_AClientThatMakesItsStdinBlockingHoldsNoDaemonThread(t *testing
 	}
 }
 
-// TestScenario_AClientThatStopsReadingItsBlockingStdoutHoldsNoDaemonThread
-// (issue 35): the same for the answers. A client whose stdout
+// TestScenario_AClientThatStopsReadingItsBlockingStdoutHoldsNoDaemonThread:
+// the same for the answers. A client whose stdout
 // description another holder made blocking, and who stops reading, used
 // to hold a daemon thread asleep in pipe_write for as long as it did not
 // read; the daemon's writes now wait in the poller.

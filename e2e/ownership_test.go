@@ -21,7 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Issue 21: whole-tree ownership. Every test here runs real hostile
+// Whole-tree ownership. Every test here runs real hostile
 // children and counts them in /proc by a unique argument (a sleep length
 // no other process uses), never by the marker they may have dropped.
 
@@ -58,8 +58,8 @@ func uniqueTag(t *testing.T) string {
 	return fmt.Sprintf("100000.%012d", n)
 }
 
-// hostileUnit is a harness whose command leaves the two descendants of
-// issue 21 behind its main process (tag+"3"): a new session without
+// hostileUnit is a harness whose command leaves two hostile descendants
+// behind its main process (tag+"3"): a new session without
 // environment (tag+"1") and one that ignores SIGHUP without environment
 // (tag+"2").
 func hostileUnit(name, tag string) string {
@@ -372,7 +372,7 @@ func killWithArg(t *testing.T, pid int, arg string) {
 	}
 }
 
-// The fault test of issue 21: ten SIGKILLs of a daemon running twenty
+// The fault test of whole-tree ownership: ten SIGKILLs of a daemon running twenty
 // hostile harnesses, every second one while the harnesses are still being
 // started, leave no process of any of them behind.
 func TestScenario_TenDaemonSIGKILLsLeaveNothing(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 	"github.com/harness-dev/harness/internal/mcp/demoupstream"
 )
 
-// Remote upstreams (issue 19, DESIGN §14) end to end: a real Streamable
+// Remote upstreams (docs/design/mcp.md) end to end: a real Streamable
 // HTTP server on loopback (the go-sdk's handler serving the demo tools,
 // with the faults a test needs) behind a real daemon, reached through
 // `harness mcp` and watched through the CLI.

@@ -78,8 +78,7 @@ func (f *fleet) resources(name string) resourceEvents {
 	return *d.Resources
 }
 
-// TestScenario_AForkBombStopsAtTasksMaxWhileTheFleetGoesOn is issue 33's
-// first "done when": a harness running a fork bomb under tasks_max = 256
+// TestScenario_AForkBombStopsAtTasksMaxWhileTheFleetGoesOn: a harness running a fork bomb under tasks_max = 256
 // reaches its limit (describe shows pids.events max) while `harness
 // list`, a second harness's start and a shell spawned here all work; stop
 // ends the run cleanly and leaves nothing.

@@ -18,7 +18,7 @@ import (
 // daemon of its own, so one's memory cannot hide the other's), is refused
 // under the default max_result_bytes (32 MiB) with upstream_unavailable
 // naming the bound, read past as it streams in rather than held whole:
-// the daemon's peak RSS grows by less than 64 MiB (issue 36: it peaked at
+// the daemon's peak RSS grows by less than 64 MiB (it peaked at
 // 283 MB). The upstream stays connected and answers the next call, a
 // result under the bound still goes through whole, and describe shows the
 // bound.

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// runRec is the §9 shape of `runs --json` with the §17 additions.
+// runRec is the shape of `runs --json`, outcome and agent fields included.
 type runRec struct {
 	ID       uint64     `json:"id"`
 	Harness  string     `json:"harness"`

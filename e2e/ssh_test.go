@@ -22,7 +22,7 @@ import (
 )
 
 // sshd is a real OpenSSH server on loopback (internal/sshtest) whose keys
-// reach `harness bridge` as their forced command (DESIGN §20).
+// reach `harness bridge` as their forced command (docs/design/remote.md).
 type sshd struct {
 	*sshtest.Server
 	t    *testing.T

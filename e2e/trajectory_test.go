@@ -75,8 +75,7 @@ func getTraj(t *testing.T, s *mcp.ClientSession, args map[string]any) trajPage {
 	return p
 }
 
-// TestTrajectories_OptedInJobThroughSessionAndCLI is issue 10's "done when":
-// an opted-in job run three times yields three transcripts holding what each
+// TestTrajectories_OptedInJobThroughSessionAndCLI: an opted-in job run three times yields three transcripts holding what each
 // run printed; a non-opted harness is refused naming the key; a cursor
 // returns only later entries; a fourth run drops the oldest past the bound
 // (HARNESS_TRAJECTORY_MAX_RUNS=3); transcripts outlive a daemon restart.

@@ -47,8 +47,7 @@ func (f *fleet) worktree(name string) worktreeView {
 	return *d.Config.Worktree
 }
 
-// TestScenario_EachHarnessWorksInAGitWorktreeOfItsOwn is issue 33's
-// worktree "done when", with real git: two harnesses with worktrees of one
+// TestScenario_EachHarnessWorksInAGitWorktreeOfItsOwn, with real git: two harnesses with worktrees of one
 // repository each get their own directory and branch, and what one writes
 // is not in the other; a restart keeps the worktree; remove refuses a
 // dirty one without --force; a bad repository, a branch checked out

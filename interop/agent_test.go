@@ -249,7 +249,7 @@ func (af *agentFleet) row() agentWait {
 
 // TestAgent_StatesOfRealAgents drives each agent CLI through its states
 // against the scripted model, each seen through `harness wait --state`
-// and `harness list --json` (DESIGN §16): its first-run dialogs as
+// and `harness list --json` (docs/design/agents.md): its first-run dialogs as
 // waiting(trust / choice), ready at its prompt, working while the model
 // streams slowly, waiting(permission) with the command and the choices
 // when the model asks to run a shell command, ready again once `harness
@@ -332,7 +332,7 @@ type answerResult struct {
 	After  agentWait `json:"after"`
 }
 
-// answer picks choice of the dialog w with `harness answer` (DESIGN §16),
+// answer picks choice of the dialog w with `harness answer` (docs/design/agents.md),
 // which presses the keys the adapter knows for it, and checks the answer
 // names the choice and the keys a person would press.
 func (af *agentFleet) answer(w agentWait, choice string, keys ...string) answerResult {

@@ -16,7 +16,7 @@ import (
 
 // TestAgent_MCPWiringReachesHarness: a known agent run as a harness gets
 // harness's own MCP server as "harness" without anyone configuring it
-// (DESIGN §16, mcp_wire defaults to true). The scripted model asks each
+// (docs/design/agents.md, mcp_wire defaults to true). The scripted model asks each
 // real agent to call harness_list through it; the call is in `harness
 // calls` attributed to that harness and run, and the tool's result (the
 // fleet's rows) is in the agent's next request to the model.

@@ -20,7 +20,7 @@ import (
 	"github.com/harness-dev/harness/internal/client"
 )
 
-// Agent runs (DESIGN §17) with the real agent CLIs from npm against the
+// Agent runs (docs/design/agents.md) with the real agent CLIs from npm against the
 // scripted model API: prompts, non-interactive jobs and their results,
 // resumed sessions, usage limits.
 

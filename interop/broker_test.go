@@ -138,7 +138,7 @@ func sameField(a, b json.RawMessage, field string) (bool, string, string) {
 // route that CallTool's return has already retired, so it is dropped.
 const lastProgressNote = "the last progress notification arrived after the result (SDK notification/response ordering)"
 
-// Issue 6: two real npm servers behind the broker, driven through
+// Two real npm servers behind the broker, driven through
 // `harness mcp` by the TypeScript SDK client. Tools are namespaced with
 // their schemas passed through unchanged (compared with what the same
 // client sees talking to the servers directly); a call goes through; the

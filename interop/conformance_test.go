@@ -74,7 +74,7 @@ var conformanceScenarios = map[string]string{
 	"prompts-get-embedded-resource": "",
 	"prompts-get-with-image":        "",
 	// harness declares completions because conf does, and forwards
-	// completion/complete of conf's prompt to it (DESIGN §21 passthrough).
+	// completion/complete of conf's prompt to it (docs/design/mcp.md, upstreams).
 	"completion-complete": "",
 
 	"server-sse-polling": "tests the endpoint's own SSE stream being closed mid-call and resumed (SEP-1699), which the daemon's go-sdk handler does not do; an upstream's tool cannot close the daemon's stream (and the scenario is pending in the suite itself)",

@@ -53,7 +53,7 @@ func (f *fleet) waitRunning(name string) unitRow {
 	return got
 }
 
-// Issue 5: the TypeScript SDK client runs `harness mcp` (unattributed, no
+// The TypeScript SDK client runs `harness mcp` (unattributed, no
 // --allow-control), negotiates 2025-11-25, sees exactly the read facade
 // tools, gets harness_list matching `harness list --json`, is refused
 // harness_stop as an isError result with code not_permitted (and nothing

@@ -13,7 +13,7 @@ import (
 	"github.com/harness-dev/harness/internal/client"
 )
 
-// Issue 24: the TypeScript SDK client starts `harness mcp` (its stdio are
+// The TypeScript SDK client starts `harness mcp` (its stdio are
 // whatever Node gives a child), and the daemon serves the session on that
 // stdio itself; with HARNESS_MCP_HANDOFF=0 in the environment (the suite's
 // second run) it never holds it. The session works either way, before and

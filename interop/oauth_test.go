@@ -21,7 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Issue 32 / DESIGN §21: an upstream with auth = "oauth" against a real
+// OAuth (docs/design/mcp.md): an upstream with auth = "oauth" against a real
 // authorization server (oauthserver.mjs: the TypeScript SDK's server-side
 // auth support: RFC 8414 and RFC 9728 metadata, dynamic client
 // registration, PKCE, code and refresh grants) that is also the protected

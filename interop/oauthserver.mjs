@@ -1,5 +1,5 @@
 // oauthserver.mjs is a remote MCP server behind OAuth, for the tests of
-// `auth = "oauth"` upstreams (DESIGN §21). It is the TypeScript SDK's own
+// `auth = "oauth"` upstreams (docs/design/mcp.md). It is the TypeScript SDK's own
 // server-side authorization support doing the protocol work: mcpAuthRouter
 // serves RFC 8414 authorization-server metadata, dynamic client
 // registration (RFC 7591), /authorize (PKCE S256 required), /token (the

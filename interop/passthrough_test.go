@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// Issue 32: server-to-client requests. server-everything's elicitation
+// Server-to-client requests. server-everything's elicitation
 // and sampling tools ask their client back during the call; through
 // harness the question reaches the TypeScript client whose call it is
 // when that client declared the capability, and the upstream gets a clear
@@ -72,7 +72,7 @@ func TestTS_ElicitationAndSamplingReachTheCallingClient(t *testing.T) {
 	}
 }
 
-// Issue 32: upstream prompts beside the markdown prompts. server-everything's
+// Upstream prompts beside the markdown prompts. server-everything's
 // prompts are listed as everything__NAME to a session granted read on it,
 // exclude_prompts hides one, a session without read on the upstream sees
 // none of them, and prompts/get reaches the upstream with its arguments.
@@ -135,7 +135,7 @@ func TestTS_UpstreamPromptsBesideMarkdownPrompts(t *testing.T) {
 	c.must(out[8], nil)
 }
 
-// Issue 32: upstream resources and templates under harness://KEY/ URIs:
+// Upstream resources and templates under harness://KEY/ URIs:
 // listed to a session granted read on the upstream (exclude_resources
 // hides some), read through harness with the upstream's contents, a
 // template's expansion read too, and a subscription forwarded so the

@@ -23,7 +23,7 @@ arguments:
 Please review {{topic}} thoroughly.{{tone}}
 `
 
-// Issue 7: a markdown file with front matter in [mcp.prompts] paths is
+// A markdown file with front matter in [mcp.prompts] paths is
 // listed to the TypeScript SDK client through `harness mcp` with its
 // description and arguments; prompts/get fills {{topic}} into a user
 // message; leaving out the required argument is an invalid-params error

@@ -24,7 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Issue 19: server-everything in its Streamable HTTP mode (its own CLI:
+// server-everything in its Streamable HTTP mode (its own CLI:
 // `mcp-server-everything streamableHttp`, port from $PORT) as a remote
 // upstream. Between the daemon and the server sits a small Go proxy that
 // stands for an authenticating gateway: it requires the bearer token the

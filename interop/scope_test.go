@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Issue 18: least privilege for upstream tools, end to end with two npm
+// Least privilege for upstream tools, end to end with two npm
 // reference servers behind the broker, whose own readOnlyHint annotations
 // decide the classes, and the TypeScript client on attributed sessions.
 
@@ -84,7 +84,7 @@ func refusal(t *testing.T, c *tsClient, s step) (code, message string) {
 }
 
 // directClasses lists a server's tools directly and classes them the way
-// DESIGN §13 says, from their own annotations: the test's oracle.
+// docs/design/mcp.md says, from their own annotations: the test's oracle.
 func directClasses(t *testing.T, c *tsClient, s step, key string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -207,8 +207,8 @@ exclude_tools = ["move_*"]
 	}
 	want["everything__get-sum"] = "write"
 	delete(want, "filesystem__move_file")
-	// The broker declares elicitation and sampling to its upstreams (issue
-	// 32: passthrough), so server-everything lists its two tools for them
+	// The broker declares elicitation and sampling to its upstreams (it
+	// passes their requests back to the session), so server-everything lists its two tools for them
 	// through harness; the direct client above declares neither and does not
 	// see them. They carry no read-only hint: write.
 	want["everything__trigger-elicitation-request"] = "write"

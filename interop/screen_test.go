@@ -41,7 +41,7 @@ type screenShape struct {
 	Note       string   `json:"note"`
 }
 
-// Issue 15: the TypeScript SDK client's harness_screen, with idle_s, returns
+// The TypeScript SDK client's harness_screen, with idle_s, returns
 // the rows `harness screen --json` prints; a harness that is not running
 // is an isError result with code not_running, and a bad argument
 // invalid_argument.

@@ -20,7 +20,7 @@ import (
 	"github.com/harness-dev/harness/internal/term"
 )
 
-// Issue 16 with a real agent from npm: Gemini CLI 0.61.0 (pinned in
+// Typing into a terminal, with a real agent from npm: Gemini CLI 0.61.0 (pinned in
 // tui/package-lock.json, installed by scripts/test) stops at a
 // folder-trust dialog on its first start; `harness send` and the
 // harness_send tool of an MCP session granted input answer it, and its
@@ -64,7 +64,7 @@ func readToken(t *testing.T, path string) string {
 
 // screenOf is what the daemon's emulator shows of name: a read-only
 // viewer's repaint (the first output of an attach stream), replayed on a
-// terminal of the same size. (`harness screen` lands with issue 15.)
+// terminal of the same size.
 func (f *fleet) screenOf(name string) []string {
 	f.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -16,7 +16,7 @@ import (
 
 // TestTS_MCPThroughSSHServesTheRemoteFleet: an agent on a laptop whose
 // MCP client is the TypeScript SDK runs `harness --host ssh://box mcp`
-// (DESIGN §20): through a real OpenSSH server, whose keys run `harness
+// (docs/design/remote.md): through a real OpenSSH server, whose keys run `harness
 // bridge` as their forced command, it lists and calls the remote fleet's
 // tools. An operator key's session sends keys that reach the remote
 // program and stops a harness; a read key's session lists neither send

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Issue 32: MCP 2026-07-28 (stateless HTTP) and 2025-11-25 (sessions) on
+// MCP 2026-07-28 (stateless HTTP) and 2025-11-25 (sessions) on
 // the one endpoint, at the same time: the go-sdk v1.8.0 client at its
 // latest revision, the same client pinned to 2025-11-25, and the
 // TypeScript SDK client (which speaks 2025-11-25). Each stateless request

@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// Issue 32: tool search. Four real upstreams (server-everything,
+// Tool search. Four real upstreams (server-everything,
 // server-memory, server-filesystem and manytools.mjs, a generated server
 // of 300 tools) behind one daemon; a harness with mcp_tools = "search"
 // and one with the default "all" open their own sessions with the
@@ -141,7 +141,7 @@ args = [%q]
 	if len(all) < 300+13+9+14 {
 		t.Fatalf("all session lists %d tools", len(all))
 	}
-	// The facade tools are listed in both modes (DESIGN §21), the same for
+	// The facade tools are listed in both modes (docs/design/mcp.md), the same for
 	// the same grant.
 	facadeBytes := 0
 	for name, raw := range search {
@@ -157,7 +157,7 @@ args = [%q]
 	beyond := float64(size(search)-facadeBytes) / float64(size(all)-facadeBytes)
 	t.Logf("tools/list: search mode %d tools, %d bytes; all mode %d tools, %d bytes; ratio %.2f%% (facade alone %d bytes, %.2f%% of all); beyond the facade %.2f%%",
 		len(search), size(search), len(all), size(all), 100*ratio, facadeBytes, 100*float64(facadeBytes)/float64(size(all)), 100*beyond)
-	// The issue's target is on the whole list: the facade tools, listed in
+	// The target is on the whole list: the facade tools, listed in
 	// both modes, must stay lean enough that search mode is at most 5% of
 	// all mode; what search mode adds beyond them is held to it too.
 	if ratio > 0.05 {

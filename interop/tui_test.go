@@ -23,7 +23,7 @@ import (
 // Real TUI agents from npm (pinned in tui/package-lock.json, installed by
 // scripts/test), run as harnesses offline in a fresh HOME: what their
 // first dialog looks like through `harness screen`, and what their
-// activity entries keep of it (issue 15). Claude Code, pinned there too,
+// activity entries keep of it. Claude Code, pinned there too,
 // needs a model server to get past its start-up: agent_test.go runs it
 // (and the other two) against internal/agent/modelapi.
 

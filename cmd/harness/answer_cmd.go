@@ -9,7 +9,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 )
 
-// answerCmd is `harness answer NAME CHOICE` (DESIGN §16).
+// answerCmd is `harness answer NAME CHOICE` (docs/design/agents.md).
 func answerCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "answer NAME CHOICE",

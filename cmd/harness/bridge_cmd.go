@@ -12,7 +12,7 @@ import (
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
-// bridgeCmd is the remote end of --host (DESIGN §20): the forced command
+// bridgeCmd is the remote end of --host (docs/design/remote.md): the forced command
 // of an SSH key, joining its stdio to this machine's daemon under a grant.
 func bridgeCmd(g *globals) *cobra.Command {
 	var grant string

@@ -81,7 +81,7 @@ func runDemo(cmd *cobra.Command, exitAfter time.Duration) error {
 	}
 	defer logFile.Close()
 
-	// SIGHUP too: a demo whose terminal closed left its dir behind (issue 36).
+	// SIGHUP too: a demo whose terminal closed left its dir behind.
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if exitAfter > 0 {

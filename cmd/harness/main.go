@@ -1,6 +1,6 @@
 // Command harness supervises long-running agent CLIs and serves them MCP.
 // `harness daemon` is the supervisor; every other verb is a thin client of
-// its control socket (DESIGN §9).
+// its control socket (docs/design/wire.md).
 package main
 
 import (
@@ -143,10 +143,10 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		bridgeCmd(g),
 		serviceCmd(g),
 	)
-	root.AddCommand(screenCmd(g), waitCmd(g)) // terminals, DESIGN §12
-	root.AddCommand(worktreeCmd(g))           // workspaces, DESIGN §22
-	root.AddCommand(answerCmd(g))             // agents, DESIGN §16
-	root.AddCommand(runCmd(g))                // scratch harnesses, DESIGN §17
+	root.AddCommand(screenCmd(g), waitCmd(g)) // terminals (docs/design/terminals.md)
+	root.AddCommand(worktreeCmd(g))           // workspaces (docs/design/resources.md)
+	root.AddCommand(answerCmd(g))             // agents (docs/design/agents.md)
+	root.AddCommand(runCmd(g))                // scratch harnesses (docs/design/agents.md)
 	usageErrorsAreInvalidArguments(root)
 	return root
 }

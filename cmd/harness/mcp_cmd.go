@@ -146,7 +146,7 @@ func mcpHTTPSnippet(clientName, url string) (string, error) {
 
 // mcpTokenCmd prints the operator token of the HTTP endpoint, the one the
 // daemon answering on the socket made; with --dashboard it mints a web
-// dashboard token with a grant of its own (DESIGN §19), and --revoke or
+// dashboard token with a grant of its own (docs/design/web.md), and --revoke or
 // --list manage those.
 func mcpTokenCmd(g *globals) *cobra.Command {
 	var dashboard, list bool

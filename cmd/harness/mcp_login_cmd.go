@@ -8,7 +8,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 )
 
-// mcpLoginCmd signs an upstream with auth = "oauth" in (DESIGN §21): the
+// mcpLoginCmd signs an upstream with auth = "oauth" in (docs/design/mcp.md): the
 // daemon asks the server how, registers a client if need be and listens on
 // a loopback port; this prints the URL to open and waits until the
 // browser has come back and the tokens are stored.

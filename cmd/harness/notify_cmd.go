@@ -8,7 +8,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 )
 
-// notifyCmd is `harness notify`: the [notify.NAME] tables (DESIGN §18).
+// notifyCmd is `harness notify`: the [notify.NAME] tables (docs/design/events.md).
 func notifyCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "notify",

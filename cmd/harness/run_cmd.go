@@ -14,7 +14,7 @@ import (
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
-// runCmd is `harness run` (DESIGN §17): a scratch harness.
+// runCmd is `harness run` (docs/design/agents.md): a scratch harness.
 func runCmd(g *globals) *cobra.Command {
 	var name, detachKeys string
 	var detach bool

@@ -12,7 +12,7 @@ import (
 )
 
 // screenCmd is `harness screen NAME [--scrollback N] [--ansi] [--json]`
-// (DESIGN §12): what the harness's terminal shows now.
+// (docs/design/terminals.md): what the harness's terminal shows now.
 func screenCmd(g *globals) *cobra.Command {
 	var scrollback int
 	var ansi bool
@@ -81,8 +81,8 @@ func isBlankRow(s string) bool {
 	return true
 }
 
-// waitCmd is `harness wait NAME --idle D [--timeout D]` (DESIGN §12) and
-// `harness wait NAME --state S[,S] [--timeout D]` (§16): exit 0 once the
+// waitCmd is `harness wait NAME --idle D [--timeout D]` (docs/design/terminals.md) and
+// `harness wait NAME --state S[,S] [--timeout D]` (docs/design/agents.md): exit 0 once the
 // harness has been idle that long, or its agent is in one of the states;
 // 124 on timeout.
 func waitCmd(g *globals) *cobra.Command {

@@ -33,7 +33,7 @@ type managerAction struct {
 }
 
 // serviceCmd installs the daemon as a systemd unit or launchd agent
-// (DESIGN §20).
+// (docs/design/remote.md).
 func serviceCmd(g *globals) *cobra.Command {
 	var system, now bool
 	cmd := &cobra.Command{

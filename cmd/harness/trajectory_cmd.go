@@ -11,7 +11,7 @@ import (
 )
 
 // trajectoriesCmd is `harness trajectories NAME`: the kept run transcripts
-// of a harness with harvest_trajectory = true (issue 10).
+// of a harness with harvest_trajectory = true.
 func trajectoriesCmd(g *globals) *cobra.Command {
 	return listVerb(g, listing[api.TrajectoryInfo]{
 		use: "trajectories NAME", short: "List the kept run transcripts of a harness (harvest_trajectory = true)",

@@ -13,7 +13,7 @@ import (
 )
 
 // turnsCmd prints the conversation of a harness's agent from the agent's
-// own transcript (DESIGN §16).
+// own transcript (docs/design/agents.md).
 func turnsCmd(g *globals) *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{

@@ -8,7 +8,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 )
 
-// worktreeCmd groups the worktree verbs (DESIGN §22).
+// worktreeCmd groups the worktree verbs (docs/design/resources.md).
 func worktreeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worktree",

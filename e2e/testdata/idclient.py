@@ -1,5 +1,5 @@
 """A JSON-RPC client of `harness mcp` that writes one message and reads its
-answer before the next, as the fault campaign's did (issue 36): a request
+answer before the next, as a fault-finding client once did: a request
 with id null hung the session for good. Prints one line per answer, the
 raw line; exits 1 if an answer does not come within 10 s."""
 import os, select, subprocess, sys

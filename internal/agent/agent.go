@@ -1,16 +1,16 @@
-// Package agent knows the agent programs harness runs (DESIGN §16): one
+// Package agent knows the agent programs harness runs (docs/design/agents.md): one
 // Adapter per program, each in a file of its own (claudecode.go, codex.go,
 // gemini.go, generic.go) and registered by name. An adapter is data and
 // small pure functions: the command names it is inferred from, the screen
 // rules that say what the agent is doing, the keys that answer its
-// dialogs, and (DESIGN §17) how a run asks it for a prompt, a model, an
+// dialogs, and how a run asks it for a prompt, a model, an
 // approval mode, a turn bound, a non-interactive job or a resumed session.
 //
 // Nothing here starts a goroutine or touches a unit: the supervisor and
 // control call these functions with what they read (a screen's rows, a
 // busy/idle state, a run's options) and keep the results.
 //
-// Adding an agent: see "Adding a fourth agent" in docs/architecture.md.
+// Adding an agent: see "a fourth agent" in docs/design/architecture.md.
 package agent
 
 import (
@@ -65,7 +65,7 @@ type Adapter struct {
 	KeysAfter time.Duration
 
 	// Argv returns the arguments a run adds after the harness's own args
-	// for o (DESIGN §17: prompt of a job, model, approval, max_turns,
+	// for o (docs/design/agents.md: prompt of a job, model, approval, max_turns,
 	// resume). It returns an error wrapping ErrUnsupported for an option
 	// the agent has no flag for. Nil: the agent supports no option, and
 	// Args answers ErrUnsupported for any non-zero RunOptions.
@@ -110,13 +110,13 @@ type Adapter struct {
 	Prices map[string]Price
 }
 
-// RunOptions are what a harness asks of one run of its agent (DESIGN §17).
+// RunOptions are what a harness asks of one run of its agent (docs/design/agents.md).
 // The zero value asks for nothing: the agent starts as the user's own
 // args say.
 type RunOptions struct {
 	// Prompt is the task of a Job: it goes into the argv (the agent's
 	// print/exec mode). An interactive run's prompt is no argument: the
-	// harness types it once the agent is first ready (DESIGN §17), so
+	// harness types it once the agent is first ready (docs/design/agents.md), so
 	// adapters ignore it when Job is false.
 	Prompt string
 	// Model selects the model ("" leaves the agent's default).
@@ -161,7 +161,7 @@ func ValidSession(id string) bool {
 // Approval is how an agent asks before it runs a tool.
 type Approval string
 
-// The approval modes of DESIGN §17.
+// The approval modes a harness's agent_approval names.
 const (
 	// ApprovalAsk: the agent asks before every tool that changes
 	// something (the dialogs harness shows as waiting(permission)).

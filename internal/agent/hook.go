@@ -22,7 +22,7 @@ type HookSignal struct {
 	SessionID  string
 	Transcript string
 	// Tool is the tool call about to run (its name and its input, as
-	// one string): what the loop guard compares (DESIGN §17).
+	// one string): what the loop guard compares (docs/design/agents.md).
 	Tool string
 	// TranscriptTools is set on the end of a turn of an agent whose hooks
 	// name no tool call (Codex's notify): the turn's tool calls reach the

@@ -11,7 +11,7 @@ import (
 )
 
 // TestScenario_RunOptionsBecomeEachAgentsOwnFlags: the same options make
-// each agent's own argv (DESIGN §17), and an option an agent has no flag
+// each agent's own argv (docs/design/agents.md), and an option an agent has no flag
 // for is ErrUnsupported, not dropped.
 func TestScenario_RunOptionsBecomeEachAgentsOwnFlags(t *testing.T) {
 	job := RunOptions{Prompt: "review the PRs", Model: "m1", Approval: ApprovalAuto, Job: true}

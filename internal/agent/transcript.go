@@ -15,7 +15,7 @@ import (
 )
 
 // Transcript is what an agent's own session record says about a run
-// (DESIGN §16): its session, model, tokens, turns with their tool calls,
+// (docs/design/agents.md): its session, model, tokens, turns with their tool calls,
 // and the last API error it logged.
 type Transcript struct {
 	SessionID string
@@ -48,7 +48,7 @@ type ToolCall struct {
 	Outcome string
 }
 
-// GuardKey is the call as the loop guard compares it (DESIGN §17): its
+// GuardKey is the call as the loop guard compares it (docs/design/agents.md): its
 // name and its input, as a hook names a call about to run.
 func (tc ToolCall) GuardKey() string {
 	switch {

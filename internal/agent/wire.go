@@ -7,7 +7,7 @@ import (
 
 // WireSpec is what the daemon tells an adapter about one harness so that
 // its agent finds harness's own MCP server and calls `harness hook`
-// (DESIGN §16, "MCP wiring" and hooks). Nothing in it is a secret: the run's
+// (docs/design/agents.md, "MCP wiring" and hooks). Nothing in it is a secret: the run's
 // token reaches `harness mcp` and `harness hook` in their environment
 // (HARNESS_MCP_TOKEN, inherited from the agent), never through a file or
 // an argument.

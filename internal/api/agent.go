@@ -2,7 +2,7 @@ package api
 
 import "time"
 
-// AgentState is what the agent of a running harness is doing (DESIGN §16),
+// AgentState is what the agent of a running harness is doing (docs/design/agents.md),
 // beside its lifecycle state.
 type AgentState string
 

@@ -1,6 +1,6 @@
 package api
 
-// OpAnswer picks a choice of a waiting agent's prompt (DESIGN §16).
+// OpAnswer picks a choice of a waiting agent's prompt (docs/design/agents.md).
 const OpAnswer = "answer"
 
 // AnswerArgs are the arguments of `answer` (CLI: harness answer NAME

@@ -1,7 +1,7 @@
 package api
 
 // Kinds of AttachEvent: what an attach stream says besides the program's
-// output (DESIGN §12).
+// output (docs/design/terminals.md).
 const (
 	// AttachAttached is the first notice of a stream: the run, the PTY
 	// size and the unit's state. The repaint of the current screen follows.

@@ -9,7 +9,7 @@ const (
 	// Session is an MCP session (stdio bridge or HTTP). Its scope has already
 	// been checked by internal/mcp/session before the operation runs.
 	Session CallerKind = "session"
-	// Dashboard is a browser signed in to the web dashboard (DESIGN §19).
+	// Dashboard is a browser signed in to the web dashboard (docs/design/web.md).
 	// Its token's grant has already been checked by internal/web.
 	Dashboard CallerKind = "dashboard"
 )

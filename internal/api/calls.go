@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Callers of a CallRecord: who made an MCP call (DESIGN §15).
+// Callers of a CallRecord: who made an MCP call (docs/design/mcp.md).
 const (
 	// CallerHarness is a session attributed by a harness's per-spawn token.
 	CallerHarness = "harness"

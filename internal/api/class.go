@@ -7,7 +7,7 @@ import (
 
 // Class is the scope class of an MCP tool: what a session must be granted
 // (mcp_allow, --allow-control, the operator token's grant) to see and call
-// it (DESIGN §10, §13).
+// it (docs/design/mcp.md).
 type Class string
 
 const (
@@ -17,7 +17,7 @@ const (
 	Write Class = "write"
 	// Input tools type into a harness's terminal. Typing into an agent can
 	// make it run anything with its permissions, which is more than
-	// restarting it, so input is never implied by write (DESIGN §12).
+	// restarting it, so input is never implied by write (docs/design/mcp.md).
 	Input Class = "input"
 )
 

@@ -5,6 +5,6 @@
 // so the CLI and the MCP packages can speak the wire without importing the
 // engine (internal/control, internal/supervise).
 //
-// JSON shapes here are the contract of DESIGN §9: tests and tools outside
+// JSON shapes here are a contract (docs/design/wire.md): tests and tools outside
 // the repository read them. Change a field only on purpose.
 package api

@@ -27,7 +27,7 @@ func (s Scope) String() string {
 }
 
 // ParseScope parses one mcp_allow entry, CLASS or NAMESPACE:CLASS
-// (DESIGN §13). It checks the syntax and the class; whether the namespace
+// (docs/design/mcp.md). It checks the syntax and the class; whether the namespace
 // is declared is for the configuration to say.
 func ParseScope(s string) (Scope, error) {
 	ns, cls, qualified := strings.Cut(s, ":")

@@ -3,7 +3,7 @@ package api
 import "time"
 
 // Hold says why a harness is not started, not restarted and not counted
-// as failing (DESIGN §17); Until is when it lifts, when that is known.
+// as failing (docs/design/agents.md); Until is when it lifts, when that is known.
 type Hold struct {
 	Reason HoldReason `json:"reason"`
 	Until  *time.Time `json:"until,omitempty"`
@@ -14,7 +14,7 @@ type Hold struct {
 // HoldReason is why a harness is held.
 type HoldReason string
 
-// The reasons of DESIGN §17.
+// The reasons a harness is held.
 const (
 	HoldUsageLimit HoldReason = "usage_limit"
 	HoldBudget     HoldReason = "budget"

@@ -3,7 +3,7 @@ package api
 import "encoding/json"
 
 // OpHook is a call of an agent's hook (`harness hook EVENT`, which the
-// agent's hook configuration runs; DESIGN §16): the agent tells its own
+// agent's hook configuration runs; docs/design/agents.md): the agent tells its own
 // state, authenticated by its run's HARNESS_MCP_TOKEN.
 const OpHook = "hook"
 

@@ -10,7 +10,7 @@ const (
 	EntryEvent = "event"
 )
 
-// LogEntry is one activity entry of a unit (DESIGN §6): its ID only grows,
+// LogEntry is one activity entry of a unit (docs/design/runs.md): its ID only grows,
 // also across daemon restarts, so a poller's cursor stays valid.
 type LogEntry struct {
 	ID    uint64    `json:"id"`

@@ -3,7 +3,7 @@ package api
 import "time"
 
 // OpNotifyTest sends a sample message through one [notify.NAME] table
-// (`harness notify test NAME`, DESIGN §18).
+// (`harness notify test NAME`, docs/design/events.md).
 const OpNotifyTest = "notify_test"
 
 // NotifyTestArgs are the arguments of notify_test.

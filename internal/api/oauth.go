@@ -1,6 +1,6 @@
 package api
 
-// OAuth sign-ins of remote upstreams (DESIGN §21): `harness mcp login KEY`
+// OAuth sign-ins of remote upstreams (docs/design/mcp.md): `harness mcp login KEY`
 // and `harness mcp logout KEY`. Operator operations: no facade tool (an
 // agent cannot sign its fleet in), and no answer carries a token.
 const (

@@ -1,6 +1,6 @@
 package api
 
-// Names of the control operations (DESIGN §8). Each is answered by
+// Names of the control operations (docs/design/wire.md). Each is answered by
 // internal/control's op table; the facade tools and the CLI verbs refer to
 // these constants, and tests check that every op has a handler, and a verb
 // or a stated reason for having none.

@@ -9,7 +9,7 @@ type Ownership struct {
 	// Cgroup is the daemon's subtree in cgroup mode.
 	Cgroup string `json:"cgroup,omitempty"`
 	// Controllers say, in cgroup mode, which resource limits apply
-	// (DESIGN §22): pids (tasks_max), memory (memory_max, memory_high),
+	// (docs/design/resources.md): pids (tasks_max), memory (memory_max, memory_high),
 	// cpu (cpu_weight).
 	Controllers []Controller `json:"controllers,omitempty"`
 }

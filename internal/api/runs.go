@@ -5,14 +5,14 @@ import "time"
 // Cause says why a run was started.
 type Cause string
 
-// The causes of DESIGN §6.
+// The causes of a run: why it was started.
 const (
 	CauseManual    Cause = "manual"
 	CauseAutostart Cause = "autostart"
 	CauseRestart   Cause = "restart"
 	CauseSchedule  Cause = "schedule"
 	CauseTrigger   Cause = "trigger"
-	// CauseWebhook: a [webhook.NAME] delivery started it (DESIGN §18).
+	// CauseWebhook: a [webhook.NAME] delivery started it (docs/design/events.md).
 	CauseWebhook Cause = "webhook"
 )
 
@@ -28,24 +28,24 @@ type Run struct {
 	EndedAt   *time.Time `json:"ended_at"`
 	ExitCode  *int       `json:"exit_code"`
 	Signal    string     `json:"signal"`
-	// Outcome says how the run ended (DESIGN §17); empty while it runs.
+	// Outcome says how the run ended (docs/design/runs.md); empty while it runs.
 	// Note says more when there is more to say: the timeout, how many
 	// firings were missed, the repeated tool call.
 	Outcome RunOutcome `json:"outcome,omitempty"`
 	Note    string     `json:"note,omitempty"`
 	// EndCause says why the run ended when the daemon knows more than the
-	// exit status: EndCauseOOM (DESIGN §22).
+	// exit status: EndCauseOOM (docs/design/resources.md).
 	EndCause string `json:"end_cause,omitempty"`
 	// LimitUntil: the run ended on a usage limit and the harness is held
-	// until then (its reset plus jitter, DESIGN §17).
+	// until then (its reset plus jitter, docs/design/agents.md).
 	LimitUntil *time.Time `json:"limit_until,omitempty"`
-	// RunAgent is what the agent of the run reported (DESIGN §16, §17):
+	// RunAgent is what the agent of the run reported (docs/design/agents.md):
 	// the session, tokens and cost, and a job's result.
 	RunAgent
 }
 
 // RunAgent is what a run's agent reported: from a non-interactive job's
-// machine-readable output (DESIGN §17) or its transcript (§16). Every
+// machine-readable output or its transcript (docs/design/agents.md). Every
 // field is omitted while unknown.
 type RunAgent struct {
 	// SessionID is the agent's own session (conversation) id: what a
@@ -58,7 +58,7 @@ type RunAgent struct {
 	// Result is a job's final answer, clipped (MaxResultBytes).
 	Result string `json:"result,omitempty"`
 	// ToolCalls are the run's tool calls from its transcript, the newest
-	// MaxRunToolCalls, each with its outcome (DESIGN §16).
+	// MaxRunToolCalls, each with its outcome (docs/design/agents.md).
 	ToolCalls []RunToolCall `json:"tool_calls,omitempty"`
 	// ToolCallsOmitted counts the older tool calls left out.
 	ToolCallsOmitted int `json:"tool_calls_omitted,omitempty"`
@@ -91,10 +91,10 @@ type Tokens struct {
 	CacheWrite int64 `json:"cache_write"`
 }
 
-// RunOutcome is how a run ended (DESIGN §17).
+// RunOutcome is how a run ended (docs/design/runs.md).
 type RunOutcome string
 
-// The outcomes of DESIGN §17.
+// The outcomes of a run: how it ended.
 const (
 	RunOK          RunOutcome = "ok"          // exited 0
 	RunFailed      RunOutcome = "failed"      // exited non-zero, by a signal, or never spawned
@@ -169,7 +169,7 @@ type TriggerResult struct {
 	Signal     string     `json:"signal,omitempty"`
 	DurationMS int64      `json:"duration_ms"`
 	Tail       []LogEntry `json:"tail"`
-	// Outcome of the run waited for (DESIGN §17); "skipped" for a firing
+	// Outcome of the run waited for (docs/design/runs.md); "skipped" for a firing
 	// refused because the job was active. Queued: on_overlap = "queue"
 	// will run it once the active run ends. Replaced: the active run was
 	// stopped for this one (on_overlap = "replace").

@@ -1,6 +1,6 @@
 package api
 
-// OpRun starts a scratch harness (DESIGN §17, `harness run`): a throw-away
+// OpRun starts a scratch harness (docs/design/agents.md, `harness run`): a throw-away
 // harness that is not in the config file, is never restarted, and is
 // forgotten when its program ends (a reload keeps it while it lives).
 const OpRun = "run"

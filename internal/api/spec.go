@@ -65,7 +65,7 @@ func (s Spec) tool(resultKey, description string) Spec {
 	return s
 }
 
-// specs: one line per control operation (DESIGN §8, §10). A new op is its
+// specs: one line per control operation (docs/design/wire.md, docs/design/mcp.md). A new op is its
 // name constant, its types and a line here; control, the facade and the
 // CLI's verb test then say what is missing.
 var specs = []Spec{

@@ -2,7 +2,7 @@ package api
 
 import "time"
 
-// Operations of the terminals (DESIGN §12). Each joins Ops together with
+// Operations of the terminals (docs/design/terminals.md). Each joins Ops together with
 // its handler in control's op table.
 const (
 	OpScreen = "screen" // a harness's rendered screen
@@ -10,7 +10,7 @@ const (
 	OpSend   = "send"   // type text and keys into a harness's PTY
 )
 
-// Activity states of a PTY harness (DESIGN §12).
+// Activity states of a PTY harness (docs/design/terminals.md).
 const (
 	ActivityBusy = "busy"
 	ActivityIdle = "idle"
@@ -58,7 +58,7 @@ type Screen struct {
 }
 
 // WaitArgs are the arguments of `wait`: return once the harness has been
-// idle for IdleS seconds, or (State, DESIGN §16) once its agent is in one
+// idle for IdleS seconds, or (State, docs/design/agents.md) once its agent is in one
 // of the states listed; after TimeoutS either way (TimedOut set).
 type WaitArgs struct {
 	Name     string       `json:"name"`

@@ -1,7 +1,7 @@
 package api
 
 // ToolMode is how a session's tools are listed ([harness.NAME] mcp_tools,
-// [daemon] mcp_http_operator_tools; DESIGN §21).
+// [daemon] mcp_http_operator_tools; docs/design/mcp.md).
 type ToolMode string
 
 // The tool modes. The zero value lists everything, as ToolsAll does.

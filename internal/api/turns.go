@@ -3,7 +3,7 @@ package api
 import "time"
 
 // OpTurns reads the conversation of a harness's agent from the agent's own
-// transcript (DESIGN §16): `harness turns NAME [RUN]`, harness_turns.
+// transcript (docs/design/agents.md): `harness turns NAME [RUN]`, harness_turns.
 const OpTurns = "turns"
 
 // TurnsArgs are the arguments of `turns`.

@@ -14,7 +14,7 @@ type NameArg struct {
 	Name string `json:"name" jsonschema:"harness name, or project/name" mcp:"required,minLength=1"`
 }
 
-// UnitInfo is one row of `list` (DESIGN §9).
+// UnitInfo is one row of `list` (docs/design/wire.md).
 type UnitInfo struct {
 	Name         string     `json:"name"`
 	State        string     `json:"state"`
@@ -27,15 +27,15 @@ type UnitInfo struct {
 	Schedule     string     `json:"schedule,omitempty"`
 	NextFire     *time.Time `json:"next_fire,omitempty"`
 	// Activity, IdleS and IdleSince are the busy/idle state of a harness
-	// that has a process (DESIGN §12): absent for stopped units and
+	// that has a process (docs/design/terminals.md): absent for stopped units and
 	// upstreams; IdleSince only while idle.
 	Activity  string     `json:"activity,omitempty"`
 	IdleS     *float64   `json:"idle_s,omitempty"`
 	IdleSince *time.Time `json:"idle_since,omitempty"`
-	// Hold is why the harness is held, while it is (DESIGN §17).
+	// Hold is why the harness is held, while it is (docs/design/agents.md).
 	Hold *Hold `json:"hold,omitempty"`
 	// AgentView is the agent of a harness and, while it has a run, what
-	// that agent is doing (DESIGN §16); absent for upstreams.
+	// that agent is doing (docs/design/agents.md); absent for upstreams.
 	AgentView
 }
 
@@ -52,10 +52,10 @@ type Description struct {
 	NextRetry     *time.Time     `json:"next_retry,omitempty"`
 	// Grant is a harness's effective grant per namespace ("harness" and
 	// every upstream key its sessions see): what its MCP sessions may call
-	// now, project rule applied (DESIGN §13). Absent for upstreams.
+	// now, project rule applied (docs/design/mcp.md). Absent for upstreams.
 	Grant map[string][]Class `json:"grant,omitempty"`
 	// Resources are the current run's cgroup event counters (cgroup mode
-	// with a run; DESIGN §22).
+	// with a run; docs/design/resources.md).
 	Resources *ResourceEvents `json:"resources,omitempty"`
 }
 
@@ -93,32 +93,32 @@ type UnitConfigView struct {
 	// MaxResultBytes is an upstream's bound on one message from it
 	// (max_result_bytes); absent for harnesses.
 	MaxResultBytes int `json:"max_result_bytes,omitempty"`
-	// Worktree is the harness's own git worktree (DESIGN §22), its workdir.
+	// Worktree is the harness's own git worktree (docs/design/resources.md), its workdir.
 	Worktree *WorktreeView `json:"worktree,omitempty"`
-	// Resource limits (DESIGN §22): 0 is none; memory sizes in bytes.
+	// Resource limits (docs/design/resources.md): 0 is none; memory sizes in bytes.
 	TasksMax   int   `json:"tasks_max"`
 	MemoryMax  int64 `json:"memory_max,omitempty"`
 	MemoryHigh int64 `json:"memory_high,omitempty"`
 	CPUWeight  int   `json:"cpu_weight,omitempty"`
 	// TermSize is a harness's PTY size as "COLSxROWS"; IdleAfterS the
-	// silence after which it counts as idle (DESIGN §12). Absent for
+	// silence after which it counts as idle (docs/design/terminals.md). Absent for
 	// upstreams.
 	TermSize   string  `json:"term_size,omitempty"`
 	IdleAfterS float64 `json:"idle_after,omitempty"`
 	// Hooks is whether a harness's runs get its agent's hooks (the
-	// hooks key, DESIGN §16); absent for upstreams.
+	// hooks key, docs/design/agents.md); absent for upstreams.
 	Hooks *bool `json:"hooks,omitempty"`
 }
 
 // NamesArgs selects units for start, stop and restart.
 type NamesArgs struct {
 	Name  string   `json:"name" jsonschema:"harness name, or project/name" mcp:"required,minLength=1"`
-	Names []string `json:"names" mcp:"-: a facade call acts on one harness (DESIGN §10 names its arguments); several at once is the CLI's"`
-	All   bool     `json:"all" mcp:"-: a facade call acts on one harness (DESIGN §10 names its arguments); the whole fleet at once is the CLI's"`
-	// Force (start, restart) starts past a hold, once (DESIGN §17).
+	Names []string `json:"names" mcp:"-: a facade call acts on one harness (docs/design/mcp.md names its arguments); several at once is the CLI's"`
+	All   bool     `json:"all" mcp:"-: a facade call acts on one harness (docs/design/mcp.md names its arguments); the whole fleet at once is the CLI's"`
+	// Force (start, restart) starts past a hold, once (docs/design/agents.md).
 	Force bool `json:"force,omitempty" mcp:"-: overriding a hold (hours, budget, usage limit) is the operator's, not an agent's"`
 	// Fresh (restart) starts a new conversation for an agent that resumes
-	// its session (resume = true, DESIGN §17).
+	// its session (resume = true, docs/design/agents.md).
 	Fresh bool `json:"fresh,omitempty" jsonschema:"start a new agent conversation, not resume it" mcp:"only=restart"`
 }
 

@@ -12,7 +12,7 @@ import (
 // other.
 
 // ToolPolicy is how an upstream's tools are classified for scoping
-// (DESIGN §13): globs over the upstream's own tool names. A tool matched by
+// (docs/design/mcp.md): globs over the upstream's own tool names. A tool matched by
 // WriteTools is write, else by ReadTools read, else its readOnlyHint
 // decides; ExcludeTools hides a tool from every session.
 type ToolPolicy struct {

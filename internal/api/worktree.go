@@ -1,6 +1,6 @@
 package api
 
-// OpWorktreeRemove removes a harness's worktree (DESIGN §22).
+// OpWorktreeRemove removes a harness's worktree (docs/design/resources.md).
 const OpWorktreeRemove = "worktree_remove"
 
 // WorktreeView is a harness's worktree as describe shows it.

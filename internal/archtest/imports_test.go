@@ -50,7 +50,7 @@ var onlyRules = []struct {
 	// has: default paths (protocol.DefaultPaths), config.SameFile for
 	// `harness ps`/snippets, the operator token file the daemon names
 	// (mcp/httpmcp.ReadOperatorToken), dashboard tokens (dashtoken). A new
-	// import here says why in docs/architecture.md.
+	// import here says why in docs/design/architecture.md.
 	{"cmd/...", []string{"internal/api", "internal/client", "internal/errcode",
 		"internal/daemon", "internal/mcp/demoupstream", "internal/attachterm", "internal/tui/top",
 		"internal/bridge", "internal/service", "internal/protocol", "internal/config",
@@ -59,7 +59,7 @@ var onlyRules = []struct {
 	{"internal/tui/...", []string{"internal/api", "internal/client", "internal/errcode"},
 		"the dashboard is a client of the socket: it speaks the wire, like the CLI"},
 	{"internal/mask", []string{},
-		"the masker is a leaf every package that renders text can use (DESIGN §22)"},
+		"the masker is a leaf every package that renders text can use (docs/design/masking.md)"},
 	{"internal/nowait", []string{},
 		"reads and writes that never wait are a leaf under every stream the daemon serves"},
 	{"internal/web", []string{"internal/api", "internal/errcode", "internal/logkey", "internal/dashtoken", "internal/httpguard"},

@@ -1,4 +1,4 @@
-// Package attachterm is the viewer's side of `harness attach` (DESIGN §12):
+// Package attachterm is the viewer's side of `harness attach` (docs/design/terminals.md):
 // the user's terminal in raw mode, its size and size changes, the detach
 // keys, the pump between that terminal and an attach stream, and putting
 // the terminal back as it was, modes a program switched on included.

@@ -1,7 +1,7 @@
 // Package bridge is the remote side of `harness --host ssh://…`: `harness
 // bridge [--grant CLASSES]` runs as an OpenSSH forced command, joins its
 // stdio to the local control socket, and checks every operation it
-// forwards against the key's grant (DESIGN §20). Nothing listens on the
+// forwards against the key's grant (docs/design/remote.md). Nothing listens on the
 // network: sshd authenticates the key, the bridge limits what it may do.
 //
 // The relay understands just enough of the socket protocol to judge: the

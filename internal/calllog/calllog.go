@@ -1,5 +1,5 @@
 // Package calllog keeps the record of every MCP tools/call and prompts/get
-// that goes through a session (DESIGN §15, issue 20): who called which tool,
+// that goes through a session (docs/design/mcp.md): who called which tool,
 // when, how it went and how long it took.
 //
 // Record is on the call path and never waits for the disk: it updates the
@@ -67,7 +67,7 @@ type Options struct {
 	RingBytes    int
 	Logger       *slog.Logger
 	// Mask, when set, rewrites every kept argument string (and object
-	// key) before it is stored or answered (DESIGN §22: secrets become
+	// key) before it is stored or answered (docs/design/masking.md: secrets become
 	// "[masked]"). It runs on the writer goroutine.
 	Mask func(string) string
 }

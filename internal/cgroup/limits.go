@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Resource limits (DESIGN §22). The pids, memory and cpu controllers are
+// Resource limits (docs/design/resources.md). The pids, memory and cpu controllers are
 // taken where the daemon can have them:
 //
 //   - cgroup v2: when the daemon's cgroup delegates them to its children

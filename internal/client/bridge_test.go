@@ -130,7 +130,7 @@ func TestPollableLeavesFilesAndPreSetModesAlone(t *testing.T) {
 
 // TestBridgeEndsWhenTheDaemonClosesFirst: the daemon ends the stream
 // while stdin is still open (shutdown, crash, revoked token). Bridge
-// returns ErrSessionCut (the client lost its server: issue 22) without a
+// returns ErrSessionCut (the client lost its server) without a
 // spurious stdin error, its stdin reader is done (goleak checks in
 // TestMain), and stdin is blocking again.
 func TestBridgeEndsWhenTheDaemonClosesFirst(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 )
 
 // SSHScheme starts a daemon address that is another machine's daemon,
-// reached through the system's OpenSSH client (DESIGN §20):
+// reached through the system's OpenSSH client (docs/design/remote.md):
 // ssh://[user@]host[:port]. Every function of this package that takes a
 // socket path takes such an address too.
 const SSHScheme = "ssh://"

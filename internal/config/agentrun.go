@@ -9,7 +9,7 @@ import (
 )
 
 // LimitAction is what a harness does when its agent reaches a usage
-// limit (on_limit, DESIGN §17).
+// limit (on_limit, docs/design/agents.md).
 type LimitAction string
 
 // The values of on_limit.
@@ -20,7 +20,7 @@ const (
 )
 
 // AgentRun are the keys of what a harness asks of its agent's runs
-// (DESIGN §17): the prompt (Prompt, or PromptFile read at every spawn),
+// (docs/design/agents.md): the prompt (Prompt, or PromptFile read at every spawn),
 // Model, Approval, MaxTurns, Resume (continue the last session on every
 // new run) and OnLimit. Each adapter turns them into its own flags.
 type AgentRun struct {

@@ -1,4 +1,4 @@
-// Package config loads harness.toml (DESIGN §4) into a validated *Config,
+// Package config loads harness.toml (docs/design/runs.md) into a validated *Config,
 // and project files (a project's own harness.toml) into a *Project.
 //
 // Every problem is reported, not just the first: the returned error joins
@@ -66,13 +66,13 @@ type Daemon struct {
 	// of MCP calls in the call log, each string cut at a bound.
 	CallLogArgs bool
 	// WebhookListen (webhook_listen, default "" = off) is the host:port
-	// of the webhook listener (DESIGN §18), its own port; a non-loopback
+	// of the webhook listener (docs/design/events.md), its own port; a non-loopback
 	// host needs WebhookTLSCert and WebhookTLSKey (webhook_tls_cert,
 	// webhook_tls_key: PEM files, "~" expanded).
 	WebhookListen                 string
 	WebhookTLSCert, WebhookTLSKey string
 	// MaxConcurrentAgents (max_concurrent_agents, 0: no bound) holds the
-	// start of an agent harness while that many run (DESIGN §17).
+	// start of an agent harness while that many run (docs/design/agents.md).
 	MaxConcurrentAgents int
 }
 
@@ -113,7 +113,7 @@ type Harness struct {
 	Description string
 	Enabled     bool // autostart intent
 	Restart     RestartPolicy
-	MCPAllow    api.Grant // CLASS or NAMESPACE:CLASS entries (DESIGN §13)
+	MCPAllow    api.Grant // CLASS or NAMESPACE:CLASS entries (docs/design/mcp.md)
 	// MCPTools (mcp_tools, default "all") is how its sessions list tools:
 	// "search" lists the facade plus harness_find_tools/harness_call_tool.
 	MCPTools          api.ToolMode
@@ -125,8 +125,8 @@ type Harness struct {
 	// 3) the silence after which the harness counts as idle.
 	TermCols, TermRows int
 	IdleAfter          time.Duration
-	// Agent (agent) names the adapter of the program cmd runs (DESIGN
-	// §16); when the key is absent it is inferred from cmd's base name
+	// Agent (agent) names the adapter of the program cmd runs
+	// (docs/design/agents.md); when the key is absent it is inferred from cmd's base name
 	// (agent.Infer), so it is always a registered adapter's name.
 	Agent string
 	// MCPWire (mcp_wire, default true) gives each run of a known agent
@@ -134,7 +134,7 @@ type Harness struct {
 	// agent's MCP configuration to the user.
 	MCPWire bool
 	// Hooks (hooks, default true) installs the agent's own hooks for each
-	// run of a known agent, calling `harness hook` (DESIGN §16); false
+	// run of a known agent, calling `harness hook` (docs/design/agents.md); false
 	// leaves them out for every agent, and the state comes from the
 	// screen rules alone.
 	Hooks bool
@@ -153,7 +153,7 @@ type Harness struct {
 	AgentRun AgentRun
 }
 
-// IsJob reports whether h is a job (DESIGN §7): it has a schedule or it is
+// IsJob reports whether h is a job (docs/design/runs.md): it has a schedule or it is
 // not meant to be kept running (restart "no" or "on-failure").
 func (h *Harness) IsJob() bool {
 	return h.Schedule != "" || h.Restart == RestartNo || h.Restart == RestartOnFailure
@@ -179,8 +179,8 @@ type Upstream struct {
 	// ${VAR} in a value is expanded from EnvFile and Env at every connect,
 	// never from the daemon's environment. Values are secrets.
 	Headers map[string]string
-	// OAuth (auth = "oauth", remote only) signs in with OAuth (DESIGN
-	// §21); nil for the default auth = "none".
+	// OAuth (auth = "oauth", remote only) signs in with OAuth
+	// (docs/design/mcp.md); nil for the default auth = "none".
 	OAuth *OAuth
 	Tools ToolPolicy
 	// CallTimeout (call_timeout_s) bounds each tools/call proxied to the
@@ -217,7 +217,7 @@ type OAuth struct {
 type ToolPolicy = api.ToolPolicy
 
 // Process is what [harness.*] and [mcp.*] tables share, with the same
-// meaning in both (SPEC-0005 "Broker Configuration Schema"): how to spawn
+// meaning in both: how to spawn
 // the process and how to restart and stop it.
 type Process struct {
 	Cmd          string // required, non-empty

@@ -13,7 +13,7 @@ import (
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
-// designExample is DESIGN §4's example, minus the schedule that would
+// designExample is a full example configuration, minus the schedule that would
 // conflict with enabled = true and the profile.
 const designExample = `[daemon]
 watch_config = true
@@ -249,7 +249,7 @@ func TestParseErrors(t *testing.T) {
 			`harness.toml:4: harness.a.memory_max: invalid size "lots": use bytes, or digits with K, M, G or T ("512M", "2G")`,
 			`harness.toml:5: harness.a.cpu_weight: must be a whole number from 1 to 10000, not 0`,
 			`harness.toml:9: mcp.u.memory_high: 2097152 bytes is above memory_max (1048576 bytes): it would never throttle`}},
-		// Issue 36: a port out of range and a call timeout of 0 were accepted.
+		// A port out of range and a call timeout of 0 were accepted.
 		{"url port out of range", "[mcp.a]\nurl = 'http://127.0.0.1:99999/mcp'\n[mcp.b]\nurl = 'http://127.0.0.1:0/mcp'\n", []string{
 			"harness.toml:2: mcp.a.url: port 99999 is not in 1..65535",
 			"harness.toml:4: mcp.b.url: port 0 is not in 1..65535"}},

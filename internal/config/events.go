@@ -10,7 +10,7 @@ import (
 	"github.com/harness-dev/harness/internal/endpoint"
 )
 
-// Events out and in (DESIGN §18): [notify.NAME] tables send a message when
+// Events out and in (docs/design/events.md): [notify.NAME] tables send a message when
 // something needs a person, [webhook.NAME] tables start jobs from
 // deliveries on [daemon] webhook_listen. Both are global-file only. Like a
 // remote upstream's headers, their ${VAR} come from the table's env_file

@@ -8,7 +8,7 @@ import (
 )
 
 // Overlap says what a firing does while the job's previous run is still
-// active (on_overlap, DESIGN §17).
+// active (on_overlap, docs/design/runs.md).
 type Overlap string
 
 // The values of on_overlap.
@@ -21,7 +21,7 @@ const (
 // MaxKeepRuns bounds keep_runs.
 const MaxKeepRuns = 100000
 
-// JobControls are the keys of a job's runs (DESIGN §17): Timeout (0: none),
+// JobControls are the keys of a job's runs (docs/design/runs.md): Timeout (0: none),
 // OnOverlap, CatchUp (a firing missed while the daemon was down runs once
 // at start) and KeepRuns (the run history bound of this harness; 0: the
 // daemon's).
@@ -89,7 +89,7 @@ func (d *decoder) count(kp []string, val any, lo, hi int64) int {
 	return 0
 }
 
-// HoldControls are the keys that hold a harness (DESIGN §17): Hours
+// HoldControls are the keys that hold a harness (docs/design/agents.md): Hours
 // (hours, local time; nil: any time) and MaxRunsPerDay (0: no bound).
 type HoldControls struct {
 	Hours         *hold.Hours

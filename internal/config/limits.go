@@ -10,7 +10,7 @@ import (
 // Bounds checked before a file reaches the TOML parser. Project files come
 // from cloned repositories, and the parser's time and memory grow much faster
 // than the input with nesting: a 2 MB deeply nested file took 38 s and
-// 648 MB (issue 22). Real configs are a few kilobytes, nested a few levels.
+// 648 MB. Real configs are a few kilobytes, nested a few levels.
 const (
 	// MaxFileBytes is the largest config or project file accepted.
 	MaxFileBytes = 1 << 20

@@ -37,7 +37,7 @@ func mustRefuse(t *testing.T, err error, want string) {
 }
 
 // TestScenario_DeeplyNestedProjectFileIsRefusedQuickly: a 2 MB deeply nested
-// project file took 38 s and 648 MB (issue 22); project files come from
+// project file took 38 s and 648 MB; project files come from
 // cloned repositories. It is refused before parsing, naming the file.
 func TestScenario_DeeplyNestedProjectFileIsRefusedQuickly(t *testing.T) {
 	const half = 1 << 20

@@ -7,7 +7,7 @@ import (
 	"github.com/harness-dev/harness/internal/agent"
 )
 
-// prices decodes a harness's `prices` table (DESIGN §16: the price table
+// prices decodes a harness's `prices` table (docs/design/agents.md: the price table
 // is per adapter, overridable per harness): a model-name prefix to its
 // USD per million tokens, e.g.
 //

@@ -7,7 +7,7 @@ import (
 	"github.com/harness-dev/harness/internal/endpoint"
 )
 
-// Remote upstreams (DESIGN §14): [mcp.KEY] url instead of cmd, with
+// Remote upstreams (docs/design/mcp.md): [mcp.KEY] url instead of cmd, with
 // optional headers whose ${VAR} come from the upstream's env_file and env.
 //
 // When a variable is checked: env is part of the file, so a ${VAR} that

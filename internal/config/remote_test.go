@@ -60,8 +60,8 @@ func TestParseOAuthUpstream(t *testing.T) {
 	}
 }
 
-// TestScenario_RemoteUpstreamConfigErrors pins the load errors of DESIGN
-// §14: both cmd and url, neither, a URL that is not http(s), an unset
+// TestScenario_RemoteUpstreamConfigErrors pins the load errors of a remote
+// upstream (docs/design/mcp.md): both cmd and url, neither, a URL that is not http(s), an unset
 // ${VAR}, and the keys of one kind used with the other.
 func TestScenario_RemoteUpstreamConfigErrors(t *testing.T) {
 	for _, tt := range []struct {

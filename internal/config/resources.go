@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Resource limits of a unit's runs (DESIGN §22), applied in cgroup mode
+// Resource limits of a unit's runs (docs/design/resources.md), applied in cgroup mode
 // to each run's cgroup.
 const (
 	// DefaultTasksMax is tasks_max: what systemd gives a service, so a

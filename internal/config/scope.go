@@ -148,7 +148,7 @@ func matches(glob, name string) bool {
 	return err == nil && ok
 }
 
-// Grant is what every harness of the project may use (DESIGN §13): read
+// Grant is what every harness of the project may use (docs/design/mcp.md): read
 // everywhere, plus write on the project's own upstreams (it declares and
 // runs them anyway), never write or input on the facade or on a global
 // upstream. Project files cannot write mcp_allow.

@@ -7,7 +7,7 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// Scratch builds the table of a scratch harness (DESIGN §17, `harness
+// Scratch builds the table of a scratch harness (docs/design/agents.md, `harness
 // run`): the program, its arguments and directory, restart = "no", every
 // other key at its default, validated like a harness of the config file
 // (the name's characters, the agent inferred from cmd).

@@ -8,7 +8,7 @@ import (
 	"github.com/harness-dev/harness/internal/term"
 )
 
-// Defaults of the terminal keys of [harness.*] (DESIGN §12).
+// Defaults of the terminal keys of [harness.*] (docs/design/terminals.md).
 const (
 	DefaultTermCols  = term.DefaultCols
 	DefaultTermRows  = term.DefaultRows

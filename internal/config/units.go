@@ -11,7 +11,7 @@ import (
 
 // globalOnly is the message for keys and tables a project file may not
 // declare: a cloned repository must not grant itself authority or change
-// the daemon (SPEC-0005 "mcp_allow" and ADR-0009's global-only list).
+// the daemon.
 const globalOnly = "not allowed in a project file (global config only)"
 
 // harness decodes [harness.NAME]; project is "" for the global file. It
@@ -106,7 +106,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 	}
 	if h.Schedule != "" {
 		// A schedule owns when the job runs; anything that also starts it or
-		// keeps it running would fight the scheduler (DESIGN §7).
+		// keeps it running would fight the scheduler (docs/design/runs.md).
 		sp := child(path, "schedule")
 		if h.Enabled {
 			d.add(sp, "cannot be combined with enabled = true")
@@ -163,7 +163,7 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 		case d.processKey(k, kp, val, &u.Process):
 		case d.toolKey(k, kp, val, &u.Tools):
 		case k == "call_timeout_s":
-			// 0 had no documented meaning (issue 36): leave the key out
+			// 0 had no documented meaning: leave the key out
 			// for the default.
 			if u.CallTimeout = d.seconds(kp, val, 0); u.CallTimeout <= 0 && isZero(val) {
 				d.add(kp, "must be > 0 seconds (leave it out for the default)")

@@ -9,7 +9,7 @@ import (
 const DefaultWorktreeBranch = "harness/{name}"
 
 // Worktree (worktree) gives a harness a git worktree of its own as its
-// workdir (DESIGN §22): `worktree = { repo, base, branch }`, or
+// workdir (docs/design/resources.md): `worktree = { repo, base, branch }`, or
 // `worktree = true` with workdir the repository (a project's harness:
 // the project's directory).
 type Worktree struct {

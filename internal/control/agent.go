@@ -13,7 +13,7 @@ import (
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
-// withAgent adds the agent of a harness to its list row (DESIGN §16) and,
+// withAgent adds the agent of a harness to its list row (docs/design/agents.md) and,
 // while the harness has a run, what that agent is doing (as, the agent
 // view its tracker published, when it is of st's run).
 func withAgent(ui *api.UnitInfo, agent string, st *supervise.Status, as *supervise.AgentStatus, m *mask.Masker) {

@@ -20,7 +20,7 @@ import (
 // still on screen for a debounce.
 var AnswerSettle = 3 * time.Second
 
-// Answer answers `answer` (DESIGN §16): it picks a choice of the prompt
+// Answer answers `answer` (docs/design/agents.md): it picks a choice of the prompt
 // the harness's agent is waiting on, by text or number, and types the
 // keys the adapter's dialog needs through the send path. A harness
 // without a process is not_running, one whose agent is not waiting

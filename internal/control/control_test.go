@@ -298,7 +298,7 @@ func (b *fakeBroker) last() (detach, bool) {
 
 // A degraded upstream that exits again stays degraded; the broker must
 // still learn when it is next tried, or upstream_unavailable says "next
-// attempt not scheduled" while one is due (issue 22).
+// attempt not scheduled" while one is due.
 func TestUpstream_DegradedRetryReachesTheBroker(t *testing.T) {
 	brk := &fakeBroker{}
 	f := newFixture(t, "[mcp.flaky]\ncmd = \"sh\"\nargs = [\"-c\", \"exit 1\"]\nrestart_delay = 0\n", func(f *fixture) {

@@ -19,13 +19,13 @@ import (
 // why. A key the config decoder learns must be shown by describe (a field
 // of UnitConfigView or of the list row) or be listed here.
 var notDescribed = map[string]string{
-	"timeout":    "job controls of issue 28, shown by jobs/runs; not in describe's config yet",
-	"on_overlap": "job controls of issue 28, shown by jobs/runs; not in describe's config yet",
-	"catch_up":   "job controls of issue 28, shown by jobs/runs; not in describe's config yet",
-	"keep_runs":  "job controls of issue 28, shown by jobs/runs; not in describe's config yet",
-	"mcp_tools":  "issue 32's tool listing mode; not in describe's config yet",
-	"mcp_wire":   "issue 27's MCP wiring switch; not in describe's config yet",
-	"prices":     "issue 27's price override; its effect is cost_usd on runs and turns; not in describe's config yet",
+	"timeout":    "a job control, shown by jobs/runs; not in describe's config yet",
+	"on_overlap": "a job control, shown by jobs/runs; not in describe's config yet",
+	"catch_up":   "a job control, shown by jobs/runs; not in describe's config yet",
+	"keep_runs":  "a job control, shown by jobs/runs; not in describe's config yet",
+	"mcp_tools":  "the tool listing mode of MCP sessions; not in describe's config yet",
+	"mcp_wire":   "the switch of the agent's MCP wiring; not in describe's config yet",
+	"prices":     "the price override; its effect is cost_usd on runs and turns; not in describe's config yet",
 
 	// [mcp.KEY] keys (describe mcp.KEY).
 	"call_timeout_s":    "an upstream's call bound; not in describe's config yet",

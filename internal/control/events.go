@@ -9,7 +9,7 @@ import (
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
-// Events out and in (DESIGN §18): the notifier and the webhook receiver
+// Events out and in (docs/design/events.md): the notifier and the webhook receiver
 // live in the daemon, which hands New their constructors. Control builds
 // them on itself before any unit exists (buildEventParts): the notifier
 // reads harnesses, runs and logs from it, the receiver starts jobs through

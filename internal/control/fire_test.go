@@ -8,7 +8,7 @@ import (
 
 // TestFiringRules pins which states a scheduled firing skips (the job is
 // active, including while it stops gracefully) and which it fires from
-// (issue 4: stopped, failed, restarting fire; starting, running, degraded,
+// (stopped, failed, restarting fire; starting, running, degraded,
 // stopping skip). fire() and trigger both decide with isActive.
 func TestFiringRules(t *testing.T) {
 	for state, skip := range map[supervise.State]bool{

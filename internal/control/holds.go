@@ -116,7 +116,7 @@ func (c *Control) holdUsage(u *unit, l hold.Limits, now time.Time) hold.Usage {
 }
 
 // restartHold says why a policy restart of u is held at now ("" when it
-// is not): hours, the day's budget or a usage limit (DESIGN §17). It runs
+// is not): hours, the day's budget or a usage limit (docs/design/agents.md). It runs
 // on u's actor, so it takes no c.mu: max_concurrent_agents is not asked
 // (restarting a crashed agent does not add one). The watcher publishes the
 // hold and starts u when it lifts (u stays enabled).

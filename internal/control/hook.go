@@ -16,7 +16,7 @@ type TokenLookup interface {
 	Lookup(token string) (unit string, run uint64, ok bool)
 }
 
-// Hook answers `hook` (DESIGN §16): a call of an agent's hook, made by
+// Hook answers `hook` (docs/design/agents.md): a call of an agent's hook, made by
 // `harness hook EVENT` inside a run. The run's token says which harness
 // and run; the harness's adapter reads the event and payload, and the
 // state it tells goes to the agent tracker at once. A call without a live

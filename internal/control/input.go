@@ -24,7 +24,7 @@ const (
 	pasteEnd   = "\x1b[201~"
 )
 
-// namedKeys are the keys send accepts by name (DESIGN §12), besides C-a
+// namedKeys are the keys send accepts by name (docs/design/terminals.md), besides C-a
 // to C-z. Arrows are the normal-mode sequences (CSI A...), which
 // programs in application cursor mode accept too.
 var namedKeys = []struct{ name, seq string }{
@@ -94,7 +94,7 @@ func encodeText(text string, paste bool) []byte {
 }
 
 // Send answers `send`: it types text and keys into a running harness's
-// PTY (DESIGN §12). A harness without a process answers not_running, an
+// PTY (docs/design/terminals.md). A harness without a process answers not_running, an
 // upstream invalid_argument.
 func (c *Control) Send(ctx context.Context, a api.SendArgs) (api.SendResult, error) {
 	u, err := c.terminalUnit(a.Name)

@@ -15,7 +15,7 @@ import (
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
-// Usage limits (DESIGN §17): an agent that shows its usage limit (agent
+// Usage limits (docs/design/agents.md): an agent that shows its usage limit (agent
 // state limited) or a job that ended on one (outcome limited) is parked
 // until the reset plus jitter, stopped, or left alone, as on_limit says.
 // The park is the run's limit_until in the run history: the hold is read
@@ -108,7 +108,7 @@ func (c *Control) limitedUntil(name string) (time.Time, string) {
 
 // guardLoop counts call, made by run's agent, and ends the run with
 // outcome loop, naming the call, when it is the limit-th same call in a
-// row (loop_guard, DESIGN §17; 0: off). It reports whether it did.
+// row (loop_guard, docs/design/agents.md; 0: off). It reports whether it did.
 func (c *Control) guardLoop(u *unit, limit int, run uint64, call string) bool {
 	u.repeats.Lock()
 	u.repeats.r = u.repeats.r.Next(run, call)

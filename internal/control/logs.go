@@ -11,7 +11,7 @@ import (
 	"github.com/harness-dev/harness/internal/logs"
 )
 
-// Log paging limits (DESIGN §10): answers are capped; max_bytes can only
+// Log paging limits: answers are capped; max_bytes can only
 // lower the cap.
 const (
 	DefaultMaxBytes = 256 << 10
@@ -20,8 +20,8 @@ const (
 )
 
 // Logs answers `logs` in summary or raw format. It is the one
-// implementation of ADR-0054 decision 5: the CLI and harness_logs both
-// come here.
+// implementation: the CLI and harness_logs both come here, so they page
+// and cap alike.
 func (c *Control) Logs(_ context.Context, a api.LogsArgs) (any, error) {
 	u, err := c.lookup(a.Name)
 	if err != nil {
@@ -55,7 +55,7 @@ func (c *Control) Logs(_ context.Context, a api.LogsArgs) (any, error) {
 		st := u.sup.Status()
 		r := raw(u.log, a)
 		// The ring keeps the program's bytes; a reader gets them masked
-		// (DESIGN §22), except a secret split by a control sequence or by
+		// (docs/design/masking.md), except a secret split by a control sequence or by
 		// the window's edge.
 		r.Text = c.opt.Masker.String(r.Text)
 		r.Cols, r.Rows = int(st.Cols), int(st.Rows)

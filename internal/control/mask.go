@@ -10,7 +10,7 @@ import (
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
-// Masker is the daemon's one masker (DESIGN §22), nil-safe: what every
+// Masker is the daemon's one masker (docs/design/masking.md), nil-safe: what every
 // door that renders text for a reader passes that text through
 // (notifications, process-upstream results).
 func (c *Control) Masker() *mask.Masker { return c.opt.Masker }

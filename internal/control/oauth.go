@@ -14,7 +14,7 @@ import (
 	"github.com/harness-dev/harness/internal/upauth"
 )
 
-// OAuth sign-ins of remote upstreams (DESIGN §21). The flow and the token
+// OAuth sign-ins of remote upstreams (docs/design/mcp.md). The flow and the token
 // store are internal/upauth's; control finds the upstream, starts or
 // waits for its sign-in, and reconnects it once tokens are stored or
 // deleted.

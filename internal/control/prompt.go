@@ -10,7 +10,7 @@ import (
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
-// Interactive prompts (DESIGN §17): an interactive harness of an agent
+// Interactive prompts (docs/design/agents.md): an interactive harness of an agent
 // with a prompt gets it typed, as `harness send` types text and Enter,
 // once its run's agent is first ready. Supervise says at spawn which run
 // has one (a run that resumes a conversation has none); the agent events

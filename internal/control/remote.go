@@ -9,7 +9,7 @@ import (
 	"github.com/harness-dev/harness/internal/endpoint"
 )
 
-// Remote upstreams (DESIGN §14) in what control shows: the URL without
+// Remote upstreams (docs/design/mcp.md) in what control shows: the URL without
 // credentials, header names without values. Their env (and env_file)
 // exists only to fill the headers, so its values are secrets for every
 // caller, the operator included.

@@ -16,7 +16,7 @@ import (
 // scratchDescription marks a scratch harness in list and describe.
 const scratchDescription = "scratch (harness run): forgotten when it ends"
 
-// Run answers run (DESIGN §17, `harness run`): a scratch harness, built
+// Run answers run (docs/design/agents.md, `harness run`): a scratch harness, built
 // from the arguments instead of the config file, started once and never
 // restarted. It is forgotten when its program ends or it is stopped; a
 // reload keeps it while it lives; it is never in the state file, so a
@@ -149,7 +149,7 @@ func (c *Control) forgetScratch(u *unit) {
 	c.log.Info("scratch harness forgotten", logkey.Unit, u.name)
 }
 
-// refuseScratchRestart: a scratch harness is never restarted (DESIGN §17).
+// refuseScratchRestart: a scratch harness is never restarted (docs/design/agents.md).
 func refuseScratchRestart(u *unit) error {
 	if u.scratch {
 		return errcode.Errorf(errcode.InvalidArgument, "%s is a scratch harness (harness run): it is never restarted; run it again", u.name)

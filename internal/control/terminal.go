@@ -15,7 +15,7 @@ import (
 	"github.com/harness-dev/harness/internal/term"
 )
 
-// Bounds of the terminal operations (DESIGN §12). idle_s and timeout_s
+// Bounds of the terminal operations (docs/design/terminals.md). idle_s and timeout_s
 // are bounded like trigger's timeout_s: a larger value would overflow
 // time.Duration and end the wait at once.
 const (
@@ -166,7 +166,7 @@ func (c *Control) Screen(ctx context.Context, a api.ScreenArgs) (api.Screen, err
 		res.Lines = s.ANSI
 	}
 	// The screen is rendered for a reader (an agent, through harness_screen):
-	// secrets are masked (DESIGN §22); attach shows the bytes as they are.
+	// secrets are masked (docs/design/masking.md); attach shows the bytes as they are.
 	m := c.opt.Masker
 	res.Title = m.String(res.Title)
 	if a.ANSI {

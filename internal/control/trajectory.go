@@ -11,7 +11,7 @@ import (
 	"github.com/harness-dev/harness/internal/logs"
 )
 
-// Trajectories (issue 10): the transcript of a run of a harness that set
+// Trajectories: the transcript of a run of a harness that set
 // harvest_trajectory = true, kept by internal/trajectory after the run ends.
 // Capture happens in each unit's log OnEntry hook; these are the two read
 // operations, list_trajectories and get_trajectory.

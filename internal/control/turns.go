@@ -14,7 +14,7 @@ import (
 	"github.com/harness-dev/harness/internal/logs"
 )
 
-// Turns answers `turns` (DESIGN §16): the run's conversation as the
+// Turns answers `turns` (docs/design/agents.md): the run's conversation as the
 // agent's own transcript holds it, found by the session its hooks named
 // (the current run) or by its workdir and start time, read with a bound
 // (agent.MaxTranscriptRead) on the caller's goroutine, never a unit's,
@@ -75,7 +75,7 @@ func (c *Control) readTranscript(u *unit, h *config.Harness, ad *agent.Adapter, 
 }
 
 // storeTranscript puts what a transcript says about run on the run
-// record (DESIGN §16: runs, describe).
+// record (docs/design/agents.md: runs, describe).
 func (c *Control) storeTranscript(h *config.Harness, ad *agent.Adapter, id uint64, tr agent.Transcript) {
 	ra := api.RunAgent{SessionID: tr.SessionID, Model: tr.Model, Tokens: tr.Usage, LastAPIError: logs.StripControlLines(tr.LastAPIError)}
 	for _, t := range tr.Turns {

@@ -12,7 +12,7 @@ import (
 )
 
 // wireAgent gives a harness of a known agent what its runs need to reach
-// harness (DESIGN §16): its MCP server as "harness" unless mcp_wire is
+// harness (docs/design/agents.md): its MCP server as "harness" unless mcp_wire is
 // false, and the hook configuration calling `harness hook` unless hooks
 // is false, in the agent's own format (agent.Adapter.Wiring). The wiring's arguments go
 // before the harness's own, its variables after the daemon's, and its

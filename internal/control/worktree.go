@@ -21,7 +21,7 @@ import (
 	"github.com/harness-dev/harness/internal/runs"
 )
 
-// Workspaces (DESIGN §22): a harness with worktree runs in a git worktree
+// Workspaces (docs/design/resources.md): a harness with worktree runs in a git worktree
 // of its own, <state>/worktrees/<name>, on its own branch. The worktree is
 // made before the first run, by whoever starts the unit (an operation,
 // boot, a schedule), never on the unit's actor: git can take seconds. It
@@ -51,7 +51,7 @@ func (c *Control) restartUnit(ctx context.Context, u *unit, cause runs.Cause) er
 }
 
 // restartFresh is restartUnit starting a new conversation (restart
-// --fresh, DESIGN §17).
+// --fresh, docs/design/agents.md).
 func (c *Control) restartFresh(ctx context.Context, u *unit, cause runs.Cause) error {
 	if err := refuseScratchRestart(u); err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 // callLogDir is where the call log lives under the state dir.
 const callLogDir = "calls"
 
-// openCallLog opens the MCP call log (issue 20); applyLive sets
+// openCallLog opens the MCP call log; applyLive sets
 // call_log_args before any session can record.
 func openCallLog(stateDir string, log *slog.Logger, m *mask.Masker) (*calllog.Log, error) {
 	l, err := calllog.Open(filepath.Join(stateDir, callLogDir), calllog.Options{Logger: log, Mask: m.Func()})

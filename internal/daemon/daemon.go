@@ -34,7 +34,7 @@ import (
 	"github.com/harness-dev/harness/internal/upauth"
 )
 
-// Options configure one daemon. Empty paths take the defaults of DESIGN §3.
+// Options configure one daemon. Empty paths take the defaults (docs/design/wire.md).
 type Options struct {
 	ConfigPath string
 	SocketPath string
@@ -129,7 +129,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if n := runStore.CloseDangling("daemon-exit"); n > 0 {
 		log.Info("closed runs left open by a previous daemon", logkey.Count, n)
 	}
-	// The one masker (DESIGN §22): control loads it with the fleet's
+	// The one masker (docs/design/masking.md): control loads it with the fleet's
 	// secrets at every applied configuration.
 	masker := mask.New()
 	// A job's result and a run's note are the agent's words: masked
@@ -215,7 +215,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	promptSet := &promptHolder{}
 	watch := &watcher{log: log}
 	logDir := filepath.Join(paths.StateDir, "logs")
-	// Run transcripts of harnesses with harvest_trajectory (issue 10);
+	// Run transcripts of harnesses with harvest_trajectory;
 	// HARNESS_TRAJECTORY_MAX_RUNS / _MAX_BYTES override the retention.
 	trajOpt, err := trajectory.OptionsFromEnv()
 	if err != nil {

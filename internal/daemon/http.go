@@ -42,7 +42,7 @@ func listenHTTP(cfg *config.Config) (*httpEndpoint, error) {
 // serve starts answering; the session layer applies the operator's grant
 // in force (the authority reads it from the live config). metrics is
 // served at /metrics to the operator. dash, when set, is the dashboard's
-// backend: the web dashboard answers every other path (DESIGN §19).
+// backend: the web dashboard answers every other path (docs/design/web.md).
 func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage func() int, metrics http.Handler, dash web.Backend, log *slog.Logger) error {
 	tok, err := httpmcp.LoadOrCreateOperatorToken(stateDir)
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 	"github.com/harness-dev/harness/internal/proctree"
 )
 
-// newNotifier builds the notifier (DESIGN §18) on control's view of the
-// fleet, masking with the daemon's one masker (§22), with a link to the
-// harness's dashboard page (§19) when the HTTP listener serves one.
+// newNotifier builds the notifier (docs/design/events.md) on control's view of the
+// fleet, masking with the daemon's one masker (docs/design/masking.md), with a link to the
+// harness's dashboard page (docs/design/web.md) when the HTTP listener serves one.
 func newNotifier(ctl *control.Control, reaper *proctree.Reaper, m *mask.Masker, web *httpEndpoint, log *slog.Logger) *notify.Notifier {
 	host, _ := os.Hostname()
 	var dashboard func(string) string

@@ -44,7 +44,7 @@ func (b webBackend) OperatorGrant() api.Grant {
 }
 
 // doors routes the HTTP listener: the MCP endpoint and the metrics to
-// httpmcp, everything else to the dashboard (DESIGN §19).
+// httpmcp, everything else to the dashboard (docs/design/web.md).
 type doors struct {
 	mcp, web http.Handler
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/harness-dev/harness/internal/webhook"
 )
 
-// webhookListener is the listener of [daemon] webhook_listen (DESIGN
-// §18): its own port, never the MCP door; TLS when a certificate is set
+// webhookListener is the listener of [daemon] webhook_listen
+// (docs/design/events.md): its own port, never the MCP door; TLS when a certificate is set
 // (config refuses a non-loopback address without one). Its address is
 // taken at start; control puts the routes in force at start and after
 // every reload (control.Webhooks).

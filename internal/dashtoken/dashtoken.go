@@ -1,4 +1,4 @@
-// Package dashtoken keeps the web dashboard's own tokens (DESIGN §19):
+// Package dashtoken keeps the web dashboard's own tokens (docs/design/web.md):
 // `harness mcp token --dashboard [--grant CLASSES]` mints one with a grant
 // of its own, `--revoke ID` ends it. The store is a JSON file in the state
 // dir holding each token's SHA-256, never the token itself, so the file

@@ -1,5 +1,5 @@
 // Package endpoint is the address and credentials of a remote upstream
-// (DESIGN §14: [mcp.KEY] url and headers): the ${VAR} references in header
+// (docs/design/mcp.md: [mcp.KEY] url and headers): the ${VAR} references in header
 // values and their expansion from the upstream's own variables, the checks
 // a URL and a header must pass, and the form of a URL that may be shown.
 //

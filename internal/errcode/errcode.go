@@ -16,7 +16,7 @@ import (
 // Code is a stable, wire-visible error code.
 type Code string
 
-// The codes of DESIGN §8, for Errorf and switches. They never change
+// The wire's codes (docs/design/wire.md), for Errorf and switches. They never change
 // meaning once shipped. A constant here needs its sentinel below
 // (TestEveryCodeConstantHasASentinel); a new code needs no constant: its
 // define line is enough (use ErrX.Errorf).
@@ -33,9 +33,9 @@ const (
 	VersionMismatch     Code = "version_mismatch"
 	NotRunning          Code = "not_running"
 	// NotWaiting: an answer to a harness whose agent is not waiting on a
-	// prompt (DESIGN §16).
+	// prompt (docs/design/agents.md).
 	NotWaiting Code = "not_waiting"
-	// Held: a hold refuses the start (DESIGN §17); the message names the
+	// Held: a hold refuses the start (docs/design/agents.md); the message names the
 	// reason and until when.
 	Held Code = "held"
 	// Busy: a harness's terminal is not taking input (a send waited its
@@ -60,7 +60,7 @@ func (s *Sentinel) Errorf(format string, args ...any) error {
 
 // One sentinel per wire code. A new code is one line here: define
 // registers it (SentinelFor, Codes), and the package's tests hold it to
-// README's and DESIGN §8's lists.
+// the lists of docs/operations.md and docs/design/wire.md.
 var (
 	ErrUnknownHarness      = define(UnknownHarness)
 	ErrNotPermitted        = define(NotPermitted)

@@ -6,7 +6,6 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -55,42 +54,29 @@ func TestEveryCodeConstantHasASentinel(t *testing.T) {
 	}
 }
 
-// notInDesignYet are codes defined this wave that DESIGN §8's list (the
-// reference, not ours to edit) does not name yet, each with why.
-var notInDesignYet = map[Code]string{
-	Busy: "added by issue 36 (send's bounded queue); DESIGN §8 is to list it",
-}
-
-// TestEveryCodeIsDocumented holds each defined code to README's list of
-// error codes and to DESIGN §8's (found in the workspace above the
-// repository).
+// TestEveryCodeIsDocumented holds each defined code to the list of error
+// codes of the user docs (docs/operations.md) and of the design notes
+// (docs/design/wire.md), and each list to the codes: a code is documented
+// where users and contributors look.
 func TestEveryCodeIsDocumented(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readmeList := codeList(t, string(readme), `Error codes \(stable[^)]*\):([^.]*)\.`)
-	for _, c := range Codes() {
-		if !slices.Contains(readmeList, c) {
-			t.Errorf("code %q is not in README's list of error codes", c)
+	for _, doc := range []struct{ path, pattern string }{
+		{"../../docs/operations.md", `Error codes are stable[^:]*:([^.]*)\.`},
+		{"../../docs/design/wire.md", `Error codes, stable[^:]*:([^.]*)\.`},
+	} {
+		text, err := os.ReadFile(doc.path)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	design := findDesign()
-	if design == "" {
-		t.Log("DESIGN.md not found above the repository: its list is not checked here")
-		return
-	}
-	raw, err := os.ReadFile(design)
-	if err != nil {
-		t.Fatal(err)
-	}
-	designList := codeList(t, string(raw), `Error codes, stable[^:]*:([^.]*)\.`)
-	for _, c := range Codes() {
-		_, excused := notInDesignYet[c]
-		if in := slices.Contains(designList, c); !in && !excused {
-			t.Errorf("code %q is not in DESIGN §8's list (%s)", c, design)
-		} else if in && excused {
-			t.Errorf("code %q is in DESIGN now: drop it from notInDesignYet", c)
+		list := codeList(t, string(text), doc.pattern)
+		for _, c := range Codes() {
+			if !slices.Contains(list, c) {
+				t.Errorf("code %q is not in %s's list of error codes", c, doc.path)
+			}
+		}
+		for _, c := range list {
+			if SentinelFor(c).Code() != c {
+				t.Errorf("%s lists %q, which is not a code", doc.path, c)
+			}
 		}
 	}
 }
@@ -107,24 +93,4 @@ func codeList(t *testing.T, text, pattern string) []Code {
 		out = append(out, Code(c[1]))
 	}
 	return out
-}
-
-// findDesign looks for shared/DESIGN.md in the directories above this one
-// (the workspace keeps it beside the checkouts).
-func findDesign() string {
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		return ""
-	}
-	for {
-		p := filepath.Join(dir, "shared", "DESIGN.md")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }

@@ -1,4 +1,4 @@
-// Package hold decides whether a harness is held (DESIGN §17): outside its
+// Package hold decides whether a harness is held (docs/design/agents.md): outside its
 // hours, past its budget of the day, or over the daemon's agent count. It
 // is pure: every function takes the time it judges, so a fake clock
 // (testing/synctest) or a plain time.Time drives it in tests.

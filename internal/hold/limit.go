@@ -8,7 +8,7 @@ import (
 // whose agent said no reset time (Gemini CLI says none).
 const DefaultLimitWait = 15 * time.Minute
 
-// The actions of on_limit (DESIGN §17).
+// The actions of on_limit (docs/design/agents.md).
 const (
 	LimitPark   = "park"
 	LimitStop   = "stop"

@@ -1,7 +1,7 @@
 package hold
 
 // Repeats counts the same tool call made in a row by one run's agent,
-// for the loop guard (loop_guard = N, DESIGN §17).
+// for the loop guard (loop_guard = N, docs/design/agents.md).
 type Repeats struct {
 	Run  uint64
 	Call string

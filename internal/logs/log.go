@@ -55,7 +55,7 @@ type Options struct {
 	OnEntry func(Entry)
 
 	// Mask, when set, rewrites the text of every entry before anyone sees
-	// it (secrets become "[masked]", DESIGN §22), so readers, OnEntry and
+	// it (secrets become "[masked]", docs/design/masking.md), so readers, OnEntry and
 	// the trajectories it feeds never hold them. The raw ring and its
 	// mirror file keep the program's bytes. It runs under the write lock.
 	Mask func(string) string

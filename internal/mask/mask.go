@@ -1,5 +1,5 @@
 // Package mask hides secrets in text the daemon renders for a reader
-// (DESIGN §22): every value of an env_file and of a header (literals that
+// (docs/design/masking.md): every value of an env_file and of a header (literals that
 // the daemon knows, replaced wherever they occur), and well-known
 // credential shapes (API keys, tokens, JWTs, `Bearer …`) that an agent
 // may print after reading them from anywhere. Each becomes Masked.

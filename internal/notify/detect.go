@@ -20,7 +20,7 @@ type Occurrence struct {
 	Reason   string // why, in a few words
 	Time     time.Time
 	// Agent: the waiting prompt and its choices, or a limit's reset time
-	// (the agent events of DESIGN §16-17).
+	// (the agent events, docs/design/agents.md).
 	WaitingFor string
 	Prompt     string
 	Choices    []string
@@ -156,7 +156,7 @@ func (d *Detector) agent(m *memo, ev api.Event) []Occurrence {
 }
 
 // held: a hold set on a harness, or changed (another reason, another
-// until), means it will not run (DESIGN §17); a lifted hold is news to
+// until), means it will not run (docs/design/agents.md); a lifted hold is news to
 // nobody (the harness starts, and a start is no occurrence).
 func (d *Detector) held(m *memo, ev api.Event) []Occurrence {
 	h := ev.Hold

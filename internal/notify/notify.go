@@ -1,4 +1,4 @@
-// Package notify tells a person when a harness needs them (DESIGN §18):
+// Package notify tells a person when a harness needs them (docs/design/events.md):
 // it reads the daemon's events, finds what matters (a Detector), and
 // sends a Message through each [notify.NAME] table that wants it, to a
 // command (JSON on stdin) or a URL (json, slack, discord or ntfy).

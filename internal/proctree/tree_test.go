@@ -143,7 +143,7 @@ func TestScenario_KillEndsUnmarkedLeftoversOfAReapedMain(t *testing.T) {
 // taken by a stranger who led a group and session and exited, leaving a
 // member. That group looks like the unit's leftovers (no leader, no
 // marker), but its members all started after the unit's exit: Kill must
-// leave it alone. (The CI failure of issue 29's review: a HUP-ignoring
+// leave it alone. (Once a CI failure: a HUP-ignoring
 // member of a hostile unit's group died while its setsid sibling lived.)
 func TestScenario_KillWithAStalePidSparesTheGroupThatTookTheNumber(t *testing.T) {
 	r := startReaper(t)

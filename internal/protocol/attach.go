@@ -13,7 +13,7 @@ import (
 	"github.com/harness-dev/harness/internal/logkey"
 )
 
-// AttachSession is one viewer of a harness's terminal (DESIGN §12), opened
+// AttachSession is one viewer of a harness's terminal (docs/design/terminals.md), opened
 // by the Handler for an attach-mode Hello.
 type AttachSession interface {
 	// Next waits until output or a notice is due, or ctx ends. The first

@@ -23,7 +23,7 @@ var pid = os.Getpid()
 var ErrAlreadyRunning = errors.New("another daemon is running")
 
 // DefaultPaths returns the default socket path, state directory and config
-// file (DESIGN §3): $XDG_RUNTIME_DIR/harness/harness.sock (under the state
+// file (docs/design/wire.md): $XDG_RUNTIME_DIR/harness/harness.sock (under the state
 // dir when there is no runtime dir), $XDG_STATE_HOME/harness and
 // $XDG_CONFIG_HOME/harness/harness.toml, with the usual ~/.local/state and
 // ~/.config fallbacks. Relative XDG values are ignored, as the XDG spec asks.

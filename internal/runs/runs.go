@@ -1,4 +1,4 @@
-// Package runs keeps the run history (DESIGN §6): one record per spawn of a
+// Package runs keeps the run history (docs/design/runs.md): one record per spawn of a
 // unit, persisted as append-only JSON lines with a per-unit retention bound.
 // Each change appends the full record; on Open the last record per id wins.
 // The file is compacted (rewritten atomically) when it holds about twice the
@@ -250,7 +250,7 @@ func (s *Store) SetClock(now func() time.Time) {
 
 // SetMask makes the store mask what an agent or a program wrote before
 // it is kept (a job's result, an ending's note): the file is a state file,
-// and the daemon's masker knows the fleet's secrets (DESIGN §22).
+// and the daemon's masker knows the fleet's secrets (docs/design/masking.md).
 func (s *Store) SetMask(mask func(string) string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -343,7 +343,7 @@ func (s *Store) Finish(id uint64, e Ending) error {
 	return nil
 }
 
-// SetAgent records what the run's agent reported (DESIGN §16, §17): the
+// SetAgent records what the run's agent reported (docs/design/agents.md): the
 // non-zero fields of a replace the run's, so a transcript read and a job
 // result can each add theirs. It works on an ended run too (a job's
 // result is read at its exit).
@@ -385,7 +385,7 @@ func (s *Store) SetAgent(id uint64, a api.RunAgent) error {
 }
 
 // SetLimitUntil records that the run's harness is held on a usage limit
-// until t (DESIGN §17): the hold is read back from the run history, so it
+// until t (docs/design/agents.md): the hold is read back from the run history, so it
 // holds across a daemon restart.
 func (s *Store) SetLimitUntil(id uint64, t time.Time) error {
 	s.mu.Lock()
@@ -430,7 +430,7 @@ func (s *Store) LastSession(unit string, after uint64) string {
 }
 
 // Record adds a run that never spawned and ended at once: a skipped,
-// missed or held firing (DESIGN §17), so the history shows it.
+// missed or held firing (docs/design/runs.md), so the history shows it.
 func (s *Store) Record(unit string, cause Cause, outcome api.RunOutcome, note string) (Run, error) {
 	if unit == "" {
 		return Run{}, errors.New("runs: record: empty unit name")

@@ -6,7 +6,7 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// Action is what one firing of a job does (DESIGN §17).
+// Action is what one firing of a job does (docs/design/runs.md).
 type Action int
 
 // The actions of Decide.

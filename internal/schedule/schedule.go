@@ -1,4 +1,4 @@
-// Package schedule arms cron triggers for jobs (DESIGN §7). It owns timing
+// Package schedule arms cron triggers for jobs (docs/design/runs.md). It owns timing
 // only: when a trigger is due it asks the daemon, through a FireFunc, to
 // start the job, and the daemon decides whether the job is active (the
 // firing is then skipped and counted, never queued).

@@ -1,5 +1,5 @@
 // Package service installs the daemon as a service of the machine's own
-// service manager (DESIGN §20): a systemd unit on Linux (a user unit by
+// service manager (docs/design/remote.md): a systemd unit on Linux (a user unit by
 // default, Delegate=yes so cgroup mode has a subtree of its own), a launchd
 // agent on macOS. It writes only files that carry its marker, so it never
 // overwrites or removes a unit someone else wrote, and installing twice

@@ -1,5 +1,5 @@
 // Package sshtest starts a real OpenSSH server on loopback for the tests
-// and the benchmark of remote operation (DESIGN §20): a temp host key,
+// and the benchmark of remote operation (docs/design/remote.md): a temp host key,
 // client keys each with its own forced command, and the client's
 // HARNESS_SSH_COMMAND to reach it. It needs Debian's openssh-server
 // (scripts/test installs it) and runs as the current user.

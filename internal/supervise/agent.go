@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Timing of the agent state (DESIGN §16). A screen change is examined
+// Timing of the agent state (docs/design/agents.md). A screen change is examined
 // after AgentSample; a new state is published only once it has held for
 // AgentDebounce, so a redraw caught half-way (a cleared screen, a dialog
 // drawn row by row) never flickers it. Together they bound the delay from

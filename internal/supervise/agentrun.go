@@ -20,7 +20,7 @@ import (
 	"github.com/harness-dev/harness/internal/runs"
 )
 
-// AgentRun is what every run of a harness asks of its agent (DESIGN §17);
+// AgentRun is what every run of a harness asks of its agent (docs/design/agents.md);
 // the adapter named by UnitConfig.Agent turns it into arguments at each
 // spawn, after the configured args.
 type AgentRun struct {

@@ -35,7 +35,8 @@ func (e *envList) set(kv string) {
 
 func (e *envList) has(k string) bool { _, ok := e.idx[k]; return ok }
 
-// spawnEnv is the environment of one spawn, built in DESIGN §5 order.
+// spawnEnv is the environment of one spawn, built in the layer order of
+// docs/design/lifecycle.md.
 type spawnEnv struct {
 	cfg     UnitConfig
 	base    []string

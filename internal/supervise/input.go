@@ -20,7 +20,7 @@ const InputTimeout = 5 * time.Second
 // MaxQueuedInputs bounds the writes to one unit's terminal in progress or
 // waiting their turn; one more is refused at once. 50 concurrent sends to
 // a program that does not read queued without bound, each waiting its
-// turn before its own timeout started (issue 36).
+// turn before its own timeout started.
 const MaxQueuedInputs = 8
 
 // ErrInputBusy is why Input refuses a write while MaxQueuedInputs others

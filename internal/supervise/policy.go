@@ -9,7 +9,7 @@ import (
 // RestartPolicy into it, so this package does not depend on config.
 type Policy string
 
-// The four restart policies of DESIGN §5.
+// The four restart policies (docs/design/lifecycle.md).
 const (
 	RestartAlways        Policy = "always"
 	RestartUnlessStopped Policy = "unless-stopped"

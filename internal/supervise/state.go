@@ -9,7 +9,7 @@ const (
 	KindUpstream Kind = "upstream" // an MCP server on pipes, or over HTTP when UnitConfig.URL is set
 )
 
-// State is what a unit is doing right now (DESIGN §5); Enabled is intent.
+// State is what a unit is doing right now (docs/design/lifecycle.md); Enabled is intent.
 type State string
 
 // The states of the lifecycle.

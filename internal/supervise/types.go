@@ -125,13 +125,13 @@ type Deps struct {
 	// start (an upstream that never completes initialize).
 	AwaitReady bool
 	// HoldRestart, when set, is asked before a policy restart: a
-	// non-empty answer (why) holds the unit instead (DESIGN §17): no
+	// non-empty answer (why) holds the unit instead (docs/design/agents.md): no
 	// restart is armed or counted, the exit does not count towards
 	// degraded, and the unit stays enabled and stopped, so whoever lifts
 	// the hold starts it. It is called on the actor: it must not block.
 	HoldRestart func() (why string)
 	// TypePrompt, when set, is told at spawn the prompt an interactive
-	// run of an agent is to be typed once it is first ready (DESIGN §17):
+	// run of an agent is to be typed once it is first ready (docs/design/agents.md):
 	// the text read at spawn, for run. It is called on the actor: it
 	// must not block.
 	TypePrompt func(run uint64, text string)

@@ -1,6 +1,6 @@
 // Package supervise runs one unit (a harness in a PTY, an upstream MCP
 // server on pipes, or a remote one whose runs are connections) per actor
-// goroutine: the lifecycle of DESIGN §5, the restart policy as pure
+// goroutine: the lifecycle of docs/design/lifecycle.md, the restart policy as pure
 // functions (policy.go), the spawners (spawn_pty.go, spawn_stdio.go,
 // spawn_conn.go), the layered environment and the per-spawn MCP tokens.
 //

@@ -2,7 +2,7 @@ package term
 
 import "time"
 
-// Activity lines (DESIGN §12): what the screen showed, as lines, once each.
+// Activity lines (docs/design/terminals.md): what the screen showed, as lines, once each.
 //
 // The rule:
 //

@@ -1,5 +1,5 @@
 // Package term keeps a terminal emulator (github.com/charmbracelet/x/vt) per
-// PTY unit and derives from it what a reader of the unit wants (DESIGN §12):
+// PTY unit and derives from it what a reader of the unit wants (docs/design/terminals.md):
 // the screen as text or with colours, a bounded scrollback, activity lines
 // as the screen shows them, and the busy/idle state.
 //

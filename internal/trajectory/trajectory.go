@@ -1,4 +1,4 @@
-// Package trajectory keeps the transcripts of runs (issue 10): for a harness
+// Package trajectory keeps the transcripts of runs: for a harness
 // that opted in with harvest_trajectory, every activity entry of a run is
 // appended to <dir>/<escaped unit>/<run>.jsonl (one logs.Entry as JSON per
 // line), so a run's transcript outlives the live log ring and the daemon.

@@ -1,4 +1,4 @@
-// Package upauth is OAuth for remote upstreams (DESIGN §21): the sign-in
+// Package upauth is OAuth for remote upstreams (docs/design/mcp.md): the sign-in
 // (`harness mcp login`: discovery, dynamic client registration or a
 // configured client_id, authorization code with PKCE, the redirect taken on
 // a loopback port), the token store (one 0600 file per upstream under the

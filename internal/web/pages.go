@@ -112,7 +112,7 @@ func (s *Server) failOp(w http.ResponseWriter, r *http.Request, err error) {
 	s.fail(w, r, status, fmt.Sprintf("%s: %v", code, err))
 }
 
-// unitView is a list/describe row with the agent fields of DESIGN §16-17,
+// unitView is a list/describe row with the agent fields (docs/design/agents.md),
 // decoded when the daemon sends them.
 type unitView struct {
 	api.UnitInfo
@@ -290,7 +290,7 @@ func (v harnessView) HasTurns() bool {
 }
 
 // turnsView is the turns section of a harness page: what the turns op
-// answers (DESIGN §16, masked by the daemon like `harness turns`), or why
+// answers (docs/design/agents.md, masked by the daemon like `harness turns`), or why
 // there is nothing to show yet.
 type turnsView struct {
 	Name string
@@ -510,7 +510,7 @@ func exitText(r api.Run) string {
 	}
 }
 
-// holdText renders a hold (DESIGN §17) whatever its shape: a reason
+// holdText renders a hold (docs/design/agents.md) whatever its shape: a reason
 // string, or an object with a reason and an until.
 func holdText(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" || string(raw) == "false" {

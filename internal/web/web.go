@@ -1,4 +1,4 @@
-// Package web is the daemon's dashboard in a browser (DESIGN §19): the
+// Package web is the daemon's dashboard in a browser (docs/design/web.md): the
 // fleet, one harness with its live terminal and waiting prompt, and the
 // call log, served on the MCP HTTP listener at "/" from assets embedded in
 // the binary. Pages are rendered on the server (html/template); one small
@@ -10,7 +10,7 @@
 // The package is a client of the control operations through Backend, as
 // the MCP sessions are through session.Ops: every page is an op called with
 // a Dashboard caller, and what a signed-in browser may do is its token's
-// grant (§13) on the facade namespace, checked here on every request before
+// grant (docs/design/mcp.md) on the facade namespace, checked here on every request before
 // the op runs: read shows, write starts, stops, restarts and triggers,
 // input types and answers.
 package web

@@ -1,4 +1,4 @@
-// Package webhook starts jobs from outside events (DESIGN §18): the
+// Package webhook starts jobs from outside events (docs/design/events.md): the
 // [webhook.NAME] routes on the listener of [daemon] webhook_listen. A
 // delivery is bounded (413), rate-limited per route (429), verified
 // (github, gitlab, gitea, standard webhooks, bearer; 401), deduplicated by

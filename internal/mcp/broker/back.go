@@ -11,7 +11,7 @@ import (
 	"github.com/harness-dev/harness/internal/logkey"
 )
 
-// Server-to-client requests (DESIGN §21): an upstream that asks its client
+// Server-to-client requests (docs/design/mcp.md): an upstream that asks its client
 // a question (elicitation), for a completion (sampling), or logs, is asked
 // back by the broker on behalf of the downstream session whose call it is
 // serving. The broker's one connection to an upstream carries no per-call

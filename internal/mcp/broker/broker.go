@@ -63,8 +63,8 @@ type Options struct {
 	// DefaultKeepAlive.
 	KeepAlive time.Duration
 	// Mask, when set, hides the daemon's known secrets (every env_file
-	// value, internal/mask) in the results of process upstreams (issue
-	// 36); transports get it in Env.Mask.
+	// value, internal/mask) in the results of process upstreams, as a
+	// remote one's headers are scrubbed; transports get it in Env.Mask.
 	Mask func(string) string
 	// OAuth keeps the sign-ins of the upstreams with auth = "oauth"
 	// (Upstream.OAuth); their connections take and refresh tokens there.

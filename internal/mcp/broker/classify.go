@@ -11,7 +11,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 )
 
-// A Policy classifies an upstream's tools for scoping (DESIGN §13): globs
+// A Policy classifies an upstream's tools for scoping (docs/design/mcp.md): globs
 // in path.Match syntax over the upstream's own tool names, from [mcp.KEY]
 // read_tools, write_tools and exclude_tools.
 

@@ -9,7 +9,7 @@ import (
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
-// Completions (DESIGN §21 passthrough): completion/complete of an
+// Completions (docs/design/mcp.md, upstreams): completion/complete of an
 // upstream's prompt (ref/prompt KEY__name) or resource (ref/resource
 // harness://KEY/URI) goes to that upstream with its own name or URI. Read
 // class; exclude_prompts / exclude_resources hide the refs they hide

@@ -17,7 +17,7 @@ import (
 	"github.com/harness-dev/harness/internal/mcp/jsonl"
 )
 
-// The tools/call fast path, upstream side (issue 35). A call to a process
+// The tools/call fast path, upstream side. A call to a process
 // upstream need not go through the go-sdk client: the broker writes the
 // request's bytes on the upstream's pipe itself, under an id of its own
 // (a string, which the go-sdk client, numbering its calls, never uses),

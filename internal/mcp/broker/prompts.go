@@ -17,7 +17,7 @@ import (
 	"github.com/harness-dev/harness/internal/logkey"
 )
 
-// Upstream prompts (DESIGN §21) are served like tools: KEY__prompt, read
+// Upstream prompts (docs/design/mcp.md) are served like tools: KEY__prompt, read
 // class, hidden by [mcp.KEY] exclude_prompts, listed again on the
 // upstream's prompts/list_changed.
 

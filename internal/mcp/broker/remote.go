@@ -21,7 +21,7 @@ import (
 	"github.com/harness-dev/harness/internal/upauth"
 )
 
-// Remote upstreams (DESIGN §14): the same session, tools, calls and
+// Remote upstreams (docs/design/mcp.md): the same session, tools, calls and
 // progress as a process upstream, over the go-sdk's Streamable HTTP client
 // transport: the transport registered for an endpoint.Target link. The
 // supervisor owns the connection's life (Serve starts one run, its context

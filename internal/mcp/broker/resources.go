@@ -17,7 +17,7 @@ import (
 	"github.com/harness-dev/harness/internal/logkey"
 )
 
-// Upstream resources (DESIGN §21) are served under a reversible URI
+// Upstream resources (docs/design/mcp.md) are served under a reversible URI
 // mapping: the upstream's URI (or URI template) u of upstream KEY is
 // "harness://KEY/" + u downstream, so a read, a subscription or an
 // expanded template finds its upstream and its own URI by the prefix.

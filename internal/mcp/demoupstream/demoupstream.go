@@ -101,7 +101,7 @@ func text(s string) *mcp.CallToolResult {
 }
 
 // readOnly marks the tools that change nothing, so the broker classes
-// them read (DESIGN §13); add_tool changes the server and, like the tools
+// them read (docs/design/mcp.md); add_tool changes the server and, like the tools
 // it adds, carries no hint, which makes it write.
 func readOnly() *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}

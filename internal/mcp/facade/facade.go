@@ -1,5 +1,5 @@
 // Package facade is the one registry of the MCP facade tools: the control
-// operations of DESIGN §10 exposed as MCP tools. Each tool has a name in the
+// operations exposed as MCP tools (docs/design/mcp.md). Each tool has a name in the
 // reserved "harness_" namespace, a read/write/input class used for scoping, the
 // control operation it calls, and a JSON Schema describing every argument.
 // The tools are api's op specs that carry a Tool; the schemas are derived

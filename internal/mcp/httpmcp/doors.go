@@ -18,7 +18,7 @@ import (
 
 // Bounds of the HTTP door. A client that holds connections open without
 // authenticating, or sends its headers or body a byte at a time, must not
-// take the daemon's descriptors from the socket the CLI uses (issue 22).
+// take the daemon's descriptors from the socket the CLI uses.
 const (
 	// ReadHeaderTimeout bounds the wait for a request's headers, including
 	// a new connection's first request.
@@ -74,7 +74,7 @@ const SilentTimeout = 3 * time.Second
 // open at once. A connection that sends nothing within SilentTimeout is
 // closed, and at the cap a new connection takes the place of the oldest
 // one that has sent nothing yet: 1,000 idle TCP connections kept a real
-// client out for over 20 s (issue 36). Past the cap with every connection
+// client out for over 20 s. Past the cap with every connection
 // speaking, Accept waits for one to close, and new clients wait in the
 // kernel's backlog, which costs the daemon no descriptor.
 func LimitListener(ln net.Listener, n int) net.Listener {

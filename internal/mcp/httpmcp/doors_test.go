@@ -48,7 +48,7 @@ func closedByServer(t *testing.T, c net.Conn, br *bufio.Reader) bool {
 
 // TestRefusalClosesTheConnection: a refused client used to keep its
 // keep-alive connection (and a daemon descriptor) for as long as it liked;
-// 110 of them starved the daemon (issue 22). Every refusal now closes.
+// 110 of them starved the daemon. Every refusal now closes.
 func TestRefusalClosesTheConnection(t *testing.T) {
 	e := newEnv(t)
 	for name, req := range map[string]string{
@@ -254,7 +254,7 @@ func TestNewServerBoundsEveryWait(t *testing.T) {
 
 // TestScenario_ADeclaredBodyOverTheLimitIs413: a request that declares
 // 200 MB is refused 413 before its body is read (it got its connection
-// closed with no status, issue 36), from a client still sending.
+// closed with no status), from a client still sending.
 func TestScenario_ADeclaredBodyOverTheLimitIs413(t *testing.T) {
 	e := newEnv(t)
 	c, br := e.rawConn(t)

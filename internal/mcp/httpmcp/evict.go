@@ -13,7 +13,7 @@ import (
 // used one instead, if that one has been left alone for RecentUse. A
 // session in use is never ended for another: over the cap with every
 // session in use, a new one is refused with 503 and Retry-After (ending
-// sessions in active use gave 31-69% of calls a 404, issue 36).
+// sessions in active use gave 31-69% of calls a 404).
 const DefaultMaxSessionsPerCredential = 32
 
 // RecentUse is how long after its last request a session is safe from

@@ -129,7 +129,7 @@ func TestAbandonedSessionsStayAtTheCap(t *testing.T) {
 
 // TestScenario_SessionsInUseAreNeverEvicted: 100 clients of one token each
 // opening a session and calling on it (over the cap, sessions in active use
-// were evicted: 31-69% of calls got 404, issue 36). No call gets a 404; a
+// were evicted: 31-69% of calls got 404). No call gets a 404; a
 // session over the cap is refused at initialize with 503 and Retry-After.
 func TestScenario_SessionsInUseAreNeverEvicted(t *testing.T) {
 	e := newEnv(t)

@@ -14,7 +14,7 @@ import (
 	"github.com/harness-dev/harness/internal/mcp/session"
 )
 
-// The tools/call fast path of stateless requests (issue 35): a POST the
+// The tools/call fast path of stateless requests: a POST the
 // go-sdk's stateless handler would take as one tools/call to a listed
 // upstream tool is answered by the session layer (session.HTTPFast) and
 // written here as one application/json response, as the spec allows a

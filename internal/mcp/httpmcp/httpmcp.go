@@ -1,5 +1,5 @@
 // Package httpmcp serves the daemon's MCP sessions over Streamable HTTP on a
-// loopback address (DESIGN §10, issue 8). The sessions are the ones the
+// loopback address (docs/design/mcp.md). The sessions are the ones the
 // socket bridge gets, built by session.Manager: one go-sdk server per
 // session, built once at initialize and kept by the go-sdk for the session's
 // lifetime.
@@ -223,7 +223,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if limit := h.maxMessage(); r.ContentLength > limit {
 			// Refused before a byte of it is read: reading up to the
 			// limit first left a 200 MB upload's connection closed with
-			// no status (issue 36).
+			// no status.
 			w.Header().Set("Connection", "close")
 			http.Error(w, fmt.Sprintf("request entity too large: a body of %d bytes; this endpoint reads messages of at most %d bytes ([daemon] mcp_max_message_bytes)", r.ContentLength, limit), http.StatusRequestEntityTooLarge)
 			return

@@ -234,7 +234,7 @@ func TestSessionIsBoundToItsToken(t *testing.T) {
 // TestForeignHostOrOriginIs403 is DNS rebinding protection: a name other
 // than a loopback one is refused whatever the port, and a loopback name is
 // accepted whatever the port, so an SSH tunnel (`ssh -L 9000:127.0.0.1:7330`,
-// Host localhost:9000) or a loopback reverse proxy gets through (issue 22).
+// Host localhost:9000) or a loopback reverse proxy gets through.
 func TestForeignHostOrOriginIs403(t *testing.T) {
 	e := newEnv(t)
 	_, port, _ := strings.Cut(e.addr, ":")

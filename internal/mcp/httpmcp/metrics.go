@@ -7,7 +7,7 @@ import (
 )
 
 // MetricsPath is where the operator reads the daemon's metrics in the
-// Prometheus text format (DESIGN §15).
+// Prometheus text format (docs/design/mcp.md).
 const MetricsPath = "/metrics"
 
 // serveMetrics answers MetricsPath once the Host and Origin checks have

@@ -11,7 +11,7 @@ import (
 	"github.com/harness-dev/harness/internal/mcp/session"
 )
 
-// MCP 2026-07-28 (stateless Streamable HTTP, DESIGN §21) on the same URL as
+// MCP 2026-07-28 (stateless Streamable HTTP, docs/design/mcp.md) on the same URL as
 // the session-based revision. A request that declares that revision (or a
 // later one) in its Mcp-Protocol-Version header goes to a go-sdk handler in
 // Stateless mode; every other request keeps the session-based handler, so

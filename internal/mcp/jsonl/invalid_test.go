@@ -50,7 +50,7 @@ func TestAnswerInvalidRepliesAndReadsOn(t *testing.T) {
 		{"closed too often", `{"jsonrpc":"2.0"}}`, codeParseError},
 		{"wrong version", `{"jsonrpc":"1.0","id":1,"method":"x"}`, codeInvalidRequest},
 		{"bad id", `{"jsonrpc":"2.0","id":{},"method":"x"}`, codeInvalidRequest},
-		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, codeInvalidRequest}, // issue 36: hung the session
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, codeInvalidRequest}, // it once hung the session
 		{"not an object", `42`, codeInvalidRequest},
 		{"empty batch", `[]`, codeInvalidRequest},
 	} {

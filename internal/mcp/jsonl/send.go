@@ -12,7 +12,7 @@ import (
 	"github.com/harness-dev/harness/internal/nowait"
 )
 
-// Writes that never wait (issue 35). The tools/call fast path answers a
+// Writes that never wait. The tools/call fast path answers a
 // call on whichever goroutine ends it, often the reader of an upstream
 // that many sessions share, and forwards a call upstream on a session's
 // reader. Neither may wait for a peer that does not read: a stuck client

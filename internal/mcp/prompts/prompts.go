@@ -1,5 +1,5 @@
 // Package prompts turns markdown files in configured directories into MCP
-// prompts (SPEC-0005 "Prompt Side-Loading", DESIGN §10).
+// prompts (docs/design/mcp.md).
 //
 // Each *.md file directly inside a directory is one prompt; subdirectories
 // are not scanned and dot-files (editor leftovers) are ignored. Optional

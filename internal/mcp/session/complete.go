@@ -14,7 +14,7 @@ import (
 )
 
 // UpstreamCompletions is an optional capability of Upstreams:
-// completion/complete of an upstream's prompt or resource (DESIGN §21
+// completion/complete of an upstream's prompt or resource (docs/design/mcp.md
 // passthrough). *broker.Broker has it.
 type UpstreamCompletions interface {
 	// Completes is the keys of the upstreams visible to project that

@@ -19,7 +19,7 @@ import (
 	"github.com/harness-dev/harness/internal/mcp/jsonl"
 )
 
-// The tools/call fast path, session side (issue 35). On a session served
+// The tools/call fast path, session side. On a session served
 // over a newline-delimited stream (the socket or a handed-off stdio), a
 // tools/call to a listed upstream tool is taken from the connection before
 // the go-sdk server decodes it (jsonl.Transport.Intercept): the name is

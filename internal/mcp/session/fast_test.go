@@ -116,7 +116,7 @@ func (fe *fastEnv) serveUpstream(t *testing.T) {
 		_ = json.Unmarshal(req.Params.Arguments, &a)
 		return textResult(a.Text), nil
 	})
-	// A typed input schema and no annotations: the second tool.
+	// A typed input schema and no annotations: the bench's second tool.
 	add(&mcp.Tool{Name: "typed", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}, "required": []string{"n"}},
 		OutputSchema: map[string]any{"type": "object", "properties": map[string]any{"twice": map[string]any{"type": "integer"}}}},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -14,7 +14,7 @@ import (
 )
 
 // The tools/call fast path for stateless Streamable HTTP requests (MCP
-// 2026-07-28, issue 35). The go-sdk serves such a request on a temporary
+// 2026-07-28). The go-sdk serves such a request on a temporary
 // session of the credential's shared server, built and torn down per
 // request, and answers it on an SSE stream: most of the daemon's cost of
 // an HTTP call. A tools/call to a listed upstream tool that needs nothing

@@ -19,7 +19,7 @@ import (
 )
 
 // CallRecorder receives one record per tools/call and prompts/get of every
-// session (the call log, DESIGN §15); *calllog.Log implements it.
+// session (the call log, docs/design/mcp.md); *calllog.Log implements it.
 type CallRecorder interface {
 	// Record takes one finished call. It is on the call path: it must not
 	// block or do I/O.

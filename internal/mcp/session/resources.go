@@ -16,8 +16,8 @@ import (
 )
 
 // UpstreamResources is an optional capability of Upstreams: the
-// upstreams' resources and templates under harness://KEY/ URIs (DESIGN
-// §21), read and subscribed through the broker. *broker.Broker has it.
+// upstreams' resources and templates under harness://KEY/ URIs
+// (docs/design/mcp.md), read and subscribed through the broker. *broker.Broker has it.
 type UpstreamResources interface {
 	Resources(project string) []broker.Resource
 	ReadResource(ctx context.Context, project, uri string) (*mcp.ReadResourceResult, error)

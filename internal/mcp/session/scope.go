@@ -9,7 +9,7 @@ import (
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
-// Grants of sessions whose grant is not configured (DESIGN §10, §13).
+// Grants of sessions whose grant is not configured (docs/design/mcp.md).
 var (
 	// readOnly is an unattributed session's grant, and a vanished
 	// harness's until its token dies.

@@ -17,7 +17,7 @@ import (
 	"github.com/harness-dev/harness/internal/mcp/toolsearch"
 )
 
-// Tool search (DESIGN §21): a session in search mode lists the facade
+// Tool search (docs/design/mcp.md): a session in search mode lists the facade
 // tools its grant covers plus these two, and reaches upstream tools
 // through them, so an agent with hundreds of upstream tools pays for a
 // few schemas in its context. Both are session tools, not control

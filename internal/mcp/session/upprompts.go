@@ -16,7 +16,7 @@ import (
 )
 
 // UpstreamPrompts is an optional capability of Upstreams: the upstreams'
-// own prompts, namespaced KEY__prompt (DESIGN §21). *broker.Broker has it.
+// own prompts, namespaced KEY__prompt (docs/design/mcp.md). *broker.Broker has it.
 type UpstreamPrompts interface {
 	Prompts(project string) []broker.Prompt
 	GetPrompt(ctx context.Context, project, name string, args map[string]string) (*mcp.GetPromptResult, error)

@@ -117,7 +117,7 @@ func holdCell(r row, now time.Time) string {
 }
 
 // agentShown reports whether a row's activity cell shows its agent state
-// (DESIGN §16) instead of busy/idle: for a known agent with a run. A
+// (docs/design/agents.md) instead of busy/idle: for a known agent with a run. A
 // generic harness's state is busy/idle under other names.
 func agentShown(r row) bool {
 	return r.kind == rowUnit && r.unit.AgentState != "" && r.unit.Agent != "generic"

@@ -17,8 +17,7 @@ import (
 	"github.com/harness-dev/harness/internal/errcode"
 )
 
-// fakeUnit is a unit as a daemon with the terminals work (issue 15)
-// sends it: the list fields plus activity and idle_s.
+// fakeUnit is a unit as a daemon with terminals sends it: the list fields plus activity and idle_s.
 type fakeUnit struct {
 	api.UnitInfo
 	Activity string   `json:"activity,omitempty"`

@@ -14,7 +14,7 @@ import (
 )
 
 // Several hosts in one dashboard (`harness top --host a --host b`,
-// DESIGN §20). Fleets is a Backend over one connection per daemon: the
+// docs/design/remote.md). Fleets is a Backend over one connection per daemon: the
 // model sees one fleet whose names carry their host, "LABEL/NAME", and
 // whose projects are "LABEL" (the host's global scope) or
 // "LABEL/PROJECT", so the table groups by host and then by project, and

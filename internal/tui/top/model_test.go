@@ -571,7 +571,7 @@ func count(calls []string, call string) int {
 // dirtyCount is how many units wait for the debounced fetch (tests).
 func (m *Model) dirtyCount() int { return len(m.dirty) }
 
-// TestScenario_AWaitingAgentStandsOut: an agent event (DESIGN §16) puts a
+// TestScenario_AWaitingAgentStandsOut: an agent event (docs/design/agents.md) puts a
 // known agent's state in the activity column without a fetch, a waiting
 // one drawn in its own colours; a generic harness keeps busy/idle.
 func TestScenario_AWaitingAgentStandsOut(t *testing.T) {

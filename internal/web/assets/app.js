@@ -1,4 +1,4 @@
-// The dashboard's one script (DESIGN §19). The pages work without it
+// The dashboard's one script (docs/design/web.md). The pages work without it
 // (forms post and redirect back); with it they stay live from /events,
 // actions post without reloading the page, the fleet filters as you type,
 // and a harness page runs its terminal (vendor/xterm) over /h/NAME/attach.
