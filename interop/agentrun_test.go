@@ -357,6 +357,13 @@ func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
 			out, _, _ := rf.Run("runs", "a")
 			t.Errorf("the limited run %+v (the first %d)\n%s", r, limited.ID, out)
 		}
+		// A wait for limited that starts after the park stopped the agent
+		// still hears limited, with the reset the agent showed.
+		var w agentWait
+		if out, errOut, code := rf.Run("wait", "a", "--state", "limited", "--timeout", "5s", "--json"); code != 0 ||
+			json.Unmarshal([]byte(out), &w) != nil || w.AgentState != "limited" || w.TimedOut || w.Until == nil {
+			t.Errorf("wait --state limited while parked: exit %d: %s%s", code, out, errOut)
+		}
 		// A start is refused with held until then; nothing else starts it.
 		if _, errOut, code := rf.Run("start", "a"); code == 0 || !strings.Contains(errOut, "usage_limit") {
 			t.Errorf("start while parked: exit %d %s", code, errOut)

@@ -39,7 +39,8 @@ func maskAgent(m *mask.Masker, v api.AgentView) api.AgentView {
 
 // waitAgent answers `wait --state`: it returns once the agent of the
 // harness's current run is in one of states, or after timeout with the
-// state it is in. A run that ends first is not_running.
+// state it is in. A run that ends first is not_running, except a run
+// parked on its usage limit when limited is asked for (parkedLimited).
 func (c *Control) waitAgent(ctx context.Context, a api.WaitArgs, timeout time.Duration) (api.WaitResult, error) {
 	for _, s := range a.State {
 		if !s.Valid() {
@@ -48,6 +49,9 @@ func (c *Control) waitAgent(ctx context.Context, a api.WaitArgs, timeout time.Du
 	}
 	u, _, st, err := c.terminalOf(a.Name)
 	if err != nil {
+		if res, ok := c.parkedLimited(a); ok {
+			return res, nil
+		}
 		return api.WaitResult{}, err
 	}
 	run := st.RunID
@@ -75,6 +79,9 @@ func (c *Control) waitAgent(ctx context.Context, a api.WaitArgs, timeout time.Du
 		case <-rctx.Done():
 			switch {
 			case errors.Is(context.Cause(rctx), errRunEnded):
+				if res, ok := c.parkedLimited(a); ok {
+					return res, nil
+				}
 				return res, errcode.Errorf(errcode.NotRunning, "%s: run %d ended while waiting for its agent to be %s", a.Name, run, joinStates(a.State))
 			case ctx.Err() == nil:
 				res.TimedOut = true
@@ -83,6 +90,29 @@ func (c *Control) waitAgent(ctx context.Context, a api.WaitArgs, timeout time.Du
 			return res, ctx.Err()
 		}
 	}
+}
+
+// parkedLimited answers a wait for limited when the harness's last run is
+// parked on its usage limit: the park stops the process as soon as the
+// agent shows the limit, so a wait that starts, or wakes, a moment later
+// must still hear limited (with what the agent showed), not not_running.
+func (c *Control) parkedLimited(a api.WaitArgs) (api.WaitResult, bool) {
+	if !slices.Contains(a.State, api.AgentLimited) {
+		return api.WaitResult{}, false
+	}
+	u, err := c.lookup(a.Name)
+	if err != nil {
+		return api.WaitResult{}, false
+	}
+	until, _ := c.limitedUntil(a.Name)
+	if !until.After(time.Now()) {
+		return api.WaitResult{}, false // no park in force
+	}
+	as := u.sup.AgentStatus()
+	if as.AgentState != api.AgentLimited || as.RunID != u.sup.Status().RunID {
+		return api.WaitResult{}, false
+	}
+	return api.WaitResult{Name: a.Name, AgentView: maskAgent(c.Masker(), as.AgentView)}, true
 }
 
 func agentStateList() string { return joinStates(api.AgentStates()) }
