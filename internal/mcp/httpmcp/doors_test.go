@@ -323,3 +323,33 @@ func TestScenario_SilentConnectionsMakeWay(t *testing.T) {
 	}
 	t.Logf("served after %v", time.Since(start))
 }
+
+// TestScenario_AnEmptyHostIsRefusedInEveryForm: an empty Host header is
+// refused, also when the request line names a loopback URL (the absolute
+// form, where net/http takes the URL's host for the Host header), and so
+// is a foreign Host behind such a URL.
+func TestScenario_AnEmptyHostIsRefusedInEveryForm(t *testing.T) {
+	e := newEnv(t)
+	auth := "Authorization: Bearer " + operatorToken + "\r\n"
+	for name, req := range map[string]string{
+		"empty Host":                  post("", Path, auth, initBody),
+		"no Host, HTTP/1.0":           strings.Replace(strings.Replace(post("", Path, auth, initBody), "HTTP/1.1", "HTTP/1.0", 1), "Host: \r\n", "", 1),
+		"loopback URL, empty Host":    post("", "http://"+e.addr+Path, auth, initBody),
+		"loopback URL, foreign Host":  post("evil.example", "http://"+e.addr+Path, auth, initBody),
+		"loopback URL, loopback Host": post(e.addr, "http://"+e.addr+Path, auth, initBody),
+	} {
+		c, br := e.rawConn(t)
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", name, resp.StatusCode)
+		}
+	}
+}
