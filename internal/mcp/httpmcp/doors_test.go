@@ -30,6 +30,22 @@ func (e *env) rawConn(t *testing.T) (net.Conn, *bufio.Reader) {
 	return c, bufio.NewReader(c)
 }
 
+// rawExchange sends req on a new raw connection and reads the answer.
+func (e *env) rawExchange(t *testing.T, name, req string) (*http.Response, net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, br := e.rawConn(t)
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp, c, br
+}
+
 func post(host, path, extra, body string) string {
 	return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
 		"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n%s\r\n%s", path, host, len(body), extra, body)
@@ -58,16 +74,7 @@ func TestRefusalClosesTheConnection(t *testing.T) {
 		"unknown path":   post(e.addr, "/", "", initBody),
 		"foreign origin": post(e.addr, Path, "Origin: http://evil.example\r\nAuthorization: Bearer "+operatorToken+"\r\n", initBody),
 	} {
-		c, br := e.rawConn(t)
-		if _, err := io.WriteString(c, req); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, c, br := e.rawExchange(t, name, req)
 		if resp.StatusCode < 400 || !resp.Close {
 			t.Errorf("%s: %d, Connection %q; want a refusal that closes", name, resp.StatusCode, resp.Header.Get("Connection"))
 		}
@@ -338,16 +345,7 @@ func TestScenario_AnEmptyHostIsRefusedInEveryForm(t *testing.T) {
 		"loopback URL, foreign Host":  post("evil.example", "http://"+e.addr+Path, auth, initBody),
 		"loopback URL, loopback Host": post(e.addr, "http://"+e.addr+Path, auth, initBody),
 	} {
-		c, br := e.rawConn(t)
-		if _, err := io.WriteString(c, req); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, _, _ := e.rawExchange(t, name, req)
 		if resp.StatusCode != http.StatusForbidden {
 			t.Errorf("%s: %d, want 403", name, resp.StatusCode)
 		}
