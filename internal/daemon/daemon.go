@@ -181,7 +181,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		}
 	}()
 	newNtf := func(c *control.Control) control.Notifier {
-		ntf = newNotifier(c, reaper, masker, httpEP, log)
+		ntf = newNotifier(c, reaper, own, instance, masker, httpEP, log)
 		return ntf
 	}
 	var wh *webhookListener
