@@ -45,8 +45,8 @@ type WebhookStats struct {
 	Path     string `json:"path"`
 	Accepted uint64 `json:"accepted"` // verified, new, wanted: jobs triggered
 	Ignored  uint64 `json:"ignored"`  // verified but filtered out by events
-	Replayed uint64 `json:"replayed"` // a delivery id seen before
-	Rejected uint64 `json:"rejected"` // bad signature or token (401)
+	Replayed uint64 `json:"replayed"` // a delivery id, or a signed body, seen before
+	Rejected uint64 `json:"rejected"` // bad signature or token (401), no delivery id (400)
 	Limited  uint64 `json:"limited"`  // verified, over rate_limit (429)
 	// SourceLimited are requests refused (429) because their source had
 	// used its budget of refusals (bad signatures, bodies too large).
