@@ -41,15 +41,18 @@ type NotifyStats struct {
 // WebhookStats are one [webhook.NAME] route's counters since the daemon
 // started.
 type WebhookStats struct {
-	Name      string `json:"name"`
-	Path      string `json:"path"`
-	Accepted  uint64 `json:"accepted"`  // verified, new, wanted: jobs triggered
-	Ignored   uint64 `json:"ignored"`   // verified but filtered out by events
-	Replayed  uint64 `json:"replayed"`  // a delivery id seen before
-	Rejected  uint64 `json:"rejected"`  // bad signature or token (401)
-	Limited   uint64 `json:"limited"`   // over rate_limit (429)
-	TooLarge  uint64 `json:"too_large"` // over max_body_bytes (413)
-	Triggered uint64 `json:"triggered"` // runs started
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	Accepted uint64 `json:"accepted"` // verified, new, wanted: jobs triggered
+	Ignored  uint64 `json:"ignored"`  // verified but filtered out by events
+	Replayed uint64 `json:"replayed"` // a delivery id, or a signed body, seen before
+	Rejected uint64 `json:"rejected"` // bad signature or token (401), no delivery id (400)
+	Limited  uint64 `json:"limited"`  // verified, over rate_limit (429)
+	// SourceLimited are requests refused (429) because their source had
+	// used its budget of refusals (bad signatures, bodies too large).
+	SourceLimited uint64 `json:"source_limited"`
+	TooLarge      uint64 `json:"too_large"` // over max_body_bytes (413)
+	Triggered     uint64 `json:"triggered"` // runs started
 }
 
 // WebhookInfo is daemon_info's view of the webhook listener.

@@ -238,12 +238,13 @@ func TestParseErrors(t *testing.T) {
 		name, src string
 		want      []string
 	}{
-		{"bad worktrees", "[harness.a]\ncmd='x'\nworktree=true\n[harness.b]\ncmd='x'\nworkdir='/w'\nworktree={repo='/r', branch='-x', size=1}\n[harness.c]\ncmd='x'\nworktree='yes'\n", []string{
+		{"bad worktrees", "[harness.a]\ncmd='x'\nworktree=true\n[harness.b]\ncmd='x'\nworkdir='/w'\nworktree={repo='/r', branch='-x', size=1}\n[harness.c]\ncmd='x'\nworktree='yes'\n[harness.d]\ncmd='x'\nworktree={repo='/r', base='--orphan=x'}\n", []string{
 			`harness.toml:3: harness.a.worktree: worktree = true needs workdir: the repository to take a worktree of`,
 			`harness.toml:6: harness.b.workdir: cannot be combined with worktree = { … }: the worktree is the workdir`,
 			`harness.toml:7: harness.b.worktree.branch: invalid branch "-x": a git branch name (no spaces, "..", "~^:?*[\\", not starting with "-"); {name} is the harness's name`,
 			`harness.toml:7: harness.b.worktree.size: unknown key`,
-			`harness.toml:10: harness.c.worktree: must be true or a table { repo, base, branch }, not a string`}},
+			`harness.toml:10: harness.c.worktree: must be true or a table { repo, base, branch }, not a string`,
+			`harness.toml:13: harness.d.worktree.base: invalid base "--orphan=x": a commit or branch, not starting with "-"`}},
 		{"bad resources", "[harness.a]\ncmd='x'\ntasks_max=-1\nmemory_max='lots'\ncpu_weight=0\n[mcp.u]\ncmd='x'\nmemory_max='1M'\nmemory_high='2M'\n", []string{
 			`harness.toml:3: harness.a.tasks_max: must be a whole number >= 0 (0 = no limit), not -1`,
 			`harness.toml:4: harness.a.memory_max: invalid size "lots": use bytes, or digits with K, M, G or T ("512M", "2G")`,

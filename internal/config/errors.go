@@ -26,6 +26,11 @@ type Error struct {
 
 // Error renders the problem as `FILE:LINE: KEY: message`.
 func (e *Error) Error() string {
+	return oneLine.Replace(e.where() + ": " + e.Msg)
+}
+
+// where is `FILE:LINE: KEY`, the part before the message.
+func (e *Error) where() string {
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.Line > 0 {
@@ -35,9 +40,7 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Key)
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Msg)
-	return oneLine.Replace(b.String())
+	return b.String()
 }
 
 // oneLine keeps every Error on one line, since joined errors are separated
@@ -74,6 +77,11 @@ func (p *problems) add(path []string, format string, args ...any) {
 func (p *problems) warn(path []string, format string, args ...any) {
 	e := &Error{File: p.file, Line: p.pos.line(path), Key: keyName(path), Msg: fmt.Sprintf(format, args...)}
 	p.warnings = append(p.warnings, e.Error())
+}
+
+// at renders where path is, "FILE:LINE: KEY", for errors found later, at use.
+func (p *problems) at(path []string) string {
+	return (&Error{File: p.file, Line: p.pos.line(path), Key: keyName(path)}).where()
 }
 
 // err returns every problem joined in line order, or nil.

@@ -124,6 +124,10 @@ type Webhook struct {
 	Secret  string
 	EnvFile string
 	Env     map[string]string
+	// SecretAt is where secret is set ("harness.toml:14:
+	// webhook.NAME.secret"): an env_file is read at use, so a secret
+	// that resolves to "" there is reported against this line.
+	SecretAt string
 	// Events (events) filters deliveries by event name, or
 	// "EVENT.ACTION"; empty takes every event.
 	Events []string
@@ -260,6 +264,7 @@ func (d *decoder) webhook(name string, v any) *Webhook {
 				}
 				w.Secret = s
 			}
+			w.SecretAt = d.at(kp)
 		case "env_file":
 			w.EnvFile = d.path(kp, val)
 		case "env":
@@ -292,7 +297,24 @@ func (d *decoder) webhook(name string, v any) *Webhook {
 		}
 	}
 	d.checkRefs(p, w.EnvFile, w.Env, map[string]string{"secret": w.Secret})
+	d.checkSecretNotEmpty(child(p, "secret"), w)
 	return w
+}
+
+// checkSecretNotEmpty: a secret that env alone resolves to "" would make
+// an HMAC with an empty key, which anyone can compute. One that needs the
+// env_file is checked when the file is read, at every delivery.
+func (d *decoder) checkSecretNotEmpty(kp []string, w *Webhook) {
+	if w.Secret == "" {
+		return
+	}
+	v, err := endpoint.Expand(w.Secret, func(k string) (string, bool) {
+		v, ok := w.Env[k]
+		return v, ok
+	})
+	if err == nil && v == "" {
+		d.add(kp, "resolves to an empty string: a webhook's secret must not be empty")
+	}
 }
 
 // checkRefs: without an env_file, every ${VAR} of templates (by key) must

@@ -56,7 +56,8 @@ harnesses = ["review"]
 	}
 	w := cfg.Webhooks["gh"]
 	if w.Path != "/hooks/github" || w.Verify != VerifyGitHub || w.MaxBody != DefaultWebhookMaxBody ||
-		w.RateLimit != DefaultWebhookRateLimit || !slices.Equal(w.Harnesses, []string{"review"}) {
+		w.RateLimit != DefaultWebhookRateLimit || !slices.Equal(w.Harnesses, []string{"review"}) ||
+		w.SecretAt != "harness.toml:25: webhook.gh.secret" {
 		t.Errorf("gh: %+v", w)
 	}
 	if cfg.Daemon.WebhookListen != "127.0.0.1:0" {
@@ -90,6 +91,8 @@ func TestScenario_EventsConfigErrors(t *testing.T) {
 		{"webhook dup path", job + "[webhook.a]\npath = '/w'\nverify = 'bearer'\nsecret = '${S}'\nenv = {S='x'}\nharnesses = ['j']\n[webhook.b]\npath = '/w'\nverify = 'bearer'\nsecret = '${S}'\nenv = {S='x'}\nharnesses = ['j']\n", "webhook.b.path: /w is also the path of webhook.a"},
 		{"webhook bad path", job + "[webhook.w]\npath = 'w/../x'\nverify = 'bearer'\nsecret = '${S}'\nenv = {S='x'}\nharnesses = ['j']\n", "webhook.w.path: must be a clean absolute URL path"},
 		{"webhook unset secret var", job + "[webhook.w]\npath = '/w'\nverify = 'bearer'\nsecret = '${S}'\nharnesses = ['j']\n", "webhook.w.secret: ${S} is not set"},
+		{"webhook empty secret", job + "[webhook.w]\npath = '/w'\nverify = 'github'\nsecret = '${S}'\nenv = {S=''}\nharnesses = ['j']\n", "harness.toml:9: webhook.w.secret: resolves to an empty string"},
+		{"webhook empty secret beside env_file", job + "[webhook.w]\npath = '/w'\nverify = 'standard'\nsecret = '${S}${T}'\nenv_file = '/e.env'\nenv = {S='', T=''}\nharnesses = ['j']\n", "harness.toml:9: webhook.w.secret: resolves to an empty string"},
 		{"listen beyond loopback", "[daemon]\nwebhook_listen = '0.0.0.0:8443'\n", "daemon.webhook_listen: host \"0.0.0.0\" is not loopback"},
 		{"cert without key", "[daemon]\nwebhook_listen = '0.0.0.0:8443'\nwebhook_tls_cert = '/c.pem'\n", "webhook_tls_cert and webhook_tls_key go together"},
 	} {

@@ -35,6 +35,10 @@ func (d *decoder) worktree(path []string, v any, h *Harness) {
 				w.Repo = d.path(kp, x[k])
 			case "base":
 				w.Base, _ = d.str(kp, x[k])
+				// git would read a base beginning with "-" as an option.
+				if strings.HasPrefix(w.Base, "-") {
+					d.add(kp, "invalid base %q: a commit or branch, not starting with \"-\"", w.Base)
+				}
 			case "branch":
 				w.Branch, _ = d.str(kp, x[k])
 				if !validBranchTemplate(w.Branch) {

@@ -287,6 +287,14 @@ func (c *Control) wantsAutostartLocked(u *unit) bool {
 	c.intentMu.Lock()
 	v, ok := c.enabled[u.name]
 	c.intentMu.Unlock()
+	if ok && v && h.IsJob() && !c.parkedForLimit(u.name) {
+		// A job runs when it fires. The intent its run leaves when the
+		// daemon stops or dies under it would run it again as autostart,
+		// without what fired it (a deploy twice, the second without its
+		// payload). A job parked for a usage limit means to run at the
+		// reset, and does.
+		ok = false
+	}
 	if u.project != "" {
 		// A project that is up runs its harnesses unless one was stopped.
 		return !h.IsJob() && (!ok || v)

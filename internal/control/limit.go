@@ -97,13 +97,23 @@ func (c *Control) onAgentLimit(u *unit, ev supervise.Event) {
 // limitedUntil is the usage-limit park of name's last run that ran
 // (records of firings refused meanwhile do not end it), zero when none.
 func (c *Control) limitedUntil(name string) (time.Time, string) {
-	r, ok := c.opt.Runs.Latest(name, 50, func(r runs.Run) bool {
-		return r.Outcome == api.RunHeld || r.Outcome == api.RunSkipped || r.Outcome == api.RunMissed
-	})
+	r, ok := c.opt.Runs.Latest(name, 50, startedNothing)
 	if !ok || r.LimitUntil == nil {
 		return time.Time{}, ""
 	}
 	return *r.LimitUntil, r.Note
+}
+
+// startedNothing: the record of a firing that ran nothing.
+func startedNothing(r runs.Run) bool {
+	return r.Outcome == api.RunHeld || r.Outcome == api.RunSkipped || r.Outcome == api.RunMissed
+}
+
+// parkedForLimit reports whether name's last run was parked for a usage
+// limit (outcome limited), which starts it again at the reset.
+func (c *Control) parkedForLimit(name string) bool {
+	r, ok := c.opt.Runs.Latest(name, 50, startedNothing)
+	return ok && r.Outcome == api.RunLimited
 }
 
 // guardLoop counts call, made by run's agent, and ends the run with

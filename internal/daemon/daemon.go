@@ -181,7 +181,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		}
 	}()
 	newNtf := func(c *control.Control) control.Notifier {
-		ntf = newNotifier(c, reaper, masker, httpEP, log)
+		ntf = newNotifier(c, reaper, own, instance, masker, httpEP, log)
 		return ntf
 	}
 	var wh *webhookListener
@@ -317,6 +317,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	log.Info("daemon serving", logkey.Socket, paths.Socket, logkey.Config, paths.Config, logkey.StateDir, paths.StateDir, logkey.PID, os.Getpid(), logkey.Version, opt.Version)
 
 	ctl.Boot(ctx)
+	log.Info("daemon booted: autostarts issued")
 	watch.reset()
 	if opt.Ready != nil {
 		opt.Ready(paths)

@@ -15,7 +15,7 @@ import (
 // newNotifier builds the notifier (docs/design/events.md) on control's view of the
 // fleet, masking with the daemon's one masker (docs/design/masking.md), with a link to the
 // harness's dashboard page (docs/design/web.md) when the HTTP listener serves one.
-func newNotifier(ctl *control.Control, reaper *proctree.Reaper, m *mask.Masker, web *httpEndpoint, log *slog.Logger) *notify.Notifier {
+func newNotifier(ctl *control.Control, reaper *proctree.Reaper, own *ownership, instance string, m *mask.Masker, web *httpEndpoint, log *slog.Logger) *notify.Notifier {
 	host, _ := os.Hostname()
 	var dashboard func(string) string
 	if web != nil {
@@ -29,6 +29,8 @@ func newNotifier(ctl *control.Control, reaper *proctree.Reaper, m *mask.Masker, 
 		Host:      host,
 		Mask:      m.Func(),
 		Reaper:    reaper,
+		Cgroups:   own.tree,
+		Instance:  instance,
 		Logger:    log,
 	})
 }

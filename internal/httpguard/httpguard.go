@@ -6,6 +6,7 @@ package httpguard
 
 import (
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -40,6 +41,18 @@ func LoopbackHost(hostport string) bool {
 		host = host[1 : len(host)-1]
 	}
 	return LoopbackName(host)
+}
+
+// LoopbackRequest reports whether r names a loopback host in its Host
+// header. Its target must be a path: in the absolute form
+// ("GET http://127.0.0.1/ HTTP/1.1", which only proxies are sent) the
+// target's host stands in for the Host header, so an empty or any other
+// Host header would pass unseen.
+func LoopbackRequest(r *http.Request) bool {
+	if !strings.HasPrefix(r.RequestURI, "/") {
+		return false
+	}
+	return LoopbackHost(r.Host)
 }
 
 // LoopbackOrigin reports whether an Origin header value is an http or https

@@ -23,9 +23,11 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/cgroup"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/proctree"
 )
 
 // Queue bounds: events waiting for the router, and messages waiting for
@@ -71,6 +73,11 @@ type Options struct {
 	Dashboard func(harness string) string
 	// Reaper registers command sinks' processes (nil: none needed).
 	Reaper Reaper
+	// Cgroups, in the daemon's cgroup mode, holds each command sink run
+	// in a cgroup leaf of its own; nil holds them by Instance's tree
+	// markers alone (a random instance when "").
+	Cgroups  *cgroup.Tree
+	Instance string
 	// Now is the clock of cooldowns (time.Now when nil).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -81,6 +88,7 @@ type Options struct {
 // Notifier is the daemon's one notifier.
 type Notifier struct {
 	opt    Options
+	own    *ownership
 	events chan api.Event
 	quit   chan struct{}
 	wg     sync.WaitGroup
@@ -118,7 +126,16 @@ func New(opt Options) *Notifier {
 	if opt.Backoff == nil {
 		opt.Backoff = Backoff
 	}
-	n := &Notifier{opt: opt, events: make(chan api.Event, EventQueue), quit: make(chan struct{}),
+	if opt.Instance == "" {
+		id, err := proctree.NewInstanceID()
+		if err != nil {
+			// crypto/rand failing leaves every marker of this daemon alike,
+			// which still keeps them apart from any unit's.
+			opt.Logger.Error("notify: instance id", logkey.Err, err)
+		}
+		opt.Instance = "notify-" + id
+	}
+	n := &Notifier{opt: opt, own: &ownership{cgroups: opt.Cgroups, instance: opt.Instance}, events: make(chan api.Event, EventQueue), quit: make(chan struct{}),
 		workers: map[string]*worker{}, stats: map[string]*counters{}, detect: NewDetector(), sent: map[cooldownKey]time.Time{}}
 	n.wg.Add(1)
 	go n.route()
@@ -159,7 +176,7 @@ func (n *Notifier) Apply(tables map[string]*config.Notify) {
 			c = &counters{}
 			n.stats[name] = c
 		}
-		w := &worker{n: n, sink: newSink(t, n.opt.Reaper, n.opt.Logger), c: c, queue: make(chan *Message, SinkQueue), quit: make(chan struct{})}
+		w := &worker{n: n, sink: newSink(t, n.opt.Reaper, n.own, n.opt.Logger), c: c, queue: make(chan *Message, SinkQueue), quit: make(chan struct{})}
 		n.workers[name] = w
 		n.wg.Add(1)
 		go w.run()
@@ -167,8 +184,8 @@ func (n *Notifier) Apply(tables map[string]*config.Notify) {
 	n.on.Store(len(n.workers) > 0)
 }
 
-func newSink(t *config.Notify, r Reaper, logger *slog.Logger) *sink {
-	return &sink{cfg: t, reaper: r, logger: logger, client: &http.Client{
+func newSink(t *config.Notify, r Reaper, own *ownership, logger *slog.Logger) *sink {
+	return &sink{cfg: t, reaper: r, own: own, logger: logger, client: &http.Client{
 		// A redirect could carry the headers elsewhere: a receiver that
 		// moved is a configuration to fix, not to follow.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

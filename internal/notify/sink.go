@@ -65,6 +65,7 @@ type sink struct {
 	cfg    *config.Notify
 	client *http.Client
 	reaper Reaper
+	own    *ownership
 	logger *slog.Logger
 }
 
@@ -167,7 +168,8 @@ type Reaper interface {
 }
 
 // runCommand runs the sink's argv without a shell, m as JSON on stdin, in
-// a process group of its own that is killed at the timeout and once the
+// a process group of its own and the daemon's ownership (a cgroup leaf, or
+// a tree marker), all of which is killed at the timeout and once the
 // command is done, so nothing it started outlives the delivery.
 func (s *sink) runCommand(ctx context.Context, m *Message) outcome {
 	vars, err := s.vars()
@@ -193,8 +195,12 @@ func (s *sink) runCommand(ctx context.Context, m *Message) outcome {
 	cmd.SysProcAttr = commandAttrs()
 	// A descendant holding the output pipe must not hold Wait up either.
 	cmd.WaitDelay = time.Second
+	hold, err := s.own.place(s.cfg.Name, cmd)
+	if err != nil {
+		return outcome{err: err}
+	}
 	start := func() (int, error) {
-		if err := cmd.Start(); err != nil {
+		if err := hold.start(cmd.Start); err != nil {
 			return 0, err
 		}
 		return cmd.Process.Pid, nil
@@ -228,6 +234,10 @@ func (s *sink) runCommand(ctx context.Context, m *Message) outcome {
 	} else {
 		s.logger.Warn("notify: command sink: cannot wait without reaping; what it left in its group is not ended",
 			logkey.Notifier, s.cfg.Name, logkey.PID, pid, logkey.Err, xerr)
+	}
+	// What left the group (setsid) is still in the hold.
+	if err := hold.end(); err != nil {
+		s.logger.Error("notify: command sink: leftovers", logkey.Notifier, s.cfg.Name, logkey.Err, err)
 	}
 	werr := cmd.Wait()
 	if s.reaper != nil {

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/harness-dev/harness/internal/logkey"
 )
@@ -208,4 +209,31 @@ func signalTargets(procs []procInfo, groups map[int]bool, sig syscall.Signal, lo
 		hit[p.pid] = true
 	}
 	return len(hit)
+}
+
+// EndMarked SIGKILLs every process that carries marker, and the groups
+// they are in, pass after pass until a pass finds none (a leftover may
+// fork and setsid between a scan and its signal) or wait has passed. It
+// returns the most processes one pass hit, and an error naming the
+// survivors past wait.
+func EndMarked(marker string, wait time.Duration) (int, error) {
+	deadline := time.Now().Add(wait)
+	killed := 0
+	for {
+		left := Find(marker)
+		n := Kill(0, marker, 0, syscall.SIGKILL)
+		if n == 0 && len(left) == 0 {
+			return killed, nil
+		}
+		killed = max(killed, n, len(left))
+		for _, pid := range left {
+			for Alive(pid) && time.Now().Before(deadline) {
+				// Polling /proc is the only way to see a non-child go away.
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		if time.Now().After(deadline) {
+			return killed, fmt.Errorf("proctree: processes %v of %s survived SIGKILL", Find(marker), marker)
+		}
+	}
 }

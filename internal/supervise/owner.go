@@ -49,7 +49,7 @@ func (o cgroupOwner) place(p *proc, attrs *syscall.SysProcAttr) error {
 		return err
 	}
 	p.cg = g
-	intoCgroup(attrs, g.FD())
+	cgroup.SpawnInto(attrs, g.FD())
 	return nil
 }
 

@@ -187,7 +187,7 @@ func securityHeaders(h http.Header) {
 // ServeHTTP checks Host and Origin like the MCP door, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
-	if !httpguard.LoopbackHost(r.Host) {
+	if !httpguard.LoopbackRequest(r) {
 		s.log.Warn("refused request with a foreign Host", logkey.Host, r.Host, logkey.Remote, r.RemoteAddr)
 		s.fail(w, r, http.StatusForbidden, "this dashboard answers only to a loopback host name")
 		return

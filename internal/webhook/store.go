@@ -3,6 +3,7 @@ package webhook
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,33 +11,58 @@ import (
 	"time"
 )
 
-// dedup remembers delivery ids for DedupWindow, in memory and in an
-// append-only file that is compacted at every start.
+// dedup remembers delivery ids, and the digests of bodies signed alone
+// (Delivery.Body), for DedupWindow, in memory and in an append-only file
+// that is compacted at every start.
 type dedup struct {
 	mu   sync.Mutex
 	now  func() time.Time
-	seen map[string]time.Time // route + "\x00" + id
+	seen map[string]time.Time // dedupRecord.key()
 	f    *os.File
 }
 
+// dedupRecord is one line of the file: a route's delivery id or body
+// digest, and when it was first seen.
 type dedupRecord struct {
 	Route string    `json:"route"`
-	ID    string    `json:"id"`
+	ID    string    `json:"id,omitempty"`
+	Body  string    `json:"body,omitempty"`
 	At    time.Time `json:"at"`
 }
 
-// maxDedup bounds the ids kept: past it, expired ones are dropped, and if
+func (r dedupRecord) key() string {
+	if r.Body != "" {
+		return r.Route + "\x01" + r.Body
+	}
+	return r.Route + "\x00" + r.ID
+}
+
+// records are the dedup records of a delivery to route, one per key it has.
+func records(route string, dl Delivery) []dedupRecord {
+	var out []dedupRecord
+	if dl.ID != "" {
+		out = append(out, dedupRecord{Route: route, ID: dl.ID})
+	}
+	if dl.Body != "" {
+		out = append(out, dedupRecord{Route: route, Body: dl.Body})
+	}
+	return out
+}
+
+// maxDedup bounds the keys kept: past it, expired ones are dropped, and if
 // none has expired the oldest go (a flood cannot grow memory for a day).
 const maxDedup = 100_000
 
 func openDedup(path string, now func() time.Time) (*dedup, error) {
 	d := &dedup{now: now, seen: map[string]time.Time{}}
+	kept := map[string]dedupRecord{}
 	if f, err := os.Open(path); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			var r dedupRecord
 			if json.Unmarshal(sc.Bytes(), &r) == nil && now().Sub(r.At) < DedupWindow {
-				d.seen[r.Route+"\x00"+r.ID] = r.At
+				d.seen[r.key()] = r.At
+				kept[r.key()] = r
 			}
 		}
 		f.Close()
@@ -48,9 +74,8 @@ func openDedup(path string, now func() time.Time) (*dedup, error) {
 		return nil, err
 	}
 	enc := json.NewEncoder(f)
-	for k, at := range d.seen {
-		route, id, _ := strings.Cut(k, "\x00")
-		enc.Encode(dedupRecord{Route: route, ID: id, At: at})
+	for _, r := range kept {
+		enc.Encode(r)
 	}
 	if err := f.Close(); err != nil {
 		return nil, err
@@ -64,22 +89,48 @@ func openDedup(path string, now func() time.Time) (*dedup, error) {
 	return d, nil
 }
 
-// add records id for route and reports whether it is new.
-func (d *dedup) add(route, id string) bool {
+// known reports whether a delivery to route was seen in the window, by
+// its id or its body.
+func (d *dedup) known(route string, dl Delivery) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.knownLocked(records(route, dl), d.now())
+}
+
+func (d *dedup) knownLocked(rs []dedupRecord, now time.Time) bool {
+	for _, r := range rs {
+		if at, ok := d.seen[r.key()]; ok && now.Sub(at) < DedupWindow {
+			return true
+		}
+	}
+	return false
+}
+
+// add records a delivery to route and reports whether it is new: neither
+// its id nor its body was seen in the window. An error is the file's: the
+// delivery is still remembered until the daemon stops.
+func (d *dedup) add(route string, dl Delivery) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.now()
-	k := route + "\x00" + id
-	if at, ok := d.seen[k]; ok && now.Sub(at) < DedupWindow {
-		return false
+	rs := records(route, dl)
+	if d.knownLocked(rs, now) {
+		return false, nil
 	}
-	if len(d.seen) >= maxDedup {
-		d.pruneLocked(now)
+	var errs []error
+	for _, r := range rs {
+		if len(d.seen) >= maxDedup {
+			d.pruneLocked(now)
+		}
+		r.At = now
+		d.seen[r.key()] = now
+		b, err := json.Marshal(r)
+		if err == nil {
+			_, err = d.f.Write(append(b, '\n'))
+		}
+		errs = append(errs, err)
 	}
-	d.seen[k] = now
-	b, _ := json.Marshal(dedupRecord{Route: route, ID: id, At: now})
-	d.f.Write(append(b, '\n'))
-	return true
+	return true, errors.Join(errs...)
 }
 
 func (d *dedup) pruneLocked(now time.Time) {
@@ -192,31 +243,4 @@ func (fs *files) sweep(kept func(uint64) bool, now time.Time) {
 	if changed {
 		fs.saveLocked()
 	}
-}
-
-// bucket is a token bucket: perMinute tokens, refilled continuously.
-type bucket struct {
-	mu     sync.Mutex
-	rate   float64 // tokens per second
-	cap    float64
-	tokens float64
-	last   time.Time
-}
-
-func newBucket(perMinute int, now time.Time) *bucket {
-	return &bucket{rate: float64(perMinute) / 60, cap: float64(perMinute), tokens: float64(perMinute), last: now}
-}
-
-func (b *bucket) take(now time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if now.After(b.last) {
-		b.tokens = min(b.cap, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-		b.last = now
-	}
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
 }

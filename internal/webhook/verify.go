@@ -21,10 +21,22 @@ type Delivery struct {
 	ID     string // the sender's delivery id; "" when it gives none
 	Event  string // the event name ("pull_request", "Merge Request Hook", a standard webhook's type)
 	Action string // the payload's "action", when it has one
+	// Body is the hex SHA-256 of the body when the signature covers the
+	// body alone (github, gitea): a captured delivery sent again under
+	// another id, or none, is still the same body.
+	Body string
 }
 
-// ErrSignature: the request does not prove it comes from the sender.
-var ErrSignature = errors.New("signature or token does not match")
+var (
+	// ErrSignature: the request does not prove it comes from the sender.
+	ErrSignature = errors.New("signature or token does not match")
+	// ErrNoSecret: the secret is empty, and an HMAC under an empty key is
+	// one anyone can make.
+	ErrNoSecret = errors.New("the webhook's secret is empty")
+	// ErrNoDelivery: a signed delivery lacks the id its sender always
+	// sends, which only a replay of a captured one does.
+	ErrNoDelivery = errors.New("no delivery id")
+)
 
 // StandardTolerance is how far a standard webhook's timestamp may be from
 // now (the Standard Webhooks specification's replay window).
@@ -34,13 +46,16 @@ const StandardTolerance = 5 * time.Minute
 // delivery id and event. It is pure: now is the clock of timestamps.
 func Verify(scheme, secret string, h http.Header, body []byte, now time.Time) (Delivery, error) {
 	var d Delivery
+	if secret == "" {
+		return d, ErrNoSecret
+	}
 	switch scheme {
 	case config.VerifyGitHub:
 		if !hmacHex(secret, body, strings.TrimPrefix(h.Get("X-Hub-Signature-256"), "sha256=")) ||
 			!strings.HasPrefix(h.Get("X-Hub-Signature-256"), "sha256=") {
 			return d, ErrSignature
 		}
-		d.ID, d.Event = h.Get("X-GitHub-Delivery"), h.Get("X-GitHub-Event")
+		d.ID, d.Event, d.Body = h.Get("X-GitHub-Delivery"), h.Get("X-GitHub-Event"), digest(body)
 	case config.VerifyGitea:
 		sig := h.Get("X-Gitea-Signature")
 		if sig == "" {
@@ -49,7 +64,7 @@ func Verify(scheme, secret string, h http.Header, body []byte, now time.Time) (D
 		if !hmacHex(secret, body, sig) {
 			return d, ErrSignature
 		}
-		d.ID, d.Event = h.Get("X-Gitea-Delivery"), h.Get("X-Gitea-Event")
+		d.ID, d.Event, d.Body = h.Get("X-Gitea-Delivery"), h.Get("X-Gitea-Event"), digest(body)
 	case config.VerifyGitLab:
 		if !equal(h.Get("X-Gitlab-Token"), secret) {
 			return d, ErrSignature
@@ -74,6 +89,11 @@ func Verify(scheme, secret string, h http.Header, body []byte, now time.Time) (D
 		d.ID = h.Get("webhook-id")
 	default:
 		return d, errors.New("unknown verify scheme")
+	}
+	// GitHub and Gitea send a delivery id with every delivery, and their
+	// signature does not cover it.
+	if d.Body != "" && d.ID == "" {
+		return d, ErrNoDelivery
 	}
 	var p struct {
 		Action string `json:"action"`
@@ -111,6 +131,9 @@ func verifyStandard(secret string, h http.Header, body []byte, now time.Time) er
 			return errors.New("the secret is not whsec_<base64>")
 		}
 	}
+	if len(key) == 0 {
+		return ErrNoSecret
+	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(id + "." + ts + "."))
 	mac.Write(body)
@@ -128,10 +151,16 @@ func verifyStandard(secret string, h http.Header, body []byte, now time.Time) er
 	return ErrSignature
 }
 
+// digest is the hex SHA-256 of body.
+func digest(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
 // hmacHex reports whether sig is the hex HMAC-SHA256 of body under secret.
 func hmacHex(secret string, body []byte, sig string) bool {
 	got, err := hex.DecodeString(sig)
-	if err != nil || len(got) != sha256.Size {
+	if err != nil || len(got) != sha256.Size || secret == "" {
 		return false
 	}
 	mac := hmac.New(sha256.New, []byte(secret))

@@ -1,11 +1,13 @@
 // Package webhook starts jobs from outside events (docs/design/events.md): the
 // [webhook.NAME] routes on the listener of [daemon] webhook_listen. A
-// delivery is bounded (413), rate-limited per route (429), verified
-// (github, gitlab, gitea, standard webhooks, bearer; 401), deduplicated by
-// its delivery id for a day across daemon restarts (200, nothing runs),
-// filtered by event, and then written to a 0600 file that each triggered
-// run gets as HARNESS_EVENT_FILE (never on its command line). The file
-// goes when the run's record leaves the run history.
+// delivery is bounded (413), verified (github, gitlab, gitea, standard
+// webhooks, bearer; 401), deduplicated by its delivery id and, where the
+// signature covers the body alone, by its body, for a day across daemon
+// restarts (200, nothing runs), rate-limited per route (429; the refusals
+// of each source have a budget of their own), filtered by event, and then
+// written to a 0600 file that each triggered run gets as
+// HARNESS_EVENT_FILE (never on its command line). The file goes when the
+// run's record leaves the run history.
 package webhook
 
 import (
@@ -14,6 +16,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -68,13 +71,14 @@ type Server struct {
 }
 
 type route struct {
-	cfg    *config.Webhook
-	bucket *bucket
-	c      *counters
+	cfg      *config.Webhook
+	bucket   *bucket   // verified deliveries
+	failures *failures // refused requests, by source
+	c        *counters
 }
 
 type counters struct {
-	accepted, ignored, replayed, rejected, limited, tooLarge, triggered atomic.Uint64
+	accepted, ignored, replayed, rejected, limited, sourceLimited, tooLarge, triggered atomic.Uint64
 }
 
 // New opens the state under opt.Dir and starts the hourly sweep of event
@@ -140,9 +144,9 @@ func (s *Server) Apply(hooks map[string]*config.Webhook) {
 			c = &counters{}
 			s.stats[name] = c
 		}
-		r := &route{cfg: w, c: c, bucket: newBucket(w.RateLimit, s.opt.Now())}
+		r := &route{cfg: w, c: c, bucket: newBucket(w.RateLimit, s.opt.Now()), failures: newFailures(w.RateLimit)}
 		if o, ok := old[w.Path]; ok && o.cfg.Name == name && o.cfg.RateLimit == w.RateLimit {
-			r.bucket = o.bucket
+			r.bucket, r.failures = o.bucket, o.failures
 		}
 		next[w.Path] = r
 	}
@@ -157,7 +161,7 @@ func (s *Server) Stats() []api.WebhookStats {
 		c := r.c
 		out = append(out, api.WebhookStats{Name: r.cfg.Name, Path: r.cfg.Path, Accepted: c.accepted.Load(),
 			Ignored: c.ignored.Load(), Replayed: c.replayed.Load(), Rejected: c.rejected.Load(),
-			Limited: c.limited.Load(), TooLarge: c.tooLarge.Load(), Triggered: c.triggered.Load()})
+			Limited: c.limited.Load(), SourceLimited: c.sourceLimited.Load(), TooLarge: c.tooLarge.Load(), Triggered: c.triggered.Load()})
 	}
 	slices.SortFunc(out, func(a, b api.WebhookStats) int {
 		if a.Name < b.Name {
@@ -182,7 +186,11 @@ type runResult struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// ServeHTTP answers one delivery.
+// ServeHTTP answers one delivery. It verifies before it rate-limits: only
+// a verified delivery takes from the route's bucket, so a stranger's junk
+// cannot 429 the sender's real ones; the refusals of each source have a
+// budget of their own (failures), past which that source gets 429 before
+// its body is read.
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	rt, ok := (*s.routes.Load())[req.URL.Path]
 	if !ok {
@@ -195,29 +203,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	cfg, log := rt.cfg, s.opt.Logger.With(logkey.Webhook, rt.cfg.Name)
-	if !rt.bucket.take(s.opt.Now()) {
-		rt.c.limited.Add(1)
+	src := source(req)
+	if rt.failures.blocked(src, s.opt.Now()) {
+		rt.c.sourceLimited.Add(1)
 		w.Header().Set("Retry-After", "60")
-		answer(w, http.StatusTooManyRequests, map[string]string{"error": "rate limit of this webhook reached"})
+		answer(w, http.StatusTooManyRequests, map[string]string{"error": "too many refused deliveries from this address"})
 		return
 	}
-	if req.ContentLength > cfg.MaxBody {
-		rt.c.tooLarge.Add(1)
-		answer(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "body over max_body_bytes"})
-		return
-	}
-	body, err := readBody(w, req, cfg.MaxBody)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			rt.c.tooLarge.Add(1)
-			answer(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "body over max_body_bytes"})
-			return
-		}
-		answer(w, http.StatusBadRequest, map[string]string{"error": "could not read the body"})
+	body, refused := s.read(w, req, rt, src)
+	if refused {
 		return
 	}
 	secret, err := s.secret(cfg)
+	if err == nil && secret == "" {
+		err = fmt.Errorf("%s: resolves to an empty string: %w", cfg.SecretAt, ErrNoSecret)
+	}
 	if err != nil {
 		log.Error("webhook: secret", logkey.Err, err)
 		answer(w, http.StatusInternalServerError, map[string]string{"error": "the webhook's secret is not available"})
@@ -225,14 +225,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	d, err := Verify(cfg.Verify, secret, req.Header, body, s.opt.Now())
 	if err != nil {
+		rt.failures.fail(src, s.opt.Now())
 		rt.c.rejected.Add(1)
 		log.Warn("webhook: delivery refused", logkey.Remote, req.RemoteAddr, logkey.Err, err)
+		if errors.Is(err, ErrNoDelivery) {
+			answer(w, http.StatusBadRequest, map[string]string{"error": "a delivery id is required"})
+			return
+		}
 		answer(w, http.StatusUnauthorized, map[string]string{"error": "signature or token does not match"})
 		return
 	}
-	if d.ID != "" && !s.dedup.add(cfg.Name, d.ID) {
-		rt.c.replayed.Add(1)
-		answer(w, http.StatusOK, map[string]string{"status": "duplicate", "delivery": d.ID})
+	// A replay answers 200 before the bucket: it must not use it up either.
+	if s.dedup.known(cfg.Name, d) {
+		s.replayed(w, rt, d)
+		return
+	}
+	if !rt.bucket.take(s.opt.Now()) {
+		rt.c.limited.Add(1)
+		w.Header().Set("Retry-After", "60")
+		answer(w, http.StatusTooManyRequests, map[string]string{"error": "rate limit of this webhook reached"})
+		return
+	}
+	isNew, err := s.dedup.add(cfg.Name, d)
+	if err != nil {
+		log.Warn("webhook: delivery record", logkey.Delivery, d.ID, logkey.Err, err)
+	}
+	if !isNew {
+		s.replayed(w, rt, d)
 		return
 	}
 	if !Wanted(cfg.Events, d) {
@@ -243,6 +262,32 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	rt.c.accepted.Add(1)
 	res := s.trigger(req.Context(), cfg, d, body, log)
 	answer(w, http.StatusAccepted, map[string]any{"status": "accepted", "event": d.Event, "runs": res})
+}
+
+// read reads the body within max_body_bytes; refused, it has been
+// answered and counted against src.
+func (s *Server) read(w http.ResponseWriter, req *http.Request, rt *route, src string) (body []byte, refused bool) {
+	err := error(&http.MaxBytesError{Limit: rt.cfg.MaxBody})
+	if req.ContentLength <= rt.cfg.MaxBody {
+		body, err = readBody(w, req, rt.cfg.MaxBody)
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, false
+	case errors.As(err, &tooBig):
+		rt.c.tooLarge.Add(1)
+		answer(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "body over max_body_bytes"})
+	default:
+		answer(w, http.StatusBadRequest, map[string]string{"error": "could not read the body"})
+	}
+	rt.failures.fail(src, s.opt.Now())
+	return nil, true
+}
+
+func (s *Server) replayed(w http.ResponseWriter, rt *route, d Delivery) {
+	rt.c.replayed.Add(1)
+	answer(w, http.StatusOK, map[string]string{"status": "duplicate", "delivery": d.ID})
 }
 
 // trigger writes the payload once per job and starts each.

@@ -107,20 +107,28 @@ func TestDedupOutlivesAReopenForADay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !d.add("gh", "1") || d.add("gh", "1") || !d.add("other", "1") {
+	add := func(route string, dl Delivery) bool {
+		ok, err := d.add(route, dl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	one, body := Delivery{ID: "1"}, Delivery{ID: "2", Body: "b"}
+	if !add("gh", one) || add("gh", one) || !add("other", one) || !add("gh", body) {
 		t.Error("first add")
 	}
 	d.close()
 	now = now.Add(23 * time.Hour)
 	d, _ = openDedup(path, clock)
-	if d.add("gh", "1") {
+	if add("gh", one) || add("gh", Delivery{ID: "3", Body: "b"}) || !add("gh", Delivery{ID: "4", Body: "c"}) {
 		t.Error("forgotten after a reopen")
 	}
 	d.close()
 	now = now.Add(2 * time.Hour)
 	d, _ = openDedup(path, clock)
 	defer d.close()
-	if !d.add("gh", "1") {
+	if !add("gh", one) || !add("gh", Delivery{ID: "5", Body: "b"}) {
 		t.Error("remembered past a day")
 	}
 }

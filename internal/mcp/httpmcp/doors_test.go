@@ -30,6 +30,22 @@ func (e *env) rawConn(t *testing.T) (net.Conn, *bufio.Reader) {
 	return c, bufio.NewReader(c)
 }
 
+// rawExchange sends req on a new raw connection and reads the answer.
+func (e *env) rawExchange(t *testing.T, name, req string) (*http.Response, net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, br := e.rawConn(t)
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp, c, br
+}
+
 func post(host, path, extra, body string) string {
 	return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
 		"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n%s\r\n%s", path, host, len(body), extra, body)
@@ -58,16 +74,7 @@ func TestRefusalClosesTheConnection(t *testing.T) {
 		"unknown path":   post(e.addr, "/", "", initBody),
 		"foreign origin": post(e.addr, Path, "Origin: http://evil.example\r\nAuthorization: Bearer "+operatorToken+"\r\n", initBody),
 	} {
-		c, br := e.rawConn(t)
-		if _, err := io.WriteString(c, req); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, c, br := e.rawExchange(t, name, req)
 		if resp.StatusCode < 400 || !resp.Close {
 			t.Errorf("%s: %d, Connection %q; want a refusal that closes", name, resp.StatusCode, resp.Header.Get("Connection"))
 		}
@@ -322,4 +329,25 @@ func TestScenario_SilentConnectionsMakeWay(t *testing.T) {
 		t.Fatalf("the oldest silent connection: %v, want closed", err)
 	}
 	t.Logf("served after %v", time.Since(start))
+}
+
+// TestScenario_AnEmptyHostIsRefusedInEveryForm: an empty Host header is
+// refused, also when the request line names a loopback URL (the absolute
+// form, where net/http takes the URL's host for the Host header), and so
+// is a foreign Host behind such a URL.
+func TestScenario_AnEmptyHostIsRefusedInEveryForm(t *testing.T) {
+	e := newEnv(t)
+	auth := "Authorization: Bearer " + operatorToken + "\r\n"
+	for name, req := range map[string]string{
+		"empty Host":                  post("", Path, auth, initBody),
+		"no Host, HTTP/1.0":           strings.Replace(strings.Replace(post("", Path, auth, initBody), "HTTP/1.1", "HTTP/1.0", 1), "Host: \r\n", "", 1),
+		"loopback URL, empty Host":    post("", "http://"+e.addr+Path, auth, initBody),
+		"loopback URL, foreign Host":  post("evil.example", "http://"+e.addr+Path, auth, initBody),
+		"loopback URL, loopback Host": post(e.addr, "http://"+e.addr+Path, auth, initBody),
+	} {
+		resp, _, _ := e.rawExchange(t, name, req)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", name, resp.StatusCode)
+		}
+	}
 }

@@ -192,7 +192,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusNotFound)
 		return
 	}
-	if !loopbackHostHeader(r.Host) {
+	if !loopbackRequest(r) {
 		h.log.Warn("refused request with a foreign Host", logkey.Host, r.Host, logkey.Remote, r.RemoteAddr)
 		refuse(w, http.StatusForbidden)
 		return

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,11 +34,11 @@ func CheckLoopback(addr string) error {
 	return nil
 }
 
-// isLoopbackHost, loopbackHostHeader and loopbackOrigin are the checks of
+// isLoopbackHost, loopbackRequest and loopbackOrigin are the checks of
 // internal/httpguard, which the web dashboard on the same listener shares.
 func isLoopbackHost(host string) bool { return httpguard.LoopbackName(host) }
 
-func loopbackHostHeader(hostport string) bool { return httpguard.LoopbackHost(hostport) }
+func loopbackRequest(r *http.Request) bool { return httpguard.LoopbackRequest(r) }
 
 func loopbackOrigin(origin string) bool { return httpguard.LoopbackOrigin(origin) }
 
