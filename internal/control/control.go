@@ -194,6 +194,7 @@ type Control struct {
 	// waits for it, so none touches the run history or a unit after.
 	// Added to by goBackground only.
 	background sync.WaitGroup
+	hooks      []unitHook    // what a unit's event sets off (unithooks.go); set by New
 	closing    atomic.Bool   // set once Close begins
 	dirty      chan struct{} // state file needs writing (capacity 1)
 	stopSaver  chan struct{}
@@ -232,6 +233,7 @@ func New(cfg *config.Config, opt Options) (*Control, error) {
 		c.profile = st.Profile
 		projects = st.Projects
 	}
+	c.hooks = c.unitHooks()
 	c.sched = schedule.New(c.fire, c.log)
 	if err := c.buildEventParts(); err != nil {
 		return nil, err

@@ -397,6 +397,21 @@ func (c *Control) configureBroker() {
 	c.opt.Upstreams.Configure(refs)
 }
 
+// upstreamHook tells the broker when an upstream's process is gone, and
+// when its next attempt is due (for upstream_unavailable).
+func (c *Control) upstreamHook(u *unit, ev supervise.Event) {
+	if c.opt.Upstreams == nil {
+		return
+	}
+	switch st := u.sup.Status(); {
+	case ev.Kind == supervise.EventExit:
+		c.opt.Upstreams.Detach(u.name, ev.RunID, st.NextRetry, ev.Message)
+	case ev.Kind == supervise.EventState && st.PID == 0 && !st.NextRetry.IsZero():
+		// The retry is scheduled after the exit event.
+		c.opt.Upstreams.Detach(u.name, st.RunID, st.NextRetry, "down: "+string(st.State))
+	}
+}
+
 // retire stops and forgets units that left the configuration; reconcile
 // has counted them in c.retiring. It does not wait: stopping never blocks
 // the control plane. Close waits for c.retiring, so nothing a retired unit
@@ -479,108 +494,6 @@ func (c *Control) newUnitLocked(name string, ucfg supervise.UnitConfig) (*unit, 
 	}
 	u.sup = supervise.New(ucfg, deps)
 	return u, nil
-}
-
-// onEvent runs on a unit's actor goroutine: it must not block.
-func (c *Control) onEvent(u *unit, ev supervise.Event) {
-	if u.kind == supervise.KindUpstream && c.opt.Upstreams != nil {
-		switch st := u.sup.Status(); {
-		case ev.Kind == supervise.EventExit:
-			c.opt.Upstreams.Detach(u.name, ev.RunID, st.NextRetry, ev.Message)
-		case ev.Kind == supervise.EventState && st.PID == 0 && !st.NextRetry.IsZero():
-			// The retry is scheduled after the exit event: tell the broker
-			// when the next attempt is due, for upstream_unavailable.
-			c.opt.Upstreams.Detach(u.name, st.RunID, st.NextRetry, "down: "+string(st.State))
-		}
-	}
-	if ev.Kind == supervise.EventState {
-		st := u.sup.Status()
-		c.noteIntent(u, st.Enabled)
-		c.jobStateChanged(u, st.State)
-	}
-	if ev.Kind == supervise.EventExit && u.kind == supervise.KindHarness {
-		c.recheckHolds() // a run ended: budgets and the agent count moved
-	}
-	if ev.Agent != nil {
-		v := maskAgent(c.Masker(), *ev.Agent)
-		ev.Agent = &v
-	}
-	if u.kind == supervise.KindHarness {
-		c.onAgentLimit(u, ev)
-		c.onAgentPrompt(u, ev)
-		c.scratchEnded(u, ev)
-	}
-	c.publish(ev)
-}
-
-// noteIntent records a unit's enabled intent and persists it on change.
-// It runs on the unit's actor goroutine, so it never takes c.mu: a reload
-// holding c.mu may be waiting for this very actor.
-func (c *Control) noteIntent(u *unit, enabled bool) {
-	// A daemon shutdown stops units without changing what the operator
-	// intends: they start again with the next daemon. A unit that left
-	// the config speaks no more for its name, which a new unit may reuse.
-	if c.closing.Load() || u.gone.Load() || u.scratch { // a scratch harness is never brought back
-		return
-	}
-	c.intentMu.Lock()
-	if u.gone.Load() { // removed while we got here: its intent is gone too
-		c.intentMu.Unlock()
-		return
-	}
-	old, had := c.enabled[u.name]
-	c.enabled[u.name] = enabled
-	c.intentMu.Unlock()
-	if !had || old != enabled {
-		c.saveState()
-	}
-}
-
-// saveState asks the saver to write the state file. Writes are coalesced
-// and made by one goroutine, so a burst of changes (stop --all) can never
-// land out of order, and no actor waits for a disk write.
-func (c *Control) saveState() {
-	select {
-	case c.dirty <- struct{}{}:
-	default: // a write is already due and will see this change
-	}
-}
-
-// saver writes the state file whenever it is dirty, until stop is closed.
-func (c *Control) saver(stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
-	for {
-		select {
-		case <-stop:
-			return
-		case <-c.dirty:
-			c.writeState()
-		}
-	}
-}
-
-// writeState snapshots the intent and writes it.
-func (c *Control) writeState() {
-	if c.opt.State == nil {
-		return
-	}
-	c.mu.RLock()
-	st := State{Enabled: map[string]bool{}, Profile: c.profile, Projects: map[string]string{}}
-	for name, path := range c.unrestored {
-		st.Projects[name] = path
-	}
-	for name, p := range c.projects {
-		st.Projects[name] = p.Path
-	}
-	c.mu.RUnlock()
-	c.intentMu.Lock()
-	for k, v := range c.enabled {
-		st.Enabled[k] = v
-	}
-	c.intentMu.Unlock()
-	if err := c.opt.State.Save(st); err != nil {
-		c.log.Error("save state", logkey.Err, err)
-	}
 }
 
 // lookup finds a unit by name, harness or upstream.

@@ -203,6 +203,14 @@ func (c *Control) stopHoldWatch() {
 	<-c.holds.done
 }
 
+// holdsHook re-evaluates holds when a harness's run ends: budgets and the
+// count of running agents moved.
+func (c *Control) holdsHook(u *unit, ev supervise.Event) {
+	if ev.Kind == supervise.EventExit {
+		c.recheckHolds()
+	}
+}
+
 // recheckHolds makes the watcher re-evaluate now (a reload, a run ended).
 func (c *Control) recheckHolds() {
 	select {
