@@ -12,9 +12,9 @@ import (
 // Garbage-collector settings of the daemon process. The go-sdk's JSON
 // decoder allocates a fresh buffer per message, so a proxied tools/call
 // makes a lot of short-lived garbage; collecting less often (GOGC 400)
-// nearly doubled broker throughput at 32 sessions in bench/ (see
-// docs/benchmarks.md), and the soft memory limit keeps the larger heap
-// from growing the daemon's footprint.
+// raised broker throughput at 32 sessions in bench/ when it was set (the
+// figures are in docs/benchmarks.md's history in git), and the soft memory
+// limit keeps the larger heap from growing the daemon's footprint.
 //
 // The limit is a floor, not a ceiling: a large fleet needs more than
 // 64 MiB of live memory (1,000 harnesses: about 25 MiB of heap and as much

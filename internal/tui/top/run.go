@@ -83,7 +83,8 @@ func runModel(ctx context.Context, o Options) error {
 	if os.Getenv("GOMAXPROCS") == "" {
 		// A frame takes well under a millisecond; more Ps only wake each
 		// other at every frame tick, which costs more than the drawing
-		// (about a fifth of the idle CPU; docs/benchmarks.md, part 4).
+		// (0.54% of a core at 20 fps on two Ps, 0.29% on one;
+		// docs/benchmarks.md, part 5).
 		runtime.GOMAXPROCS(1)
 	}
 	m := New(o)
