@@ -3,7 +3,10 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -47,4 +50,34 @@ func TestScenario_DaemonInfoAndTheLogNameTheDashboard(t *testing.T) {
 	if out := plain.MustRun("daemon-info"); strings.Contains(out, "dashboard:") {
 		t.Fatalf("a daemon without mcp_http names a dashboard:\n%s", out)
 	}
+}
+
+// TestScenario_DescribeShowsAWorktreesPathAndBranch: plain `describe`
+// (not only --json) says where a harness's worktree is and on which
+// branch, and that it is made at the first start until then.
+func TestScenario_DescribeShowsAWorktreesPathAndBranch(t *testing.T) {
+	repo := t.TempDir()
+	gitRun(t, repo, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("base\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, repo, "add", "README")
+	gitRun(t, repo, "commit", "-q", "-m", "base")
+	f := newFleet(t, fmt.Sprintf("[harness.coder]\ncmd = \"sleep\"\nargs = [\"100000\"]\nworktree = { repo = %q, base = \"main\" }\n", repo))
+
+	wt := f.worktree("coder")
+	want := fmt.Sprintf("\nworktree:       %s (branch harness/coder from main, repo %s)", wt.Path, repo)
+	if out := f.MustRun("describe", "coder"); !strings.Contains(out, want+", made at the first start\n") {
+		t.Fatalf("describe of a harness not started yet lacks %q:\n%s", want, out)
+	}
+	f.MustRun("start", "coder")
+	f.waitState("coder", "running")
+	if wt = f.worktree("coder"); !wt.Created || wt.Branch != "harness/coder" {
+		t.Fatalf("worktree after start = %+v", wt)
+	}
+	if out := f.MustRun("describe", "coder"); !strings.Contains(out, want+"\n") {
+		t.Fatalf("describe lacks the worktree's path and branch %q:\n%s", want, out)
+	}
+	f.MustRun("stop", "coder")
+	f.waitState("coder", "stopped")
 }
