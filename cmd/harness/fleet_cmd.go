@@ -82,6 +82,12 @@ func daemonInfoCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(w, "version:   %s (protocol %s)\npid:       %d\nuptime:    %s\nconfig:    %s\nsocket:    %s\nstate dir: %s\nprofile:   %s\n",
 				res.Version, res.Proto, res.PID, time.Duration(res.UptimeS*float64(time.Second)).Round(time.Second), res.Paths.Config, res.Paths.Socket, res.Paths.StateDir, orDash(res.Profile))
 			fmt.Fprintf(w, "ownership: %s (%s)\n", res.Ownership.Mode, res.Ownership.Reason)
+			if res.MCPURL != "" {
+				fmt.Fprintf(w, "mcp url:   %s\n", res.MCPURL)
+			}
+			if res.DashboardURL != "" {
+				fmt.Fprintf(w, "dashboard: %s\n", res.DashboardURL)
+			}
 			for _, u := range res.Upstreams {
 				fmt.Fprintf(w, "upstream:  %s %s (%d tools)\n", u.Key, u.State, u.Tools)
 			}

@@ -72,6 +72,9 @@ func describeCmd(g *globals) *cobra.Command {
 			} else {
 				fmt.Fprintf(w, "command:        %s %s\n", d.Config.Cmd, strings.Join(d.Config.Args, " "))
 			}
+			if wt := d.Config.Worktree; wt != nil {
+				fmt.Fprintf(w, "worktree:       %s\n", worktreeText(wt))
+			}
 			fmt.Fprintf(w, "restart:        %s (delay %gs, stop grace %gs)\nmcp_allow:      %s\nconfig_changed: %v\n",
 				d.Config.Restart, d.Config.RestartDelayS, d.Config.StopGraceS, strings.Join(d.Config.MCPAllow, ","), d.ConfigChanged)
 			if len(d.Grant) > 0 {
@@ -178,6 +181,20 @@ func grantText(g map[string][]api.Class) string {
 		parts = append(parts, k+"="+orDash(strings.Join(cs, ",")))
 	}
 	return strings.Join(parts, " ")
+}
+
+// worktreeText renders a harness's worktree as "PATH (branch B from
+// BASE, repo R)", saying when it is not made yet.
+func worktreeText(wt *api.WorktreeView) string {
+	s := wt.Path + " (branch " + wt.Branch
+	if wt.Base != "" {
+		s += " from " + wt.Base
+	}
+	s += ", repo " + wt.Repo + ")"
+	if !wt.Created {
+		s += ", made at the first start"
+	}
+	return s
 }
 
 // holdText renders a hold as "hours until 2026-12-07 08:00 (outside hours Mon-Fri 08:00-19:00)".

@@ -78,6 +78,9 @@ type DaemonInfo struct {
 	// the process ledger) are being written; a full disk stops no unit,
 	// the writes are retried from memory.
 	StateWrites StateWrites `json:"state_writes"`
+	// DashboardURL is the web dashboard's address, served on the MCP
+	// HTTP listener; absent without [daemon] mcp_http.
+	DashboardURL string `json:"dashboard_url,omitempty"`
 }
 
 // StateWrites counts the failed writes of the state dir's records since

@@ -108,6 +108,9 @@ type Options struct {
 
 	// Ownership is shown by daemon_info.
 	Ownership api.Ownership
+	// DashboardURL, when the HTTP endpoint serves the web dashboard, is
+	// shown by daemon_info.
+	DashboardURL string
 	// Reaper starts the children control runs itself (git, for worktrees)
 	// when the daemon reaps adopted orphans: an unregistered child's exit
 	// status may be taken by it, and its Wait then fails (ECHILD). Nil:

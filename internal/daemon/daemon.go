@@ -145,9 +145,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	mcpURL := ""
+	mcpURL, dashURL := "", ""
 	if httpEP != nil {
-		mcpURL = httpEP.url
+		mcpURL, dashURL = httpEP.url, httpEP.dashURL
 		defer httpEP.ln.Close()
 	}
 
@@ -272,12 +272,13 @@ func Run(ctx context.Context, opt Options) (err error) {
 			// Not inline: the watcher itself may be the one reloading.
 			go watch.reset()
 		},
-		Shutdown:    requestShutdown,
-		Logger:      log,
-		Ownership:   own.info,
-		Reaper:      reaper,
-		NewNotifier: newNtf,
-		NewWebhooks: newWh,
+		Shutdown:     requestShutdown,
+		Logger:       log,
+		Ownership:    own.info,
+		DashboardURL: dashURL,
+		Reaper:       reaper,
+		NewNotifier:  newNtf,
+		NewWebhooks:  newWh,
 		StateWrites: func() api.StateWrites {
 			return stateWrites(runStore, ledger)
 		},

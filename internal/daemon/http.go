@@ -24,6 +24,8 @@ type httpEndpoint struct {
 	url string
 	err chan error
 	web *web.Server // the dashboard on the same listener; nil when not served
+	// dashURL is the dashboard's address, shown by daemon_info.
+	dashURL string
 }
 
 // listenHTTP binds the endpoint before anything spawns, so harnesses can be
@@ -36,7 +38,8 @@ func listenHTTP(cfg *config.Config) (*httpEndpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcp_http: %w", err)
 	}
-	return &httpEndpoint{ln: ln, url: "http://" + ln.Addr().String() + httpmcp.Path, err: make(chan error, 1)}, nil
+	origin := "http://" + ln.Addr().String()
+	return &httpEndpoint{ln: ln, url: origin + httpmcp.Path, dashURL: origin + "/", err: make(chan error, 1)}, nil
 }
 
 // serve starts answering; the session layer applies the operator's grant
@@ -72,6 +75,10 @@ func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage f
 		}
 	}()
 	log.Info("mcp http endpoint serving", logkey.URL, e.url, logkey.MaxConns, maxConns)
+	if e.web != nil {
+		// The address a person opens: said once, where they look first.
+		log.Info("web dashboard serving", logkey.URL, e.dashURL)
+	}
 	return nil
 }
 

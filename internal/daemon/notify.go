@@ -20,8 +20,8 @@ func newNotifier(ctl *control.Control, reaper *proctree.Reaper, own *ownership, 
 	var dashboard func(string) string
 	if web != nil {
 		// The dashboard (internal/web) is served at / on the HTTP listener.
-		base := "http://" + web.ln.Addr().String()
-		dashboard = func(name string) string { return base + "/h/" + name }
+		base := web.dashURL
+		dashboard = func(name string) string { return base + "h/" + name }
 	}
 	return notify.New(notify.Options{
 		Dashboard: dashboard,

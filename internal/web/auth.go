@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -103,11 +104,53 @@ func (s *Server) checkCSRF(r *http.Request, sess *session) bool {
 	return got != "" && subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// serveLogin shows the form (GET) or signs in (POST, field token).
+// maxNext bounds the destination a sign-in returns to.
+const maxNext = 2048
+
+// localNext reports whether next may be where a sign-in sends the browser:
+// a path on this dashboard as a request line carries it (printable ASCII,
+// so nothing a browser strips or reads as a slash), never another site
+// ("//host", a scheme, a backslash), the sign-in pages, or the fleet
+// itself, which is where a sign-in goes anyway.
+func localNext(next string) bool {
+	if len(next) < 2 || len(next) > maxNext || next[0] != '/' || next[1] == '/' {
+		return false
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c <= ' ' || c >= 0x7f || c == '\\' || c == '#' {
+			return false
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || u.User != nil {
+		return false
+	}
+	return u.Path != "/login" && u.Path != "/logout"
+}
+
+// loginPath is the sign-in page for a signed-out request, keeping where
+// it was going.
+func loginPath(r *http.Request) string {
+	if next := r.URL.RequestURI(); localNext(next) {
+		return "/login?next=" + url.QueryEscape(next)
+	}
+	return "/login"
+}
+
+// formNext is the sign-in form's destination, when it is a local one.
+func formNext(next string) string {
+	if localNext(next) {
+		return next
+	}
+	return ""
+}
+
+// serveLogin shows the form (GET) or signs in (POST, fields token and
+// next, the page to return to).
 func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		s.render(w, r, http.StatusOK, "login.html", loginView{})
+		s.render(w, r, http.StatusOK, "login.html", loginView{Next: formNext(r.URL.Query().Get("next"))})
 	case http.MethodPost:
 		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 		if err := r.ParseForm(); err != nil {
@@ -120,10 +163,11 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		tok := strings.TrimSpace(r.PostForm.Get("token"))
+		next := formNext(r.PostForm.Get("next"))
 		sess := s.signIn(tok)
 		if sess == nil {
 			s.log.Info("dashboard sign-in refused", logkey.Remote, r.RemoteAddr)
-			s.render(w, r, http.StatusUnauthorized, "login.html", loginView{Error: "That token is not valid (or was revoked)."})
+			s.render(w, r, http.StatusUnauthorized, "login.html", loginView{Error: "That token is not valid (or was revoked).", Next: next})
 			return
 		}
 		http.SetCookie(w, &http.Cookie{
@@ -131,7 +175,10 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 			Secure: r.TLS != nil, Expires: sess.expires,
 		})
 		s.log.Info("dashboard sign-in", logkey.Session, sess.who(), logkey.Remote, r.RemoteAddr)
-		http.Redirect(w, r, "/", http.StatusSeeOther)
+		if next == "" {
+			next = "/"
+		}
+		http.Redirect(w, r, next, http.StatusSeeOther)
 	default:
 		s.fail(w, r, http.StatusMethodNotAllowed, "method not allowed")
 	}

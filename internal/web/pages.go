@@ -77,7 +77,9 @@ type errorView struct {
 	Message string
 }
 
-type loginView struct{ Error string }
+// loginView is the sign-in form: a refusal's message, and the local page
+// to return to after signing in ("" for the fleet).
+type loginView struct{ Error, Next string }
 
 // fail answers a refusal or an error with its status and a plain message
 // (a page for a browser's navigation, text for the script's fetches).

@@ -220,7 +220,7 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 	sess, grant, ok := s.session(r)
 	if !ok {
 		if r.Method == http.MethodGet && r.Header.Get("Upgrade") == "" && r.URL.Path != "/events" {
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			http.Redirect(w, r, loginPath(r), http.StatusSeeOther)
 			return
 		}
 		s.fail(w, r, http.StatusUnauthorized, "sign in first")

@@ -17,6 +17,13 @@
     say.t = setTimeout(function () { toast.hidden = true; }, bad ? 8000 : 3000);
   }
 
+  // toLogin goes to the sign-in page when the session has ended, asking
+  // it to come back here (the server keeps only a path of its own).
+  function toLogin() {
+    var here = location.pathname + location.search;
+    location.href = here === '/' ? '/login' : '/login?next=' + encodeURIComponent(here);
+  }
+
   // The fleet filter: words that must all appear in a row.
   var filter = document.getElementById('filter');
   function applyFilter() {
@@ -91,7 +98,9 @@
     inflight = true;
     fetch(live.getAttribute('data-fragment'), { credentials: 'same-origin', headers: { 'Accept': 'text/x-fragment' } })
       .then(function (r) {
-        if (r.status === 401) { location.href = '/login'; return null; }
+        // Signed out: a page's GET is sent to the sign-in page, which
+        // fetch follows; that page is no fragment to draw.
+        if (r.status === 401 || r.redirected) { toLogin(); return null; }
         return r.ok ? r.text() : null;
       })
       .then(function (html) {
@@ -118,7 +127,7 @@
   if (es) {
     es.addEventListener('unit', stale);
     es.addEventListener('resync', stale);
-    es.addEventListener('signedout', function () { location.href = '/login'; });
+    es.addEventListener('signedout', toLogin);
     es.onopen = function () { document.body.setAttribute('data-live', '1'); stale(); };
   }
 
@@ -133,7 +142,10 @@
     if (turnsBusy) { turnsAgain = true; return; }
     turnsBusy = true;
     fetch(el.getAttribute('data-fragment'), { credentials: 'same-origin', headers: { 'Accept': 'text/x-fragment' } })
-      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (r) {
+        if (r.redirected) { toLogin(); return null; }
+        return r.ok ? r.text() : null;
+      })
       .then(function (html) {
         if (html) {
           el.outerHTML = html;
