@@ -228,3 +228,28 @@ func checkDemoGone(t *testing.T, d *demoRun, socket, dir string, pids []int) {
 		t.Fatalf("demo left its temp dir %s", dir)
 	}
 }
+
+// TestDemo_WithoutGitTheAgentStillAsksAndEditsInAPlainDirectory: with no
+// git on PATH the demo says so and runs its agent in a plain directory,
+// which the answered agent edits; nothing is left after Ctrl-C.
+func TestDemo_WithoutGitTheAgentStillAsksAndEditsInAPlainDirectory(t *testing.T) {
+	cmd := exec.Command(harnessBin, "demo")
+	cmd.Env = envWithout([]string{"HARNESS_SOCKET", "HARNESS_MCP_TOKEN", "PATH"}, "PATH="+t.TempDir())
+	d := startDemo(t, cmd)
+	socket, _ := d.tryLines(60 * time.Second)
+	text := d.output()
+	for _, want := range []string{"no git repository (git is not on PATH)", "The agent is waiting (permission)", "answered demo: 1. Yes", "Without git there is no diff to show"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the demo's output lacks %q:\n%s", want, text)
+		}
+	}
+	readme := filepath.Join(filepath.Dir(socket), "repo", "README.md")
+	if b, err := os.ReadFile(readme); err != nil || !strings.Contains(string(b), "written by the harness demo agent") {
+		t.Fatalf("%s: %v\n%s", readme, err, b)
+	}
+	pids := descendants(d.cmd.Process.Pid)
+	if err := d.interrupt(); err != nil {
+		t.Fatalf("demo exit: %v\n%s", err, d.output())
+	}
+	checkDemoGone(t, d, socket, filepath.Dir(socket), pids)
+}

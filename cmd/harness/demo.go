@@ -290,17 +290,18 @@ func (d *demo) gitOut(ctx context.Context, dir string, args ...string) (string, 
 	return string(b), nil
 }
 
-// demoRepo makes the demo repository: git init and one commit of a
-// README, as its own author whatever the user's git config says.
+// demoRepo makes the demo repository: a README, then git init and one
+// commit of it, as its own author whatever the user's git config says.
 func demoRepo(ctx context.Context, repo string) error {
-	if _, err := exec.LookPath("git"); err != nil {
-		return fmt.Errorf("git is not on PATH")
-	}
 	if err := os.MkdirAll(repo, 0o700); err != nil {
 		return fmt.Errorf("demo repository: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte(demoReadme), 0o600); err != nil {
 		return fmt.Errorf("demo repository: %w", err)
+	}
+	// Without git the directory and its README stay: the agent works there.
+	if _, err := exec.LookPath("git"); err != nil {
+		return fmt.Errorf("git is not on PATH")
 	}
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},
