@@ -4,12 +4,17 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,64 +45,211 @@ func environHas(kv string) []int {
 	return out
 }
 
-func TestDemo_ShowsTheFleetAndMCPThenLeavesNothingRunning(t *testing.T) {
+// TestDemo_AnAgentWaitsIsAnsweredAndItsDiffIsShownThenNothingIsLeft runs
+// `harness demo` as a script would (stdin not a terminal, no agent CLI,
+// no network): within a minute it prints, in order, the dashboard's URL
+// and a sign-in token that signs in, the demo agent waiting for
+// permission with its choices and the ways to answer, its own answer, the
+// diff of the agent's worktree naming the edited file, and the git lines
+// to land it, which land it. Ctrl-C then leaves no process and no temp
+// dir.
+func TestDemo_AnAgentWaitsIsAnsweredAndItsDiffIsShownThenNothingIsLeft(t *testing.T) {
 	cmd := exec.Command(harnessBin, "demo")
 	cmd.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	w := lockedWriter{&mu, &buf}
-	cmd.Stdout, cmd.Stderr = w, w
-	output := func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
-	if err := cmd.Start(); err != nil {
+	d := startDemo(t, cmd)
+	socket, _ := d.tryLines(60 * time.Second)
+	text := d.output()
+	at := 0
+	for _, want := range []string{
+		"The dashboard: http://127.0.0.1:",
+		"sign in with this token (grant read, write, input): hdt_",
+		"works in a git worktree of the demo repository",
+		"The agent is waiting (permission): Allow edit to README.md?\n  1. Yes\n  2. No\n",
+		"answer demo Yes",
+		"/h/demo",
+		"answering Yes in 3s",
+		"answered demo: 1. Yes",
+		"Answered: the agent is ready again.",
+		"+++ b/README.md",
+		"+This line was written by the harness demo agent",
+		"To land it (harness has no land command yet",
+		"merge harness/demo",
+		"tools/call demo__echo -> hello through the broker",
+		"export HARNESS_SOCKET=",
+	} {
+		i := strings.Index(text[at:], want)
+		if i < 0 {
+			t.Fatalf("after byte %d the demo's output lacks %q:\n%s", at, want, text)
+		}
+		at += i + len(want)
+	}
+
+	// The URL and token sign in, and the agent's page is there.
+	base := regexp.MustCompile(`The dashboard: (http://127\.0\.0\.1:\d+)/`).FindStringSubmatch(text)[1]
+	token := regexp.MustCompile(`(hdt_[0-9a-f]+)`).FindStringSubmatch(text)[1]
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	req, _ := http.NewRequest("POST", base+"/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err := hc.Do(req)
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	sockRe := regexp.MustCompile(`export HARNESS_SOCKET=(\S+)`)
-	var socket string
-	deadline := time.Now().Add(30 * time.Second)
-	for socket == "" {
-		if m := sockRe.FindStringSubmatch(output()); m != nil {
-			socket = m[1]
-		} else if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("demo printed no socket:\n%s", output())
+	resp.Body.Close()
+	resp, err = hc.Get(base + "/h/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), "demo") || strings.Contains(string(page), `id="token"`) {
+		t.Fatalf("GET /h/demo after signing in: %d\n%s", resp.StatusCode, page)
+	}
+
+	// The land lines, pasted, merge the agent's edit into the repository.
+	var repo string
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "git -C ") && (strings.Contains(l, " commit ") || strings.Contains(l, " merge ")) {
+			sh := exec.Command("sh", "-c", l)
+			sh.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e")
+			if out, err := sh.CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", l, err, out)
+			}
+			repo = strings.Fields(l)[2]
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	// While it runs, the CLI reaches it like any daemon.
-	list := exec.Command(harnessBin, "--socket", socket, "list")
-	lo, err := list.CombinedOutput()
-	if err != nil || !strings.Contains(string(lo), "ticker") || !strings.Contains(string(lo), "crashy") {
-		t.Fatalf("list against the demo: %v\n%s", err, lo)
+	if b, err := os.ReadFile(filepath.Join(repo, "README.md")); err != nil || !strings.Contains(string(b), "written by the harness demo agent") {
+		t.Fatalf("the repository's README after landing: %v\n%s", err, b)
 	}
-	harnessPIDs := environHas("HARNESS_SOCKET=" + socket)
-	if len(harnessPIDs) == 0 {
-		t.Fatal("no demo harness processes found")
+
+	dir := filepath.Dir(socket)
+	pids := descendants(d.cmd.Process.Pid)
+	if len(pids) < 2 {
+		t.Fatalf("found %d processes under the demo (the agent and the upstream at least)", len(pids))
 	}
-	cmd.Process.Signal(syscall.SIGINT) // Ctrl-C
-	select {
-	case err := <-done:
+	if err := d.interrupt(); err != nil {
+		t.Fatalf("demo exit: %v\n%s", err, d.output())
+	}
+	checkDemoGone(t, d, socket, dir, pids)
+}
+
+// TestDemo_SIGTERMOrAClosedTerminalWhileTheAgentWaitsLeavesNothing: the
+// demo ended mid-story, while its agent waits to be answered, by SIGTERM
+// or SIGHUP (its terminal closed), stops every process and removes its
+// temp dir, worktree included.
+func TestDemo_SIGTERMOrAClosedTerminalWhileTheAgentWaitsLeavesNothing(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(harnessBin, "demo", "--answer-after", "0")
+			cmd.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
+			d := startDemo(t, cmd)
+			sockRe := regexp.MustCompile(`reaches the same daemon with --socket (\S+)`)
+			var socket string
+			deadline := time.Now().Add(60 * time.Second)
+			for !strings.Contains(d.output(), "Waiting for your answer") {
+				if time.Now().After(deadline) {
+					t.Fatalf("the demo never waited for an answer:\n%s", d.output())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			socket = sockRe.FindStringSubmatch(d.output())[1]
+			pids := descendants(d.cmd.Process.Pid)
+			if len(pids) < 2 {
+				t.Fatalf("found %d processes under the demo", len(pids))
+			}
+			d.cmd.Process.Signal(sig)
+			select {
+			case err := <-d.done:
+				d.done <- err
+				if err != nil {
+					t.Fatalf("demo exit on %v: %v\n%s", sig, err, d.output())
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatalf("the demo did not end on %v:\n%s", sig, d.output())
+			}
+			checkDemoGone(t, d, socket, filepath.Dir(socket), pids)
+		})
+	}
+}
+
+// descendants lists the live processes under pid, from /proc.
+func descendants(pid int) []int {
+	parent := map[int]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
 		if err != nil {
-			t.Fatalf("demo exit: %v\n%s", err, output())
+			continue
 		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("demo did not end on Ctrl-C:\n%s", output())
-	}
-	text := output()
-	for _, want := range []string{"harness_list", "demo__echo", "hello through the broker", "not_permitted", "nothing left running"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("demo output lacks %q:\n%s", want, text)
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold blanks and parentheses.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 1 {
+			parent[p], _ = strconv.Atoi(f[1])
 		}
 	}
-	for _, pid := range harnessPIDs {
-		waitGone(t, "demo harness", pid)
+	var out []int
+	for p := range parent {
+		for q := parent[p]; q > 1; q = parent[q] {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// checkDemoGone checks that a demo that ended said so, and left none of
+// its processes (counted in /proc) and not its temp dir.
+func checkDemoGone(t *testing.T, d *demoRun, socket, dir string, pids []int) {
+	t.Helper()
+	if !strings.Contains(d.output(), "harness demo: stopped; nothing left running") {
+		t.Errorf("the demo did not say it stopped:\n%s", d.output())
+	}
+	for _, pid := range pids {
+		waitGone(t, "demo process", pid)
 	}
 	if left := environHas("HARNESS_SOCKET=" + socket); len(left) > 0 {
 		t.Fatalf("demo processes left running: %v", left)
 	}
-	if _, err := os.Stat(filepath.Dir(socket)); err == nil {
-		t.Fatalf("demo left its temp dir %s", filepath.Dir(socket))
+	if left := procsLeft(func(pid int) bool {
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		return err == nil && strings.HasPrefix(cwd, dir)
+	}); len(left) > 0 {
+		t.Fatalf("processes still working in %s: %v", dir, left)
 	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatalf("demo left its temp dir %s", dir)
+	}
+}
+
+// TestDemo_WithoutGitTheAgentStillAsksAndEditsInAPlainDirectory: with no
+// git on PATH the demo says so and runs its agent in a plain directory,
+// which the answered agent edits; nothing is left after Ctrl-C.
+func TestDemo_WithoutGitTheAgentStillAsksAndEditsInAPlainDirectory(t *testing.T) {
+	cmd := exec.Command(harnessBin, "demo")
+	cmd.Env = envWithout([]string{"HARNESS_SOCKET", "HARNESS_MCP_TOKEN", "PATH"}, "PATH="+t.TempDir())
+	d := startDemo(t, cmd)
+	socket, _ := d.tryLines(60 * time.Second)
+	text := d.output()
+	for _, want := range []string{"no git repository (git is not on PATH)", "The agent is waiting (permission)", "answered demo: 1. Yes", "Without git there is no diff to show"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the demo's output lacks %q:\n%s", want, text)
+		}
+	}
+	readme := filepath.Join(filepath.Dir(socket), "repo", "README.md")
+	if b, err := os.ReadFile(readme); err != nil || !strings.Contains(string(b), "written by the harness demo agent") {
+		t.Fatalf("%s: %v\n%s", readme, err, b)
+	}
+	pids := descendants(d.cmd.Process.Pid)
+	if err := d.interrupt(); err != nil {
+		t.Fatalf("demo exit: %v\n%s", err, d.output())
+	}
+	checkDemoGone(t, d, socket, filepath.Dir(socket), pids)
 }

@@ -208,7 +208,7 @@ func pasteList(t *testing.T, socket string, lines []string) string {
 	sh := exec.Command("sh", "-c", "export HARNESS_SOCKET="+socket+"\n"+line)
 	sh.Env = envWithout([]string{"HARNESS_SOCKET", "PATH"}, "PATH=/usr/bin:/bin")
 	out, err := sh.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "ticker") {
+	if err != nil || !strings.Contains(string(out), "demo") {
 		t.Fatalf("pasted %q: %v\n%s", line, err, out)
 	}
 	return strings.TrimSpace(line)

@@ -1,25 +1,30 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
 	"github.com/harness-dev/harness/internal/daemon"
+	"github.com/harness-dev/harness/internal/dashtoken"
 )
 
 //go:embed demo.toml
@@ -36,20 +41,37 @@ Review the working tree's diff with attention to {{topic}}. Report findings as a
 `
 
 func demoCmd(g *globals) *cobra.Command {
-	var exitAfter time.Duration
+	var exitAfter, answerAfter time.Duration
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run a throw-away daemon on an embedded demo fleet; Ctrl-C cleans up",
-		Args:  cobra.NoArgs,
+		Short: "Run a throw-away daemon with a scripted agent that asks before it edits; Ctrl-C cleans up",
+		Long: "Starts a daemon in a temp dir with the built-in demo agent (no model, no network) working in a git\n" +
+			"worktree of a demo repository, and prints as it happens: the dashboard's URL and a sign-in token, the\n" +
+			"agent waiting for permission and the ways to answer it, then the diff it made and how to land it.\n" +
+			"With no terminal on stdin the demo answers Yes itself, as a person would. Ctrl-C stops everything and\n" +
+			"removes the temp dir.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDemo(cmd, exitAfter)
+			if !cmd.Flags().Changed("answer-after") && term.IsTerminal(os.Stdin.Fd()) {
+				answerAfter = 0 // a person is there to answer
+			}
+			return runDemo(cmd, exitAfter, answerAfter)
 		},
 	}
 	cmd.Flags().DurationVar(&exitAfter, "exit-after", 0, "end the demo by itself after this long (for scripted runs)")
+	cmd.Flags().DurationVar(&answerAfter, "answer-after", 3*time.Second,
+		"answer the agent's prompt Yes after this long (default: only when stdin is not a terminal; 0 never)")
 	return cmd
 }
 
-func runDemo(cmd *cobra.Command, exitAfter time.Duration) error {
+// demoAgent is the demo harness's name, and demoTask the prompt harness
+// types into it once it is ready.
+const (
+	demoAgent = "demo"
+	demoTask  = "Add a line to README.md saying who wrote it"
+)
+
+func runDemo(cmd *cobra.Command, exitAfter, answerAfter time.Duration) error {
 	out := cmd.OutOrStdout()
 	dir, err := os.MkdirTemp("", "harness-demo-")
 	if err != nil {
@@ -60,6 +82,14 @@ func runDemo(cmd *cobra.Command, exitAfter time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("demo: locate own binary: %w", err)
 	}
+	// SIGHUP too: a demo whose terminal closed left its dir behind.
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	if exitAfter > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, exitAfter)
+		defer cancel()
+	}
 	promptDir := filepath.Join(dir, "prompts")
 	if err := os.MkdirAll(promptDir, 0o700); err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -67,7 +97,14 @@ func runDemo(cmd *cobra.Command, exitAfter time.Duration) error {
 	if err := os.WriteFile(filepath.Join(promptDir, "review.md"), []byte(demoPrompt), 0o600); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	cfgText := strings.NewReplacer("{{EXE}}", exe, "{{PROMPTS}}", promptDir).Replace(demoConfig)
+	repo := filepath.Join(dir, "repo")
+	workspace := "worktree = { repo = " + tomlString(repo) + " }"
+	gitErr := demoRepo(ctx, repo)
+	if gitErr != nil {
+		workspace = "workdir = " + tomlString(repo)
+		fmt.Fprintf(out, "harness demo: no git repository (%v): the agent works in a plain directory, with no worktree or diff\n", gitErr)
+	}
+	cfgText := strings.NewReplacer("{{EXE}}", tomlEscape(exe), "{{PROMPTS}}", tomlEscape(promptDir), "{{WORKSPACE}}", workspace, "{{TASK}}", tomlEscape(demoTask)).Replace(demoConfig)
 	cfgPath := filepath.Join(dir, "harness.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -81,14 +118,6 @@ func runDemo(cmd *cobra.Command, exitAfter time.Duration) error {
 	}
 	defer logFile.Close()
 
-	// SIGHUP too: a demo whose terminal closed left its dir behind.
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
-	if exitAfter > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, exitAfter)
-		defer cancel()
-	}
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
@@ -104,31 +133,198 @@ func runDemo(cmd *cobra.Command, exitAfter time.Duration) error {
 		return fmt.Errorf("demo: daemon: %w", err)
 	}
 
-	fmt.Fprintf(out, "harness demo: a daemon is running on a throw-away fleet in %s\n\n", dir)
-	if err := demoMCP(ctx, out, socket); err != nil {
-		fmt.Fprintf(out, "(MCP tour failed: %v)\n", err)
+	d := &demo{out: out, exe: exe, me: selfCommand(exe), socket: socket, stateDir: stateDir, repo: repo, git: gitErr == nil}
+	if err := d.story(ctx, answerAfter); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(out, "(the demo's story stopped: %v; the daemon's log is %s)\n", err, logPath)
 	}
-	me := selfCommand(exe)
-	fmt.Fprintf(out, `
+	if ctx.Err() == nil {
+		fmt.Fprintln(out)
+		if err := demoMCP(ctx, out, socket); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(out, "(MCP tour failed: %v)\n", err)
+		}
+		fmt.Fprintf(out, `
 Try, in another terminal:
   export HARNESS_SOCKET=%s
-  %[2]s list                      # ticker runs, crashy restarts, degrades, then fails
-  %[2]s logs ticker --follow      # activity entries; add --raw for terminal bytes
-  %[2]s screen ticker             # what its terminal shows now
-  %[2]s top                       # the dashboard (q quits)
-  %[2]s runs crashy               # every spawn with its exit code
-  %[2]s trigger nightly --wait    # run the job now and follow it
-  %[2]s jobs; %[2]s triggers
-  %[2]s mcp status                # the shared demo upstream
-  %[2]s mcp --allow-control       # a stdio MCP session (type JSON-RPC, or point a client at it)
-  edit %s                         # saved changes reload automatically
+  %[2]s list                          # the agent's state, prompt and choices
+  %[2]s send demo "another task" --enter   # it works again and asks again
+  %[2]s wait demo --state waiting     # returns when it asks
+  %[2]s attach demo                   # its terminal (Ctrl-] detaches)
+  %[2]s top                           # the terminal dashboard (q quits)
 
 The daemon's log: %s
 Ctrl-C stops every process the demo started and removes %s.
-`, shellQuote(socket), me, cfgPath, logPath, dir)
+`, shellQuote(socket), d.me, logPath, dir)
+	}
 	err = <-done
 	fmt.Fprintln(out, "harness demo: stopped; nothing left running")
 	return err
+}
+
+// demo is one run of the demo's story.
+type demo struct {
+	out          io.Writer
+	exe, me      string // this binary, and how a person types it
+	socket       string
+	stateDir     string
+	repo         string
+	git          bool
+	dashboardURL string
+}
+
+// story prints the agent's story as it happens: the dashboard, the agent
+// waiting with its choices and the ways to answer, the answer, the diff
+// it made and how to land it.
+func (d *demo) story(ctx context.Context, answerAfter time.Duration) error {
+	var info api.DaemonInfo
+	if err := client.CallOnce(ctx, d.socket, api.OpDaemonInfo, api.NoArgs{}, &info); err != nil {
+		return fmt.Errorf("daemon_info: %w", err)
+	}
+	u, err := url.Parse(info.MCPURL)
+	if err != nil || info.MCPURL == "" {
+		return fmt.Errorf("the daemon serves no dashboard (mcp_url %q)", info.MCPURL)
+	}
+	d.dashboardURL = u.Scheme + "://" + u.Host
+	tok, _, err := dashtoken.Mint(d.stateDir, []string{"read", "write", "input"}, time.Now())
+	if err != nil {
+		return fmt.Errorf("mint a dashboard token: %w", err)
+	}
+	sock := "--socket " + shellQuote(d.socket)
+	fmt.Fprintf(d.out, `harness demo: a throw-away daemon, running the built-in demo agent (no model, no network)
+
+The dashboard: %s/
+  sign in with this token (grant read, write, input): %s
+  the CLI reaches the same daemon with %s
+
+`, d.dashboardURL, tok, sock)
+	var desc api.Description
+	if err := client.CallOnce(ctx, d.socket, api.OpDescribe, api.NameArg{Name: demoAgent}, &desc); err != nil {
+		return fmt.Errorf("describe %s: %w", demoAgent, err)
+	}
+	workdir := d.repo
+	if wt := desc.Config.Worktree; wt != nil {
+		workdir = wt.Path
+		fmt.Fprintf(d.out, "The agent %q works in a git worktree of the demo repository %s,\n  on branch %s, in %s.\n", demoAgent, wt.Repo, wt.Branch, wt.Path)
+	} else {
+		fmt.Fprintf(d.out, "The agent %q works in %s.\n", demoAgent, workdir)
+	}
+	fmt.Fprintf(d.out, "  Its task: %q. It works on it, then asks before it edits a file.\n\n", demoTask)
+
+	w, err := d.waitAgent(ctx, api.AgentWaiting)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "The agent is waiting (%s): %s\n", w.WaitingFor, w.Prompt)
+	for i, c := range w.Choices {
+		fmt.Fprintf(d.out, "  %d. %s\n", i+1, c)
+	}
+	fmt.Fprintf(d.out, `Answer it as you would any agent's prompt:
+  %s %s answer %s Yes        (or No, or a choice's number)
+  %s/h/%s   (its page: one button per choice)
+  %s %s attach %s            (its own terminal: arrows and Enter)
+`, d.me, sock, demoAgent, d.dashboardURL, demoAgent, d.me, sock, demoAgent)
+	if answerAfter > 0 {
+		fmt.Fprintf(d.out, "\nNo terminal on stdin: answering Yes in %s, as a person would:\n", answerAfter)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(answerAfter):
+		}
+		fmt.Fprintf(d.out, "$ %s %s answer %s Yes\n", d.me, sock, demoAgent)
+		c := exec.CommandContext(ctx, d.exe, "--socket", d.socket, "answer", demoAgent, "Yes")
+		c.Stdout, c.Stderr = d.out, d.out
+		if err := c.Run(); err != nil {
+			return fmt.Errorf("harness answer: %w", err)
+		}
+	} else {
+		fmt.Fprintln(d.out, "\nWaiting for your answer…")
+	}
+	if _, err := d.waitAgent(ctx, api.AgentReady); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "\nAnswered: the agent is ready again.\n")
+	if !d.git {
+		fmt.Fprintf(d.out, "Without git there is no diff to show: look at %s.\n", filepath.Join(workdir, "README.md"))
+		return nil
+	}
+	diff, err := d.gitOut(ctx, workdir, "--no-pager", "diff", "--no-color")
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(diff) == "" {
+		fmt.Fprintln(d.out, "Its worktree has no changes (it was told No): nothing to land.")
+		return nil
+	}
+	fmt.Fprintf(d.out, "The diff in its worktree (git -C %s diff):\n\n%s\n", shellQuote(workdir), diff)
+	branch := desc.Config.Worktree.Branch
+	// Landing is git's for now; a harness command for it would print its
+	// own line here.
+	fmt.Fprintf(d.out, `To land it (harness has no land command yet: git does it):
+  git -C %s commit -am "README: a line from the demo agent"
+  git -C %s merge %s
+`, shellQuote(workdir), shellQuote(desc.Config.Worktree.Repo), shellQuote(branch))
+	return nil
+}
+
+// waitAgent waits, as `harness wait --state` does, until the demo agent
+// is in state; a person may take long to answer, so a wait that times out
+// is asked again.
+func (d *demo) waitAgent(ctx context.Context, state api.AgentState) (api.WaitResult, error) {
+	for {
+		var res api.WaitResult
+		err := client.CallOnce(ctx, d.socket, api.OpWait, api.WaitArgs{Name: demoAgent, State: []api.AgentState{state}, TimeoutS: 600}, &res)
+		if err != nil {
+			return res, fmt.Errorf("wait for %s to be %s: %w", demoAgent, state, err)
+		}
+		if !res.TimedOut {
+			return res, nil
+		}
+	}
+}
+
+func (d *demo) gitOut(ctx context.Context, dir string, args ...string) (string, error) {
+	c := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	b, err := c.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(b))
+	}
+	return string(b), nil
+}
+
+// demoRepo makes the demo repository: a README, then git init and one
+// commit of it, as its own author whatever the user's git config says.
+func demoRepo(ctx context.Context, repo string) error {
+	if err := os.MkdirAll(repo, 0o700); err != nil {
+		return fmt.Errorf("demo repository: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte(demoReadme), 0o600); err != nil {
+		return fmt.Errorf("demo repository: %w", err)
+	}
+	// Without git the directory and its README stay: the agent works there.
+	if _, err := exec.LookPath("git"); err != nil {
+		return fmt.Errorf("git is not on PATH")
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "README.md"},
+		{"-c", "user.name=harness demo", "-c", "user.email=demo@harness.invalid", "-c", "commit.gpgsign=false",
+			"commit", "-q", "-m", "The demo repository"},
+	} {
+		c := exec.CommandContext(ctx, "git", append([]string{"-C", repo}, args...)...)
+		if b, err := c.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s: %w: %s", args[0], err, bytes.TrimSpace(b))
+		}
+	}
+	return nil
+}
+
+const demoReadme = "# A demo repository\n\nMade by `harness demo`; the demo agent edits this file in a worktree of its own.\n"
+
+// tomlString quotes s as a TOML basic string.
+func tomlString(s string) string { return `"` + tomlEscape(s) + `"` }
+
+// tomlEscape escapes s for the inside of a TOML basic string.
+func tomlEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
 }
 
 // demoMCP shows what an agent sees: the tools of an unattributed session
@@ -162,17 +358,27 @@ func demoMCP(ctx context.Context, out io.Writer, socket string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	fmt.Fprintln(out, "An MCP session (read-only, unattributed) lists these tools:")
-	for _, t := range tools.Tools {
-		fmt.Fprintf(out, "  %-22s %s\n", t.Name, firstLine(t.Description))
+	names := make([]string, len(tools.Tools))
+	for i, t := range tools.Tools {
+		names[i] = t.Name
 	}
+	fmt.Fprintf(out, "Through the MCP gateway an agent's session (read-only here) sees %d tools, harness's own and the demo upstream's:\n", len(names))
+	line := " "
+	for _, n := range names {
+		if len(line)+1+len(n) > 100 {
+			fmt.Fprintln(out, line)
+			line = " "
+		}
+		line += " " + n
+	}
+	fmt.Fprintln(out, line)
 	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "demo__echo", Arguments: map[string]any{"text": "hello through the broker"}})
 	if err == nil && len(res.Content) > 0 {
 		if tc, ok := res.Content[0].(*mcp.TextContent); ok {
-			fmt.Fprintf(out, "\ntools/call demo__echo -> %s\n", tc.Text)
+			fmt.Fprintf(out, "tools/call demo__echo -> %s\n", tc.Text)
 		}
 	}
-	res, err = sess.CallTool(ctx, &mcp.CallToolParams{Name: "harness_stop", Arguments: map[string]any{"name": "ticker"}})
+	res, err = sess.CallTool(ctx, &mcp.CallToolParams{Name: "harness_stop", Arguments: map[string]any{"name": demoAgent}})
 	if err == nil && res.IsError {
 		var body map[string]any
 		if tc, ok := res.Content[0].(*mcp.TextContent); ok && json.Unmarshal([]byte(tc.Text), &body) == nil {

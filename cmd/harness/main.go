@@ -139,7 +139,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		topCmd(g),
 		sendCmd(g), attachCmd(g),
 		notifyCmd(g),
-		demoUpstreamCmd(),
+		demoUpstreamCmd(), demoAgentCmd(),
 		bridgeCmd(g),
 		serviceCmd(g),
 	)

@@ -44,7 +44,7 @@ var onlyRules = []struct {
 }{
 	// The CLI parses, calls and renders: the wire (api, client, errcode)
 	// for every verb. Besides, one binary is also the daemon (daemon) and
-	// the demo upstream (mcp/demoupstream); the viewers run in the CLI's
+	// the demo upstream (mcp/demoupstream) and demo agent (demoagent); the viewers run in the CLI's
 	// terminal (attachterm, tui/top); `harness bridge` and `service` run
 	// there (bridge, service); and a few verbs read what only this machine
 	// has: default paths (protocol.DefaultPaths), config.SameFile for
@@ -52,7 +52,7 @@ var onlyRules = []struct {
 	// (mcp/httpmcp.ReadOperatorToken), dashboard tokens (dashtoken). A new
 	// import here says why in docs/design/architecture.md.
 	{"cmd/...", []string{"internal/api", "internal/client", "internal/errcode",
-		"internal/daemon", "internal/mcp/demoupstream", "internal/attachterm", "internal/tui/top",
+		"internal/daemon", "internal/mcp/demoupstream", "internal/demoagent", "internal/attachterm", "internal/tui/top",
 		"internal/bridge", "internal/service", "internal/protocol", "internal/config",
 		"internal/mcp/httpmcp", "internal/dashtoken"},
 		"the CLI speaks the wire; the rest is listed with its reason above"},
