@@ -80,22 +80,26 @@ func TestScenario_ClaudeCodeScreens(t *testing.T) {
 				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}, selected: 0},
 		{file: "answered", state: api.AgentReady},
 		{file: "limited", state: api.AgentLimited, until: "23:30"},
+		// Its own retry countdown is no reset: the limit's is not known.
+		{file: "limited-retrying", busy: true, state: api.AgentLimited},
 	})
 }
 
 func TestScenario_ResetTimesAsAgentsShowThem(t *testing.T) {
 	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
 	for text, want := range map[string]string{
-		"Usage limit reached · resets 11:30pm":                    "2026-12-01 23:30",
-		"You've hit your limit · resets 3pm":                      "2026-12-02 15:00",
-		"Try again at 8:05 PM.":                                   "2026-12-01 20:05",
-		"try again in 2 hours 5 minutes":                          "2026-12-01 22:05",
-		"Please retry in 45s.":                                    "2026-12-01 20:00",
-		"quota resets at 2026-12-03T10:00:00Z":                    "2026-12-03 10:00",
-		"Your quota will reset after 1h 30m.":                     "2026-12-01 21:30",
-		"Usage limit reached for your plan.":                      "",
-		"or try again at Dec 2nd, 2026 12:06 AM.":                 "2026-12-02 00:06",
-		"API Error: Request rejected (429) · Usage limit reached": "",
+		"Usage limit reached · resets 11:30pm":                                  "2026-12-01 23:30",
+		"You've hit your limit · resets 3pm":                                    "2026-12-02 15:00",
+		"Try again at 8:05 PM.":                                                 "2026-12-01 20:05",
+		"try again in 2 hours 5 minutes":                                        "2026-12-01 22:05",
+		"Please retry in 45s.":                                                  "2026-12-01 20:00",
+		"quota resets at 2026-12-03T10:00:00Z":                                  "2026-12-03 10:00",
+		"Your quota will reset after 1h 30m.":                                   "2026-12-01 21:30",
+		"Usage limit reached for your plan.":                                    "",
+		"or try again at Dec 2nd, 2026 12:06 AM.":                               "2026-12-02 00:06",
+		"API Error: Request rejected (429) · Usage limit reached":               "",
+		"429 Usage limit reached for your plan · retrying in 3s · attempt 3/10": "",
+		"Retrying in 5 minutes (attempt 2)":                                     "",
 	} {
 		got, ok := ParseReset(text, now)
 		s := ""
