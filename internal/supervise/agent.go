@@ -352,6 +352,9 @@ func (t *agentTracker) hook(run uint64, sig agent.HookSignal) (AgentStatus, bool
 	a := t.adapter.Load()
 	st := &AgentStatus{AgentView: api.AgentView{Agent: a.Name, AgentState: sig.State}, RunID: run, Selected: -1}
 	t.hookWait = nil
+	if sig.State == api.AgentLimited {
+		st.AgentMessage = sig.Message
+	}
 	if sig.State == api.AgentWaiting {
 		st.WaitingFor, st.Prompt = sig.WaitingFor, sig.Message
 		if len(a.Rules) > 0 {
