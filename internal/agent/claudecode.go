@@ -39,22 +39,27 @@ func init() {
 			Rules: []Rule{
 				{
 					Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
-					When:   res(`Is this a project you created or one you trust`),
-					Prompt: re(`(Is this a project you created or one you trust\?)`),
-					Choice: re(`^\s*(?:❯\s*)?(No, exit|Yes, I trust this folder)\s*$`),
+					When:    res(`Is this a project you created or one you trust`),
+					Prompt:  re(`(Is this a project you created or one you trust\?)`),
+					Choice:  re(`^\s*(?:❯\s*)?(No, exit|Yes, I trust this folder)\s*$`),
+					Proceed: re(`^Yes, I trust this folder$`),
 				},
 				{
 					Name: "api key", State: api.AgentWaiting, WaitingFor: api.WaitingChoice,
 					When:   res(`Do you want to use this API key\?`),
 					Prompt: re(`(Do you want to use this API key\?)`),
 					Choice: re(`^\s*(?:❯\s*)?(Yes|No \(recommended\))\s*$`),
+					// The key the harness's environment gives it: "No" signs
+					// in another way, which a harness does not do.
+					Proceed: re(`^Yes$`),
 				},
 				{
 					Name: "permission", State: api.AgentWaiting, WaitingFor: api.WaitingPermission,
 					After:  re(`Do you want to (?:proceed|make this edit|create|allow|run)`),
 					When:   res(`^\s*(?:❯\s*)?1\.\s+Yes`),
 					Prompt: re(`^\s*╌{10,}`), PromptNext: true,
-					Choice: re(`^\s*(?:❯\s*)?\d+\.\s+(.+)$`),
+					Choice:  re(`^\s*(?:❯\s*)?\d+\.\s+(.+)$`),
+					Proceed: re(`^Yes$`),
 				},
 				{
 					Name: "usage limit", State: api.AgentLimited, After: latest, Message: true,

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -65,6 +66,10 @@ type Rule struct {
 	// dialog's cursor is on (default: a row starting with ❯, ›, > or ●).
 	Choice *regexp.Regexp
 	Marker *regexp.Regexp
+	// Proceed matches the text of the choice that lets the agent go on:
+	// the answer suggested to a person (Status.Suggested). Nil: the
+	// adapter does not know which, and none is suggested.
+	Proceed *regexp.Regexp
 	// Message: the row of the first When pattern is the state's message
 	// (AgentMessage), for limited and error.
 	Message bool
@@ -211,6 +216,11 @@ func (a *Adapter) Classify(s Screen, now time.Time) Status {
 	st.AgentState, st.WaitingFor = r.State, r.WaitingFor
 	st.Prompt = r.prompt(s.Lines)
 	st.Choices = r.choices(s.Lines)
+	if r.Proceed != nil {
+		if i := slices.IndexFunc(st.Choices, r.Proceed.MatchString); i >= 0 {
+			st.Suggested = st.Choices[i]
+		}
+	}
 	if r.Message && len(r.When) > 0 {
 		if row, ok := firstRow(r.When[0], r.region(s.Lines)); ok {
 			st.AgentMessage = clean(row)

@@ -32,6 +32,9 @@ type want struct {
 	choices    []string
 	selected   int
 	until      string // "15:04" in the test's location, "" for none
+	// suggested is the choice that goes on ("" when the adapter does not
+	// know which).
+	suggested string
 }
 
 func checkFixtures(t *testing.T, agent string, cases []want) {
@@ -51,6 +54,9 @@ func checkFixtures(t *testing.T, agent string, cases []want) {
 				t.Errorf("%s/%s: selected %d, want %d", agent, c.file, got, c.selected)
 			}
 		}
+		if st.Suggested != c.suggested {
+			t.Errorf("%s/%s: suggested %q, want %q", agent, c.file, st.Suggested, c.suggested)
+		}
 		var until string
 		if st.Until != nil {
 			until = st.Until.Format("15:04")
@@ -64,20 +70,22 @@ func checkFixtures(t *testing.T, agent string, cases []want) {
 func TestScenario_ClaudeCodeScreens(t *testing.T) {
 	checkFixtures(t, ClaudeCode, []want{
 		{file: "trust", state: api.AgentWaiting, waitingFor: api.WaitingTrust,
-			prompt: "Is this a project you created or one you trust?", choices: []string{"No, exit", "Yes, I trust this folder"}, selected: 0},
+			prompt: "Is this a project you created or one you trust?", choices: []string{"No, exit", "Yes, I trust this folder"}, selected: 0,
+			// The first choice ends the session: the one that goes on is suggested.
+			suggested: "Yes, I trust this folder"},
 		{file: "apikey", state: api.AgentWaiting, waitingFor: api.WaitingChoice,
-			prompt: "Do you want to use this API key?", choices: []string{"Yes", "No (recommended)"}, selected: 1},
+			prompt: "Do you want to use this API key?", choices: []string{"Yes", "No (recommended)"}, selected: 1, suggested: "Yes"},
 		{file: "ready", state: api.AgentReady},
 		{file: "ready", busy: true, state: api.AgentReady},
 		{file: "working", busy: true, state: api.AgentWorking},
 		{file: "working", state: api.AgentWorking},
 		{file: "permission", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-agent",
 			choices: []string{"Yes", "Yes, and always allow access to /home/u/work-claude from this project",
-				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}, selected: 0},
+				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}, selected: 0, suggested: "Yes"},
 		// A choice wider than the terminal goes on in the next row.
 		{file: "permission-wrapped", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-a-rather-long-file-name-to-wrap",
 			choices: []string{"Yes", "Yes, and always allow access to /home/u/a-very-long-project-directory-name-for-a-test-of-wrapping/work-claude from this project",
-				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}, selected: 0},
+				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}, selected: 0, suggested: "Yes"},
 		{file: "answered", state: api.AgentReady},
 		{file: "limited", state: api.AgentLimited, until: "23:30"},
 		// Its own retry countdown is no reset: the limit's is not known.
@@ -115,7 +123,8 @@ func TestScenario_ResetTimesAsAgentsShowThem(t *testing.T) {
 func TestScenario_GeminiScreens(t *testing.T) {
 	checkFixtures(t, Gemini, []want{
 		{file: "trust", state: api.AgentWaiting, waitingFor: api.WaitingTrust, prompt: "Do you trust the files in this folder?",
-			choices: []string{"Trust folder (work-gemini)", "Trust parent folder (001)", "Don't trust"}, selected: 0},
+			choices: []string{"Trust folder (work-gemini)", "Trust parent folder (001)", "Don't trust"}, selected: 0,
+			suggested: "Trust folder (work-gemini)"},
 		// It restarts after the answer with the dialog still in view: not
 		// waiting any more.
 		{file: "restarting", state: api.AgentStarting},
@@ -125,7 +134,8 @@ func TestScenario_GeminiScreens(t *testing.T) {
 		{file: "working", state: api.AgentWorking},
 		{file: "answered", state: api.AgentReady},
 		{file: "permission", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-agent",
-			choices: []string{"Allow once", "Allow for this session", "No, suggest changes (esc)"}, selected: 0},
+			choices: []string{"Allow once", "Allow for this session", "No, suggest changes (esc)"}, selected: 0,
+			suggested: "Allow once"},
 		{file: "after", state: api.AgentReady},
 		{file: "limited", state: api.AgentLimited, choices: []string{"Keep trying", "Stop"}, selected: 0},
 	})
@@ -237,7 +247,7 @@ func TestScenario_CodexScreens(t *testing.T) {
 		{file: "answered", state: api.AgentReady},
 		{file: "permission", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-agent",
 			choices: []string{"Yes, proceed (y)", "Yes, and don't ask again for commands that start with `touch made-by-agent` (p)",
-				"No, and tell Codex what to do differently (esc)"}, selected: 0},
+				"No, and tell Codex what to do differently (esc)"}, selected: 0, suggested: "Yes, proceed (y)"},
 		{file: "after", state: api.AgentReady},
 		{file: "limited", state: api.AgentLimited, until: "00:06"},
 	})

@@ -21,6 +21,18 @@ func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
 func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
+// message decodes the i-th message the receiver got.
+func (r *receiver) message(t *testing.T, i int) Message {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var m Message
+	if err := json.Unmarshal([]byte(r.bodies[i]), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // waitingOf is an agent event of harness svc's run 1.
 func waitingOf(st api.AgentState, wf api.WaitingFor, prompt string, choices ...string) api.Event {
 	return api.Event{Kind: api.EventAgent, Unit: "svc", State: "running", RunID: 1,
@@ -66,14 +78,8 @@ func TestScenario_ACooldownHoldsBackTheSamePromptOnly(t *testing.T) {
 	r.wait(t, 1)
 	waitStats(t, n, func(s api.NotifyStats) bool { return s.Sent == 4 && s.Suppressed == 1 })
 	var prompts []string
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, b := range r.bodies {
-		var m Message
-		if err := json.Unmarshal([]byte(b), &m); err != nil {
-			t.Fatal(err)
-		}
-		prompts = append(prompts, m.Prompt)
+	for i := range r.count() {
+		prompts = append(prompts, r.message(t, i).Prompt)
 	}
 	if want := []string{trustPrompt.Agent.Prompt, keyPrompt.Agent.Prompt, "touch made-by-agent", "touch made-by-agent"}; strings.Join(prompts, "|") != strings.Join(want, "|") {
 		t.Errorf("prompts sent %q, want %q", prompts, want)
@@ -138,13 +144,7 @@ func TestScenario_TheReminderReachesTheReceiver(t *testing.T) {
 	t.Cleanup(n.Close)
 	observe(n, []api.Event{touchPrompt})
 	r.wait(t, 2)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var m Message
-	if err := json.Unmarshal([]byte(r.bodies[1]), &m); err != nil {
-		t.Fatal(err)
-	}
-	if m.Event != config.NotifyWaiting || m.Prompt != "touch made-by-agent" || !strings.HasPrefix(m.Reason, "still needs you") {
+	if m := r.message(t, 1); m.Event != config.NotifyWaiting || m.Prompt != "touch made-by-agent" || !strings.HasPrefix(m.Reason, "still needs you") {
 		t.Errorf("reminder %+v", m)
 	}
 }

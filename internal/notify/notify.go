@@ -323,7 +323,7 @@ func (n *Notifier) build(o Occurrence, info HarnessInfo) *Message {
 	m := &Message{Event: o.Event, Harness: o.Harness, Project: info.Project, Host: n.opt.Host,
 		Time: o.Time, Title: o.Harness + " " + titles[o.Event], Reason: mask(o.Reason), State: o.State,
 		RunID: o.RunID, ExitCode: o.ExitCode, Signal: o.Signal, WaitingFor: o.WaitingFor,
-		Prompt: mask(o.Prompt), Until: o.Until}
+		Prompt: mask(o.Prompt), Suggested: mask(o.Suggested), Until: o.Until}
 	if m.Time.IsZero() {
 		m.Time = n.opt.Now()
 	}
@@ -342,7 +342,7 @@ func (n *Notifier) build(o Occurrence, info HarnessInfo) *Message {
 	if n.opt.Dashboard != nil {
 		dash = n.opt.Dashboard(o.Harness)
 	}
-	m.Actions = actions(o.Event, o.Harness, m.Choices, dash)
+	m.Actions = actions(o.Event, o.Harness, m.Choices, m.Suggested, dash)
 	return m
 }
 
@@ -362,8 +362,8 @@ func (n *Notifier) Test(ctx context.Context, name string) (api.NotifyTestResult,
 	m := &Message{Notifier: name, Event: config.NotifyWaiting, Harness: "example", Host: n.opt.Host, Time: n.opt.Now(),
 		Title:  "example " + titles[config.NotifyWaiting] + " (a test of notify." + name + ")",
 		Reason: "a test message from `harness notify test " + name + "`", State: "running", WaitingFor: "permission",
-		Prompt: "Do you want to run `make test`?", Choices: []string{"Yes", "No"}, Test: true}
-	m.Actions = actions(m.Event, m.Harness, m.Choices, dash)
+		Prompt: "Do you want to run `make test`?", Choices: []string{"Yes", "No"}, Suggested: "Yes", Test: true}
+	m.Actions = actions(m.Event, m.Harness, m.Choices, m.Suggested, dash)
 	start := time.Now()
 	attempts, o := w.deliver(ctx, m)
 	res := api.NotifyTestResult{Name: name, Attempts: attempts, Status: o.status, DurationMS: time.Since(start).Milliseconds()}
