@@ -44,3 +44,37 @@ func TestAgent_AUsageLimitTheAgentRetriesParksForTheDefaultWait(t *testing.T) {
 		t.Errorf("parked row %+v", row)
 	}
 }
+
+// TestAgent_AJobRetryingAUsageLimitIsParkedBeforeItsTimeout: `claude -p`
+// answered the same way retries for over three minutes (its api_retry
+// events in stream-json) and ended at a shorter timeout as timed_out,
+// with no hold. Now its retries, once they have waited a minute, make
+// the run limited and the harness parked for the default wait, well
+// before its timeout.
+func TestAgent_AJobRetryingAUsageLimitIsParkedBeforeItsTimeout(t *testing.T) {
+	spec := claudeSpec
+	spec.args = nil // a job is the adapter's print mode
+	rf := newRunFleet(t, spec, "restart = \"no\"\nprompt = \"Summarise the logs.\"\ntimeout = 170\nmcp_wire = false")
+	var turns []modelapi.Turn
+	for range 12 {
+		turns = append(turns, modelapi.Turn{Error: &modelapi.Error{Status: 429, Message: "Usage limit reached for your plan", Retried: true}})
+	}
+	rf.api.Script(turns...)
+	start := time.Now()
+	tr, out := rf.trigger()
+	r := rf.lastRun()
+	if tr.Outcome != api.RunLimited || r.Outcome != api.RunLimited || r.LimitUntil == nil ||
+		r.LimitUntil.Before(start.Add(hold.DefaultLimitWait)) || !strings.Contains(r.Note, "429") {
+		t.Fatalf("after %s: trigger %+v %s\nrun %+v\nlog:\n%s", time.Since(start), tr, out, r, rf.Log())
+	}
+	t.Logf("limited after %s: %s", time.Since(start), r.Note)
+	// The seventh retry trips it (74 s of waits with the one it
+	// announces, about 40 s after the start); the timeout is 170 s.
+	if d := time.Since(start); d > 150*time.Second {
+		t.Errorf("limited only after %s", d)
+	}
+	row := rf.unitRow()
+	if row.Hold == nil || row.Hold.Reason != api.HoldUsageLimit || row.PID != 0 {
+		t.Errorf("row %+v", row)
+	}
+}

@@ -108,9 +108,9 @@ type RetryWatch struct {
 	tripped bool
 }
 
-// Limited adds r and reports, once, when the run is limited: the 429s
-// of one request have been retried for LimitRetryWait in all, or its
-// last attempt is made. Another status, or a new request's first
+// Limited adds r and reports, once, when the run is limited: the waits
+// of one request's 429 retries, the one r announces included, come to
+// LimitRetryWait, or its last attempt is announced. Another status, or a new request's first
 // attempt, starts the count again.
 func (w *RetryWatch) Limited(r Retry) bool {
 	if r.Status != 429 || r.Attempt <= 1 {

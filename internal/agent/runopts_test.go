@@ -159,8 +159,9 @@ func TestValidSession(t *testing.T) {
 // captured from the real program) retries for over three minutes before
 // its result line, and a job with a shorter timeout ends timed out
 // without it. Its api_retry lines, read as they come, make the run
-// limited once the retries of one request have waited a minute: at the
-// seventh attempt (74 s of waits), not at the first (a per-minute rate
+// limited once the waits of one request's retries, the one announced
+// included, come to a minute: at the seventh attempt (74 s of waits,
+// announced about 40 s after the first), not at the first (a per-minute rate
 // limit clears by itself), and not only at the end.
 func TestScenario_AJobRetryingAUsageLimitIsLimitedWithinMinutes(t *testing.T) {
 	out, err := os.ReadFile(filepath.Join("testdata", "jobs", "claude-code-retrying.jsonl"))
