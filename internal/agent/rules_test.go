@@ -93,6 +93,24 @@ func TestScenario_ClaudeCodeScreens(t *testing.T) {
 	})
 }
 
+// TestScenario_ANarrowScreensChoicesAndPromptAreUnwrapped: Claude Code
+// in 56 columns (a phone's view had the PTY so) breaks a long command
+// and a long path mid-word to fit (testdata permission-narrow, the real
+// program's screen). The prompt is the whole command, not its first row,
+// and the path in a choice comes out whole, not broken by a space where
+// the row ended; a break between words keeps its space.
+func TestScenario_ANarrowScreensChoicesAndPromptAreUnwrapped(t *testing.T) {
+	s := fixture(t, ClaudeCode, "permission-narrow")
+	s.Cols = 56
+	st := MustLookup(ClaudeCode).Classify(s, time.Now())
+	want := []string{"Yes", "Yes, and always allow access to /tmp/exp/a-very-long-project-directory-name-for-a-test-of-wrapping/work-claude from this project",
+		"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}
+	if st.AgentState != api.AgentWaiting || st.Prompt != "touch made-by-a-rather-long-file-name-to-wrap-in-a-narrow-terminal-of-a-phone.txt" ||
+		!slices.Equal(st.Choices, want) || st.Suggested != "Yes" {
+		t.Errorf("got %s prompt %q choices %q suggested %q\nwant prompt of the whole command, choices %q", st.AgentState, st.Prompt, st.Choices, st.Suggested, want)
+	}
+}
+
 func TestScenario_ResetTimesAsAgentsShowThem(t *testing.T) {
 	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
 	for text, want := range map[string]string{

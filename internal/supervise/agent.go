@@ -213,7 +213,8 @@ func (t *agentTracker) check() {
 	var modeRun uint64 // the run whose terminal mode canonical is
 	var canonical, paste bool
 	if len(a.Rules) > 0 {
-		s.Lines = t.u.term.Snapshot(term.SnapshotOptions{}).Lines
+		snap := t.u.term.Snapshot(term.SnapshotOptions{})
+		s.Lines, s.Cols = snap.Lines, snap.Cols
 		paste = t.u.term.BracketedPaste()
 		modeRun, canonical = t.u.lineMode()
 	}
