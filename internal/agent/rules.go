@@ -351,12 +351,14 @@ func unwrap(text, row, more string, cols int) string {
 	return text + " " + more
 }
 
-// full reports whether row reaches the screen's last two columns, where
-// a TUI breaks a word too long for the rest of its row: Ink keeps a blank
-// at the end of a row it breaks between words, and draws its dialogs a
-// column short of the edge. False when cols is unknown (0).
+// full reports whether row's text reaches the screen's last two columns,
+// where a TUI breaks a word too long for the rest of its row: Ink keeps a
+// blank at the end of a row it breaks between words, and draws its
+// dialogs a column short of the edge. A box's right border is no text (a
+// Gemini CLI dialog's rows all reach the edge). False when cols is
+// unknown (0).
 func full(row string, cols int) bool {
-	return cols > 0 && utf8.RuneCountInString(row) >= cols-1
+	return cols > 0 && utf8.RuneCountInString(strings.TrimRight(row, " │┃║|")) >= cols-1
 }
 
 // Selected returns the index of the choice the dialog's cursor is on, or

@@ -111,6 +111,25 @@ func TestScenario_ANarrowScreensChoicesAndPromptAreUnwrapped(t *testing.T) {
 	}
 }
 
+// TestScenario_ABoxsBorderIsNoTextThatFillsARow: Gemini CLI draws its
+// dialogs in a box whose right border reaches the screen's edge on every
+// row; its screens read the same with their width known.
+func TestScenario_ABoxsBorderIsNoTextThatFillsARow(t *testing.T) {
+	for _, file := range []string{"trust", "permission", "limited"} {
+		s := fixture(t, Gemini, file)
+		s.Cols = 120
+		with := MustLookup(Gemini).Classify(s, time.Now())
+		s.Cols = 0
+		without := MustLookup(Gemini).Classify(s, time.Now())
+		if with.Prompt != without.Prompt || !slices.Equal(with.Choices, without.Choices) {
+			t.Errorf("gemini/%s: with the width %q %q, without %q %q", file, with.Prompt, with.Choices, without.Prompt, without.Choices)
+		}
+	}
+	if !full(" │ touch made-by-a-rather-long-file-name-to-wrap-in-a-n", 56) || full("│ Usage limit reached for gemini-3.8-flash.        │", 52) {
+		t.Error("full misreads a row")
+	}
+}
+
 func TestScenario_ResetTimesAsAgentsShowThem(t *testing.T) {
 	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
 	for text, want := range map[string]string{
