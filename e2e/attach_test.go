@@ -184,7 +184,7 @@ func sizesChild() int {
 // late read-only viewer sees what the emulator shows, colours and cursor
 // included; a second viewer types and its keys reach the child, which the
 // read-only one sees and cannot do; resizing the writer's window resizes
-// the child's terminal; a restart is a notice; Ctrl-] returns to the shell
+// the child's terminal, never below its term_size; a restart is a notice; Ctrl-] returns to the shell
 // with the child running; a stop from elsewhere ends the attachment with
 // the state; attach refuses a stdio unit, a stopped one and a missing
 // terminal.
@@ -227,9 +227,15 @@ func TestScenario_AttachInARealTerminal(t *testing.T) {
 		t.Fatal("a read-only viewer's keys reached the child")
 	}
 
-	// Resizing the writer's window resizes the child's terminal.
+	// Resizing the writer's window resizes the child's terminal, but a
+	// smaller window leaves it at its term_size.
+	x.run("resize-window", "-t", "e2e:rw", "-x", "120", "-y", "36")
+	f.waitLog("tui", "size 36 120")
 	x.run("resize-window", "-t", "e2e:rw", "-x", "80", "-y", "24")
-	f.waitLog("tui", "size 24 80")
+	x.waitText("rw", "[harness: the terminal stays 100x30")
+	if snap := f.emulatorScreen("tui"); snap.Cols != 100 || snap.Rows != 30 {
+		t.Fatalf("a smaller window shrank the child's terminal to %dx%d", snap.Cols, snap.Rows)
+	}
 	var info struct {
 		PID int `json:"pid"`
 	}

@@ -20,7 +20,8 @@ import (
 // a slack, a discord and an ntfy receiver and a command sink each get one
 // message saying it waits, with the command, the choices and the answer
 // command, and nothing of its API key; the answer runs the command; a
-// second prompt inside the cooldown is counted, not sent.
+// different prompt inside the cooldown is sent too, the first prompt
+// again is counted, not sent.
 func TestScenario_NotifyWaitingFromARealClaudeCode(t *testing.T) {
 	r := newHookReceiver(t)
 	out := filepath.Join(t.TempDir(), "command-sink.json")
@@ -83,9 +84,16 @@ func TestScenario_NotifyWaitingFromARealClaudeCode(t *testing.T) {
 		t.Fatalf("the answered command did not run: %v", err)
 	}
 
-	// A second prompt inside cooldown_s: counted, not sent.
+	// A different prompt inside cooldown_s is news: sent.
 	rc.askForPermission(f, "made-again")
-	f.WaitFor("the second waiting to be suppressed", 30*time.Second, func() bool {
+	for _, format := range formats {
+		r.waitOn(t, "/"+format, "touch made-again", 1)
+	}
+	f.MustRun(strings.Fields(answer)[1:]...) // the script's next turn follows a yes
+	f.waitAgent("claude", "ready")
+	// The first prompt again inside cooldown_s: counted, not sent.
+	rc.askForPermission(f, "made-by-notify")
+	f.WaitFor("the same prompt again to be suppressed", 30*time.Second, func() bool {
 		for _, s := range f.notifyStats() {
 			if s.Suppressed != 1 {
 				return false
@@ -94,7 +102,7 @@ func TestScenario_NotifyWaitingFromARealClaudeCode(t *testing.T) {
 		return true
 	})
 	for name, s := range f.notifyStats() {
-		if s.Sent != 1 || s.Failed != 0 || s.Dropped != 0 {
+		if s.Sent != 2 || s.Failed != 0 || s.Dropped != 0 {
 			t.Errorf("%s: %+v", name, s)
 		}
 	}

@@ -21,7 +21,8 @@ func agentShort(v api.AgentView) string {
 }
 
 // agentText is the agent state in full: the adapter, the state, and what
-// a waiting agent asks with its numbered choices, a limit's reset, an
+// a waiting agent asks with its numbered choices (the one that goes on
+// marked, when the adapter knows it), a limit's reset, an
 // error's message.
 func agentText(v api.AgentView) string {
 	var b strings.Builder
@@ -40,6 +41,9 @@ func agentText(v api.AgentView) string {
 		cs := make([]string, len(v.Choices))
 		for i, c := range v.Choices {
 			cs[i] = fmt.Sprintf("%d. %s", i+1, c)
+			if c == v.Suggested {
+				cs[i] += " (suggested)"
+			}
 		}
 		fmt.Fprintf(&b, " [%s]", strings.Join(cs, " | "))
 	}

@@ -78,6 +78,13 @@ type Adapter struct {
 	// such mode.
 	JobResult func(out []byte) (JobResult, error)
 
+	// JobRetry reads one line of a job run's output as it comes: a retry
+	// the agent makes by itself of a failed model API request (Claude
+	// Code's api_retry events), ok false for any other line. A job that
+	// retries a usage limit is limited (RetryWatch) long before it ends.
+	// Nil: the agent's job output says nothing of its retries.
+	JobRetry func(line []byte) (r Retry, ok bool)
+
 	// UsageLimit recognises a usage-limit message the agent shows or
 	// writes (a screen row, an error line) and the time it says the limit
 	// resets, read in now's location (a bare "resets 3pm" is the next

@@ -52,7 +52,7 @@ func TestScenario_AnswerKeysMoveTheCursorThenEnter(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s/%s: no rule", c.agent, c.file)
 		}
-		n := len(r.choices(s.Lines))
+		n := len(r.choices(s.Lines, s.Cols))
 		keys, err := r.AnswerKeys(c.target, r.Selected(s.Lines), n)
 		if err != nil || !slices.Equal(keys, c.keys) {
 			t.Errorf("%s/%s choice %d: keys %v, %v; want %v", c.agent, c.file, c.target, keys, err, c.keys)

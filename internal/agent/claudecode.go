@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -38,22 +39,27 @@ func init() {
 			Rules: []Rule{
 				{
 					Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,
-					When:   res(`Is this a project you created or one you trust`),
-					Prompt: re(`(Is this a project you created or one you trust\?)`),
-					Choice: re(`^\s*(?:❯\s*)?(No, exit|Yes, I trust this folder)\s*$`),
+					When:    res(`Is this a project you created or one you trust`),
+					Prompt:  re(`(Is this a project you created or one you trust\?)`),
+					Choice:  re(`^\s*(?:❯\s*)?(No, exit|Yes, I trust this folder)\s*$`),
+					Proceed: re(`^Yes, I trust this folder$`),
 				},
 				{
 					Name: "api key", State: api.AgentWaiting, WaitingFor: api.WaitingChoice,
 					When:   res(`Do you want to use this API key\?`),
 					Prompt: re(`(Do you want to use this API key\?)`),
 					Choice: re(`^\s*(?:❯\s*)?(Yes|No \(recommended\))\s*$`),
+					// The key the harness's environment gives it: "No" signs
+					// in another way, which a harness does not do.
+					Proceed: re(`^Yes$`),
 				},
 				{
 					Name: "permission", State: api.AgentWaiting, WaitingFor: api.WaitingPermission,
 					After:  re(`Do you want to (?:proceed|make this edit|create|allow|run)`),
 					When:   res(`^\s*(?:❯\s*)?1\.\s+Yes`),
 					Prompt: re(`^\s*╌{10,}`), PromptNext: true,
-					Choice: re(`^\s*(?:❯\s*)?\d+\.\s+(.+)$`),
+					Choice:  re(`^\s*(?:❯\s*)?\d+\.\s+(.+)$`),
+					Proceed: re(`^Yes$`),
 				},
 				{
 					Name: "usage limit", State: api.AgentLimited, After: latest, Message: true,
@@ -70,6 +76,7 @@ func init() {
 			},
 			Argv:       claudeArgv,
 			JobResult:  claudeJobResult,
+			JobRetry:   claudeJobRetry,
 			UsageLimit: usageLimit,
 			HasSession: claudeHasSession,
 		}
@@ -166,6 +173,28 @@ func claudeJobResult(out []byte) (JobResult, error) {
 		return r, fmt.Errorf("claude-code: no result line in the job's output")
 	}
 	return r, nil
+}
+
+// claudeJobRetry reads stream-json's api_retry event, which `claude -p`
+// writes before each retry of a failed request (2.1.328: attempt,
+// max_retries, retry_delay_ms, error_status, error "rate_limit" for a
+// 429; no reset time, nor the API's retry-after).
+func claudeJobRetry(line []byte) (Retry, bool) {
+	if !bytes.Contains(line, []byte(`"api_retry"`)) {
+		return Retry{}, false // most lines: no JSON decoding
+	}
+	var e struct {
+		Type       string  `json:"type"`
+		Subtype    string  `json:"subtype"`
+		Attempt    int     `json:"attempt"`
+		MaxRetries int     `json:"max_retries"`
+		DelayMS    float64 `json:"retry_delay_ms"`
+		Status     int     `json:"error_status"`
+	}
+	if json.Unmarshal(line, &e) != nil || e.Type != "system" || e.Subtype != "api_retry" {
+		return Retry{}, false
+	}
+	return Retry{Status: e.Status, Attempt: e.Attempt, Max: e.MaxRetries, Delay: time.Duration(e.DelayMS * float64(time.Millisecond))}, true
 }
 
 // claudeHasSession: Claude Code keeps a directory's sessions in

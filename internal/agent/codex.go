@@ -50,10 +50,11 @@ func init() {
 				},
 				{
 					Name: "permission", State: api.AgentWaiting, WaitingFor: api.WaitingPermission,
-					After:  re(`Would you like to (?:run the following command|make the following edits|grant)`),
-					When:   res(`^\s*(?:›\s*)?1\.\s+Yes`),
-					Prompt: re(`^\s*\$ (.+)$`),
-					Choice: re(`^\s*(?:›\s*)?\d+\.\s+(.+?)\s*$`),
+					After:   re(`Would you like to (?:run the following command|make the following edits|grant)`),
+					When:    res(`^\s*(?:›\s*)?1\.\s+Yes`),
+					Prompt:  re(`^\s*\$ (.+)$`),
+					Choice:  re(`^\s*(?:›\s*)?\d+\.\s+(.+?)\s*$`),
+					Proceed: re(`^Yes, proceed\b`),
 				},
 				{Name: "working", State: api.AgentWorking, When: res(`esc to interrupt`)},
 				{

@@ -15,7 +15,8 @@ type HookSignal struct {
 	State      api.AgentState
 	WaitingFor api.WaitingFor
 	// Message is the agent's own words (a notification's text): the prompt
-	// of a waiting state until the screen shows the dialog.
+	// of a waiting state until the screen shows the dialog, the message
+	// of a limited one.
 	Message string
 	// SessionID and Transcript (the path of the agent's session file) are
 	// set when the payload carries them.

@@ -82,3 +82,46 @@ func toolCall(name string, input any) string {
 	}
 	return s
 }
+
+// Retry is one retry an agent makes by itself of a model API request
+// that failed, as a job's output says while the job runs.
+type Retry struct {
+	// Status is the HTTP status that failed: 429 for a rate or usage
+	// limit.
+	Status int
+	// Attempt counts from 1 for each request; Max is the agent's bound.
+	Attempt, Max int
+	// Delay is the wait before this attempt.
+	Delay time.Duration
+}
+
+// LimitRetryWait is how long an agent may go on retrying 429s of one
+// request by itself before its run counts as limited: a per-minute rate
+// limit clears within a minute; a usage limit lasts hours, and retrying
+// it only ends the job at its timeout.
+const LimitRetryWait = time.Minute
+
+// RetryWatch follows an agent's retries in one run. The zero value is
+// ready.
+type RetryWatch struct {
+	waited  time.Duration
+	tripped bool
+}
+
+// Limited adds r and reports, once, when the run is limited: the waits
+// of one request's 429 retries, the one r announces included, come to
+// LimitRetryWait, or its last attempt is announced. Another status, or a new request's first
+// attempt, starts the count again.
+func (w *RetryWatch) Limited(r Retry) bool {
+	if r.Status != 429 || r.Attempt <= 1 {
+		w.waited = 0
+	}
+	if r.Status != 429 || w.tripped {
+		return false
+	}
+	w.waited += r.Delay
+	if w.waited >= LimitRetryWait || r.Max > 0 && r.Attempt >= r.Max {
+		w.tripped = true
+	}
+	return w.tripped
+}

@@ -48,9 +48,9 @@ func ParseReset(text string, now time.Time) (time.Time, bool) {
 			return time.Date(year, time.Month(mon+1), day, h, mins, 0, 0, now.Location()), true
 		}
 	}
-	if m := re.dur.FindStringSubmatch(text); m != nil {
+	if m := resetDuration(re.dur, text); m != "" {
 		var d time.Duration
-		for _, u := range re.unit.FindAllStringSubmatch(m[1], -1) {
+		for _, u := range re.unit.FindAllStringSubmatch(m, -1) {
 			n, _ := strconv.Atoi(u[1])
 			switch unit := strings.ToLower(u[2]); {
 			case strings.HasPrefix(unit, "d"):
@@ -93,6 +93,21 @@ func ParseReset(text string, now time.Time) (time.Time, bool) {
 		return t, true
 	}
 	return time.Time{}, false
+}
+
+// resetDuration is the first duration in text that is not the agent's
+// own retry countdown ("retrying in 3s · attempt 3/10": Claude Code
+// retrying a 429 by itself): that says when it asks again, not when the
+// limit resets.
+func resetDuration(dur *regexp.Regexp, text string) string {
+	for _, m := range dur.FindAllStringSubmatchIndex(text, -1) {
+		before := strings.ToLower(strings.TrimRight(text[:m[0]], " \t"))
+		if strings.HasSuffix(before, "retrying") {
+			continue
+		}
+		return text[m[2]:m[3]]
+	}
+	return ""
 }
 
 // hour24 turns an hour and "am"/"pm"/"" into 0..23.

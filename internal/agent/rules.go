@@ -2,6 +2,7 @@ package agent
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -14,6 +15,10 @@ import (
 // (trailing blanks trimmed) and the terminal's busy/idle state.
 type Screen struct {
 	Lines []string
+	// Cols is the terminal's width (0: unknown). A TUI breaks a word
+	// longer than its row at the row's end, and a row that reaches the
+	// last columns goes on mid-word in the next (unwrap).
+	Cols int
 	// Busy: output arrived within the harness's idle_after.
 	Busy bool
 	// Shown: the run has drawn something (a known agent is starting
@@ -65,6 +70,10 @@ type Rule struct {
 	// dialog's cursor is on (default: a row starting with ❯, ›, > or ●).
 	Choice *regexp.Regexp
 	Marker *regexp.Regexp
+	// Proceed matches the text of the choice that lets the agent go on:
+	// the answer suggested to a person (Status.Suggested). Nil: the
+	// adapter does not know which, and none is suggested.
+	Proceed *regexp.Regexp
 	// Message: the row of the first When pattern is the state's message
 	// (AgentMessage), for limited and error.
 	Message bool
@@ -209,8 +218,13 @@ func (a *Adapter) Classify(s Screen, now time.Time) Status {
 		return st
 	}
 	st.AgentState, st.WaitingFor = r.State, r.WaitingFor
-	st.Prompt = r.prompt(s.Lines)
-	st.Choices = r.choices(s.Lines)
+	st.Prompt = r.prompt(s.Lines, s.Cols)
+	st.Choices = r.choices(s.Lines, s.Cols)
+	if r.Proceed != nil {
+		if i := slices.IndexFunc(st.Choices, r.Proceed.MatchString); i >= 0 {
+			st.Suggested = st.Choices[i]
+		}
+	}
 	if r.Message && len(r.When) > 0 {
 		if row, ok := firstRow(r.When[0], r.region(s.Lines)); ok {
 			st.AgentMessage = clean(row)
@@ -237,7 +251,7 @@ func (a *Adapter) Rule(s Screen) (*Rule, bool) {
 	return nil, false
 }
 
-func (r *Rule) prompt(lines []string) string {
+func (r *Rule) prompt(lines []string, cols int) string {
 	if r.Prompt == nil {
 		return ""
 	}
@@ -247,10 +261,21 @@ func (r *Rule) prompt(lines []string) string {
 			continue
 		}
 		if r.PromptNext {
-			for _, n := range lines[i+1:] {
-				if t := clean(n); t != "" {
-					return t
+			// The next non-blank row, and the rows it goes on in where
+			// the screen's width broke it mid-word (a long command).
+			for j := i + 1; j < len(lines); j++ {
+				t := clean(lines[j])
+				if t == "" {
+					continue
 				}
+				for ; j+1 < len(lines) && full(lines[j], cols); j++ {
+					more := clean(lines[j+1])
+					if more == "" || r.Prompt.MatchString(lines[j+1]) {
+						break
+					}
+					t += more
+				}
+				return t
 			}
 			return ""
 		}
@@ -262,8 +287,10 @@ func (r *Rule) prompt(lines []string) string {
 	return ""
 }
 
-// choiceRows returns the choices' texts and the index of each one's row.
-func (r *Rule) choiceRows(lines []string) (texts []string, rows []string) {
+// choiceRows returns the choices' texts and the index of each one's row;
+// cols unwraps a text broken mid-word (0: its rows are joined by a
+// space).
+func (r *Rule) choiceRows(lines []string, cols int) (texts []string, rows []string) {
 	if r.Choice == nil {
 		return nil, nil
 	}
@@ -288,7 +315,7 @@ func (r *Rule) choiceRows(lines []string) (texts []string, rows []string) {
 			if more == "" {
 				break
 			}
-			t += " " + more
+			t = unwrap(t, reg[i], more, cols)
 			i++
 		}
 		texts = append(texts, t)
@@ -310,15 +337,34 @@ func indent(l string) int {
 	return n
 }
 
-func (r *Rule) choices(lines []string) []string {
-	texts, _ := r.choiceRows(lines)
+func (r *Rule) choices(lines []string, cols int) []string {
+	texts, _ := r.choiceRows(lines, cols)
 	return texts
+}
+
+// unwrap appends more, the text of the row after row, to text (which row
+// ends): directly when row is full, else after a space.
+func unwrap(text, row, more string, cols int) string {
+	if full(row, cols) {
+		return text + more
+	}
+	return text + " " + more
+}
+
+// full reports whether row's text reaches the screen's last two columns,
+// where a TUI breaks a word too long for the rest of its row: Ink keeps a
+// blank at the end of a row it breaks between words, and draws its
+// dialogs a column short of the edge. A box's right border is no text (a
+// Gemini CLI dialog's rows all reach the edge). False when cols is
+// unknown (0).
+func full(row string, cols int) bool {
+	return cols > 0 && utf8.RuneCountInString(strings.TrimRight(row, " │┃║|")) >= cols-1
 }
 
 // Selected returns the index of the choice the dialog's cursor is on, or
 // -1 when no choice row carries the marker.
 func (r *Rule) Selected(lines []string) int {
-	_, rows := r.choiceRows(lines)
+	_, rows := r.choiceRows(lines, 0)
 	marker := r.Marker
 	if marker == nil {
 		marker = defaultMarker

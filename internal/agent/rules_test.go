@@ -32,6 +32,9 @@ type want struct {
 	choices    []string
 	selected   int
 	until      string // "15:04" in the test's location, "" for none
+	// suggested is the choice that goes on ("" when the adapter does not
+	// know which).
+	suggested string
 }
 
 func checkFixtures(t *testing.T, agent string, cases []want) {
@@ -51,6 +54,9 @@ func checkFixtures(t *testing.T, agent string, cases []want) {
 				t.Errorf("%s/%s: selected %d, want %d", agent, c.file, got, c.selected)
 			}
 		}
+		if st.Suggested != c.suggested {
+			t.Errorf("%s/%s: suggested %q, want %q", agent, c.file, st.Suggested, c.suggested)
+		}
 		var until string
 		if st.Until != nil {
 			until = st.Until.Format("15:04")
@@ -64,38 +70,81 @@ func checkFixtures(t *testing.T, agent string, cases []want) {
 func TestScenario_ClaudeCodeScreens(t *testing.T) {
 	checkFixtures(t, ClaudeCode, []want{
 		{file: "trust", state: api.AgentWaiting, waitingFor: api.WaitingTrust,
-			prompt: "Is this a project you created or one you trust?", choices: []string{"No, exit", "Yes, I trust this folder"}, selected: 0},
+			prompt: "Is this a project you created or one you trust?", choices: []string{"No, exit", "Yes, I trust this folder"}, selected: 0,
+			// The first choice ends the session: the one that goes on is suggested.
+			suggested: "Yes, I trust this folder"},
 		{file: "apikey", state: api.AgentWaiting, waitingFor: api.WaitingChoice,
-			prompt: "Do you want to use this API key?", choices: []string{"Yes", "No (recommended)"}, selected: 1},
+			prompt: "Do you want to use this API key?", choices: []string{"Yes", "No (recommended)"}, selected: 1, suggested: "Yes"},
 		{file: "ready", state: api.AgentReady},
 		{file: "ready", busy: true, state: api.AgentReady},
 		{file: "working", busy: true, state: api.AgentWorking},
 		{file: "working", state: api.AgentWorking},
 		{file: "permission", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-agent",
 			choices: []string{"Yes", "Yes, and always allow access to /home/u/work-claude from this project",
-				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}, selected: 0},
+				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}, selected: 0, suggested: "Yes"},
 		// A choice wider than the terminal goes on in the next row.
 		{file: "permission-wrapped", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-a-rather-long-file-name-to-wrap",
 			choices: []string{"Yes", "Yes, and always allow access to /home/u/a-very-long-project-directory-name-for-a-test-of-wrapping/work-claude from this project",
-				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}, selected: 0},
+				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}, selected: 0, suggested: "Yes"},
 		{file: "answered", state: api.AgentReady},
 		{file: "limited", state: api.AgentLimited, until: "23:30"},
+		// Its own retry countdown is no reset: the limit's is not known.
+		{file: "limited-retrying", busy: true, state: api.AgentLimited},
 	})
+}
+
+// TestScenario_ANarrowScreensChoicesAndPromptAreUnwrapped: Claude Code
+// in 56 columns (a phone's view had the PTY so) breaks a long command
+// and a long path mid-word to fit (testdata permission-narrow, the real
+// program's screen). The prompt is the whole command, not its first row,
+// and the path in a choice comes out whole, not broken by a space where
+// the row ended; a break between words keeps its space.
+func TestScenario_ANarrowScreensChoicesAndPromptAreUnwrapped(t *testing.T) {
+	s := fixture(t, ClaudeCode, "permission-narrow")
+	s.Cols = 56
+	st := MustLookup(ClaudeCode).Classify(s, time.Now())
+	want := []string{"Yes", "Yes, and always allow access to /tmp/exp/a-very-long-project-directory-name-for-a-test-of-wrapping/work-claude from this project",
+		"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}
+	if st.AgentState != api.AgentWaiting || st.Prompt != "touch made-by-a-rather-long-file-name-to-wrap-in-a-narrow-terminal-of-a-phone.txt" ||
+		!slices.Equal(st.Choices, want) || st.Suggested != "Yes" {
+		t.Errorf("got %s prompt %q choices %q suggested %q\nwant prompt of the whole command, choices %q", st.AgentState, st.Prompt, st.Choices, st.Suggested, want)
+	}
+}
+
+// TestScenario_ABoxsBorderIsNoTextThatFillsARow: Gemini CLI draws its
+// dialogs in a box whose right border reaches the screen's edge on every
+// row; its screens read the same with their width known.
+func TestScenario_ABoxsBorderIsNoTextThatFillsARow(t *testing.T) {
+	for _, file := range []string{"trust", "permission", "limited"} {
+		s := fixture(t, Gemini, file)
+		s.Cols = 120
+		with := MustLookup(Gemini).Classify(s, time.Now())
+		s.Cols = 0
+		without := MustLookup(Gemini).Classify(s, time.Now())
+		if with.Prompt != without.Prompt || !slices.Equal(with.Choices, without.Choices) {
+			t.Errorf("gemini/%s: with the width %q %q, without %q %q", file, with.Prompt, with.Choices, without.Prompt, without.Choices)
+		}
+	}
+	if !full(" │ touch made-by-a-rather-long-file-name-to-wrap-in-a-n", 56) || full("│ Usage limit reached for gemini-3.8-flash.        │", 52) {
+		t.Error("full misreads a row")
+	}
 }
 
 func TestScenario_ResetTimesAsAgentsShowThem(t *testing.T) {
 	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
 	for text, want := range map[string]string{
-		"Usage limit reached · resets 11:30pm":                    "2026-12-01 23:30",
-		"You've hit your limit · resets 3pm":                      "2026-12-02 15:00",
-		"Try again at 8:05 PM.":                                   "2026-12-01 20:05",
-		"try again in 2 hours 5 minutes":                          "2026-12-01 22:05",
-		"Please retry in 45s.":                                    "2026-12-01 20:00",
-		"quota resets at 2026-12-03T10:00:00Z":                    "2026-12-03 10:00",
-		"Your quota will reset after 1h 30m.":                     "2026-12-01 21:30",
-		"Usage limit reached for your plan.":                      "",
-		"or try again at Dec 2nd, 2026 12:06 AM.":                 "2026-12-02 00:06",
-		"API Error: Request rejected (429) · Usage limit reached": "",
+		"Usage limit reached · resets 11:30pm":                                  "2026-12-01 23:30",
+		"You've hit your limit · resets 3pm":                                    "2026-12-02 15:00",
+		"Try again at 8:05 PM.":                                                 "2026-12-01 20:05",
+		"try again in 2 hours 5 minutes":                                        "2026-12-01 22:05",
+		"Please retry in 45s.":                                                  "2026-12-01 20:00",
+		"quota resets at 2026-12-03T10:00:00Z":                                  "2026-12-03 10:00",
+		"Your quota will reset after 1h 30m.":                                   "2026-12-01 21:30",
+		"Usage limit reached for your plan.":                                    "",
+		"or try again at Dec 2nd, 2026 12:06 AM.":                               "2026-12-02 00:06",
+		"API Error: Request rejected (429) · Usage limit reached":               "",
+		"429 Usage limit reached for your plan · retrying in 3s · attempt 3/10": "",
+		"Retrying in 5 minutes (attempt 2)":                                     "",
 	} {
 		got, ok := ParseReset(text, now)
 		s := ""
@@ -111,7 +160,8 @@ func TestScenario_ResetTimesAsAgentsShowThem(t *testing.T) {
 func TestScenario_GeminiScreens(t *testing.T) {
 	checkFixtures(t, Gemini, []want{
 		{file: "trust", state: api.AgentWaiting, waitingFor: api.WaitingTrust, prompt: "Do you trust the files in this folder?",
-			choices: []string{"Trust folder (work-gemini)", "Trust parent folder (001)", "Don't trust"}, selected: 0},
+			choices: []string{"Trust folder (work-gemini)", "Trust parent folder (001)", "Don't trust"}, selected: 0,
+			suggested: "Trust folder (work-gemini)"},
 		// It restarts after the answer with the dialog still in view: not
 		// waiting any more.
 		{file: "restarting", state: api.AgentStarting},
@@ -121,7 +171,8 @@ func TestScenario_GeminiScreens(t *testing.T) {
 		{file: "working", state: api.AgentWorking},
 		{file: "answered", state: api.AgentReady},
 		{file: "permission", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-agent",
-			choices: []string{"Allow once", "Allow for this session", "No, suggest changes (esc)"}, selected: 0},
+			choices: []string{"Allow once", "Allow for this session", "No, suggest changes (esc)"}, selected: 0,
+			suggested: "Allow once"},
 		{file: "after", state: api.AgentReady},
 		{file: "limited", state: api.AgentLimited, choices: []string{"Keep trying", "Stop"}, selected: 0},
 	})
@@ -233,7 +284,7 @@ func TestScenario_CodexScreens(t *testing.T) {
 		{file: "answered", state: api.AgentReady},
 		{file: "permission", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-agent",
 			choices: []string{"Yes, proceed (y)", "Yes, and don't ask again for commands that start with `touch made-by-agent` (p)",
-				"No, and tell Codex what to do differently (esc)"}, selected: 0},
+				"No, and tell Codex what to do differently (esc)"}, selected: 0, suggested: "Yes, proceed (y)"},
 		{file: "after", state: api.AgentReady},
 		{file: "limited", state: api.AgentLimited, until: "00:06"},
 	})

@@ -153,3 +153,62 @@ func TestValidSession(t *testing.T) {
 		}
 	}
 }
+
+// TestScenario_AJobRetryingAUsageLimitIsLimitedWithinMinutes: `claude -p`
+// answered 429 with no retry-after (testdata/jobs/claude-code-retrying,
+// captured from the real program) retries for over three minutes before
+// its result line, and a job with a shorter timeout ends timed out
+// without it. Its api_retry lines, read as they come, make the run
+// limited once the waits of one request's retries, the one announced
+// included, come to a minute: at the seventh attempt (74 s of waits,
+// announced about 40 s after the first), not at the first (a per-minute rate
+// limit clears by itself), and not only at the end.
+func TestScenario_AJobRetryingAUsageLimitIsLimitedWithinMinutes(t *testing.T) {
+	out, err := os.ReadFile(filepath.Join("testdata", "jobs", "claude-code-retrying.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := MustLookup(ClaudeCode).JobRetry
+	var w RetryWatch
+	var retries, trippedAt int
+	for _, line := range strings.Split(string(out), "\n") {
+		r, ok := read([]byte(line + "\r"))
+		if !ok {
+			continue
+		}
+		retries++
+		if r.Status != 429 || r.Max != 10 || r.Delay <= 0 {
+			t.Errorf("retry %+v", r)
+		}
+		if w.Limited(r) {
+			if trippedAt != 0 {
+				t.Errorf("limited again at attempt %d", r.Attempt)
+			}
+			trippedAt = r.Attempt
+		}
+	}
+	if retries != 10 || trippedAt != 7 {
+		t.Errorf("%d retries read, limited at attempt %d; want 10, 7", retries, trippedAt)
+	}
+	if r, err := MustLookup(ClaudeCode).JobResult(out); err != nil || !r.Limited {
+		t.Errorf("the result line: %+v, %v", r, err)
+	}
+
+	// Short retries, a new request's, another status: no limit.
+	var q RetryWatch
+	for _, r := range []Retry{
+		{Status: 429, Attempt: 1, Max: 10, Delay: 30 * time.Second}, {Status: 429, Attempt: 2, Max: 10, Delay: 20 * time.Second},
+		{Status: 429, Attempt: 1, Max: 10, Delay: 30 * time.Second}, {Status: 529, Attempt: 2, Max: 10, Delay: 40 * time.Second},
+		{Status: 429, Attempt: 3, Max: 10, Delay: 40 * time.Second},
+	} {
+		if q.Limited(r) {
+			t.Errorf("limited at %+v", r)
+		}
+	}
+	if !q.Limited(Retry{Status: 429, Attempt: 4, Max: 10, Delay: 20 * time.Second}) {
+		t.Error("not limited after a minute of 429 retries")
+	}
+	if !(&RetryWatch{}).Limited(Retry{Status: 429, Attempt: 3, Max: 3, Delay: time.Second}) {
+		t.Error("not limited at the last attempt")
+	}
+}

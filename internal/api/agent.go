@@ -68,6 +68,10 @@ type AgentView struct {
 	// Choices are the answers the screen offers, in order, without their
 	// numbers or markers.
 	Choices []string `json:"choices,omitempty"`
+	// Suggested is the choice that lets the agent go on (Claude Code's
+	// trust dialog: "Yes, I trust this folder", not the first, "No,
+	// exit"), when its adapter knows which; "" when it does not.
+	Suggested string `json:"suggested,omitempty"`
 	// Until is when a limited agent may go on, when it says so.
 	Until *time.Time `json:"until,omitempty"`
 	// AgentMessage is the error an agent in state error shows.

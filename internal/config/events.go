@@ -58,7 +58,8 @@ type Notify struct {
 	// ("proj/*" for a project's); empty means every harness.
 	Harnesses []string
 	// Cooldown (cooldown_s) is the least time between two messages of
-	// this table for the same harness and event.
+	// this table for the same harness and event (and, for waiting, the
+	// same prompt).
 	Cooldown time.Duration
 	// Command (command) is an argv run without a shell, the message as
 	// JSON on its stdin, with the env_file and env in its environment.

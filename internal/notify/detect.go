@@ -24,6 +24,7 @@ type Occurrence struct {
 	WaitingFor string
 	Prompt     string
 	Choices    []string
+	Suggested  string
 	Until      *time.Time
 }
 
@@ -135,7 +136,7 @@ func (d *Detector) agent(m *memo, ev api.Event) []Occurrence {
 	prev, prevPrompt := m.agent, m.prompt
 	m.agent, m.prompt = a.AgentState, a.Prompt
 	o := Occurrence{Harness: ev.Unit, RunID: ev.RunID, State: ev.State, Time: ev.Time,
-		WaitingFor: string(a.WaitingFor), Prompt: a.Prompt, Choices: a.Choices, Until: a.Until}
+		WaitingFor: string(a.WaitingFor), Prompt: a.Prompt, Choices: a.Choices, Suggested: a.Suggested, Until: a.Until}
 	switch {
 	case a.AgentState == api.AgentWaiting && (prev != api.AgentWaiting || a.Prompt != prevPrompt):
 		o.Event = config.NotifyWaiting

@@ -32,11 +32,13 @@ type Message struct {
 	Signal   string `json:"signal,omitempty"`
 	// LastLines are the run's last activity lines (failures).
 	LastLines []string `json:"last_lines,omitempty"`
-	// WaitingFor, Prompt and Choices describe a waiting agent; Until is
+	// WaitingFor, Prompt and Choices describe a waiting agent, Suggested
+	// the choice that lets it go on when its adapter knows it; Until is
 	// when a limit or a hold ends.
 	WaitingFor string     `json:"waiting_for,omitempty"`
 	Prompt     string     `json:"prompt,omitempty"`
 	Choices    []string   `json:"choices,omitempty"`
+	Suggested  string     `json:"suggested,omitempty"`
 	Until      *time.Time `json:"until,omitempty"`
 	// Actions say how to act: commands to run, and the dashboard link.
 	Actions []Action `json:"actions"`
@@ -74,18 +76,29 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// actions are the ways to act on an occurrence of event for harness.
-func actions(event, harness string, choices []string, dashboard string) []Action {
+// actions are the ways to act on an occurrence of event for harness. A
+// waiting agent's are an answer per choice: "answer" for the suggested
+// one (first), "answer N" for the N-th of the others; a guess would be
+// no better than the first choice, which may end the session (Claude
+// Code's trust dialog: "No, exit").
+func actions(event, harness string, choices []string, suggested, dashboard string) []Action {
 	h := shellQuote(harness)
 	var out []Action
 	switch event {
 	case config.NotifyWaiting:
-		choice := "…"
-		if len(choices) > 0 {
-			choice = choices[0]
+		answer := func(c string) string { return "harness answer " + h + " " + shellQuote(c) }
+		switch {
+		case len(choices) == 0:
+			out = append(out, Action{Label: "answer", Command: answer("…")})
+		case suggested != "":
+			out = append(out, Action{Label: "answer", Command: answer(suggested)})
 		}
-		out = append(out, Action{Label: "answer", Command: "harness answer " + h + " " + shellQuote(choice)},
-			Action{Label: "attach", Command: "harness attach " + h})
+		for i, c := range choices {
+			if c != suggested {
+				out = append(out, Action{Label: fmt.Sprintf("answer %d", i+1), Command: answer(c)})
+			}
+		}
+		out = append(out, Action{Label: "attach", Command: "harness attach " + h})
 	case config.NotifyLimited, config.NotifyHeld:
 		out = append(out, Action{Label: "describe", Command: "harness describe " + h},
 			Action{Label: "start anyway", Command: "harness start " + h + " --force"})
@@ -113,6 +126,9 @@ func (m *Message) Text() string {
 		fmt.Fprintf(&b, "\n\n%s", m.Prompt)
 		for i, c := range m.Choices {
 			fmt.Fprintf(&b, "\n  %d. %s", i+1, c)
+			if c == m.Suggested {
+				b.WriteString(" (suggested)")
+			}
 		}
 	}
 	if m.Until != nil {

@@ -83,6 +83,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Backoff overrides the wait between tries (tests); nil is Backoff.
 	Backoff func(attempt int, retryAfter time.Duration) time.Duration
+	// RemindAfter overrides RemindAfter (tests); 0 is RemindAfter.
+	RemindAfter time.Duration
 }
 
 // Notifier is the daemon's one notifier.
@@ -101,9 +103,13 @@ type Notifier struct {
 	// router-owned
 	detect *Detector
 	sent   map[cooldownKey]time.Time
+	remind reminders
 }
 
-type cooldownKey struct{ table, harness, event string }
+// cooldownKey is what a cooldown keeps from being said twice: a table's
+// message of a harness's event and, for a waiting agent, its prompt
+// (occurrenceKey).
+type cooldownKey struct{ table, harness, event, what string }
 
 // counters of one table; atomics so Stats never waits for a worker.
 type counters struct {
@@ -135,8 +141,12 @@ func New(opt Options) *Notifier {
 		}
 		opt.Instance = "notify-" + id
 	}
+	if opt.RemindAfter == 0 {
+		opt.RemindAfter = RemindAfter
+	}
 	n := &Notifier{opt: opt, own: &ownership{cgroups: opt.Cgroups, instance: opt.Instance}, events: make(chan api.Event, EventQueue), quit: make(chan struct{}),
-		workers: map[string]*worker{}, stats: map[string]*counters{}, detect: NewDetector(), sent: map[cooldownKey]time.Time{}}
+		workers: map[string]*worker{}, stats: map[string]*counters{}, detect: NewDetector(), sent: map[cooldownKey]time.Time{},
+		remind: reminders{}}
 	n.wg.Add(1)
 	go n.route()
 	return n
@@ -205,15 +215,30 @@ func (n *Notifier) Close() {
 	n.wg.Wait()
 }
 
-// route is the router goroutine: events in, messages to the workers.
+// route is the router goroutine: events in, messages to the workers,
+// and the reminders of prompts still waiting when they are due.
 func (n *Notifier) route() {
 	defer n.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		select {
 		case <-n.quit:
 			return
 		case ev := <-n.events:
 			n.handle(ev)
+		case <-timer.C:
+		}
+		out, next := n.remind.due(n.opt.Now())
+		for _, o := range out {
+			if info, ok := n.opt.Source.Harness(o.Harness); ok {
+				n.dispatch(o, info)
+			}
+		}
+		timer.Stop()
+		if !next.IsZero() {
+			timer.Reset(next.Sub(n.opt.Now()))
 		}
 	}
 }
@@ -222,10 +247,14 @@ func (n *Notifier) handle(ev api.Event) {
 	info, ok := n.opt.Source.Harness(ev.Unit)
 	if !ok {
 		n.detect.Forget(ev.Unit)
+		n.remind.forget(ev.Unit)
 		return
 	}
+	n.remind.seen(ev)
 	for _, o := range n.detect.Next(ev, n.isJobRun(ev, info)) {
-		n.dispatch(o, info)
+		if n.dispatch(o, info) && o.Event == config.NotifyWaiting {
+			n.remind.told(o, n.opt.Now(), n.opt.RemindAfter)
+		}
 	}
 }
 
@@ -247,17 +276,21 @@ func (n *Notifier) isJobRun(ev api.Event, info HarnessInfo) bool {
 }
 
 // dispatch sends o through every table that wants it and is not cooling
-// down for it.
-func (n *Notifier) dispatch(o Occurrence, info HarnessInfo) {
+// down for it (the same harness, event and prompt). It reports whether
+// some table wants it, sent now or sent within its cooldown.
+func (n *Notifier) dispatch(o Occurrence, info HarnessInfo) bool {
 	n.mu.Lock()
 	var targets []*worker
+	wanted := false
+	now := n.opt.Now()
+	n.pruneSentLocked(now)
 	for _, name := range slices.Sorted(maps.Keys(n.workers)) {
 		w := n.workers[name]
 		if !w.sink.cfg.Wants(o.Event, o.Harness) {
 			continue
 		}
-		key := cooldownKey{name, o.Harness, o.Event}
-		now := n.opt.Now()
+		wanted = true
+		key := cooldownKey{name, o.Harness, o.Event, occurrenceKey(o)}
 		if last, ok := n.sent[key]; ok && !CooledDown(last, now, w.sink.cfg.Cooldown) {
 			w.c.suppressed.Add(1)
 			continue
@@ -267,13 +300,31 @@ func (n *Notifier) dispatch(o Occurrence, info HarnessInfo) {
 	}
 	n.mu.Unlock()
 	if len(targets) == 0 {
-		return
+		return wanted
 	}
 	m := n.build(o, info)
 	for _, w := range targets {
 		mm := *m
 		mm.Notifier = w.sink.cfg.Name
 		w.enqueue(&mm)
+	}
+	return true
+}
+
+// maxSent bounds the cooldowns remembered before those that ended are
+// dropped: one a prompt, and an agent may ask many.
+const maxSent = 1024
+
+// pruneSentLocked drops the cooldowns that ended (or whose table went)
+// once there are many.
+func (n *Notifier) pruneSentLocked(now time.Time) {
+	if len(n.sent) < maxSent {
+		return
+	}
+	for k, last := range n.sent {
+		if w, ok := n.workers[k.table]; !ok || CooledDown(last, now, w.sink.cfg.Cooldown) {
+			delete(n.sent, k)
+		}
 	}
 }
 
@@ -289,7 +340,7 @@ func (n *Notifier) build(o Occurrence, info HarnessInfo) *Message {
 	m := &Message{Event: o.Event, Harness: o.Harness, Project: info.Project, Host: n.opt.Host,
 		Time: o.Time, Title: o.Harness + " " + titles[o.Event], Reason: mask(o.Reason), State: o.State,
 		RunID: o.RunID, ExitCode: o.ExitCode, Signal: o.Signal, WaitingFor: o.WaitingFor,
-		Prompt: mask(o.Prompt), Until: o.Until}
+		Prompt: mask(o.Prompt), Suggested: mask(o.Suggested), Until: o.Until}
 	if m.Time.IsZero() {
 		m.Time = n.opt.Now()
 	}
@@ -308,7 +359,7 @@ func (n *Notifier) build(o Occurrence, info HarnessInfo) *Message {
 	if n.opt.Dashboard != nil {
 		dash = n.opt.Dashboard(o.Harness)
 	}
-	m.Actions = actions(o.Event, o.Harness, m.Choices, dash)
+	m.Actions = actions(o.Event, o.Harness, m.Choices, m.Suggested, dash)
 	return m
 }
 
@@ -328,8 +379,8 @@ func (n *Notifier) Test(ctx context.Context, name string) (api.NotifyTestResult,
 	m := &Message{Notifier: name, Event: config.NotifyWaiting, Harness: "example", Host: n.opt.Host, Time: n.opt.Now(),
 		Title:  "example " + titles[config.NotifyWaiting] + " (a test of notify." + name + ")",
 		Reason: "a test message from `harness notify test " + name + "`", State: "running", WaitingFor: "permission",
-		Prompt: "Do you want to run `make test`?", Choices: []string{"Yes", "No"}, Test: true}
-	m.Actions = actions(m.Event, m.Harness, m.Choices, dash)
+		Prompt: "Do you want to run `make test`?", Choices: []string{"Yes", "No"}, Suggested: "Yes", Test: true}
+	m.Actions = actions(m.Event, m.Harness, m.Choices, m.Suggested, dash)
 	start := time.Now()
 	attempts, o := w.deliver(ctx, m)
 	res := api.NotifyTestResult{Name: name, Attempts: attempts, Status: o.status, DurationMS: time.Since(start).Milliseconds()}

@@ -158,8 +158,8 @@ func TestRetryPolicy(t *testing.T) {
 func sampleMessage() *Message {
 	return &Message{Notifier: "n", Event: config.NotifyWaiting, Harness: "rev", Project: "app", Host: "box",
 		Title: "rev is waiting for you on box", Reason: "needs permission", WaitingFor: "permission",
-		Prompt: "Run <rm -rf build> & co?", Choices: []string{"Yes", "No, and tell Claude"},
-		Actions: actions(config.NotifyWaiting, "rev", []string{"Yes", "No, and tell Claude"}, "http://127.0.0.1:7330/h/rev")}
+		Prompt: "Run <rm -rf build> & co?", Choices: []string{"Yes", "No, and tell Claude"}, Suggested: "Yes",
+		Actions: actions(config.NotifyWaiting, "rev", []string{"Yes", "No, and tell Claude"}, "Yes", "http://127.0.0.1:7330/h/rev")}
 }
 
 func TestRenderFormats(t *testing.T) {
@@ -167,7 +167,7 @@ func TestRenderFormats(t *testing.T) {
 	body, ctype, _, err := Render(config.FormatJSON, m)
 	var back Message
 	if err != nil || ctype != "application/json" || json.Unmarshal(body, &back) != nil || back.Prompt != m.Prompt ||
-		back.Actions[0].Command != "harness answer rev Yes" || back.Actions[2].URL != "http://127.0.0.1:7330/h/rev" {
+		back.Actions[0].Command != "harness answer rev Yes" || back.Actions[3].URL != "http://127.0.0.1:7330/h/rev" {
 		t.Errorf("json: %s %v", body, err)
 	}
 	body, _, _, _ = Render(config.FormatSlack, m)
@@ -195,7 +195,7 @@ func TestRenderFormats(t *testing.T) {
 	if strings.ContainsAny(h.Get("Title"), "\nü") {
 		t.Errorf("ntfy title not header-safe: %q", h.Get("Title"))
 	}
-	if a := actions(config.NotifyWaiting, "p/it's", []string{"Yes, don't ask"}, ""); a[0].Command != `harness answer 'p/it'\''s' 'Yes, don'\''t ask'` {
+	if a := actions(config.NotifyWaiting, "p/it's", []string{"Yes, don't ask"}, "Yes, don't ask", ""); a[0].Command != `harness answer 'p/it'\''s' 'Yes, don'\''t ask'` {
 		t.Errorf("quoting: %s", a[0].Command)
 	}
 }

@@ -213,7 +213,8 @@ func (t *agentTracker) check() {
 	var modeRun uint64 // the run whose terminal mode canonical is
 	var canonical, paste bool
 	if len(a.Rules) > 0 {
-		s.Lines = t.u.term.Snapshot(term.SnapshotOptions{}).Lines
+		snap := t.u.term.Snapshot(term.SnapshotOptions{})
+		s.Lines, s.Cols = snap.Lines, snap.Cols
 		paste = t.u.term.BracketedPaste()
 		modeRun, canonical = t.u.lineMode()
 	}
@@ -352,6 +353,9 @@ func (t *agentTracker) hook(run uint64, sig agent.HookSignal) (AgentStatus, bool
 	a := t.adapter.Load()
 	st := &AgentStatus{AgentView: api.AgentView{Agent: a.Name, AgentState: sig.State}, RunID: run, Selected: -1}
 	t.hookWait = nil
+	if sig.State == api.AgentLimited {
+		st.AgentMessage = sig.Message
+	}
 	if sig.State == api.AgentWaiting {
 		st.WaitingFor, st.Prompt = sig.WaitingFor, sig.Message
 		if len(a.Rules) > 0 {

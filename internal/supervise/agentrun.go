@@ -114,6 +114,9 @@ func (a *actor) addAgentArgs(p *proc, cmd *exec.Cmd) error {
 	if o.Job && ad.JobResult != nil {
 		p.jobOut = &capture{}
 	}
+	if o.Job && ad.JobRetry != nil {
+		p.jobLines = &lineWriter{fn: a.u.agent.jobRetries(p.run, ad.JobRetry)}
+	}
 	switch {
 	case o.ResumeSession != "":
 		a.deps.Log.Event(p.run, "resuming session "+o.ResumeSession)
@@ -256,4 +259,60 @@ func clipNote(s string) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// jobRetries returns what reads each line of run's job output with read:
+// once the agent's own retries of a 429 say the run is limited
+// (agent.RetryWatch), the agent's state is limited, as a hook would tell
+// it, and the harness's on_limit applies long before the job's timeout.
+func (t *agentTracker) jobRetries(run uint64, read func([]byte) (agent.Retry, bool)) func([]byte) {
+	var w agent.RetryWatch
+	return func(line []byte) {
+		r, ok := read(line)
+		if !ok || !w.Limited(r) {
+			return
+		}
+		t.hook(run, agent.HookSignal{State: api.AgentLimited,
+			Message: fmt.Sprintf("API error %d, retried by the agent for over %s (attempt %d of %d)", r.Status, agent.LimitRetryWait, r.Attempt, r.Max)})
+	}
+}
+
+// maxJobLine bounds a line lineWriter keeps whole: the lines it is for
+// (an agent's retry events) are short, a tool's result may be megabytes.
+const maxJobLine = 64 << 10
+
+// lineWriter calls fn with each line written to it, without its CR LF;
+// a line longer than maxJobLine is skipped. Only the output reader
+// writes it.
+type lineWriter struct {
+	fn   func([]byte)
+	part []byte
+	long bool
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if !l.long {
+				l.part = append(l.part, p...)
+				if len(l.part) > maxJobLine {
+					l.part, l.long = l.part[:0], true
+				}
+			}
+			break
+		}
+		if !l.long {
+			line := p[:i]
+			if len(l.part) > 0 {
+				l.part = append(l.part, line...)
+				line = l.part
+			}
+			l.fn(bytes.TrimSuffix(line, []byte("\r")))
+		}
+		l.part, l.long = l.part[:0], false
+		p = p[i+1:]
+	}
+	return n, nil
 }

@@ -72,6 +72,8 @@ type proc struct {
 	note    string
 	// jobOut captures a job run's output for its adapter (agentrun.go).
 	jobOut *capture
+	// jobLines reads a job run's output lines as they come (agentrun.go).
+	jobLines *lineWriter
 }
 
 func (p *proc) stopTimers() {

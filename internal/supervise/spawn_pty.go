@@ -55,6 +55,9 @@ func (a *actor) startPTY(p *proc, attrs *syscall.SysProcAttr) (func(), error) {
 			if p.jobOut != nil {
 				w = teeWriter{w: w, c: p.jobOut}
 			}
+			if p.jobLines != nil {
+				w = io.MultiWriter(w, p.jobLines)
+			}
 			copyOutput(master, w, logger)
 		}()
 	}, nil

@@ -48,7 +48,10 @@ var ErrNotRunning = errcode.Errorf(errcode.NotRunning, "no process")
 // resizeCmd changes the PTY size of the running process.
 type resizeCmd struct {
 	cols, rows uint16
-	reply      chan error
+	// viewer: an attached viewer's terminal asks, and the PTY never
+	// becomes smaller than the run's configured size for it.
+	viewer bool
+	reply  chan error
 }
 
 // Resize sets the PTY size of the running harness, and its terminal's, as
@@ -73,6 +76,13 @@ func (a *actor) onResize(m resizeCmd) {
 		return
 	}
 	p := a.proc
+	if m.viewer {
+		// A phone's narrow view must not reflow the agent's screen: its
+		// dialogs, rewrapped to 56 columns, broke paths in two in what
+		// the rules read, and stayed so after the phone left.
+		cols, rows := ptySize(p.cfg)
+		m.cols, m.rows = max(m.cols, cols), max(m.rows, rows)
+	}
 	if err := pty.Setsize(p.master, &pty.Winsize{Cols: m.cols, Rows: m.rows}); err != nil {
 		m.reply <- fmt.Errorf("supervise: unit %s: resize: %w", a.cfg.Name, err)
 		return

@@ -15,6 +15,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/term"
@@ -204,4 +205,48 @@ func TestScenario_ResizeFollowsThePTY(t *testing.T) {
 	if c, r := e.u.Term().Size(); c != 100 || r != 30 {
 		t.Fatalf("term size after restart %dx%d", c, r)
 	}
+}
+
+// TestScenario_AViewerNeverShrinksTheAgentBelowItsSize: a phone's 56
+// columns reflowed an agent's dialogs for good (the last writer's size
+// won), breaking a long path in a choice in two. A viewer's terminal
+// grows the PTY, never shrinks it below the configured size; Resize
+// itself (not a viewer's) still sets any size.
+func TestScenario_AViewerNeverShrinksTheAgentBelowItsSize(t *testing.T) {
+	cfg := helperCfg("win", "winsize", nil)
+	cfg.Cols, cfg.Rows = 100, 30
+	e := newEnv(t, cfg)
+	e.start()
+	e.waitLog("size 100x30")
+	phone := attach(t, e.u, ViewerOptions{Cols: 56, Rows: 20})
+	if c, r := e.u.Term().Size(); c != 100 || r != 30 {
+		t.Fatalf("term size %dx%d after a 56x20 viewer attached", c, r)
+	}
+	// Each resize the phone asks is answered by the size in force, so
+	// it shows the screen as the agent draws it.
+	resize := func(cols, rows int, want string) {
+		t.Helper()
+		if err := phone.Resize(context.Background(), cols, rows); err != nil {
+			t.Fatal(err)
+		}
+		e.waitLog("size " + want)
+		for {
+			_, ev, err := next(t, phone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev != nil && ev.Kind == api.AttachNotice {
+				if got := fmt.Sprintf("%dx%d", ev.Cols, ev.Rows); got != want {
+					t.Fatalf("notice %+v, want %s", ev, want)
+				}
+				return
+			}
+		}
+	}
+	resize(150, 20, "150x30")
+	resize(56, 50, "100x50")
+	if err := e.u.Resize(context.Background(), 80, 24); err != nil {
+		t.Fatal(err)
+	}
+	e.waitLog("size 80x24")
 }

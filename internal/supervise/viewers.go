@@ -117,7 +117,8 @@ type ViewerOptions struct {
 	// ReadOnly viewers never write or resize.
 	ReadOnly bool
 	// Cols, Rows: the viewer's terminal. A viewer that may write resizes
-	// the PTY to it first (the latest writer's size wins); 0 keeps the size.
+	// the PTY to it first (the latest writer's size wins), never below the
+	// run's configured size; 0 keeps the size.
 	Cols, Rows int
 }
 
@@ -132,7 +133,7 @@ func (u *Unit) Attach(ctx context.Context, o ViewerOptions) (*Viewer, error) {
 	if !o.ReadOnly && o.Cols > 0 && o.Rows > 0 {
 		cols, rows := clampSize(o.Cols, o.Rows)
 		// Between runs there is no PTY to resize; the viewer is still welcome.
-		if err := u.Resize(ctx, cols, rows); err != nil && !isNotRunning(err) {
+		if err := u.viewerResize(ctx, cols, rows); err != nil && !isNotRunning(err) {
 			return nil, fmt.Errorf("supervise: unit %s: attach: %w", u.name, err)
 		}
 	}
@@ -294,13 +295,30 @@ func (v *Viewer) Input(ctx context.Context, p []byte) error {
 }
 
 // Resize resizes the PTY to the viewer's terminal (clamped to the
-// emulator's bounds); a read-only viewer is refused with not_permitted.
+// emulator's bounds), never below the run's configured size: a notice
+// with the size in force tells a viewer that asked for another, so it
+// can show the screen as the agent draws it. A read-only viewer is
+// refused with not_permitted.
 func (v *Viewer) Resize(ctx context.Context, cols, rows int) error {
 	if v.readOnly {
 		return fmt.Errorf("supervise: unit %s: a read-only viewer cannot resize: %w", v.u.name, errcode.ErrNotPermitted)
 	}
 	c, r := clampSize(cols, rows)
-	return v.u.Resize(ctx, c, r)
+	if err := v.u.viewerResize(ctx, c, r); err != nil {
+		return err
+	}
+	if ac, ar := v.u.term.Size(); ac != cols || ar != rows {
+		v.f.mu.Lock()
+		defer v.f.mu.Unlock()
+		v.pushEventLocked(api.AttachEvent{Kind: api.AttachNotice, Name: v.u.name, Cols: ac, Rows: ar,
+			Message: fmt.Sprintf("the terminal stays %dx%d (the harness's size, or the bounds)", ac, ar)})
+	}
+	return nil
+}
+
+// viewerResize is Resize for an attached viewer's terminal.
+func (u *Unit) viewerResize(ctx context.Context, cols, rows uint16) error {
+	return u.call(ctx, resizeCmd{cols: cols, rows: rows, viewer: true, reply: make(chan error, 1)})
 }
 
 // Close detaches the viewer; Next then returns io.EOF.

@@ -117,7 +117,9 @@ func attach(t *testing.T, u *Unit, o ViewerOptions) *Viewer {
 // live output; its input reaches the program; a read-only viewer sees the
 // same and can neither type nor resize.
 func TestScenario_AttachRepaintsThenStreamsAndTypes(t *testing.T) {
-	e := newEnv(t, helperCfg("keys", "keys", nil))
+	cfg := helperCfg("keys", "keys", nil)
+	cfg.Cols, cfg.Rows = 80, 16 // the writer's 90x20 is larger: it applies
+	e := newEnv(t, cfg)
 	if _, err := e.u.Attach(context.Background(), ViewerOptions{}); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("attach before start: %v", err)
 	}

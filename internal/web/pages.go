@@ -122,6 +122,9 @@ type unitView struct {
 	WaitingFor string          `json:"waiting_for,omitempty"`
 	Prompt     string          `json:"prompt,omitempty"`
 	RawChoices json.RawMessage `json:"choices,omitempty"`
+	// Suggested is the choice that lets the agent go on, when its
+	// adapter knows it.
+	Suggested  string          `json:"suggested,omitempty"`
 	Hold       json.RawMessage `json:"hold,omitempty"`
 	Held       bool            `json:"held,omitempty"`
 	LastError  string          `json:"last_error,omitempty"`

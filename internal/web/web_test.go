@@ -68,7 +68,7 @@ func (b *fakeBackend) Call(_ context.Context, c api.Caller, op string, args json
 			agent = "generic"
 		}
 		return map[string]any{"name": a.Name, "state": "running", "agent": agent, "agent_state": "waiting", "prompt": "Allow Bash?",
-			"choices": []map[string]string{{"key": "1", "label": "Yes"}, {"key": "2", "label": "No"}}}, nil
+			"choices": []map[string]string{{"key": "1", "label": "Yes"}, {"key": "2", "label": "No"}}, "suggested": "No"}, nil
 	case api.OpTurns:
 		var a api.TurnsArgs
 		if err := json.Unmarshal(args, &a); err != nil {
@@ -315,6 +315,9 @@ func TestScenario_SignInSetsAStrictCookieAndShowsTheFleetWaitingFirst(t *testing
 	st, body, _ = r.page(c, "/h/w")
 	if st != 200 || !strings.Contains(body, `data-choice="1"`) || !strings.Contains(body, `data-choice="2"`) {
 		t.Fatalf("harness page = %d, want one button per choice:\n%s", st, body)
+	}
+	if !strings.Contains(body, `class="choice suggested" title="suggested: it lets the agent go on" data-choice="2"`) || strings.Count(body, "suggested:") != 1 {
+		t.Fatalf("the choice that goes on (the second) is not the one marked:\n%s", body)
 	}
 	if st, body, _ := r.page(c, "/h/nope"); st != http.StatusNotFound || !strings.Contains(body, "unknown_harness") {
 		t.Fatalf("unknown harness = %d %q", st, body)

@@ -104,7 +104,7 @@ func argsOrEmpty(a map[string]any) map[string]any {
 // anthropicError writes the Messages API's error shape. A usage limit is a
 // 429 rate_limit_error carrying the unified rate-limit headers Claude
 // Code reads (status rejected, reset as Unix seconds), and told not to
-// retry.
+// retry unless Retried.
 func anthropicError(w http.ResponseWriter, e *Error) {
 	status := e.Status
 	if status == 0 {
@@ -130,7 +130,7 @@ func anthropicError(w http.ResponseWriter, e *Error) {
 			msg = "Usage limit reached for your plan · resets " + reset.Local().Format("3:04pm")
 		}
 	}
-	if status == http.StatusTooManyRequests || e.UsageLimit {
+	if (status == http.StatusTooManyRequests || e.UsageLimit) && !e.Retried {
 		w.Header().Set("x-should-retry", "false")
 	}
 	jsonError(w, status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})

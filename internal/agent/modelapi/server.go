@@ -84,6 +84,10 @@ type Error struct {
 	// per-day QuotaFailure and RetryInfo).
 	UsageLimit bool
 	ResetAt    time.Time
+	// Retried leaves a 429 to the agent's own retries: no x-should-retry
+	// "false" (Claude Code 2.1.328 then retries it ten times, showing
+	// "retrying in 2s · attempt 3/10").
+	Retried bool
 }
 
 // Request is one recorded request.

@@ -252,6 +252,9 @@
           ended = true;
           setStatus('ended: ' + (ev.message || ev.state || ''));
         } else {
+          // A notice with a size: the agent's terminal stays that size
+          // (never below the harness's own), so the screen is shown at it.
+          if (ev.cols && ev.rows) term.resize(ev.cols, ev.rows);
           say(ev.message || ev.kind, true);
         }
       };
