@@ -380,6 +380,10 @@ func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
 			t.Errorf("the resumed session lacks the earlier turn: %.300s", req.Body)
 		}
 		af.screenHas("the answer after the reset", "It was kiwi")
+		// The answer is drawn before the turn ends: wait for ready, then
+		// the harness must still run, unheld (the old limit message on
+		// its screen parked nothing).
+		af.waitState("ready")
 		if row := rf.unitRow(); row.PID == 0 || row.Hold != nil || row.AgentState != "ready" {
 			t.Errorf("after the answer: %+v", row)
 		}
