@@ -88,8 +88,13 @@ const DefaultSessionTTL = 12 * time.Hour
 
 // Bounds of what one browser may hold or send.
 const (
-	// maxSessions bounds live sign-ins; past it the oldest ends.
-	maxSessions = 256
+	// maxSessionsPerCredential bounds the live sign-ins of one token (the
+	// operator's, or one dashboard token's); past it that token's least
+	// recently used session ends.
+	maxSessionsPerCredential = 32
+	// maxSessions bounds live sign-ins of all tokens; past it a sign-in is
+	// refused, never another token's session ended.
+	maxSessions = 1024
 	// maxForm bounds a POST body (a sign-in, an action, typed text).
 	maxForm = 64 << 10
 	// eventBuffer is each event stream's queue; past it the page is told to
