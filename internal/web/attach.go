@@ -52,6 +52,11 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
 		return
 	}
+	release, ok := s.admitStream(w, r, rq)
+	if !ok {
+		return
+	}
+	defer release()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		// ServeHTTP has checked Origin by the MCP door's rule (loopback,
 		// any port); the library's same-host rule would refuse a tunnel.

@@ -1,0 +1,66 @@
+package web
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/harness-dev/harness/internal/dashtoken"
+	"github.com/harness-dev/harness/internal/errcode"
+)
+
+// Streams are bounded per session, per credential (half the overall bound)
+// and overall; a refused stream is busy, and a closed one frees its place.
+func TestScenario_StreamsAreBoundedPerSessionPerTokenAndOverall(t *testing.T) {
+	r := newRig(t)
+	overall := r.srv.opt.MaxStreams
+	perCred := r.srv.perCredentialStreams()
+	sessionOf := func(tok string) *session {
+		t.Helper()
+		sess, err := r.srv.signIn(tok)
+		if sess == nil || err != nil {
+			t.Fatalf("sign-in: %v, %v", sess, err)
+		}
+		return sess
+	}
+	fill := func(what, tok string, n int) (last func()) {
+		t.Helper()
+		for i := 0; i < n; {
+			sess := sessionOf(tok)
+			for j := 0; j < maxStreamsPerSession && i < n; j, i = j+1, i+1 {
+				rel, err := r.srv.openStream(sess)
+				if err != nil {
+					t.Fatalf("%s: stream %d below the bounds: %v", what, i, err)
+				}
+				last = rel
+			}
+			if i < n {
+				if _, err := r.srv.openStream(sess); !errors.Is(err, errcode.ErrBusy) {
+					t.Fatalf("%s: stream %d of one session = %v, want busy", what, maxStreamsPerSession+1, err)
+				}
+			}
+		}
+		return last
+	}
+	fill("operator", operatorToken, perCred)
+	if _, err := r.srv.openStream(sessionOf(operatorToken)); !errors.Is(err, errcode.ErrBusy) {
+		t.Fatalf("the operator's stream %d = %v, want busy (per credential)", perCred+1, err)
+	}
+	reader, _, err := dashtoken.Mint(r.state, []string{"read"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := fill("read-only token", reader, overall-perCred)
+	other, _, err := dashtoken.Mint(r.state, []string{"read"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherSess := sessionOf(other)
+	if _, err := r.srv.openStream(otherSess); !errors.Is(err, errcode.ErrBusy) {
+		t.Fatalf("stream %d overall = %v, want busy", overall+1, err)
+	}
+	release()
+	if _, err := r.srv.openStream(otherSess); err != nil {
+		t.Fatalf("a stream after one closed: %v", err)
+	}
+}
