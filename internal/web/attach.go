@@ -93,7 +93,9 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 		return
 	}
 	writer := rq.may(api.AttachClass(false))
-	args := api.AttachArgs{Name: name, ReadOnly: !writer}
+	// Without input the viewer only watches, and sees no more than
+	// `screen` shows: the masked screen, never the program's bytes.
+	args := api.AttachArgs{Name: name, ReadOnly: !writer, Masked: !writer}
 	if writer {
 		args.Cols, args.Rows = hello.Cols, hello.Rows
 	}

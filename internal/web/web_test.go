@@ -410,8 +410,8 @@ func TestScenario_ReadOnlyDashboardTokenIsRefusedActionsAndKeys(t *testing.T) {
 	if typed := v.typed(); typed != "" {
 		t.Fatalf("a read-only viewer typed %q", typed)
 	}
-	if a := as[0]; !a.ReadOnly || a.Cols != 0 {
-		t.Fatalf("attach args = %+v, want read-only without a size", a)
+	if a := as[0]; !a.ReadOnly || !a.Masked || a.Cols != 0 {
+		t.Fatalf("attach args = %+v, want read-only and masked without a size", a)
 	}
 	ws.Close(websocket.StatusNormalClosure, "")
 
@@ -505,7 +505,7 @@ func TestScenario_TerminalWriterTypesAndAWrongCSRFIsRefused(t *testing.T) {
 	defer ws.CloseNow()
 	readNotice(t, ws, api.AttachAttached)
 	as, v := r.b.attached()
-	if a := as[0]; a.ReadOnly || a.Cols != 100 || a.Rows != 30 {
+	if a := as[0]; a.ReadOnly || a.Masked || a.Cols != 100 || a.Rows != 30 {
 		t.Fatalf("attach args = %+v", a)
 	}
 	ctx := context.Background()
