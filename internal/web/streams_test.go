@@ -1,10 +1,14 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/dashtoken"
 	"github.com/harness-dev/harness/internal/errcode"
 )
@@ -62,5 +66,35 @@ func TestScenario_StreamsAreBoundedPerSessionPerTokenAndOverall(t *testing.T) {
 	release()
 	if _, err := r.srv.openStream(otherSess); err != nil {
 		t.Fatalf("a stream after one closed: %v", err)
+	}
+}
+
+// A raw terminal whose session's grant loses input (the operator's, by a
+// reload) is ended before its next output: the program's bytes go only to
+// someone who may type.
+func TestScenario_ARawTerminalEndsWhenItsGrantLosesInput(t *testing.T) {
+	old := grantRecheck
+	grantRecheck = 0 // check before every frame
+	defer func() { grantRecheck = old }()
+	r := newRig(t)
+	ws := r.operatorTerminal("a")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	as, v := r.b.attached()
+	if as[0].Masked {
+		t.Fatal("the operator with input got a masked viewer")
+	}
+	v.out <- []byte("before")
+	if _, data, err := ws.Read(ctx); err != nil || string(data) != "before" {
+		t.Fatalf("output before = %q, %v", data, err)
+	}
+	readOnly, _ := api.ParseGrant([]string{"read"})
+	r.b.mu.Lock()
+	r.b.grant = readOnly
+	r.b.mu.Unlock()
+	v.out <- []byte("after: raw bytes")
+	_, data, err := ws.Read(ctx)
+	if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+		t.Fatalf("after the grant lost input: read %q, %v; want the stream closed", data, err)
 	}
 }

@@ -126,7 +126,11 @@ func (b *fakeBackend) attached() ([]api.AttachArgs, *fakeViewer) {
 }
 
 func (b *fakeBackend) Subscribe() (<-chan api.Event, func()) { return b.events, func() {} }
-func (b *fakeBackend) OperatorGrant() api.Grant              { return b.grant }
+func (b *fakeBackend) OperatorGrant() api.Grant {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.grant
+}
 
 // fakeViewer sends its attached notice, then whatever out carries; input
 // and resizes are recorded.
@@ -464,6 +468,19 @@ func (r *rig) dialAttach(c *http.Client, name, csrf string) *websocket.Conn {
 	return ws
 }
 
+// operatorTerminal signs in as the operator and opens name's terminal,
+// read up to its attached notice; closed when the test ends.
+func (r *rig) operatorTerminal(name string) *websocket.Conn {
+	r.t.Helper()
+	c := r.client()
+	r.signIn(c, operatorToken)
+	_, _, csrf := r.page(c, "/h/"+name)
+	ws := r.dialAttach(c, name, csrf)
+	r.t.Cleanup(func() { ws.CloseNow() })
+	readNotice(r.t, ws, api.AttachAttached)
+	return ws
+}
+
 func readNotice(t *testing.T, ws *websocket.Conn, kind string) api.AttachEvent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -578,12 +595,7 @@ func TestScenario_ATerminalThatNeverReadsIsCutOff(t *testing.T) {
 	writeTimeout = 200 * time.Millisecond
 	defer func() { writeTimeout = old }()
 	r := newRig(t)
-	c := r.client()
-	r.signIn(c, operatorToken)
-	_, _, csrf := r.page(c, "/h/a")
-	ws := r.dialAttach(c, "a", csrf)
-	defer ws.CloseNow()
-	readNotice(t, ws, api.AttachAttached)
+	r.operatorTerminal("a")
 	_, v := r.b.attached()
 	// The program floods; the browser reads nothing more.
 	chunk := bytes.Repeat([]byte("y"), 32<<10)
