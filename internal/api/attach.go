@@ -25,6 +25,10 @@ type AttachArgs struct {
 	ReadOnly bool   `json:"read_only,omitempty"`
 	Cols     int    `json:"cols,omitempty"`
 	Rows     int    `json:"rows,omitempty"`
+	// Masked asks for the screen as `screen` shows it, secrets masked,
+	// repainted when it changes, instead of the program's bytes: the
+	// dashboard's viewers without the input grant get it.
+	Masked bool `json:"masked,omitempty"`
 }
 
 // AttachEvent is a notice on an attach stream.

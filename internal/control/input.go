@@ -125,11 +125,11 @@ func (c *Control) Attach(ctx context.Context, a api.AttachArgs) (*supervise.View
 	if a.Cols < 0 || a.Rows < 0 {
 		return nil, errcode.Errorf(errcode.InvalidArgument, "attach %s: size %dx%d", a.Name, a.Cols, a.Rows)
 	}
-	v, err := u.sup.Attach(ctx, supervise.ViewerOptions{ReadOnly: a.ReadOnly, Cols: a.Cols, Rows: a.Rows})
+	v, err := u.sup.Attach(ctx, supervise.ViewerOptions{ReadOnly: a.ReadOnly, Cols: a.Cols, Rows: a.Rows, Masked: a.Masked, Masker: c.opt.Masker})
 	if err != nil {
 		return nil, notRunning(u, err)
 	}
-	c.log.Info("viewer attached", logkey.Unit, u.name, logkey.ReadOnly, a.ReadOnly, logkey.Cols, a.Cols, logkey.Rows, a.Rows)
+	c.log.Info("viewer attached", logkey.Unit, u.name, logkey.ReadOnly, a.ReadOnly, logkey.Masked, a.Masked, logkey.Cols, a.Cols, logkey.Rows, a.Rows)
 	return v, nil
 }
 

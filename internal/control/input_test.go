@@ -163,13 +163,15 @@ func TestAttach_RefusalsCarryTheirCodes(t *testing.T) {
 	}
 	f.mustCall(api.OpStart, api.NamesArgs{Name: "agent"}, nil)
 	f.waitScreen("agent", "ready")
-	v, err := f.c.Attach(ctx, api.AttachArgs{Name: "agent", Cols: 100, Rows: 30})
+	// A viewer may grow the terminal (never shrink it below term_size,
+	// 120x40 here): the first notice says the size in force.
+	v, err := f.c.Attach(ctx, api.AttachArgs{Name: "agent", Cols: 150, Rows: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer v.Close()
 	_, ev, err := v.Next(ctx)
-	if err != nil || ev == nil || ev.Kind != api.AttachAttached || ev.Cols != 100 || ev.Rows != 30 {
+	if err != nil || ev == nil || ev.Kind != api.AttachAttached || ev.Cols != 150 || ev.Rows != 50 {
 		t.Fatalf("first notice %+v %v", ev, err)
 	}
 }

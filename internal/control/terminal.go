@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
-	"github.com/harness-dev/harness/internal/mask"
 	"github.com/harness-dev/harness/internal/supervise"
 	"github.com/harness-dev/harness/internal/term"
 )
@@ -172,41 +169,11 @@ func (c *Control) Screen(ctx context.Context, a api.ScreenArgs) (api.Screen, err
 	if a.ANSI {
 		m.Strings(res.Lines)
 	} else {
-		maskRows(m, res.Lines, s.Cols)
+		m.Rows(res.Lines, s.Cols)
 	}
-	maskRows(m, res.Scrollback, s.Cols)
+	m.Rows(res.Scrollback, s.Cols)
 	res.Activity, res.IdleS, res.IdleSince = activityView(t.Activity(), time.Now())
 	return res, nil
-}
-
-// maskRows masks the rows of a screen in place. Rows that fill the width
-// are taken as wrapped onto the next one and masked together, so a token
-// the terminal wrapped is masked whole; a changed run of rows is cut at
-// the width again (the last row takes what is left).
-func maskRows(m *mask.Masker, rows []string, cols int) {
-	for i := 0; i < len(rows); {
-		j := i
-		for j+1 < len(rows) && cols > 0 && utf8.RuneCountInString(rows[j]) >= cols {
-			j++
-		}
-		if j == i {
-			rows[i] = m.String(rows[i])
-			i++
-			continue
-		}
-		joined := strings.Join(rows[i:j+1], "")
-		if masked := m.String(joined); masked != joined {
-			rs := []rune(masked)
-			for k := i; k <= j; k++ {
-				n := min(cols, len(rs))
-				if k == j {
-					n = len(rs)
-				}
-				rows[k], rs = string(rs[:n]), rs[n:]
-			}
-		}
-		i = j + 1
-	}
 }
 
 // activityView is a terminal's activity as the wire shows it: the state,

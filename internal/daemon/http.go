@@ -59,15 +59,19 @@ func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage f
 		Logger:        log,
 		Metrics:       metrics,
 	})
+	maxConns := httpmcp.DefaultMaxConns()
 	if dash != nil {
-		e.web, err = web.New(web.Options{Backend: dash, OperatorToken: tok, StateDir: stateDir, Logger: log})
+		// The dashboard's streams hold their connections while a page is
+		// open: they may take a quarter of the listener's, so agents' MCP
+		// calls and sign-ins always find one.
+		maxStreams := min(web.DefaultMaxStreams, max(1, maxConns/4))
+		e.web, err = web.New(web.Options{Backend: dash, OperatorToken: tok, StateDir: stateDir, Logger: log, MaxStreams: maxStreams})
 		if err != nil {
 			return fmt.Errorf("dashboard: %w", err)
 		}
 		h = doors{mcp: h, web: e.web}
 	}
 	e.srv = httpmcp.NewServer(h, log)
-	maxConns := httpmcp.DefaultMaxConns()
 	ln := httpmcp.LimitListener(e.ln, maxConns)
 	go func() {
 		if err := e.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -41,6 +41,7 @@ const (
 	Kind        = "kind"
 	Ledger      = "ledger"
 	Line        = "line"
+	Masked      = "masked"
 	MaxConns    = "max_conns"
 	Message     = "message"
 	Missed      = "missed"

@@ -117,7 +117,9 @@ type table struct {
 	// with that start, longest first.
 	lits map[uint32][]string
 	n    int
-	gen  uint64 // Generation: tables counts them
+	// maxLen is the longest literal's length.
+	maxLen int
+	gen    uint64 // Generation: tables counts them
 }
 
 // tables numbers every table built.
@@ -151,6 +153,7 @@ func build(literals []string) *table {
 		setPair(&t.litPairs, s[0], s[1])
 		k := key4(s)
 		t.lits[k] = append(t.lits[k], s)
+		t.maxLen = max(t.maxLen, len(s))
 	}
 	for _, l := range t.lits {
 		slices.SortStableFunc(l, func(a, b string) int { return len(b) - len(a) })

@@ -9,6 +9,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/mask"
 	"github.com/harness-dev/harness/internal/term"
 )
 
@@ -120,6 +121,12 @@ type ViewerOptions struct {
 	// the PTY to it first (the latest writer's size wins), never below the
 	// run's configured size; 0 keeps the size.
 	Cols, Rows int
+	// Masked viewers never get the program's bytes: each read is a repaint
+	// of the screen as `screen` shows it, secrets masked by Masker (nil
+	// masks the credential shapes only), taken when the screen changed
+	// (masked.go).
+	Masked bool
+	Masker *mask.Masker
 }
 
 // Attach adds a viewer of the harness's terminal: its first reads are an
@@ -144,6 +151,9 @@ func (u *Unit) Attach(ctx context.Context, o ViewerOptions) (*Viewer, error) {
 		return nil, fmt.Errorf("supervise: unit %s: attach: %w", u.name, ErrNotRunning)
 	}
 	v := &Viewer{u: u, f: f, readOnly: o.ReadOnly, run: f.run, wake: make(chan struct{}, 1)}
+	if o.Masked {
+		v.masked = &maskedView{m: o.Masker}
+	}
 	snap := f.t.Snapshot(term.SnapshotOptions{ANSI: true})
 	v.pushEventLocked(api.AttachEvent{Kind: api.AttachAttached, Name: u.name, RunID: f.run, State: f.state,
 		Cols: snap.Cols, Rows: snap.Rows})
@@ -182,6 +192,7 @@ type Viewer struct {
 	f        *fanout
 	readOnly bool
 	wake     chan struct{} // capacity 1: something was queued
+	masked   *maskedView   // nil: the program's bytes as they come
 
 	// guarded by f.mu
 	queue   []viewItem
@@ -216,6 +227,12 @@ func (v *Viewer) pushOutputLocked(p []byte) {
 	if v.lagging || len(p) == 0 {
 		return
 	}
+	if v.masked != nil {
+		// The bytes are not passed on: the next read repaints.
+		v.masked.dirty = true
+		v.signal()
+		return
+	}
 	if v.pending+len(p) > v.f.maxLag {
 		kept := v.queue[:0]
 		for _, it := range v.queue {
@@ -242,6 +259,9 @@ func (v *Viewer) pushOutputLocked(p []byte) {
 // returns io.EOF.
 func (v *Viewer) Next(ctx context.Context) ([]byte, *api.AttachEvent, error) {
 	for {
+		if err := v.pace(ctx); err != nil {
+			return nil, nil, err
+		}
 		out, ev, ok, err := v.take()
 		if ok || err != nil {
 			return out, ev, err
@@ -275,6 +295,9 @@ func (v *Viewer) take() (out []byte, ev *api.AttachEvent, ok bool, err error) {
 		}
 		v.pending -= len(it.out)
 		return it.out, nil, true, nil
+	}
+	if v.masked != nil && v.masked.dirty {
+		return v.masked.repaintLocked(v.f.t), nil, true, nil
 	}
 	if v.lagging {
 		v.lagging = false

@@ -35,6 +35,11 @@ const (
 	helloTimeout = 10 * time.Second
 )
 
+// grantRecheck is how often, at most, a terminal's output is held up to
+// check its session and grant again (a file stat for a dashboard token).
+// A variable for the tests.
+var grantRecheck = time.Second
+
 type attachHello struct {
 	CSRF string `json:"csrf"`
 	Cols int    `json:"cols"`
@@ -52,6 +57,11 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
 		return
 	}
+	release, ok := s.admitStream(w, r, rq)
+	if !ok {
+		return
+	}
+	defer release()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		// ServeHTTP has checked Origin by the MCP door's rule (loopback,
 		// any port); the library's same-host rule would refuse a tunnel.
@@ -88,7 +98,9 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 		return
 	}
 	writer := rq.may(api.AttachClass(false))
-	args := api.AttachArgs{Name: name, ReadOnly: !writer}
+	// Without input the viewer only watches, and sees no more than
+	// `screen` shows: the masked screen, never the program's bytes.
+	args := api.AttachArgs{Name: name, ReadOnly: !writer, Masked: !writer}
 	if writer {
 		args.Cols, args.Rows = hello.Cols, hello.Rows
 	}
@@ -102,6 +114,7 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 	s.log.Info("dashboard terminal attached", logkey.Harness, name, logkey.ReadOnly, !writer, logkey.Session, rq.sess.who())
 
 	go s.attachInput(ctx, cancel, c, v, r, name, writer)
+	var checked time.Time
 	for {
 		out, ev, err := v.Next(ctx)
 		switch {
@@ -116,6 +129,18 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 				return
 			}
 			continue
+		}
+		if time.Since(checked) >= grantRecheck {
+			// A sign-out or a revoked token ends the stream; a grant
+			// narrowed by a reload below input ends a raw one, whose
+			// bytes only a person who may type gets.
+			_, grant, ok := s.session(r)
+			if !ok || writer && !grant.Allows(api.FacadeNamespace, api.AttachClass(false)) {
+				s.log.Info("dashboard terminal ended: signed out or no longer granted input", logkey.Harness, name, logkey.Session, rq.sess.who())
+				c.Close(websocket.StatusPolicyViolation, "signed out, or the grant no longer includes input: reload the page")
+				return
+			}
+			checked = time.Now()
 		}
 		wctx, wcancel := context.WithTimeout(ctx, writeTimeout)
 		err = c.Write(wctx, websocket.MessageBinary, out)

@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
 )
 
@@ -31,6 +33,17 @@ type session struct {
 	operator bool   // signed in with the operator token
 	tokenID  string // else the dashboard token's id
 	expires  time.Time
+	used     time.Time // its latest request; guarded by Server.mu
+	streams  int       // its open event streams and terminals; guarded by Server.mu
+}
+
+// credential names the token a session signed in with: the sessions of
+// one credential are bounded together and never make another's give way.
+func (s *session) credential() string {
+	if s.operator {
+		return "operator"
+	}
+	return "token:" + s.tokenID
 }
 
 // who names the session's credential in logs, never the token itself.
@@ -61,6 +74,9 @@ func (s *Server) session(r *http.Request) (*session, api.Grant, bool) {
 		delete(s.sessions, sess.id)
 		s.log.Info("dashboard session expired", logkey.Session, sess.who())
 		sess = nil
+	}
+	if sess != nil {
+		sess.used = s.now()
 	}
 	s.mu.Unlock()
 	if sess == nil {
@@ -164,7 +180,12 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		}
 		tok := strings.TrimSpace(r.PostForm.Get("token"))
 		next := formNext(r.PostForm.Get("next"))
-		sess := s.signIn(tok)
+		sess, err := s.signIn(tok)
+		if err != nil {
+			s.log.Warn("dashboard sign-in refused", logkey.Remote, r.RemoteAddr, logkey.Err, err)
+			s.render(w, r, http.StatusTooManyRequests, "login.html", loginView{Error: "Too many dashboard sessions are signed in; sign out elsewhere or wait for one to expire.", Next: next})
+			return
+		}
 		if sess == nil {
 			s.log.Info("dashboard sign-in refused", logkey.Remote, r.RemoteAddr)
 			s.render(w, r, http.StatusUnauthorized, "login.html", loginView{Error: "That token is not valid (or was revoked).", Next: next})
@@ -184,12 +205,21 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// signIn checks a presented token and opens a session for it.
-func (s *Server) signIn(tok string) *session {
+// errTooManySessions refuses a sign-in when every place is taken by live
+// sessions of other credentials, none of which may be pushed out.
+var errTooManySessions = errcode.Errorf(errcode.Busy, "too many dashboard sessions are signed in: sign out elsewhere, or wait for sessions to expire")
+
+// signIn checks a presented token and opens a session for it: nil and no
+// error for a wrong token. A credential holds at most
+// maxSessionsPerCredential sessions, its least recently used giving way to
+// a new one; a sign-in never ends another credential's session, so a
+// read-only token signed in again and again cannot push the operator out.
+func (s *Server) signIn(tok string) (*session, error) {
 	if tok == "" {
-		return nil
+		return nil, nil
 	}
-	sess := &session{id: randomHex(32), csrf: randomHex(32), expires: s.now().Add(s.opt.SessionTTL)}
+	now := s.now()
+	sess := &session{id: randomHex(32), csrf: randomHex(32), expires: now.Add(s.opt.SessionTTL), used: now}
 	a := sha256.Sum256([]byte(tok))
 	b := sha256.Sum256([]byte(s.opt.OperatorToken))
 	switch t, ok := s.tokens.Check(tok); {
@@ -198,27 +228,32 @@ func (s *Server) signIn(tok string) *session {
 	case ok:
 		sess.tokenID = t.ID
 	default:
-		return nil
+		return nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	var lru *session
+	own := 0
 	for id, old := range s.sessions {
 		if !now.Before(old.expires) {
 			delete(s.sessions, id)
+			continue
 		}
-	}
-	if len(s.sessions) >= maxSessions {
-		var oldest *session
-		for _, old := range s.sessions {
-			if oldest == nil || old.expires.Before(oldest.expires) {
-				oldest = old
+		if old.credential() == sess.credential() {
+			own++
+			if lru == nil || old.used.Before(lru.used) {
+				lru = old
 			}
 		}
-		delete(s.sessions, oldest.id)
+	}
+	if own >= maxSessionsPerCredential {
+		delete(s.sessions, lru.id)
+		s.log.Info("dashboard session ended: its credential signed in again past the limit", logkey.Session, lru.who(), logkey.Count, maxSessionsPerCredential)
+	} else if len(s.sessions) >= maxSessions {
+		return nil, fmt.Errorf("dashboard sign-in as %s: %w", sess.who(), errTooManySessions)
 	}
 	s.sessions[sess.id] = sess
-	return sess
+	return sess, nil
 }
 
 // serveLogout ends the session (POST with its CSRF token).

@@ -78,6 +78,11 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rq *request
 		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
 		return
 	}
+	release, ok := s.admitStream(w, r, rq)
+	if !ok {
+		return
+	}
+	defer release()
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

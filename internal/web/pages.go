@@ -84,7 +84,7 @@ type loginView struct{ Error, Next string }
 // fail answers a refusal or an error with its status and a plain message
 // (a page for a browser's navigation, text for the script's fetches).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+	if status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusTooManyRequests {
 		w.Header().Set("Connection", "close")
 	}
 	if strings.Contains(r.Header.Get("Accept"), "text/html") && r.Header.Get(csrfHeader) == "" {

@@ -81,6 +81,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of session expiry; nil means time.Now.
 	Now func() time.Time
+	// MaxStreams bounds the event streams and terminals open at once, of
+	// all sessions; 0 means DefaultMaxStreams. The daemon sets it to a
+	// share of the HTTP listener's connections, so the pages can never
+	// hold every connection the MCP door needs (streams.go).
+	MaxStreams int
 }
 
 // DefaultSessionTTL is how long a sign-in lasts unless configured.
@@ -88,8 +93,13 @@ const DefaultSessionTTL = 12 * time.Hour
 
 // Bounds of what one browser may hold or send.
 const (
-	// maxSessions bounds live sign-ins; past it the oldest ends.
-	maxSessions = 256
+	// maxSessionsPerCredential bounds the live sign-ins of one token (the
+	// operator's, or one dashboard token's); past it that token's least
+	// recently used session ends.
+	maxSessionsPerCredential = 32
+	// maxSessions bounds live sign-ins of all tokens; past it a sign-in is
+	// refused, never another token's session ended.
+	maxSessions = 1024
 	// maxForm bounds a POST body (a sign-in, an action, typed text).
 	maxForm = 64 << 10
 	// eventBuffer is each event stream's queue; past it the page is told to
@@ -118,6 +128,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	streams  streamCount // guarded by mu
 }
 
 // New returns the dashboard. Close stops its event fan-out.
@@ -128,6 +139,9 @@ func New(opt Options) (*Server, error) {
 	}
 	if opt.SessionTTL <= 0 {
 		opt.SessionTTL = DefaultSessionTTL
+	}
+	if opt.MaxStreams <= 0 {
+		opt.MaxStreams = DefaultMaxStreams
 	}
 	now := opt.Now
 	if now == nil {
@@ -155,6 +169,7 @@ func New(opt Options) (*Server, error) {
 		hub:      newHub(),
 		hubDone:  make(chan struct{}),
 		sessions: map[string]*session{},
+		streams:  streamCount{perCredential: map[string]int{}},
 	}
 	events, unsubscribe := s.b.Subscribe()
 	go func() {

@@ -126,7 +126,11 @@ func (b *fakeBackend) attached() ([]api.AttachArgs, *fakeViewer) {
 }
 
 func (b *fakeBackend) Subscribe() (<-chan api.Event, func()) { return b.events, func() {} }
-func (b *fakeBackend) OperatorGrant() api.Grant              { return b.grant }
+func (b *fakeBackend) OperatorGrant() api.Grant {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.grant
+}
 
 // fakeViewer sends its attached notice, then whatever out carries; input
 // and resizes are recorded.
@@ -413,8 +417,8 @@ func TestScenario_ReadOnlyDashboardTokenIsRefusedActionsAndKeys(t *testing.T) {
 	if typed := v.typed(); typed != "" {
 		t.Fatalf("a read-only viewer typed %q", typed)
 	}
-	if a := as[0]; !a.ReadOnly || a.Cols != 0 {
-		t.Fatalf("attach args = %+v, want read-only without a size", a)
+	if a := as[0]; !a.ReadOnly || !a.Masked || a.Cols != 0 {
+		t.Fatalf("attach args = %+v, want read-only and masked without a size", a)
 	}
 	ws.Close(websocket.StatusNormalClosure, "")
 
@@ -467,6 +471,19 @@ func (r *rig) dialAttach(c *http.Client, name, csrf string) *websocket.Conn {
 	return ws
 }
 
+// operatorTerminal signs in as the operator and opens name's terminal,
+// read up to its attached notice; closed when the test ends.
+func (r *rig) operatorTerminal(name string) *websocket.Conn {
+	r.t.Helper()
+	c := r.client()
+	r.signIn(c, operatorToken)
+	_, _, csrf := r.page(c, "/h/"+name)
+	ws := r.dialAttach(c, name, csrf)
+	r.t.Cleanup(func() { ws.CloseNow() })
+	readNotice(r.t, ws, api.AttachAttached)
+	return ws
+}
+
 func readNotice(t *testing.T, ws *websocket.Conn, kind string) api.AttachEvent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -508,7 +525,7 @@ func TestScenario_TerminalWriterTypesAndAWrongCSRFIsRefused(t *testing.T) {
 	defer ws.CloseNow()
 	readNotice(t, ws, api.AttachAttached)
 	as, v := r.b.attached()
-	if a := as[0]; a.ReadOnly || a.Cols != 100 || a.Rows != 30 {
+	if a := as[0]; a.ReadOnly || a.Masked || a.Cols != 100 || a.Rows != 30 {
 		t.Fatalf("attach args = %+v", a)
 	}
 	ctx := context.Background()
@@ -581,12 +598,7 @@ func TestScenario_ATerminalThatNeverReadsIsCutOff(t *testing.T) {
 	writeTimeout = 200 * time.Millisecond
 	defer func() { writeTimeout = old }()
 	r := newRig(t)
-	c := r.client()
-	r.signIn(c, operatorToken)
-	_, _, csrf := r.page(c, "/h/a")
-	ws := r.dialAttach(c, "a", csrf)
-	defer ws.CloseNow()
-	readNotice(t, ws, api.AttachAttached)
+	r.operatorTerminal("a")
 	_, v := r.b.attached()
 	// The program floods; the browser reads nothing more.
 	chunk := bytes.Repeat([]byte("y"), 32<<10)
