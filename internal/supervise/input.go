@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"time"
 
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // InputTimeout is the default of Limits.InputTimeout, how long one Input
@@ -46,6 +48,9 @@ type ptyInput struct {
 	turn   chan struct{}
 	// timeout is Limits.InputTimeout.
 	timeout time.Duration
+	// log tells of a Typing whose Submit went in before the program was
+	// seen to take its Data in (a wait that reached its bound).
+	log *slog.Logger
 	// wrote is when the last write ended (held by the turn): bytes just
 	// written reach the program's queue a moment later (the kernel moves
 	// them from the PTY's buffers on a worker), so an empty queue right
@@ -53,13 +58,13 @@ type ptyInput struct {
 	wrote time.Time
 }
 
-func newPtyInput(run uint64, master *os.File, timeout time.Duration) *ptyInput {
-	return &ptyInput{run: run, master: master, queued: make(chan struct{}, MaxQueuedInputs), turn: make(chan struct{}, 1), timeout: timeout}
+func newPtyInput(run uint64, master *os.File, timeout time.Duration, log *slog.Logger) *ptyInput {
+	return &ptyInput{run: run, master: master, queued: make(chan struct{}, MaxQueuedInputs), turn: make(chan struct{}, 1), timeout: timeout, log: log}
 }
 
 // publishInput makes p's master the target of Input.
 func (a *actor) publishInput(p *proc) {
-	a.u.input.Store(newPtyInput(p.run, p.master, a.deps.Limits.InputTimeout))
+	a.u.input.Store(newPtyInput(p.run, p.master, a.deps.Limits.InputTimeout, a.deps.Logger))
 }
 
 // withdrawInput ends input to run p (its process exited): later writes
@@ -255,6 +260,11 @@ func (in *ptyInput) awaitTaken(ctx context.Context, drawn <-chan struct{}, pause
 	if err := sleepUntil(ctx, drawn, in.wrote.Add(DrawWait), deadline); err != nil {
 		return err
 	}
+	select {
+	case <-drawn:
+	default:
+		in.log.Info("supervise: the program drew nothing after a paste; its Enter follows", logkey.Run, in.run, logkey.Waited, DrawWait)
+	}
 	if err := sleepUntil(ctx, nil, time.Now().Add(pause), deadline); err != nil {
 		return err
 	}
@@ -264,9 +274,11 @@ func (in *ptyInput) awaitTaken(ctx context.Context, drawn <-chan struct{}, pause
 // QuietWait bounds how long a Typing with SubmitAfter waits, after its
 // pause, for the program to go quiet: one that never does (a process of
 // its terminal's foreground group that keeps running) gets its Submit
-// then. Gemini CLI just after its start, on a loaded machine, kept its
-// event loop busy for more than 2 s.
-const QuietWait = 5 * time.Second
+// then. Gemini CLI just after its restart for a trusted folder kept its
+// event loop busy for 0.8 s at load 4 on 2 cores, and longer as the load
+// grew: with a 5 s bound, 1 of 5 first prompts after that restart was
+// still taken for a newline at load 11.
+const QuietWait = 10 * time.Second
 
 // quietFor is how long every thread of the program must have slept,
 // never scheduled, to count as quiet; also how often it is looked at.
@@ -281,7 +293,11 @@ const quietFor = 5 * time.Millisecond
 func (in *ptyInput) awaitQuiet(ctx context.Context, deadline time.Time) error {
 	giveUp := time.Now().Add(QuietWait)
 	prev, ok := sampleQuiet(in.master)
-	for ok && time.Now().Before(giveUp) {
+	for ok {
+		if !time.Now().Before(giveUp) {
+			in.log.Warn("supervise: the program stayed busy after a paste; its Enter follows anyway", logkey.Run, in.run, logkey.Waited, QuietWait)
+			return nil
+		}
 		if err := sleepUntil(ctx, nil, time.Now().Add(quietFor), deadline); err != nil {
 			return err
 		}
