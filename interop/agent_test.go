@@ -125,7 +125,13 @@ func (af *agentFleet) promptRequest(before int, prompt string) modelapi.Request 
 		return strings.Contains(string(r.Body), strings.Trim(string(want), `"`))
 	})
 	if err != nil {
-		af.T.Fatalf("the prompt %q never reached the model: %v\nscreen %s", prompt, err, af.screen())
+		var waits []string // a send's waits for the agent to take its paste in that reached their bounds
+		for _, l := range strings.Split(af.Log(), "\n") {
+			if strings.Contains(l, "after a paste") {
+				waits = append(waits, l)
+			}
+		}
+		af.T.Fatalf("the prompt %q never reached the model: %v\nscreen %s\n%s", prompt, err, af.screen(), strings.Join(waits, "\n"))
 	}
 	return r
 }
