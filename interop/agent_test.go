@@ -102,37 +102,40 @@ func (af *agentFleet) screenHas(what string, phrases ...string) tuiScreen {
 	return af.settle(what, has)
 }
 
-// ask types a prompt into the agent and presses Enter.
+// ask types a prompt into the agent with `harness send --enter`, once,
+// and waits until the model server gets a request carrying it: every
+// agent sends one for a submitted prompt, and harness writes the Enter as
+// the agent needs it (Gemini CLI takes one right after a paste for a
+// newline), so there is nothing to press again.
 func (af *agentFleet) ask(prompt string) {
 	af.T.Helper()
-	af.askShowing(prompt, prompt)
+	before := len(af.api.Requests())
+	if out, errOut, code := af.Run("send", af.name, prompt, "--enter"); code != 0 {
+		af.T.Fatalf("send --enter: exit %d: %s%s", code, out, errOut)
+	}
+	af.promptRequest(before, prompt)
 }
 
-// askShowing is ask for a prompt the screen shows as shown (masked).
-func (af *agentFleet) askShowing(prompt, shown string) {
+// promptRequest waits until a request after the first `before` carries
+// prompt, failing with the screen after two minutes.
+func (af *agentFleet) promptRequest(before int, prompt string) modelapi.Request {
 	af.T.Helper()
-	if out, errOut, code := af.Run("send", af.name, prompt); code != 0 {
-		af.T.Fatalf("send: exit %d: %s%s", code, out, errOut)
-	}
-	// Enter once the text shows and the agent has settled: a TUI may take
-	// an Enter right after a paste as part of it (Gemini CLI does).
-	af.screenHas("the typed prompt", shown)
-	// Every agent sends the model server a request for a submitted prompt.
-	// An Enter that arrives while the TUI still takes the paste is lost
-	// now and then (seen with Gemini CLI in CI): press it again, at most
-	// three times in all, until a request comes.
-	before := len(af.api.Requests())
-	for try := range 3 {
-		if out, errOut, code := af.Run("send", af.name, "--key", "Enter"); code != 0 {
-			af.T.Fatalf("send Enter: exit %d: %s%s", code, out, errOut)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	want, _ := json.Marshal(prompt)
+	r, _, err := af.api.WaitRequest(ctx, before, func(r modelapi.Request) bool {
+		return strings.Contains(string(r.Body), strings.Trim(string(want), `"`))
+	})
+	if err != nil {
+		var waits []string // a send's waits for the agent to take its paste in that reached their bounds
+		for _, l := range strings.Split(af.Log(), "\n") {
+			if strings.Contains(l, "after a paste") {
+				waits = append(waits, l)
+			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(10*(try+1))*time.Second)
-		_, _, err := af.api.WaitRequest(ctx, before, func(modelapi.Request) bool { return true })
-		cancel()
-		if err == nil {
-			return
-		}
+		af.T.Fatalf("the prompt %q never reached the model: %v\nscreen %s\n%s", prompt, err, af.screen(), strings.Join(waits, "\n"))
 	}
+	return r
 }
 
 // mainRequest waits for the agent's n-th (0-based) main request to the

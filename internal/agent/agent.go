@@ -63,6 +63,16 @@ type Adapter struct {
 	// (2.1.328), and keys typed in that window were lost: a Down sent
 	// the moment its trust dialog showed was dropped in 2 of 4 runs.
 	KeysAfter time.Duration
+	// EnterAfterPaste: the agent takes an Enter that comes too soon after
+	// a bracketed paste for part of the paste (a newline), until a timer
+	// of its own has run, so a send of text and Enter (`send --enter`, an
+	// interactive run's prompt) writes the Enter on its own: once the
+	// agent has read the paste and drawn after it, this long has passed
+	// since that draw (the timer is due), and then its processes have gone
+	// quiet, asleep with nothing left to run (the timer ran, and what it
+	// set off); supervise.Typing bounds each wait. Zero: text and Enter go
+	// in one write, as a terminal sends them.
+	EnterAfterPaste time.Duration
 
 	// Argv returns the arguments a run adds after the harness's own args
 	// for o (docs/design/agents.md: prompt of a job, model, approval, max_turns,

@@ -38,6 +38,16 @@ func init() {
 			// Its KeypressProvider enables bracketed paste and attaches its
 			// stdin reader in one effect; exit writes 2004l (0.61.0).
 			KeysWithPaste: true,
+			// An Enter within 40 ms of a paste it does not trust (every
+			// paste, unless the terminal speaks the kitty keyboard
+			// protocol, which harness's does not) inserts a newline
+			// instead of submitting. A timer ends the guard, and its key
+			// handler learns of it only when React has rendered again,
+			// which shows nothing on screen: on a loaded machine that
+			// came more than 250 ms after the paste's draw (2 cores at
+			// load 15), so the Enter waits for the timer to be due and
+			// then for Gemini's processes to go quiet (0.61.0).
+			EnterAfterPaste: 50 * time.Millisecond,
 			Prices: map[string]Price{
 				"gemini-2.5-pro":   {Input: 1.25, Output: 10, CacheRead: 0.31},
 				"gemini-2.5-flash": {Input: 0.30, Output: 2.5, CacheRead: 0.075},

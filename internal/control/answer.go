@@ -53,16 +53,16 @@ func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResul
 		}
 		return api.AnswerResult{}, fmt.Errorf("%s: %w", a.Name, err)
 	}
-	data, err := encodeSend(api.SendArgs{Keys: keys}, false)
+	t, err := encodeSend(api.SendArgs{Keys: keys}, false, 0)
 	if err != nil {
 		return api.AnswerResult{}, fmt.Errorf("harness %s: %w", a.Name, err)
 	}
-	run, err := u.sup.InputWhole(ctx, data)
+	run, err := u.sup.Type(ctx, t)
 	if err != nil {
 		return api.AnswerResult{}, notRunning(u, err)
 	}
 	caller := callerOf(ctx)
-	c.log.Info("prompt answered", logkey.Unit, u.name, logkey.Run, run, logkey.Bytes, len(data),
+	c.log.Info("prompt answered", logkey.Unit, u.name, logkey.Run, run, logkey.Bytes, t.Len(),
 		logkey.Caller, caller.Kind, logkey.FromHarness, caller.Harness)
 	res := api.AnswerResult{
 		Name: u.name, RunID: run, Choice: m.String(choices[i]), Number: i + 1,

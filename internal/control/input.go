@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
@@ -28,7 +29,7 @@ const (
 // to C-z. Arrows are the normal-mode sequences (CSI A...), which
 // programs in application cursor mode accept too.
 var namedKeys = []struct{ name, seq string }{
-	{"Enter", "\r"}, {"Tab", "\t"}, {"Esc", "\x1b"},
+	{"Enter", enterKey}, {"Tab", "\t"}, {"Esc", "\x1b"},
 	{"Up", "\x1b[A"}, {"Down", "\x1b[B"}, {"Left", "\x1b[D"}, {"Right", "\x1b[C"},
 	{"Backspace", "\x7f"}, {"Space", " "},
 }
@@ -58,29 +59,52 @@ func keySeq(name string) (string, bool) {
 	return "", false
 }
 
-// encodeSend turns a send into the bytes the PTY gets: the text (wrapped
-// as a bracketed paste when the program asked for it), each key, then
-// Enter.
-func encodeSend(a api.SendArgs, paste bool) ([]byte, error) {
-	var b strings.Builder
-	b.Write(encodeText(a.Text, paste))
+// enterKey is what Enter sends.
+const enterKey = "\r"
+
+// encodeSend turns a send into what the PTY gets (typing): the text, each
+// key, then Enter. enterAfter is the agent's Adapter.EnterAfterPaste.
+func encodeSend(a api.SendArgs, paste bool, enterAfter time.Duration) (supervise.Typing, error) {
+	keys := make([]string, 0, len(a.Keys)+1)
 	for _, k := range a.Keys {
 		seq, ok := keySeq(k)
 		if !ok {
-			return nil, errcode.Errorf(errcode.InvalidArgument, "unknown key %q: valid keys are %s", k, keyNames())
+			return supervise.Typing{}, errcode.Errorf(errcode.InvalidArgument, "unknown key %q: valid keys are %s", k, keyNames())
 		}
-		b.WriteString(seq)
+		keys = append(keys, seq)
 	}
 	if a.Enter {
-		b.WriteString("\r")
+		keys = append(keys, enterKey)
 	}
-	if b.Len() == 0 {
-		return nil, errcode.Errorf(errcode.InvalidArgument, "nothing to send: give text, keys or enter")
+	t := typing(a.Text, keys, paste, enterAfter)
+	if t.Len() == 0 {
+		return supervise.Typing{}, errcode.Errorf(errcode.InvalidArgument, "nothing to send: give text, keys or enter")
 	}
-	if b.Len() > MaxSendBytes {
-		return nil, errcode.Errorf(errcode.InvalidArgument, "send of %d bytes is over the bound of %d bytes (text and keys as typed)", b.Len(), MaxSendBytes)
+	if t.Len() > MaxSendBytes {
+		return supervise.Typing{}, errcode.Errorf(errcode.InvalidArgument, "send of %d bytes is over the bound of %d bytes (text and keys as typed)", t.Len(), MaxSendBytes)
 	}
-	return []byte(b.String()), nil
+	return t, nil
+}
+
+// typing is text (a bracketed paste when the program asked for it) and
+// then keys, as sequences, the way a terminal sends them: one write. When
+// the agent takes an Enter right after a paste as part of it (enterAfter,
+// its Adapter.EnterAfterPaste), the first Enter after pasted text, and
+// what follows it, is the Typing's Submit, written once the agent has
+// taken the paste in (supervise.Typing says how that is known).
+func typing(text string, keys []string, paste bool, enterAfter time.Duration) supervise.Typing {
+	data := encodeText(text, paste)
+	split := -1
+	for _, k := range keys {
+		if k == enterKey && split < 0 && paste && text != "" && enterAfter > 0 {
+			split = len(data)
+		}
+		data = append(data, k...)
+	}
+	if split < 0 {
+		return supervise.Typing{Data: data}
+	}
+	return supervise.Typing{Data: data[:split:split], Submit: data[split:], SubmitAfter: enterAfter}
 }
 
 // encodeText is text as typed: a bracketed paste when the program asked
@@ -101,17 +125,17 @@ func (c *Control) Send(ctx context.Context, a api.SendArgs) (api.SendResult, err
 	if err != nil {
 		return api.SendResult{}, err
 	}
-	data, err := encodeSend(a, u.sup.Term().BracketedPaste())
+	t, err := encodeSend(a, u.sup.Term().BracketedPaste(), u.sup.Adapter().EnterAfterPaste)
 	if err != nil {
 		return api.SendResult{}, fmt.Errorf("harness %s: %w", a.Name, err)
 	}
-	run, err := u.sup.InputWhole(ctx, data)
+	run, err := u.sup.Type(ctx, t)
 	if err != nil {
 		return api.SendResult{}, notRunning(u, err)
 	}
 	caller := callerOf(ctx)
-	c.log.Info("input sent", logkey.Unit, u.name, logkey.Run, run, logkey.Bytes, len(data), logkey.Caller, caller.Kind, logkey.FromHarness, caller.Harness)
-	return api.SendResult{Name: u.name, RunID: run, Bytes: len(data)}, nil
+	c.log.Info("input sent", logkey.Unit, u.name, logkey.Run, run, logkey.Bytes, t.Len(), logkey.Caller, caller.Kind, logkey.FromHarness, caller.Harness)
+	return api.SendResult{Name: u.name, RunID: run, Bytes: t.Len()}, nil
 }
 
 // Attach opens a viewer of a harness's terminal for `harness attach` (the

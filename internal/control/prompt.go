@@ -58,19 +58,19 @@ func (c *Control) onAgentPrompt(u *unit, ev supervise.Event) {
 	}
 }
 
-// typePrompt types text and Enter into run's terminal, as a bracketed
-// paste when the agent asked for it.
+// typePrompt types text and Enter into run's terminal as `send --enter`
+// does: a bracketed paste when the agent asked for it, the Enter apart when
+// its adapter says so. It runs in the background, never on the actor.
 func (c *Control) typePrompt(u *unit, run uint64, text string) {
-	data := encodeText(text, u.sup.Term().BracketedPaste())
-	data = append(data, '\r')
+	t := typing(text, []string{enterKey}, u.sup.Term().BracketedPaste(), u.sup.Adapter().EnterAfterPaste)
 	if u.sup.Status().RunID != run {
 		return // the run ended meanwhile
 	}
-	if _, err := u.sup.InputWhole(context.Background(), data); err != nil {
+	if _, err := u.sup.Type(context.Background(), t); err != nil {
 		u.log.Event(run, fmt.Sprintf("prompt not typed: %v", err))
 		c.log.Error("type prompt", logkey.Unit, u.name, logkey.Run, run, logkey.Err, err)
 		return
 	}
-	u.log.Event(run, fmt.Sprintf("prompt typed (%d bytes)", len(data)))
-	c.log.Info("prompt typed", logkey.Unit, u.name, logkey.Run, run, logkey.Bytes, len(data))
+	u.log.Event(run, fmt.Sprintf("prompt typed (%d bytes)", t.Len()))
+	c.log.Info("prompt typed", logkey.Unit, u.name, logkey.Run, run, logkey.Bytes, t.Len())
 }

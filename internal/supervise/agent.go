@@ -111,6 +111,15 @@ func (u *Unit) AgentStatus() AgentStatus {
 	return AgentStatus{AgentView: api.AgentView{Agent: u.agent.adapter.Load().Name}}
 }
 
+// Adapter is the agent adapter the harness's runs are read with now (the
+// generic one for an upstream).
+func (u *Unit) Adapter() *agent.Adapter {
+	if u.agent == nil {
+		return agent.MustLookup(agent.Generic)
+	}
+	return u.agent.adapter.Load()
+}
+
 // AgentSnapshot is the published AgentStatus itself, nil for an upstream
 // or before the first; as StatusSnapshot, it is shared and read-only, and
 // a new pointer is a new view.

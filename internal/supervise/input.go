@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
 )
 
 // InputTimeout is the default of Limits.InputTimeout, how long one Input
@@ -45,6 +48,9 @@ type ptyInput struct {
 	turn   chan struct{}
 	// timeout is Limits.InputTimeout.
 	timeout time.Duration
+	// log tells of a Typing whose Submit went in before the program was
+	// seen to take its Data in (a wait that reached its bound).
+	log *slog.Logger
 	// wrote is when the last write ended (held by the turn): bytes just
 	// written reach the program's queue a moment later (the kernel moves
 	// them from the PTY's buffers on a worker), so an empty queue right
@@ -52,13 +58,13 @@ type ptyInput struct {
 	wrote time.Time
 }
 
-func newPtyInput(run uint64, master *os.File, timeout time.Duration) *ptyInput {
-	return &ptyInput{run: run, master: master, queued: make(chan struct{}, MaxQueuedInputs), turn: make(chan struct{}, 1), timeout: timeout}
+func newPtyInput(run uint64, master *os.File, timeout time.Duration, log *slog.Logger) *ptyInput {
+	return &ptyInput{run: run, master: master, queued: make(chan struct{}, MaxQueuedInputs), turn: make(chan struct{}, 1), timeout: timeout, log: log}
 }
 
 // publishInput makes p's master the target of Input.
 func (a *actor) publishInput(p *proc) {
-	a.u.input.Store(newPtyInput(p.run, p.master, a.deps.Limits.InputTimeout))
+	a.u.input.Store(newPtyInput(p.run, p.master, a.deps.Limits.InputTimeout, a.deps.Logger))
 }
 
 // withdrawInput ends input to run p (its process exited): later writes
@@ -80,7 +86,7 @@ func (a *actor) withdrawInput(p *proc) {
 // unit without a process answers ErrNotRunning, an upstream (which has no
 // terminal) invalid_argument.
 func (u *Unit) Input(ctx context.Context, p []byte) (run uint64, err error) {
-	return u.typeIn(ctx, p, false)
+	return u.typeIn(ctx, Typing{Data: p}, false)
 }
 
 // InputWhole is Input for a send (text and keys an operator or agent
@@ -90,10 +96,42 @@ func (u *Unit) Input(ctx context.Context, p []byte) (run uint64, err error) {
 // rather than cut. Keystrokes of attached viewers use Input: type-ahead to
 // a busy program stays queued in its terminal as on any terminal.
 func (u *Unit) InputWhole(ctx context.Context, p []byte) (run uint64, err error) {
-	return u.typeIn(ctx, p, true)
+	return u.Type(ctx, Typing{Data: p})
 }
 
-func (u *Unit) typeIn(ctx context.Context, p []byte, whole bool) (run uint64, err error) {
+// Typing is one send as written to a harness's terminal (Unit.Type):
+// Data, then Submit. Submit goes in the same write unless SubmitAfter is
+// set; then it is written on its own once the program has taken Data in:
+// it read it and drew after it was written (or DrawWait passed without a
+// draw), SubmitAfter passed since that draw, and then its processes went
+// quiet (awaitQuiet, at most QuietWait). That is for a program that takes
+// an Enter right after a paste as part of the paste until a timer of its
+// own has run (agent.Adapter.EnterAfterPaste). Such a send may take
+// DrawWait and QuietWait longer than Limits.InputTimeout.
+type Typing struct {
+	Data        []byte
+	Submit      []byte
+	SubmitAfter time.Duration
+}
+
+// Len is how many bytes t types.
+func (t Typing) Len() int { return len(t.Data) + len(t.Submit) }
+
+// DrawWait bounds how long a Typing with SubmitAfter waits for the program
+// to draw after its Data: one that takes text without drawing it (a
+// dialog ignoring a paste) gets its Submit this long after the text.
+const DrawWait = 2 * time.Second
+
+// Type is InputWhole for a send that may need its Enter written apart
+// (Typing). The whole send holds the terminal's turn: no other send's
+// bytes come between its text and its Enter. It runs on the caller's
+// goroutine and gives up, as InputWhole does, Limits.InputTimeout after it
+// was called or when ctx ends, saying how many bytes went in.
+func (u *Unit) Type(ctx context.Context, t Typing) (run uint64, err error) {
+	return u.typeIn(ctx, t, true)
+}
+
+func (u *Unit) typeIn(ctx context.Context, t Typing, whole bool) (run uint64, err error) {
 	if u.term == nil {
 		return 0, fmt.Errorf("supervise: unit %s: input: an upstream has no terminal to type into: %w", u.name, errcode.ErrInvalidArgument)
 	}
@@ -101,7 +139,8 @@ func (u *Unit) typeIn(ctx context.Context, p []byte, whole bool) (run uint64, er
 	if in == nil {
 		return 0, fmt.Errorf("supervise: unit %s: input: %w", u.name, ErrNotRunning)
 	}
-	n, ctxBound, err := in.write(ctx, p, whole)
+	n, ctxBound, err := in.write(ctx, t, whole, u.term.Output)
+	total := t.Len()
 	switch {
 	case err == nil:
 		return in.run, nil
@@ -110,25 +149,30 @@ func (u *Unit) typeIn(ctx context.Context, p []byte, whole bool) (run uint64, er
 			u.name, MaxQueuedInputs, ErrInputBusy)
 	case errors.Is(err, os.ErrClosed):
 		// The run ended while we wrote.
-		return in.run, fmt.Errorf("supervise: unit %s: input: run %d ended (%d of %d bytes written): %w", u.name, in.run, n, len(p), ErrNotRunning)
+		return in.run, fmt.Errorf("supervise: unit %s: input: run %d ended (%d of %d bytes written): %w", u.name, in.run, n, total, ErrNotRunning)
 	case ctxBound && errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil:
 		// The caller's deadline or cancellation, not the program's silence.
 		cause := ctx.Err()
 		if cause == nil {
 			cause = context.DeadlineExceeded // the file's timer fired a moment before ctx's
 		}
-		return in.run, fmt.Errorf("supervise: unit %s: input: %d of %d bytes written: %w", u.name, n, len(p), cause)
+		return in.run, fmt.Errorf("supervise: unit %s: input: %d of %d bytes written: %w", u.name, n, total, cause)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return in.run, fmt.Errorf("supervise: unit %s: input: %w within %s (%d of %d bytes written)",
-			u.name, ErrInputTimeout, in.timeout, n, len(p))
+			u.name, ErrInputTimeout, in.timeout, n, total)
 	}
-	return in.run, fmt.Errorf("supervise: unit %s: input: %d of %d bytes written: %w", u.name, n, len(p), err)
+	return in.run, fmt.Errorf("supervise: unit %s: input: %d of %d bytes written: %w", u.name, n, total, err)
 }
 
-// write writes p whole, bounded by in.timeout from now and by ctx;
-// ctxBound says the deadline was ctx's. The wait for its turn counts.
-func (in *ptyInput) write(ctx context.Context, p []byte, whole bool) (n int, ctxBound bool, err error) {
+// write writes t whole, bounded by in.timeout from now and by ctx;
+// ctxBound says the deadline was ctx's. The wait for its turn counts, and
+// so does the wait between t's Data and its Submit; output is the
+// terminal's Output.
+func (in *ptyInput) write(ctx context.Context, t Typing, whole bool, output func() <-chan struct{}) (n int, ctxBound bool, err error) {
 	deadline := time.Now().Add(in.timeout)
+	if t.SubmitAfter > 0 {
+		deadline = deadline.Add(DrawWait + QuietWait) // the waits before its Submit
+	}
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline, ctxBound = d, true
 	}
@@ -163,12 +207,30 @@ func (in *ptyInput) write(ctx context.Context, p []byte, whole bool) (n int, ctx
 			return 0, ctxBound, err
 		}
 	}
+	if t.SubmitAfter <= 0 || len(t.Submit) == 0 {
+		n, err = in.writeNow(ctx, slices.Concat(t.Data, t.Submit), deadline)
+		return n, ctxBound, err
+	}
+	drawn := output() // before the write: its draw may come at once
+	n, err = in.writeNow(ctx, t.Data, deadline)
+	if err != nil {
+		return n, ctxBound, err
+	}
+	if err := in.awaitTaken(ctx, drawn, t.SubmitAfter, deadline); err != nil {
+		return n, ctxBound, err
+	}
+	m, err := in.writeNow(ctx, t.Submit, deadline)
+	return n + m, ctxBound, err
+}
+
+// writeNow writes p to the master, by deadline or ctx's end.
+func (in *ptyInput) writeNow(ctx context.Context, p []byte, deadline time.Time) (int, error) {
 	if err := in.master.SetWriteDeadline(deadline); err != nil {
 		// A master that could not be made non-blocking (see pollable)
 		// takes no deadline; the write is then unbounded, which the spawn
 		// already logged.
 		if !errors.Is(err, os.ErrNoDeadline) {
-			return 0, ctxBound, err
+			return 0, err
 		}
 	}
 	// Cancelling ctx moves the deadline into the past, which ends a write
@@ -179,12 +241,96 @@ func (in *ptyInput) write(ctx context.Context, p []byte, whole bool) (n int, ctx
 		defer close(fired)
 		_ = in.master.SetWriteDeadline(time.Unix(1, 0))
 	})
-	n, err = in.master.Write(p)
+	n, err := in.master.Write(p)
 	in.wrote = time.Now()
 	if !stop() {
 		<-fired
 	}
-	return n, ctxBound, err
+	return n, err
+}
+
+// awaitTaken waits until the program has taken in what was just written:
+// it read it and drew after the write (drawn is closed; or DrawWait
+// passed without a draw), and then pause passed since that draw. The
+// deadline and ctx bound it.
+func (in *ptyInput) awaitTaken(ctx context.Context, drawn <-chan struct{}, pause time.Duration, deadline time.Time) error {
+	if err := in.awaitRead(ctx, deadline); err != nil {
+		return err
+	}
+	if err := sleepUntil(ctx, drawn, in.wrote.Add(DrawWait), deadline); err != nil {
+		return err
+	}
+	select {
+	case <-drawn:
+	default:
+		in.log.Info("supervise: the program drew nothing after a paste; its Enter follows", logkey.Run, in.run, logkey.Waited, DrawWait)
+	}
+	if err := sleepUntil(ctx, nil, time.Now().Add(pause), deadline); err != nil {
+		return err
+	}
+	return in.awaitQuiet(ctx, deadline)
+}
+
+// QuietWait bounds how long a Typing with SubmitAfter waits, after its
+// pause, for the program to go quiet: one that never does (a process of
+// its terminal's foreground group that keeps running) gets its Submit
+// then. Gemini CLI just after its restart for a trusted folder kept its
+// event loop busy for 0.8 s at load 4 on 2 cores, and longer as the load
+// grew: with a 5 s bound, 1 of 5 first prompts after that restart was
+// still taken for a newline at load 11.
+const QuietWait = 10 * time.Second
+
+// quietFor is how long every thread of the program must have slept,
+// never scheduled, to count as quiet; also how often it is looked at.
+const quietFor = 5 * time.Millisecond
+
+// awaitQuiet waits until the main threads of the processes of the
+// terminal's foreground group have slept, unscheduled, for quietFor: the
+// program has done all the work its input and its due timers gave it and
+// waits for more. An event loop (Node's, on its main thread) does not
+// sleep while a timer is due or a callback is queued. Where it cannot be
+// told (not Linux) it does not wait.
+func (in *ptyInput) awaitQuiet(ctx context.Context, deadline time.Time) error {
+	giveUp := time.Now().Add(QuietWait)
+	prev, ok := sampleQuiet(in.master)
+	for ok {
+		if !time.Now().Before(giveUp) {
+			in.log.Warn("supervise: the program stayed busy after a paste; its Enter follows anyway", logkey.Run, in.run, logkey.Waited, QuietWait)
+			return nil
+		}
+		if err := sleepUntil(ctx, nil, time.Now().Add(quietFor), deadline); err != nil {
+			return err
+		}
+		var s quietSample
+		if s, ok = sampleQuiet(in.master); ok && prev.asleep && s.asleep && s.runs == prev.runs {
+			return nil
+		}
+		prev = s
+	}
+	return nil
+}
+
+// sleepUntil returns when done is closed or at until, whichever comes
+// first; os.ErrDeadlineExceeded when deadline comes before either, ctx's
+// error when it ends first.
+func sleepUntil(ctx context.Context, done <-chan struct{}, until, deadline time.Time) error {
+	end := until
+	if deadline.Before(end) {
+		end = deadline
+	}
+	t := time.NewTimer(time.Until(end))
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		if until.After(deadline) {
+			return os.ErrDeadlineExceeded
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // settle is how long after a write an empty input queue is not yet taken

@@ -48,6 +48,8 @@ func runInputHelper(mode string) (int, bool) {
 			}
 			fmt.Printf("got %q\r\n", buf[:n])
 		}
+	case "pastedraw":
+		return pasteDrawHelper()
 	case "flood":
 		n, _ := strconv.Atoi(os.Getenv("HELPER_N"))
 		w := bufio.NewWriter(os.Stdout)

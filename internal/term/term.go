@@ -153,6 +153,9 @@ type Term struct {
 	// captureParked: the screens' capture buffers are dropped while parked.
 	captureParked bool
 
+	// outNext is closed by the next output (Output); nil until asked for.
+	outNext chan struct{}
+
 	// busy/idle, see idle.go
 	busy        bool
 	since       time.Time // busy: when output resumed; idle: the last output
@@ -439,7 +442,23 @@ func (t *Term) feedPiece(p []byte) int {
 	t.fed = true
 	t.outputLocked()
 	t.publishLocked()
+	if t.outNext != nil {
+		close(t.outNext)
+		t.outNext = nil
+	}
 	return n
+}
+
+// Output returns a channel closed when the program next prints (Feed): a
+// send that must know the program drew what it typed takes it before
+// typing.
+func (t *Term) Output() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.outNext == nil {
+		t.outNext = make(chan struct{})
+	}
+	return t.outNext
 }
 
 // drainLocked collects the lines that left either screen since the last drain.
