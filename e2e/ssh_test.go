@@ -107,6 +107,7 @@ func TestScenario_RemoteFleetOverSSHUnderAKeysGrant(t *testing.T) {
 cmd = "sh"
 args = ["-c", "echo remote-hello; exec cat"]
 enabled = true
+term_size = "80x24" # a viewer may size it down to here, not below
 
 [harness.idle]
 cmd = "sleep"
