@@ -26,6 +26,9 @@ func init() {
 					When:   res(`^\s*(?:❯\s*)?1\.\s+Yes\s*$`),
 					Prompt: re(`^\s*(Allow edit to \S.*\?)\s*$`),
 					Choice: re(`^\s*(?:❯\s*)?\d+\.\s+(.+)$`),
+					// Yes lets it edit and go on: the page marks it,
+					// as for the real agents' dialogs.
+					Proceed: re(`^Yes$`),
 				},
 				{Name: "working", State: api.AgentWorking, When: res(`esc to interrupt\)\s*$`)},
 				{Name: "prompt", State: api.AgentReady, When: res(`^│ >`, `^\s*Enter to send · Ctrl-C to quit\s*$`)},
