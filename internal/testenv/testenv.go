@@ -35,14 +35,11 @@ func CI() bool {
 // text, say); it may be empty.
 func Missing(t testing.TB, what, why string) {
 	t.Helper()
-	msg := "needs " + what
-	if why != "" {
-		msg += ": " + why
+	line, fail := Check(what, why)
+	if fail {
+		t.Fatal(line)
 	}
-	if CI() {
-		t.Fatalf("%s (%s=1: a missing dependency fails; scripts/test installs it)", msg, CIEnv)
-	}
-	t.Skip(msg + " (scripts/test installs it)")
+	t.Skip(line)
 }
 
 // Program is the path of the program name on PATH, or ends t as Missing.
