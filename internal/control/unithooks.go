@@ -11,7 +11,6 @@ import (
 // anything slow (a disk write, a transcript read, a stop) goes to the saver
 // or to goBackground.
 type unitHook struct {
-	name string
 	kind supervise.Kind // the units it is for; "" for every unit
 	run  func(u *unit, ev supervise.Event)
 }
@@ -21,12 +20,12 @@ type unitHook struct {
 // exit before anything else can route a call to it.
 func (c *Control) unitHooks() []unitHook {
 	return []unitHook{
-		{"upstream link", supervise.KindUpstream, c.upstreamHook},      // upstream.go
-		{"intent", "", c.intentHook},                                   // intent.go
-		{"holds", supervise.KindHarness, c.holdsHook},                  // holds.go
-		{"usage limit", supervise.KindHarness, c.onAgentLimit},         // limit.go
-		{"interactive prompt", supervise.KindHarness, c.onAgentPrompt}, // prompt.go
-		{"scratch", supervise.KindHarness, c.scratchEnded},             // scratch.go
+		{supervise.KindUpstream, c.upstreamHook}, // the broker's link (fleet.go)
+		{"", c.intentHook},                       // the saved intent, a job's firing state (intent.go)
+		{supervise.KindHarness, c.holdsHook},     // holds (holds.go)
+		{supervise.KindHarness, c.onAgentLimit},  // usage limits (limit.go)
+		{supervise.KindHarness, c.onAgentPrompt}, // interactive prompts (prompt.go)
+		{supervise.KindHarness, c.scratchEnded},  // scratch harnesses (scratch.go)
 	}
 }
 
