@@ -66,6 +66,11 @@ type CallRecord struct {
 	RequestBytes  int             `json:"request_bytes"`
 	ResponseBytes int             `json:"response_bytes"`
 	Args          json.RawMessage `json:"args,omitempty"`
+	// Trace is the W3C traceparent the call sent upstream (its own span)
+	// and TraceParent the one it continued (its caller's, or the calling
+	// harness's turn); set only while telemetry is on, never stored.
+	Trace       string `json:"-"`
+	TraceParent string `json:"-"`
 }
 
 // CallsArgs are the arguments of `calls`, in the CLI's words.

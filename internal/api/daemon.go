@@ -81,6 +81,27 @@ type DaemonInfo struct {
 	// DashboardURL is the web dashboard's address, served on the MCP
 	// HTTP listener; absent without [daemon] mcp_http.
 	DashboardURL string `json:"dashboard_url,omitempty"`
+	// Telemetry is the OTLP export, when [telemetry] otlp_endpoint is set.
+	Telemetry *TelemetryInfo `json:"telemetry,omitempty"`
+}
+
+// TelemetryInfo counts what the OTLP export sent and lost
+// (docs/design/telemetry.md). Nothing waits for the collector: what it
+// cannot take is dropped and counted here.
+type TelemetryInfo struct {
+	// Endpoint is the collector's base URL (its headers are not shown).
+	Endpoint      string `json:"endpoint"`
+	SpansExported uint64 `json:"spans_exported"`
+	// SpansDropped found the export queue full.
+	SpansDropped uint64 `json:"spans_dropped"`
+	// SpansFailed were in an export the collector refused or never
+	// answered.
+	SpansFailed         uint64 `json:"spans_failed"`
+	MetricExports       uint64 `json:"metric_exports"`
+	MetricExportsFailed uint64 `json:"metric_exports_failed"`
+	// EventsDropped are events and call records the telemetry goroutine
+	// could not take in time.
+	EventsDropped uint64 `json:"events_dropped"`
 }
 
 // StateWrites counts the failed writes of the state dir's records since

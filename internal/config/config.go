@@ -40,6 +40,7 @@ type Config struct {
 	Prompts   Prompts              // [mcp.prompts]
 	Notifiers map[string]*Notify   // [notify.NAME], by name (events.go)
 	Webhooks  map[string]*Webhook  // [webhook.NAME], by name (events.go)
+	Telemetry Telemetry            // [telemetry] (telemetry.go)
 	// Warnings are problems that do not stop the file from loading, each
 	// `FILE:LINE: KEY: message` (e.g. read_tools and write_tools overlap).
 	Warnings []string
@@ -294,6 +295,8 @@ func Parse(path string, data []byte) (*Config, error) {
 					cfg.Webhooks[name] = w
 				}
 			}
+		case "telemetry":
+			d.telemetry(v, &cfg.Telemetry)
 		case "profile":
 			// Decoded below: membership checks need every harness.
 		default:

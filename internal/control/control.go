@@ -119,6 +119,8 @@ type Options struct {
 	// StateWrites reports the state dir's write failures for daemon_info;
 	// nil reports none.
 	StateWrites func() api.StateWrites
+	// Telemetry reports the OTLP export for daemon_info; nil when off.
+	Telemetry func() *api.TelemetryInfo
 	// Calls is the MCP call log (calls.go); nil keeps none.
 	Calls CallLog
 	// Masker hides secrets in what operations render (screen, logs);

@@ -478,7 +478,15 @@ func (c *Control) DaemonInfo(ctx context.Context, _ api.NoArgs) (api.DaemonInfo,
 		Notify:       c.notifyStats(),
 		Webhooks:     c.webhookInfo(),
 		StateWrites:  c.stateWrites(),
+		Telemetry:    c.telemetryInfo(),
 	}, nil
+}
+
+func (c *Control) telemetryInfo() *api.TelemetryInfo {
+	if c.opt.Telemetry == nil {
+		return nil
+	}
+	return c.opt.Telemetry()
 }
 
 func (c *Control) stateWrites() api.StateWrites {

@@ -140,6 +140,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 		return err
 	}
 	defer closeCallLog(calls, log) // after the sessions, which record into it
+	// OTLP export (docs/design/telemetry.md): nil while [telemetry] is off.
+	tel := startTelemetry(cfg.Telemetry, opt.Version, runStore, log)
+	defer closeTelemetry(tel, log) // before the run history closes: ended runs wait on it
 
 	httpEP, err := listenHTTP(cfg)
 	if err != nil {
@@ -259,7 +262,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 				Logger:     log, // supervise adds the unit key itself
 			}, nil
 		},
-		OnEvent: srv.Publish, // control feeds the notifier itself
+		OnEvent: onEvent(srv, tel), // control feeds the notifier itself
 		OnReload: func(cfg *config.Config) {
 			// Control has put the new notify tables and webhook routes
 			// in force already.
@@ -282,13 +285,19 @@ func Run(ctx context.Context, opt Options) (err error) {
 		StateWrites: func() api.StateWrites {
 			return stateWrites(runStore, ledger)
 		},
+		Telemetry: telemetryInfo(tel),
 	})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	watch.ctl = ctl
 	mgr = session.NewManager(ctl, authority{tokens: tokens, ctl: ctl}, brk, promptSet.current, log, opt.Version)
-	mgr.SetCallRecorder(calls)
+	if tel != nil {
+		mgr.SetCallRecorder(telemetryRecorder{calls: calls, tel: tel})
+		mgr.SetCallTracer(tel)
+	} else {
+		mgr.SetCallRecorder(calls)
+	}
 	applyLive(ctl.Config().Daemon, mgr, calls)
 	cancelBrokerWatch := brk.OnChange(mgr.Refresh)
 	brk.OnResourceUpdated(mgr.ResourceUpdated)

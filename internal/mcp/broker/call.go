@@ -18,6 +18,7 @@ import (
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/jsonl"
+	"github.com/harness-dev/harness/internal/traceparent"
 )
 
 // Tool is one tool the broker serves: the namespaced copy sessions list,
@@ -129,6 +130,9 @@ func (b *Broker) callResolved(ctx context.Context, r resolved, key, tool string,
 		defer b.inFlight(u, back)()
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if tp, ok := traceparent.From(ctx); ok {
+		params.Meta = mcp.Meta{traceparent.Header: tp.String()}
+	}
 	var t Transport
 	if c != nil {
 		t = c.t

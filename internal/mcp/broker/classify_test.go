@@ -129,8 +129,8 @@ func TestBrokerClassesFollowThePolicy(t *testing.T) {
 	if c := byTool["search"]; c.Why != api.WhyHint || c.Class != api.Read {
 		t.Errorf("status of search: %+v", c)
 	}
-	if len(st.ToolClasses) != 10 || st.Tools != 9 {
-		t.Errorf("status lists %d classes and %d tools, want 10 (all listed) and 9 (served)", len(st.ToolClasses), st.Tools)
+	if len(st.ToolClasses) != 11 || st.Tools != 10 {
+		t.Errorf("status lists %d classes and %d tools, want 11 (all listed) and 10 (served)", len(st.ToolClasses), st.Tools)
 	}
 
 	_, err := b.Call(context.Background(), "", "alpha__env", args(t, map[string]any{"key": "HOME"}), nil, nil, nil)

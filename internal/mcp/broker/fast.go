@@ -15,6 +15,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/mcp/jsonl"
+	"github.com/harness-dev/harness/internal/traceparent"
 )
 
 // The tools/call fast path, upstream side. A call to a process
@@ -124,15 +125,22 @@ func (f *fastLink) nextID() string {
 // and files p to get its answer. It never waits; p may end before start
 // returns (a failed write). An error means p was not filed and will not
 // end.
-func (f *fastLink) start(id, tool string, args json.RawMessage, p *fastPending) error {
+func (f *fastLink) start(id, tool, trace string, args json.RawMessage, p *fastPending) error {
 	name, err := json.Marshal(tool)
 	if err != nil {
 		return err
 	}
-	msg := make([]byte, 0, 96+len(id)+len(name)+len(args))
+	msg := make([]byte, 0, 96+len(id)+len(name)+len(args)+len(trace))
 	msg = append(msg, `{"jsonrpc":"2.0","id":"`...)
 	msg = append(msg, id...)
-	msg = append(msg, `","method":"tools/call","params":{"name":`...)
+	msg = append(msg, `","method":"tools/call","params":{`...)
+	if trace != "" {
+		// A traceparent is hex and dashes: nothing to escape.
+		msg = append(msg, `"_meta":{"traceparent":"`...)
+		msg = append(msg, trace...)
+		msg = append(msg, `"},`...)
+	}
+	msg = append(msg, `"name":`...)
 	msg = append(msg, name...)
 	msg = append(msg, `,"arguments":`...)
 	msg = append(msg, args...)
@@ -275,7 +283,11 @@ func (b *Broker) startLinked(ctx context.Context, r resolved, link *fastLink, ke
 		p.timer.Store(time.AfterFunc(r.timeout, func() { link.cancel(id, cause) }))
 	}
 	b.fastCalls.Add(1)
-	if err := link.start(id, tool, args, p); err != nil {
+	var trace string
+	if tp, ok := traceparent.From(ctx); ok {
+		trace = tp.String()
+	}
+	if err := link.start(id, tool, trace, args, p); err != nil {
 		p.end(nil, nil, err)
 	}
 	return func(cause error) { link.cancel(id, cause) }

@@ -18,6 +18,7 @@ import (
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/jsonl"
+	"github.com/harness-dev/harness/internal/traceparent"
 	"github.com/harness-dev/harness/internal/upauth"
 )
 
@@ -275,6 +276,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	for k, vs := range t.header {
 		req.Header[k] = vs
+	}
+	if tp, ok := traceparent.From(req.Context()); ok {
+		req.Header.Set(traceparent.Header, tp.String())
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {

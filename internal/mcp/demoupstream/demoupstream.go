@@ -107,6 +107,12 @@ func readOnly() *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
 }
 
+// traceOut is what the trace tool saw.
+type traceOut struct {
+	Meta   string `json:"meta"`
+	Header string `json:"header"`
+}
+
 func (d *demo) register() {
 	mcp.AddTool(d.server, &mcp.Tool{Name: "echo", Annotations: readOnly(), Description: "Return text unchanged."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
@@ -145,6 +151,17 @@ func (d *demo) register() {
 				return nil, nil, fmt.Errorf("big: bytes %d is out of range (0..1 GiB)", in.Bytes)
 			}
 			return text(strings.Repeat("x", in.Bytes)), nil, nil
+		})
+	mcp.AddTool(d.server, &mcp.Tool{Name: "trace", Annotations: readOnly(), Description: "Return the W3C traceparent this call carried, in _meta and (over HTTP) as a header."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, traceOut, error) {
+			var out traceOut
+			if req.Params != nil {
+				out.Meta, _ = req.Params.Meta["traceparent"].(string)
+			}
+			if req.Extra != nil && req.Extra.Header != nil {
+				out.Header = req.Extra.Header.Get("traceparent")
+			}
+			return text("traceparent: " + out.Meta), out, nil
 		})
 	mcp.AddTool(d.server, &mcp.Tool{Name: "env", Annotations: readOnly(), Description: "Return the value of an environment variable."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in keyIn) (*mcp.CallToolResult, any, error) {

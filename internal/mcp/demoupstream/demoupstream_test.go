@@ -61,7 +61,7 @@ func TestToolsAndAnswers(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"add_tool", "big", "boom", "cancelled", "echo", "env", "fail", "progress", "search", "slow"}
+	want := []string{"add_tool", "big", "boom", "cancelled", "echo", "env", "fail", "progress", "search", "slow", "trace"}
 	if !slices.Equal(names, want) {
 		t.Errorf("tools = %v, want %v", names, want)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/jsonl"
 	"github.com/harness-dev/harness/internal/mcp/session"
+	"github.com/harness-dev/harness/internal/traceparent"
 )
 
 // The tools/call fast path of stateless requests: a POST the
@@ -47,7 +48,7 @@ func (h *handler) serveFast(w http.ResponseWriter, r *http.Request, s *shared, b
 	if id == nil || !bytes.Equal(id, raw) {
 		return false
 	}
-	result, ok := s.fast.Call(r.Context(), r.Header.Get(protocolVersionHeader), r.Header.Get("Mcp-Name"), req.Params)
+	result, ok := s.fast.Call(r.Context(), r.Header.Get(protocolVersionHeader), r.Header.Get("Mcp-Name"), r.Header.Get(traceparent.Header), req.Params)
 	if !ok {
 		return false
 	}

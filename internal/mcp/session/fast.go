@@ -190,6 +190,9 @@ func (l *live) endFast() {
 func (l *live) startFast(ctx context.Context, c *jsonl.Conn, ss *mcp.ServerSession, fu FastUpstreams, id jsonrpc.ID, p fastParams, fc *fastCall) {
 	start := time.Now()
 	note := &callNote{}
+	if l.m.tracer != nil {
+		ctx = l.traceCall(ctx, note, metaTraceParent(p.Meta), "")
+	}
 	ctx = broker.WithBack(ctx, sessionBack{ss: ss, label: l.label()})
 	name := p.Name
 	key, _, _ := strings.Cut(name, "__")
@@ -245,6 +248,7 @@ func (l *live) fastAnswer(start time.Time, p fastParams, note *callNote, session
 	if rec := l.m.rec; rec != nil {
 		r := l.newRecord(start, time.Since(start), out, size)
 		r.Kind, r.Tool, r.Class = api.CallTool, name, note.class
+		r.Trace, r.TraceParent = note.trace, note.parent
 		r.RequestBytes = len(p.Arguments)
 		if rec.KeepArgs() {
 			r.Args = p.Arguments

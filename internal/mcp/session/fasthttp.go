@@ -65,6 +65,7 @@ type statelessParams struct {
 		Capabilities  *statelessCaps  `json:"io.modelcontextprotocol/clientCapabilities"`
 		LogLevel      json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
 		ProgressToken json.RawMessage `json:"progressToken"`
+		TraceParent   string          `json:"traceparent"`
 	} `json:"_meta"`
 }
 
@@ -107,9 +108,10 @@ func fastStateless(params json.RawMessage, version string) (statelessParams, boo
 // object's bytes, ready to send under the request's id, or ok false when
 // the call is not the fast path's (then nothing was done and the go-sdk
 // serves it). version and name are the request's protocol version and
-// Mcp-Name headers, which must be the body's. The call ends when ctx does
+// Mcp-Name headers, which must be the body's; traceHeader its traceparent
+// header. The call ends when ctx does
 // (the client went away), as a go-sdk handler's does.
-func (f *HTTPFast) Call(ctx context.Context, version, name string, params json.RawMessage) (result []byte, ok bool) {
+func (f *HTTPFast) Call(ctx context.Context, version, name, traceHeader string, params json.RawMessage) (result []byte, ok bool) {
 	l := f.l
 	sp, ok := fastStateless(params, version)
 	if !ok || sp.Name != name || !l.fastTool(name) || l.isHeaded(name) {
@@ -118,6 +120,9 @@ func (f *HTTPFast) Call(ctx context.Context, version, name string, params json.R
 	p := fastParams{Name: sp.Name, Arguments: sp.Arguments}
 	start := time.Now()
 	note := &callNote{}
+	if l.m.tracer != nil {
+		ctx = l.traceCall(ctx, note, sp.Meta.TraceParent, traceHeader)
+	}
 	key, _, _ := strings.Cut(name, "__")
 	grant := l.grant()
 	permit := func(c api.Class) error { note.class = c; return l.permit(grant, name, key, c) }

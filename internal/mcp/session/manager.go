@@ -102,6 +102,7 @@ type Manager struct {
 	log     *slog.Logger
 	version string
 	rec     CallRecorder // the call log; nil records nothing (record.go)
+	tracer  CallTracer   // nil while telemetry is off (trace.go)
 
 	// ctx ends with Close; every tool call is bound to it so Close cannot
 	// wait forever on an in-flight handler.

@@ -51,6 +51,9 @@ func (l *live) recordMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		start := time.Now()
 		note := &callNote{}
+		if q, ok := req.(*mcp.CallToolRequest); ok && l.m.tracer != nil {
+			ctx = l.traceCall(ctx, note, callMetaTraceParent(q), requestHeader(q))
+		}
 		res, err := next(context.WithValue(ctx, callNoteKey{}, note), method, req)
 		l.record(rec, start, time.Since(start), req, res, err, note)
 		return res, err
@@ -62,6 +65,9 @@ func (l *live) recordMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 type callNote struct {
 	class api.Class // the class permission was checked against
 	tool  string    // the tool harness_call_tool called, "" otherwise
+	// trace and parent are the call's traceparent and the one it
+	// continued, while tracing is on (trace.go).
+	trace, parent string
 }
 
 type callNoteKey struct{}
@@ -115,6 +121,7 @@ func (l *live) callerInfo() *callerInfo {
 
 func (l *live) record(rec CallRecorder, start time.Time, d time.Duration, req mcp.Request, res mcp.Result, err error, note *callNote) {
 	r := l.newRecord(start, d, outcome(res, err), resultBytes(res))
+	r.Trace, r.TraceParent = note.trace, note.parent
 	var ss *mcp.ServerSession
 	switch q := req.(type) {
 	case *mcp.CallToolRequest:
