@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/internal/proctest"
 )
 
 // upstreamTable declares the built-in demo server as upstream KEY; the
@@ -25,28 +27,8 @@ func upstreamTable(key, marker, extra string) string {
 	return fmt.Sprintf("\n[mcp.%s]\ncmd = %q\nargs = [\"demo-upstream\", \"--name\", %q]\n%s\n", key, harnessBin, marker, extra)
 }
 
-// procsWithArg lists live pids whose command line contains arg.
-func procsWithArg(arg string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !alive(pid) {
-			continue
-		}
-		for _, a := range bytes.Split(b, []byte{0}) {
-			if string(a) == arg {
-				out = append(out, pid)
-				break
-			}
-		}
-	}
-	return out
-}
+// procsWithArg lists live pids that have arg as an argument.
+func procsWithArg(arg string) []int { return proctest.WithArg(arg) }
 
 func text(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()

@@ -17,6 +17,7 @@ import (
 	"github.com/harness-dev/harness/internal/cgroup"
 	"github.com/harness-dev/harness/internal/client"
 	"github.com/harness-dev/harness/internal/fleettest"
+	"github.com/harness-dev/harness/internal/proctest"
 )
 
 // harnessBin is the binary built once by TestMain; the end-to-end tests
@@ -65,9 +66,8 @@ func TestMain(m *testing.M) {
 // that are on their way out.
 func procsOf(bin string) []int {
 	return procsLeft(func(pid int) bool {
-		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-		argv0, _, _ := strings.Cut(string(b), "\x00")
-		return err == nil && argv0 == bin
+		argv := proctest.Argv(pid)
+		return len(argv) > 0 && argv[0] == bin
 	})
 }
 
@@ -76,15 +76,7 @@ func procsOf(bin string) []int {
 func procsLeft(match func(pid int) bool) []int {
 	var left []int
 	for range 100 {
-		left = left[:0]
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == os.Getpid() || !match(pid) || !alive(pid) {
-				continue
-			}
-			left = append(left, pid)
-		}
+		left = proctest.Find(func(pid int, _ []string) bool { return match(pid) })
 		if len(left) == 0 {
 			return nil
 		}
@@ -215,15 +207,7 @@ func (f *fleet) waitState(name, state string) unitInfo {
 }
 
 // alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
+func alive(pid int) bool { return proctest.Alive(pid) }
 
 // readPID waits for a pid file written by a child and returns its pid.
 func readPID(t *testing.T, path string) int {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/fleettest"
+	"github.com/harness-dev/harness/internal/proctest"
 	"golang.org/x/sys/unix"
 )
 
@@ -84,23 +85,15 @@ func procsByArg(args ...string) map[string][]int {
 		want[a] = true
 	}
 	out := map[string][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !alive(pid) {
-			continue
-		}
-		for _, a := range strings.Split(string(b), "\x00")[1:] {
+	proctest.Find(func(pid int, argv []string) bool {
+		for _, a := range argv[1:] {
 			if want[a] {
 				out[a] = append(out[a], pid)
 				break
 			}
 		}
-	}
+		return false
+	})
 	return out
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/harness-dev/harness/internal/proctest"
 	"github.com/harness-dev/harness/internal/testenv"
 )
 
@@ -56,8 +56,7 @@ func newBrowser(t *testing.T, width, height int) context.Context {
 		cancelTab()
 		cancelAlloc()
 		if left := procsLeft(func(pid int) bool {
-			b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-			return err == nil && strings.Contains(string(b), profile)
+			return strings.Contains(strings.Join(proctest.Argv(pid), " "), profile)
 		}); len(left) > 0 {
 			t.Errorf("chromium processes left after the test: %v", left)
 		}

@@ -78,14 +78,7 @@ func startIn(t *testing.T, g *Group, mode string) (*exec.Cmd, string) {
 	return c, strings.TrimSpace(line)
 }
 
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
-}
+func alive(pid int) bool { return proctest.Alive(pid) }
 
 func TestRunLeaf_HoldsEscapedChildren_KillEmptiesIt(t *testing.T) {
 	tr := testTree(t)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/proctest"
 )
 
 func TestMain(m *testing.M) {
@@ -87,10 +87,8 @@ stop_grace = 1
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err == nil {
-		if b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); len(b) > 0 && !isZombie(b) {
-			t.Fatalf("harness pid %d outlived the daemon", pid)
-		}
+	if proctest.Alive(pid) {
+		t.Fatalf("harness pid %d outlived the daemon", pid)
 	}
 }
 
@@ -107,13 +105,4 @@ func TestRun_SecondDaemonOnTheSameSocketRefuses(t *testing.T) {
 		t.Fatalf("the first daemon stopped serving: %v", err)
 	}
 	c.Close()
-}
-
-func isZombie(stat []byte) bool {
-	for i := len(stat) - 1; i > 0; i-- {
-		if stat[i] == ')' && i+2 < len(stat) {
-			return stat[i+2] == 'Z'
-		}
-	}
-	return false
 }

@@ -7,13 +7,13 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
+	"github.com/harness-dev/harness/internal/proctest"
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
@@ -109,27 +109,4 @@ restart_delay = 0.05
 }
 
 // sleepersWith lists live processes that have arg as an argument.
-func sleepersWith(arg string) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if isZombie(st) {
-			continue
-		}
-		for _, a := range strings.Split(string(b), "\x00") {
-			if a == arg {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
-}
+func sleepersWith(arg string) []int { return proctest.WithArg(arg) }

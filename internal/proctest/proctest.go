@@ -15,7 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -112,4 +114,49 @@ func StartReady(c *exec.Cmd) (int, error) {
 		return 0, fmt.Errorf("helper %d not ready: %q: %v", c.Process.Pid, line, err)
 	}
 	return c.Process.Pid, nil
+}
+
+// Alive reports whether pid exists and is not a zombie.
+func Alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// Argv is pid's command line, nil when it is gone (or a kernel thread).
+func Argv(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+}
+
+// Find lists the live processes, this one aside, whose command line
+// match accepts: how tests count what a daemon left behind, by an
+// argument no other process has rather than by anything the process could
+// drop (a marker variable, a process group, a session).
+func Find(match func(pid int, argv []string) bool) []int {
+	ents, _ := os.ReadDir("/proc") // /proc is always there on Linux
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if argv := Argv(pid); argv != nil && match(pid, argv) && Alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// WithArg lists the live processes that have arg as one of their
+// arguments (argv[0] aside).
+func WithArg(arg string) []int {
+	return Find(func(_ int, argv []string) bool { return slices.Contains(argv[1:], arg) })
 }
