@@ -113,6 +113,8 @@ var specs = []Spec{
 	spec[HookArgs, HookResult](OpHook, Read),
 	spec[TurnsArgs, TurnsResult](OpTurns, Read),
 	spec[WaitArgs, WaitResult](OpWait, Read),
+	spec[DelegateArgs, DelegateResult](OpDelegate, Write).tool("",
+		"Hand a prompt to an agent harness and wait for its answer: typed once the agent is ready; returns when its turn ends (completed, with the agent's final answer) or at timeout_s (timed_out, with what the agent is doing, e.g. waiting for a person with its prompt and choices)."),
 	spec[NotifyTestArgs, NotifyTestResult](OpNotifyTest, Write),
 	spec[WorktreeRemoveArgs, WorktreeRemoveResult](OpWorktreeRemove, Write),
 	spec[RunArgs, RunResult](OpRun, Input), // it runs any program: more than write (see Input)

@@ -458,6 +458,7 @@ var opTable = map[string]opFunc{
 	api.OpTurns:            op((*Control).Turns),
 	api.OpScreen:           op((*Control).Screen),
 	api.OpWait:             op((*Control).Wait),
+	api.OpDelegate:         op((*Control).Delegate),
 	api.OpNotifyTest:       op((*Control).NotifyTest),
 	api.OpRun:              op((*Control).Run),
 }
