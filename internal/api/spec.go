@@ -115,6 +115,9 @@ var specs = []Spec{
 	spec[WaitArgs, WaitResult](OpWait, Read),
 	spec[NotifyTestArgs, NotifyTestResult](OpNotifyTest, Write),
 	spec[WorktreeRemoveArgs, WorktreeRemoveResult](OpWorktreeRemove, Write),
+	spec[DiffArgs, Diff](OpDiff, Read).tool("",
+		"What a harness changed in its worktree (or git workdir) against its merge base with its base: committed, staged, unstaged and untracked files with hunks. Capped; says truncated."),
+	spec[ReviewArgs, ReviewResult](OpReview, Input),
 	spec[RunArgs, RunResult](OpRun, Input), // it runs any program: more than write (see Input)
 }
 
