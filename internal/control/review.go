@@ -77,6 +77,7 @@ func (c *Control) Review(ctx context.Context, a api.ReviewArgs) (api.ReviewResul
 	}
 	paste := u.sup.Term().BracketedPaste()
 	res := api.ReviewResult{Name: u.name, RunID: st.RunID, Status: api.ReviewQueued, Comments: len(lines), Text: m.text(paste)}
+	u.log.Event(st.RunID, fmt.Sprintf("review queued (%d comments): typed once the agent is ready", len(lines)))
 	c.log.Info("review queued", logkey.Unit, u.name, logkey.Run, st.RunID, logkey.Count, len(lines))
 	// Ready now: the agent event that says so may have come before the
 	// review was queued, so it is typed from here.

@@ -128,3 +128,11 @@ type changesSection struct {
 func (s *Server) changesSection(ctx context.Context, rq *request, name string) *changesSection {
 	return &changesSection{V: s.changes(ctx, name), CSRF: rq.sess.csrf, Input: rq.may(api.Input)}
 }
+
+// count is n and a noun, plural unless n is 1 ("1 file", "3 files").
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

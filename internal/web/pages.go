@@ -31,6 +31,7 @@ func parsePages() (*pages, error) {
 		"clock":    clock,
 		"usd":      usd,
 		"hpath":    hpath,
+		"count":    count,
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)

@@ -218,7 +218,7 @@
     var rm = make('button', 'rm', '×');
     rm.type = 'button'; rm.title = 'remove this comment';
     var mark = make('tr', 'cmt');
-    var td = make('td', '', '💬 ' + text);
+    var td = make('td', '', 'comment: ' + text);
     td.colSpan = 3;
     mark.appendChild(td);
     tr.parentNode.insertBefore(mark, tr.nextSibling);
