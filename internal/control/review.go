@@ -67,16 +67,18 @@ func (c *Control) Review(ctx context.Context, a api.ReviewArgs) (api.ReviewResul
 		text = strings.Join(strings.Fields(text), " ") // one line per comment
 		lines = append(lines, fmt.Sprintf("%s:%d: %s", p, n, text))
 	}
+	if n := len((&reviewMsg{lines: lines}).text(true)); n > maxReviewBytes {
+		return api.ReviewResult{}, errcode.Errorf(errcode.InvalidArgument, "review %s: %d bytes, over the bound of %d: send fewer or shorter comments", u.name, n, maxReviewBytes)
+	}
 	st := u.sup.Status()
 	if !isActive(st.State) || !st.HasRun() {
 		return api.ReviewResult{}, errcode.Errorf(errcode.NotRunning, "%s is not running (%s): a review is typed to a running agent", u.name, st.State)
 	}
-	m, err := u.queueReview(st.RunID, lines)
+	m, text, err := u.queueReview(st.RunID, lines, u.sup.Term().BracketedPaste())
 	if err != nil {
 		return api.ReviewResult{}, fmt.Errorf("review %s: %w", u.name, err)
 	}
-	paste := u.sup.Term().BracketedPaste()
-	res := api.ReviewResult{Name: u.name, RunID: st.RunID, Status: api.ReviewQueued, Comments: len(lines), Text: m.text(paste)}
+	res := api.ReviewResult{Name: u.name, RunID: st.RunID, Status: api.ReviewQueued, Comments: len(lines), Text: text}
 	u.log.Event(st.RunID, fmt.Sprintf("review queued (%d comments): typed once the agent is ready", len(lines)))
 	c.log.Info("review queued", logkey.Unit, u.name, logkey.Run, st.RunID, logkey.Count, len(lines))
 	// Ready now: the agent event that says so may have come before the
@@ -105,8 +107,10 @@ func (c *Control) Review(ctx context.Context, a api.ReviewArgs) (api.ReviewResul
 // Enter included.
 const maxReviewBytes = MaxSendBytes - 64
 
-// queueReview adds lines to run's pending review, or starts one.
-func (u *unit) queueReview(run uint64, lines []string) (*reviewMsg, error) {
+// queueReview adds lines to run's pending review, or starts one, and
+// returns it with its text as typed now (paste). Its lines change only
+// under the lock, and no more once it is taken.
+func (u *unit) queueReview(run uint64, lines []string, paste bool) (*reviewMsg, string, error) {
 	u.review.Lock()
 	defer u.review.Unlock()
 	m := u.review.cur
@@ -115,11 +119,11 @@ func (u *unit) queueReview(run uint64, lines []string) (*reviewMsg, error) {
 	}
 	all := append(append([]string{}, m.lines...), lines...)
 	if n := len((&reviewMsg{lines: all}).text(true)); n > maxReviewBytes {
-		return nil, errcode.Errorf(errcode.InvalidArgument, "the review is %d bytes, over the bound of %d: send fewer or shorter comments", n, maxReviewBytes)
+		return nil, "", errcode.Errorf(errcode.InvalidArgument, "the review is %d bytes, over the bound of %d: send fewer or shorter comments", n, maxReviewBytes)
 	}
 	m.lines = all
 	u.review.cur = m
-	return m, nil
+	return m, m.text(paste), nil
 }
 
 // takeReview returns run's pending review and forgets it.
