@@ -118,6 +118,15 @@ on = ["turn_done"]
 		return strings.HasPrefix(eval[string](t, ctx, `document.getElementById('toast').textContent`), "review: ")
 	})
 	f.screenHas("demo", "keep.txt:5: say who wrote it")
+
+	// The review is the agent's next task: it edits again, and its
+	// turn_done brings the page's Changes view up to date.
+	f.waitAgent("demo", "waiting")
+	f.MustRun("answer", "demo", "Yes")
+	browse(t, ctx, "the Changes view follows the next turn",
+		chromedp.WaitVisible(chromedp.CSS(`body[data-changes-refreshed]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#changes tr.l-add[data-path="keep.txt"][data-line="7"]`)),
+	)
 }
 
 // TestScenario_AReviewIsHeldUntilTheAgentIsReadyAndDroppedWithItsRun:
