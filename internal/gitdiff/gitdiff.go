@@ -138,7 +138,9 @@ type git struct {
 // GIT_DIR or the like inherited from whoever started the daemon, and no
 // optional lock taken on the person's index.
 func (g *git) command(ctx context.Context, env []string, args ...string) *exec.Cmd {
-	full := append([]string{"-C", g.dir, "-c", "core.quotepath=off", "-c", "core.fsmonitor=false",
+	// A split index would write its shared part beside the person's
+	// index; the copy is written whole instead.
+	full := append([]string{"-C", g.dir, "-c", "core.quotepath=off", "-c", "core.fsmonitor=false", "-c", "core.splitIndex=false",
 		"-c", "diff.noprefix=false", "-c", "diff.mnemonicprefix=false"}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	for _, kv := range os.Environ() {
