@@ -67,11 +67,13 @@ func TestScenario_DiffAndReviewRefuseWhatTheyCannotDo(t *testing.T) {
 
 // TestScenario_TurnDoneFollowsWorkThenReady: an agent seen working and
 // then ready publishes turn_done with its worktree's diff stat; ready
-// without work since, or after the run ended, publishes nothing.
+// without work since, or after the run ended, publishes nothing, nor does
+// a program without an agent adapter.
 func TestScenario_TurnDoneFollowsWorkThenReady(t *testing.T) {
 	repo := gitRepo(t)
 	got := make(chan supervise.Event, 8)
-	f := newFixture(t, sleeper("wt", "worktree = { repo = \""+repo+"\" }"), func(f *fixture) {
+	f := newFixture(t, sleeper("wt", "agent = \"demo\"\nworktree = { repo = \""+repo+"\" }")+
+		sleeper("gen", "worktree = { repo = \""+repo+"\", branch = \"gen\" }"), func(f *fixture) {
 		f.onEvent = func(ev supervise.Event) {
 			if ev.Kind == api.EventTurnDone {
 				got <- ev
@@ -95,7 +97,7 @@ func TestScenario_TurnDoneFollowsWorkThenReady(t *testing.T) {
 		select {
 		case ev := <-got:
 			t.Fatalf("%s: turn_done %+v", what, ev)
-		case <-time.After(300 * time.Millisecond):
+		case <-time.After(2 * time.Second):
 		}
 	}
 	f.c.turnDoneHook(u, agent(1, api.AgentReady))
@@ -115,4 +117,11 @@ func TestScenario_TurnDoneFollowsWorkThenReady(t *testing.T) {
 	f.c.turnDoneHook(u, supervise.Event{Kind: supervise.EventExit, Unit: "wt", RunID: 1})
 	f.c.turnDoneHook(u, agent(2, api.AgentReady))
 	none("ready in a new run")
+
+	// A program without an agent adapter is ready at every pause: no turns.
+	f.mustCall(api.OpStart, api.NamesArgs{Name: "gen"}, nil)
+	g, _ := f.c.lookup("gen")
+	f.c.turnDoneHook(g, supervise.Event{Kind: api.EventAgent, Unit: "gen", RunID: 3, Agent: &api.AgentView{AgentState: api.AgentWorking}})
+	f.c.turnDoneHook(g, supervise.Event{Kind: api.EventAgent, Unit: "gen", RunID: 3, Agent: &api.AgentView{AgentState: api.AgentReady}})
+	none("a generic program")
 }

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/harness-dev/harness/internal/agent"
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
-// Turn done (docs/design/events.md): an agent with a worktree that goes
+// Turn done (docs/design/events.md): an agent (any adapter but the
+// generic one) with a worktree that goes
 // from working back to ready (through any waiting between) has finished
 // a turn; control publishes turn_done with its worktree's diff stat,
 // which the notifier can send (on = ["turn_done"]). The stat is computed
@@ -33,6 +35,11 @@ func (c *Control) turnDoneHook(u *unit, ev supervise.Event) {
 				return // no work seen since the last ready
 			}
 			if h := u.harness(); h == nil || h.Worktree == nil {
+				return
+			}
+			// A program with no agent adapter is ready whenever it is
+			// quiet: each pause of its output would be a "turn".
+			if u.sup.Adapter().Name == agent.Generic {
 				return
 			}
 			state := ev.State
