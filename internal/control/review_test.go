@@ -57,7 +57,7 @@ func TestScenario_DiffAndReviewRefuseWhatTheyCannotDo(t *testing.T) {
 		{[]string{"a.go:x: not a line"}, errcode.InvalidArgument},
 		{[]string{"../a.go:1: outside"}, errcode.InvalidArgument},
 		{[]string{"a.go:1: " + strings.Repeat("long ", 4000)}, errcode.InvalidArgument}, // over the bound
-		{[]string{"a.go:1: fine"}, errcode.NotRunning}, // wt is stopped
+		{[]string{"a.go:1: fine"}, errcode.NotRunning},                                  // wt is stopped
 	} {
 		if err := f.call(api.OpReview, api.ReviewArgs{Name: "wt", Comments: c.comments}, nil); errcode.Of(err) != c.code {
 			t.Errorf("review %.40q: %v, want %s", c.comments, err, c.code)
