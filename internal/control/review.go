@@ -64,8 +64,15 @@ func (c *Control) Review(ctx context.Context, a api.ReviewArgs) (api.ReviewResul
 		if err != nil {
 			return api.ReviewResult{}, errcode.Errorf(errcode.InvalidArgument, "review %s: %v", u.name, err)
 		}
-		text = strings.Join(strings.Fields(text), " ") // one line per comment
-		lines = append(lines, fmt.Sprintf("%s:%d: %s", p, n, text))
+		// One line per comment, and no control character: typed into a
+		// terminal, an Esc or a Ctrl-C would be a key, not text.
+		line := strings.Join(strings.Fields(fmt.Sprintf("%s:%d: %s", p, n, text)), " ")
+		lines = append(lines, strings.Map(func(r rune) rune {
+			if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				return -1
+			}
+			return r
+		}, line))
 	}
 	if n := len((&reviewMsg{lines: lines}).text(true)); n > maxReviewBytes {
 		return api.ReviewResult{}, errcode.Errorf(errcode.InvalidArgument, "review %s: %d bytes, over the bound of %d: send fewer or shorter comments", u.name, n, maxReviewBytes)

@@ -63,6 +63,13 @@ func TestScenario_DiffAndReviewRefuseWhatTheyCannotDo(t *testing.T) {
 			t.Errorf("review %.40q: %v, want %s", c.comments, err, c.code)
 		}
 	}
+	// A comment is typed as text: no key of a control character gets in.
+	f.mustCall(api.OpStart, api.NamesArgs{Name: "plain"}, nil)
+	var res api.ReviewResult
+	f.mustCall(api.OpReview, api.ReviewArgs{Name: "plain", Comments: []string{"a.go:3: up\x1b[A and\x03 stop\r\nnow"}}, &res)
+	if want := "a.go:3: up[A and stop now"; res.Status != api.ReviewQueued || !strings.HasSuffix(res.Text, want) {
+		t.Errorf("review %+v, want its text to end %q", res, want)
+	}
 }
 
 // TestScenario_TurnDoneFollowsWorkThenReady: an agent seen working and
