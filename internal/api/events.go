@@ -37,4 +37,6 @@ type Event struct {
 	Agent *AgentView `json:"agent,omitempty"`
 	// Hold is the new hold of an EventHold event (nil: lifted).
 	Hold *Hold `json:"hold,omitempty"`
+	// Diff is the worktree's diff stat of an EventTurnDone event.
+	Diff *DiffStat `json:"diff,omitempty"`
 }

@@ -117,6 +117,9 @@ var specs = []Spec{
 		"Hand a prompt to an agent harness and wait for its answer: typed once the agent is ready; returns when its turn ends (completed, with the agent's final answer) or at timeout_s (timed_out, with what the agent is doing, e.g. waiting for a person with its prompt and choices)."),
 	spec[NotifyTestArgs, NotifyTestResult](OpNotifyTest, Write),
 	spec[WorktreeRemoveArgs, WorktreeRemoveResult](OpWorktreeRemove, Write),
+	spec[DiffArgs, Diff](OpDiff, Read).tool("",
+		"What a harness changed in its worktree (or git workdir) against its merge base with its base: committed, staged, unstaged and untracked files with hunks. Capped; says truncated."),
+	spec[ReviewArgs, ReviewResult](OpReview, Input),
 	spec[RunArgs, RunResult](OpRun, Input), // it runs any program: more than write (see Input)
 }
 

@@ -26,10 +26,13 @@ const (
 	NotifyRecovered = "recovered"
 	NotifyJobFailed = "job_failed"
 	NotifyHeld      = "held"
+	// NotifyTurnDone: an agent with a worktree finished a turn; the
+	// message carries the diff stat and links to the Changes view.
+	NotifyTurnDone = "turn_done"
 )
 
 // NotifyEvents are the events a [notify.NAME] `on` may name.
-var NotifyEvents = []string{NotifyWaiting, NotifyLimited, NotifyFailed, NotifyDegraded, NotifyRecovered, NotifyJobFailed, NotifyHeld}
+var NotifyEvents = []string{NotifyWaiting, NotifyLimited, NotifyFailed, NotifyDegraded, NotifyRecovered, NotifyJobFailed, NotifyHeld, NotifyTurnDone}
 
 // DefaultNotifyOn is `on` when absent.
 var DefaultNotifyOn = []string{NotifyWaiting, NotifyLimited, NotifyFailed, NotifyJobFailed}

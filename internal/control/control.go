@@ -449,6 +449,8 @@ var opTable = map[string]opFunc{
 	api.OpProjectUp:        op((*Control).ProjectUp),
 	api.OpProjectDown:      op((*Control).ProjectDown),
 	api.OpWorktreeRemove:   op((*Control).WorktreeRemove),
+	api.OpDiff:             op((*Control).Diff),
+	api.OpReview:           op((*Control).Review),
 	api.OpListTrajectories: op((*Control).ListTrajectories),
 	api.OpGetTrajectory:    op((*Control).GetTrajectory),
 	api.OpCalls:            op((*Control).Calls),

@@ -64,6 +64,11 @@ type unit struct {
 	// prompt is the interactive prompt a run waits to have typed
 	// (prompt.go).
 	prompt pendingPrompt
+	// review is the review a run waits to have typed (review.go).
+	review pendingReview
+	// turnRun is the run whose agent was seen working since it was last
+	// ready (turndone.go); 0 when none.
+	turnRun atomic.Uint64
 }
 
 // unitTables is the configuration of one unit: exactly one of h and up.

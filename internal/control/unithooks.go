@@ -25,6 +25,8 @@ func (c *Control) unitHooks() []unitHook {
 		{supervise.KindHarness, c.holdsHook},     // holds (holds.go)
 		{supervise.KindHarness, c.onAgentLimit},  // usage limits (limit.go)
 		{supervise.KindHarness, c.onAgentPrompt}, // interactive prompts (prompt.go)
+		{supervise.KindHarness, c.onAgentReview}, // reviews (review.go)
+		{supervise.KindHarness, c.turnDoneHook},  // turn_done (turndone.go)
 		{supervise.KindHarness, c.scratchEnded},  // scratch harnesses (scratch.go)
 	}
 }

@@ -26,6 +26,8 @@ type Occurrence struct {
 	Choices    []string
 	Suggested  string
 	Until      *time.Time
+	// Diff is a finished turn's diff stat (turn_done).
+	Diff *api.DiffStat
 }
 
 // Detector turns the daemon's events into Occurrences. It is a pure state
@@ -55,7 +57,7 @@ func NewDetector() *Detector { return &Detector{units: map[string]*memo{}} }
 // caller can skip the others (activity events are frequent) cheaply.
 func Relevant(kind string) bool {
 	switch kind {
-	case api.EventState, api.EventExit, api.EventFlapping, api.EventSpawnFailed, api.EventAgent, api.EventHold:
+	case api.EventState, api.EventExit, api.EventFlapping, api.EventSpawnFailed, api.EventAgent, api.EventHold, api.EventTurnDone:
 		return true
 	}
 	return false
@@ -88,6 +90,14 @@ func (d *Detector) Next(ev api.Event, job bool) []Occurrence {
 		return d.agent(m, ev)
 	case api.EventHold:
 		return d.held(m, ev)
+	case api.EventTurnDone:
+		o := occ(config.NotifyTurnDone, "finished a turn")
+		if ev.Diff != nil {
+			s := *ev.Diff
+			o[0].Diff = &s
+			o[0].Reason = fmt.Sprintf("finished a turn: %d file%s changed, +%d -%d", s.Files, plural(s.Files), s.Added, s.Deleted)
+		}
+		return o
 	case api.EventSpawnFailed:
 		m.exit, m.exitCode, m.signal = "could not start: "+ev.Message, nil, ""
 	case api.EventFlapping:
@@ -195,4 +205,11 @@ func exitReason(ev api.Event) string {
 		return fmt.Sprintf("exited with code %d", *ev.ExitCode)
 	}
 	return ev.Message
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

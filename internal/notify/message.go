@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/config"
 )
 
@@ -40,6 +41,9 @@ type Message struct {
 	Choices    []string   `json:"choices,omitempty"`
 	Suggested  string     `json:"suggested,omitempty"`
 	Until      *time.Time `json:"until,omitempty"`
+	// Diff is a finished turn's diff stat (turn_done): files, added,
+	// deleted.
+	Diff *api.DiffStat `json:"diff,omitempty"`
 	// Actions say how to act: commands to run, and the dashboard link.
 	Actions []Action `json:"actions"`
 	// Test marks the sample of `harness notify test`.
@@ -53,6 +57,9 @@ type Action struct {
 	URL     string `json:"url,omitempty"`
 }
 
+// ChangesAnchor is the fragment of a harness page's Changes view.
+const ChangesAnchor = "#changes"
+
 // titles say what happened, by event.
 var titles = map[string]string{
 	config.NotifyWaiting:   "is waiting for you",
@@ -62,6 +69,7 @@ var titles = map[string]string{
 	config.NotifyRecovered: "recovered",
 	config.NotifyJobFailed: "job failed",
 	config.NotifyHeld:      "is held",
+	config.NotifyTurnDone:  "finished a turn",
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it, so an action
@@ -110,6 +118,13 @@ func actions(event, harness string, choices []string, suggested, dashboard strin
 			Action{Label: "run again", Command: "harness trigger " + h})
 	case config.NotifyRecovered:
 		out = append(out, Action{Label: "logs", Command: "harness logs " + h})
+	case config.NotifyTurnDone:
+		out = append(out, Action{Label: "diff", Command: "harness diff " + h},
+			Action{Label: "review", Command: "harness review " + h + " --comment 'path:line: text'"})
+		if dashboard != "" {
+			// The harness page's Changes view.
+			return append(out, Action{Label: "changes", URL: dashboard + ChangesAnchor})
+		}
 	}
 	if dashboard != "" {
 		out = append(out, Action{Label: "dashboard", URL: dashboard})

@@ -340,7 +340,7 @@ func (n *Notifier) build(o Occurrence, info HarnessInfo) *Message {
 	m := &Message{Event: o.Event, Harness: o.Harness, Project: info.Project, Host: n.opt.Host,
 		Time: o.Time, Title: o.Harness + " " + titles[o.Event], Reason: mask(o.Reason), State: o.State,
 		RunID: o.RunID, ExitCode: o.ExitCode, Signal: o.Signal, WaitingFor: o.WaitingFor,
-		Prompt: mask(o.Prompt), Suggested: mask(o.Suggested), Until: o.Until}
+		Prompt: mask(o.Prompt), Suggested: mask(o.Suggested), Until: o.Until, Diff: o.Diff}
 	if m.Time.IsZero() {
 		m.Time = n.opt.Now()
 	}

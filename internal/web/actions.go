@@ -24,6 +24,7 @@ var actions = map[string]struct {
 	"trigger": {api.OpTrigger, api.Write},
 	"send":    {api.OpSend, api.Input},
 	"answer":  {api.OpAnswer, api.Input},
+	"review":  {api.OpReview, api.Input},
 }
 
 // serveAction runs one action (CSRF already checked). A browser's form
@@ -32,7 +33,7 @@ var actions = map[string]struct {
 func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, rq *request, name, action string) {
 	a, ok := actions[action]
 	if !ok {
-		s.fail(w, r, http.StatusNotFound, fmt.Sprintf("no action %q (start, stop, restart, trigger, send, answer)", action))
+		s.fail(w, r, http.StatusNotFound, fmt.Sprintf("no action %q (start, stop, restart, trigger, send, answer, review)", action))
 		return
 	}
 	if c, ok := api.ClassOf(a.op); ok {
@@ -59,6 +60,8 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, rq *request
 			return
 		}
 		args = map[string]string{"name": name, "choice": c}
+	case "review":
+		args = api.ReviewArgs{Name: name, Comments: reviewComments(f["comment"], f.Get("comments"))}
 	default:
 		args = api.NameArg{Name: name}
 	}

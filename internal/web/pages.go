@@ -31,6 +31,7 @@ func parsePages() (*pages, error) {
 		"clock":    clock,
 		"usd":      usd,
 		"hpath":    hpath,
+		"count":    count,
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)
@@ -277,6 +278,8 @@ type harnessView struct {
 	// without one (a generic program, an upstream) and in the live part,
 	// which does not read the transcript on every event.
 	Turns *turnsView
+	// Changes is the Changes section (changes.go); nil in the live part.
+	Changes *changesSection
 }
 
 // Fragment is the URL of the page's live part.
@@ -369,6 +372,15 @@ func (s *Server) serveHarness(w http.ResponseWriter, r *http.Request, rq *reques
 		run = n
 	}
 	fragment := q.Get("fragment")
+	if fragment == "changes" {
+		// The Changes section alone, fetched when the agent finished a turn.
+		if err := s.call(r.Context(), api.OpDescribe, api.NameArg{Name: name}, nil); err != nil {
+			s.failOp(w, r, err)
+			return
+		}
+		s.render(w, r, http.StatusOK, "harness-changes", s.changesSection(r.Context(), rq, name))
+		return
+	}
 	if fragment == "turns" {
 		// The turns section alone, which the page fetches when the agent's
 		// state changes: the transcript is read only then.
@@ -393,6 +405,9 @@ func (s *Server) serveHarness(w http.ResponseWriter, r *http.Request, rq *reques
 	v.Run = run
 	if fragment == "" && v.HasTurns() {
 		v.Turns = s.turns(r.Context(), name, run)
+	}
+	if fragment == "" && v.Terminal {
+		v.Changes = s.changesSection(r.Context(), rq, name)
 	}
 	p := s.newPage(rq, name, v)
 	if fragment != "" {

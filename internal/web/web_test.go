@@ -92,8 +92,10 @@ func (b *fakeBackend) Call(_ context.Context, c api.Caller, op string, args json
 		return []api.Run{{ID: 1, Harness: "w", Cause: "start"}, {ID: 2, Harness: "w", Cause: "restart"}}, nil
 	case api.OpCalls:
 		return api.CallsResult{}, nil
-	case api.OpStart, api.OpStop, api.OpSend, api.OpAnswer:
-		return map[string]bool{"ok": true}, nil
+	case api.OpStart, api.OpStop, api.OpSend, api.OpAnswer, api.OpReview:
+		return map[string]any{"ok": true, "status": "queued"}, nil
+	case api.OpDiff:
+		return fakeDiff(args)
 	}
 	return nil, errcode.Errorf(errcode.InvalidArgument, "unknown operation %s", op)
 }

@@ -22,7 +22,7 @@ func TestRegistryMatchesDesign(t *testing.T) {
 		"harness_list_trajectories": api.Read, "harness_get_trajectory": api.Read, "harness_screen": api.Read,
 		"harness_start": api.Write, "harness_stop": api.Write, "harness_restart": api.Write, "harness_trigger": api.Write,
 		"harness_delegate": api.Write,
-		"harness_send": api.Input, "harness_answer": api.Input,
+		"harness_send": api.Input, "harness_answer": api.Input, "harness_diff": api.Read,
 	}
 	tools := Tools()
 	if len(tools) != len(want) {
@@ -79,7 +79,7 @@ func TestRegistryMatchesDesign(t *testing.T) {
 }
 
 func TestSchemasRequireNameWhereTheOpNeedsOne(t *testing.T) {
-	needsName := []string{"harness_describe", "harness_logs", "harness_start", "harness_stop", "harness_restart", "harness_trigger", "harness_list_trajectories", "harness_get_trajectory", "harness_send", "harness_screen", "harness_answer", "harness_delegate"}
+	needsName := []string{"harness_describe", "harness_logs", "harness_start", "harness_stop", "harness_restart", "harness_trigger", "harness_list_trajectories", "harness_get_trajectory", "harness_send", "harness_screen", "harness_answer", "harness_delegate", "harness_diff"}
 	for _, tool := range Tools() {
 		var schema struct {
 			Required []string `json:"required"`

@@ -186,6 +186,7 @@
     }).then(function (r) {
       return r.text().then(function (t) {
         if (!r.ok) { say(t.trim() || r.statusText, true); return; }
+        if (f.id === 'review') { reviewSent(t); return; }
         say((f.getAttribute('action').split('/').pop()) + ': done');
         if (f.id === 'send') { var i = f.querySelector('input[name="text"]'); if (i) i.value = ''; }
         refresh();
@@ -193,6 +194,99 @@
     }).catch(function (err) { say(String(err), true); })
       .then(function () { buttons.forEach(function (b) { b.disabled = false; }); });
   });
+
+  // The Changes view: tap a line to comment on it; the comments gather in
+  // the Send review form as path:line: text. The section is read again
+  // when the agent finishes a turn, unless comments are being written.
+  function changes() { return document.getElementById('changes'); }
+  function reviewList() { return document.getElementById('review-list'); }
+  function mayReview() {
+    var t = document.getElementById('review-typed');
+    return t && !t.disabled;
+  }
+  function make(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text) e.textContent = text;
+    return e;
+  }
+  function addComment(tr, text) {
+    var c = tr.getAttribute('data-path') + ':' + tr.getAttribute('data-line') + ': ' + text;
+    var li = make('li', 'comment', c);
+    var input = make('input');
+    input.type = 'hidden'; input.name = 'comment'; input.value = c;
+    var rm = make('button', 'rm', '×');
+    rm.type = 'button'; rm.title = 'remove this comment';
+    var mark = make('tr', 'cmt');
+    var td = make('td', '', 'comment: ' + text);
+    td.colSpan = 3;
+    mark.appendChild(td);
+    tr.parentNode.insertBefore(mark, tr.nextSibling);
+    rm.addEventListener('click', function () { li.remove(); mark.remove(); });
+    li.appendChild(input); li.appendChild(rm);
+    reviewList().appendChild(li);
+  }
+  function openEditor(tr) {
+    var next = tr.nextSibling;
+    if (next && next.classList && next.classList.contains('cbox')) { next.querySelector('textarea').focus(); return; }
+    var box = make('tr', 'cbox');
+    var td = make('td');
+    td.colSpan = 3;
+    var ta = make('textarea');
+    ta.rows = 2;
+    ta.placeholder = 'comment on ' + tr.getAttribute('data-path') + ':' + tr.getAttribute('data-line');
+    var add = make('button', 'add-comment', 'Add comment');
+    add.type = 'button';
+    var cancel = make('button', 'cancel', 'Cancel');
+    cancel.type = 'button';
+    add.addEventListener('click', function () {
+      var text = ta.value.trim();
+      if (!text) { ta.focus(); return; }
+      box.remove();
+      addComment(tr, text);
+    });
+    cancel.addEventListener('click', function () { box.remove(); });
+    td.appendChild(ta); td.appendChild(add); td.appendChild(cancel);
+    box.appendChild(td);
+    tr.parentNode.insertBefore(box, tr.nextSibling);
+    ta.focus();
+  }
+  document.addEventListener('click', function (e) {
+    var tr = e.target.closest && e.target.closest('#changes tr[data-line]');
+    if (tr && mayReview()) openEditor(tr);
+  });
+  function reviewSent(body) {
+    var status = 'queued';
+    try { status = JSON.parse(body).result.status || status; } catch (err) {}
+    var l = reviewList();
+    if (l) l.textContent = '';
+    var t = document.getElementById('review-typed');
+    if (t) t.value = '';
+    document.querySelectorAll('#changes tr.cmt').forEach(function (r) { r.remove(); });
+    say('review: ' + status + (status === 'queued' ? ' (typed once the agent is ready)' : ''));
+  }
+  function refreshChanges() {
+    var el = changes();
+    if (!el) return;
+    var l = reviewList(), t = document.getElementById('review-typed');
+    if ((l && l.children.length) || (t && t.value) || el.querySelector('tr.cbox')) return;
+    fetch(el.getAttribute('data-fragment'), { credentials: 'same-origin', headers: { 'Accept': 'text/x-fragment' } })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) {
+        if (html === null) return;
+        el.outerHTML = html;
+        document.body.setAttribute('data-changes-refreshed', String(Date.now()));
+      })
+      .catch(function () {});
+  }
+  var changesEl = changes();
+  if (es && changesEl) {
+    var changesOf = changesEl.getAttribute('data-name');
+    es.addEventListener('unit', function (m) {
+      var ev = JSON.parse(m.data);
+      if (ev.unit === changesOf && ev.kind === 'turn_done') refreshChanges();
+    });
+  }
 
   // The terminal.
   var el = document.getElementById('term');
