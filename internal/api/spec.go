@@ -116,6 +116,13 @@ var specs = []Spec{
 	spec[NotifyTestArgs, NotifyTestResult](OpNotifyTest, Write),
 	spec[WorktreeRemoveArgs, WorktreeRemoveResult](OpWorktreeRemove, Write),
 	spec[RunArgs, RunResult](OpRun, Input), // it runs any program: more than write (see Input)
+	spec[NewArgs, NewResult](OpNew, Write).tool("",
+		"Make a new harness of a known agent (or any command) with a prompt, optionally in a git worktree of its own, and start it. It is written to harness.d/NAME.toml beside the config file and checked as a reload checks."),
+	spec[RmArgs, RmResult](OpRm, Write).tool("",
+		"Stop a harness made by harness_new and remove its file and its worktree; a worktree with uncommitted changes or commits not on its base is refused unless force."),
+	spec[AgentsArgs, []AgentProgram](OpAgents, Read).tool("agents",
+		"The agent programs harness_new can run, found on the daemon's PATH with their versions, or missing."),
+	spec[AuditArgs, AuditResult](OpAudit, Read),
 }
 
 // doorClasses are the classes of the door operations (not in specs: no
