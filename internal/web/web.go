@@ -249,6 +249,10 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, http.StatusForbidden, "missing or wrong CSRF token: reload the page")
 			return
 		}
+		if path == newPath {
+			s.serveNew(w, r, rq)
+			return
+		}
 		name, action, ok := harnessPath(r.URL.EscapedPath())
 		if !ok || action == "" || action == "attach" {
 			s.fail(w, r, http.StatusNotFound, "no such action")
@@ -267,6 +271,9 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/calls":
 		s.serveCalls(w, r, rq)
+		return
+	case newPath:
+		s.serveNew(w, r, rq)
 		return
 	case "/events":
 		s.serveEvents(w, r, rq)
@@ -317,11 +324,22 @@ var caller = api.Caller{Kind: api.Dashboard}
 
 // call runs op with args marshalled, decoding its answer into out.
 func (s *Server) call(ctx context.Context, op string, args any, out any) error {
+	return s.callFor(ctx, caller, op, args, out)
+}
+
+// callAs is call for rq's session: the audit log names its token.
+func (s *Server) callAs(ctx context.Context, rq *request, op string, args any, out any) error {
+	c := caller
+	c.Door, c.Actor = api.DoorPage, rq.sess.credential()
+	return s.callFor(ctx, c, op, args, out)
+}
+
+func (s *Server) callFor(ctx context.Context, c api.Caller, op string, args any, out any) error {
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return err
 	}
-	res, err := s.b.Call(ctx, caller, op, raw)
+	res, err := s.b.Call(ctx, c, op, raw)
 	if err != nil {
 		return err
 	}
