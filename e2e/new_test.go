@@ -237,3 +237,57 @@ func (f *fleet) auditRaw() string {
 	}
 	return string(b)
 }
+
+// TestScenario_NewOverMCPAndTheAuditLogNamesEachDoor: a harness granted
+// write makes a harness with harness_new through a real MCP client, and
+// starts another; the CLI starts one and types a secret-looking text.
+// `harness audit --json` names each with its actor and door, and the text
+// typed is nowhere in audit.jsonl.
+func TestScenario_NewOverMCPAndTheAuditLogNamesEachDoor(t *testing.T) {
+	dir := t.TempDir()
+	f := newFleet(t, sleeperConfig+tokenHarness("boss", dir, `mcp_allow = ["read", "write", "input"]`))
+	uid := "cli:" + strconv.Itoa(os.Getuid())
+	f.MustRun("start", "sleeper")
+	f.waitState("sleeper", "running")
+	f.waitAudit("start", "sleeper", "cli", uid)
+
+	s := f.mcpSession(token(t, filepath.Join(dir, "boss.token")), false, nil)
+	res := callTool(t, s, "harness_new", map[string]any{"name": "m1", "cmd": "sh", "args": []string{"-c", "exec sleep 100000"}, "workdir": dir})
+	if res.IsError {
+		t.Fatalf("harness_new: %+v", res)
+	}
+	var made struct {
+		File    string `json:"file"`
+		Started bool   `json:"started"`
+	}
+	resultJSON(t, res, &made)
+	if !made.Started || filepath.Base(made.File) != "m1.toml" {
+		t.Fatalf("harness_new answered %+v", made)
+	}
+	f.waitState("m1", "running")
+	if res := callTool(t, s, "harness_new", map[string]any{"name": "../m2", "cmd": "sh"}); errorCode(t, res) != "invalid_argument" {
+		t.Fatalf("harness_new of ../m2: %+v", res)
+	}
+	if res := callTool(t, s, "harness_stop", map[string]any{"name": "sleeper"}); res.IsError {
+		t.Fatalf("harness_stop: %+v", res)
+	}
+	if res := callTool(t, s, "harness_start", map[string]any{"name": "sleeper"}); res.IsError {
+		t.Fatalf("harness_start: %+v", res)
+	}
+	f.waitAudit("new", "m1", "mcp", "harness:boss")
+	f.waitAudit("start", "sleeper", "mcp", "harness:boss")
+
+	const secret = "sk-ant-api03-NOTINTHEAUDITLOG0123456789abcdef"
+	f.waitState("sleeper", "running")
+	f.MustRun("send", "sleeper", secret, "--enter")
+	f.waitAudit("send", "sleeper", "cli", uid)
+	if raw := f.auditRaw(); strings.Contains(raw, "NOTINTHEAUDITLOG") {
+		t.Fatalf("audit.jsonl holds the text sent:\n%s", raw)
+	}
+	// Reads are not audited.
+	for _, e := range f.audit() {
+		if e.Op == "list" || e.Op == "describe" || e.Op == "audit" {
+			t.Fatalf("a read is in the audit log: %+v", e)
+		}
+	}
+}
