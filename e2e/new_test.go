@@ -138,6 +138,13 @@ func TestScenario_NewWritesAHarnessThatARestartStillRunsAndRmUndoesIt(t *testing
 	if code == 0 || !strings.Contains(errOut, "notes.txt") {
 		t.Fatalf("rm of a dirty worktree: exit %d, %q", code, errOut)
 	}
+	// Committed on its branch but not on its base: refused too.
+	gitRun(t, wt.Path, "add", "notes.txt")
+	gitRun(t, wt.Path, "commit", "-q", "-m", "notes")
+	_, errOut, code = f.Run("rm", "a1")
+	if code == 0 || !strings.Contains(errOut, "1 commit(s) not on HEAD") {
+		t.Fatalf("rm of a worktree with an unlanded commit: exit %d, %q", code, errOut)
+	}
 	if f.unit("a1").State != "running" || !slices.Contains(f.harnessDFiles(), "a1.toml") {
 		t.Fatal("a refused rm changed something")
 	}
@@ -252,7 +259,7 @@ func TestScenario_NewOverMCPAndTheAuditLogNamesEachDoor(t *testing.T) {
 	f.waitAudit("start", "sleeper", "cli", uid)
 
 	s := f.mcpSession(token(t, filepath.Join(dir, "boss.token")), false, nil)
-	res := callTool(t, s, "harness_new", map[string]any{"name": "m1", "cmd": "sh", "args": []string{"-c", "exec sleep 100000"}, "workdir": dir})
+	res := callTool(t, s, "harness_new", map[string]any{"name": "m1", "agent": "demo", "workdir": dir})
 	if res.IsError {
 		t.Fatalf("harness_new: %+v", res)
 	}
@@ -265,8 +272,12 @@ func TestScenario_NewOverMCPAndTheAuditLogNamesEachDoor(t *testing.T) {
 		t.Fatalf("harness_new answered %+v", made)
 	}
 	f.waitState("m1", "running")
-	if res := callTool(t, s, "harness_new", map[string]any{"name": "../m2", "cmd": "sh"}); errorCode(t, res) != "invalid_argument" {
+	if res := callTool(t, s, "harness_new", map[string]any{"name": "../m2", "agent": "demo"}); errorCode(t, res) != "invalid_argument" {
 		t.Fatalf("harness_new of ../m2: %+v", res)
+	}
+	// Any program is more than write: a session makes known agents only.
+	if res := callTool(t, s, "harness_new", map[string]any{"name": "m3", "cmd": "sh"}); !res.IsError {
+		t.Fatalf("harness_new with a cmd: %+v", res)
 	}
 	if res := callTool(t, s, "harness_stop", map[string]any{"name": "sleeper"}); res.IsError {
 		t.Fatalf("harness_stop: %+v", res)

@@ -15,9 +15,11 @@ const (
 // against its own directory.
 type NewArgs struct {
 	Name  string   `json:"name" jsonschema:"the harness's name: letters, digits, - and _" mcp:"required,minLength=1"`
-	Agent string   `json:"agent,omitempty" jsonschema:"a known agent (harness_agents lists them): claude-code, codex, gemini, demo; or give cmd"`
-	Cmd   string   `json:"cmd,omitempty" jsonschema:"the program to run instead of a known agent's"`
-	Args  []string `json:"args,omitempty" jsonschema:"the program's arguments"`
+	Agent string `json:"agent,omitempty" jsonschema:"a known agent (harness_agents lists them): claude-code, codex, gemini, demo"`
+	// Cmd and Args run any program: a session with write may make agents
+	// only (running any program is input, as harness_run is).
+	Cmd  string   `json:"cmd,omitempty" mcp:"-: any program is more than write (harness run is input); a session makes known agents"`
+	Args []string `json:"args,omitempty" mcp:"-: the arguments of cmd, which a session does not give"`
 	// Prompt and PromptFile are the agent's task (one of them).
 	Prompt     string `json:"prompt,omitempty" jsonschema:"the task typed to the agent once it is ready"`
 	PromptFile string `json:"prompt_file,omitempty" jsonschema:"an absolute path of a file holding the task, read at every run"`
