@@ -79,13 +79,20 @@ func outcome(err error) string {
 }
 
 // auditWebhook records a webhook's firing of a job, which comes in
-// through no op.
-func (c *Control) auditWebhook(name string, err error) {
+// through no op; the actor is the webhook the run's env names
+// (HARNESS_WEBHOOK).
+func (c *Control) auditWebhook(name string, env []string, err error) {
 	if c.opt.Audit == nil {
 		return
 	}
+	actor := "webhook"
+	for _, kv := range env {
+		if hook, ok := strings.CutPrefix(kv, "HARNESS_WEBHOOK="); ok && hook != "" {
+			actor = "webhook:" + hook
+		}
+	}
 	c.opt.Audit.Record(api.AuditEntry{
-		Time: time.Now().UTC(), Actor: "webhook", Door: api.DoorWebhook,
+		Time: time.Now().UTC(), Actor: actor, Door: api.DoorWebhook,
 		Op: api.OpTrigger, Target: name, Outcome: outcome(err),
 	})
 }

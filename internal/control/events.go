@@ -113,7 +113,7 @@ func (c *Control) webhookInfo() *api.WebhookInfo {
 // webhook, with env (HARNESS_EVENT_FILE) added to that run only. A job
 // that is already active is skipped, as a schedule's firing is.
 func (c *Control) TriggerWebhook(ctx context.Context, name string, env []string) (res api.TriggerResult, err error) {
-	defer func() { c.auditWebhook(name, err) }()
+	defer func() { c.auditWebhook(name, env, err) }()
 	u, err := c.lookup(name)
 	if err != nil {
 		return api.TriggerResult{}, err
