@@ -160,6 +160,13 @@ func TestScenario_NewWritesAHarnessThatARestartStillRunsAndRmUndoesIt(t *testing
 		t.Fatal("a1 is still in the fleet after rm")
 	}
 
+	w1 := f.unit("w1")
+	f.MustRun("rm", "w1")
+	waitGone(t, "w1's process", w1.PID)
+	if got := f.harnessDFiles(); len(got) != 0 {
+		t.Fatalf("harness.d after rm of both: %v", got)
+	}
+
 	// A harness of the person's own file is theirs to remove.
 	_, errOut, code = f.Run("rm", "mine")
 	if code == 0 || !strings.Contains(errOut, "declared in") {

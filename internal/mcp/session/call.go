@@ -91,8 +91,11 @@ func (l *live) callFacade(ctx context.Context, t facade.Tool, args json.RawMessa
 		return l.refuse(t.Name, err)
 	}
 	caller := api.Caller{Kind: api.Session, Harness: l.id.Harness}
-	if l.id.Bridge != nil && l.id.Via != "" {
+	switch {
+	case l.id.Bridge != nil && l.id.Via != "":
 		caller.Door, caller.Actor = api.DoorSSH, l.id.Via
+	case l.id.Operator:
+		caller.Actor = "token:operator" // the HTTP endpoint's operator token
 	}
 	res, err := l.m.ops.Call(ctx, caller, t.Op, args)
 	if err != nil {
