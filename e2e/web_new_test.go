@@ -15,7 +15,7 @@ import (
 // with the refusal's text and nothing written; the demo agent in a
 // worktree of a real repository is made and started from the form, and
 // its question answered from its page. The audit log names the page and
-// the token for both. A read-only dashboard token sees no form and is
+// the token for both, and for the page's terminal, which may type. A read-only dashboard token sees no form and is
 // refused it (403).
 func TestScenario_ANewAgentIsMadeFromThePageAndAnsweredThere(t *testing.T) {
 	f := newFleet(t, operatorWeb)
@@ -67,6 +67,8 @@ func TestScenario_ANewAgentIsMadeFromThePageAndAnsweredThere(t *testing.T) {
 	)
 	f.waitAudit("new", "p1", "page", "token:operator")
 	f.waitAudit("answer", "p1", "page", "token:operator")
+	// Its page's terminal may type: a read-write attach is input, audited.
+	f.waitAudit("attach", "p1", "page", "token:operator")
 
 	signOut(t, ctx)
 	roTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token", "--dashboard", "--grant", "read,input"))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/supervise"
 )
 
 // AuditLog is where control records every state-changing operation
@@ -35,10 +36,25 @@ func (c *Control) auditCall(caller api.Caller, op string, args json.RawMessage, 
 	if c.opt.Audit == nil || !audited(op) {
 		return
 	}
+	c.record(caller, op, auditTarget(args), err)
+}
+
+func (c *Control) record(caller api.Caller, op, target string, err error) {
 	c.opt.Audit.Record(api.AuditEntry{
 		Time: time.Now().UTC(), Actor: caller.AuditActor(os.Getuid()), Door: caller.AuditDoor(),
-		Op: op, Target: auditTarget(args), Outcome: outcome(err),
+		Op: op, Target: target, Outcome: outcome(err),
 	})
+}
+
+// AttachFor is Attach for caller, through a door (the socket's attach
+// mode, the page's terminal): a viewer that may type is audited as op
+// attach, as any input is; a read-only one is a read.
+func (c *Control) AttachFor(ctx context.Context, caller api.Caller, a api.AttachArgs) (*supervise.Viewer, error) {
+	v, err := c.Attach(ctx, a)
+	if !a.ReadOnly && c.opt.Audit != nil {
+		c.record(caller, api.OpAttach, a.Name, err)
+	}
+	return v, err
 }
 
 // auditTarget is the name an op's arguments act on: name, names, key,

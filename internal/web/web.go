@@ -45,7 +45,7 @@ type Backend interface {
 	Call(ctx context.Context, caller api.Caller, op string, args json.RawMessage) (any, error)
 	// Attach opens a viewer of a harness's terminal (the socket's attach
 	// mode): a read-only viewer never writes or resizes.
-	Attach(ctx context.Context, a api.AttachArgs) (Viewer, error)
+	Attach(ctx context.Context, caller api.Caller, a api.AttachArgs) (Viewer, error)
 	// Subscribe returns the daemon's event stream, as the socket's
 	// subscribers get it, until cancel is called. The channel is never
 	// closed by the backend; events a slow reader misses are dropped.
@@ -329,9 +329,14 @@ func (s *Server) call(ctx context.Context, op string, args any, out any) error {
 
 // callAs is call for rq's session: the audit log names its token.
 func (s *Server) callAs(ctx context.Context, rq *request, op string, args any, out any) error {
+	return s.callFor(ctx, s.callerOf(rq), op, args, out)
+}
+
+// callerOf is the caller of rq's session: the page, and its token.
+func (s *Server) callerOf(rq *request) api.Caller {
 	c := caller
 	c.Door, c.Actor = api.DoorPage, rq.sess.credential()
-	return s.callFor(ctx, c, op, args, out)
+	return c
 }
 
 func (s *Server) callFor(ctx context.Context, c api.Caller, op string, args any, out any) error {
