@@ -117,7 +117,7 @@ var specs = []Spec{
 	spec[WorktreeRemoveArgs, WorktreeRemoveResult](OpWorktreeRemove, Write),
 	spec[RunArgs, RunResult](OpRun, Input), // it runs any program: more than write (see Input)
 	spec[NewArgs, NewResult](OpNew, Write).tool("",
-		"Make a new harness of a known agent (or any command) with a prompt, optionally in a git worktree of its own, and start it. It is written to harness.d/NAME.toml beside the config file and checked as a reload checks."),
+		"Make a new harness of a known agent (harness_agents lists them) with a prompt, optionally in a git worktree of a repository of its own, and start it. It is written to harness.d/NAME.toml beside the config file and checked as a reload checks; bad input is refused with nothing written."),
 	spec[RmArgs, RmResult](OpRm, Write).tool("",
 		"Stop a harness made by harness_new and remove its file and its worktree; a worktree with uncommitted changes or commits not on its base is refused unless force."),
 	spec[AgentsArgs, []AgentProgram](OpAgents, Read).tool("agents",
