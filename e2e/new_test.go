@@ -53,8 +53,8 @@ func hasAudit(es []auditEntry, op, target, door, actor string) bool {
 	})
 }
 
-// newRepo is a git repository with one commit on main.
-func newRepo(t *testing.T) string {
+// repoWithOneCommit is a git repository with one commit on main.
+func repoWithOneCommit(t *testing.T) string {
 	t.Helper()
 	repo := t.TempDir()
 	gitRun(t, repo, "init", "-q", "-b", "main")
@@ -75,7 +75,7 @@ func newRepo(t *testing.T) string {
 func TestScenario_NewWritesAHarnessThatARestartStillRunsAndRmUndoesIt(t *testing.T) {
 	own := "# my own file\n[harness.mine]\ncmd = \"sleep\"\nargs = [\"100000\"]\n"
 	f := newFleet(t, own)
-	repo := newRepo(t)
+	repo := repoWithOneCommit(t)
 	uid := "cli:" + strconv.Itoa(os.Getuid())
 
 	f.MustRun("new", "w1", "--", "sh", "-c", "echo started; exec sleep 100000")
@@ -188,7 +188,7 @@ func TestScenario_NewWritesAHarnessThatARestartStillRunsAndRmUndoesIt(t *testing
 // agent found (it is this binary) and claude-code missing, and new of a
 // missing agent is refused naming its program unless --no-start.
 func TestScenario_AgentsListsTheDemoAgentAndAMissingProgram(t *testing.T) {
-	f := newFleetEnv(t, "", "PATH="+t.TempDir())
+	f := newFleetOnEnv(t, "", "PATH="+t.TempDir())
 	var as []struct {
 		Agent   string `json:"agent"`
 		Program string `json:"program"`
@@ -220,9 +220,9 @@ func TestScenario_AgentsListsTheDemoAgentAndAMissingProgram(t *testing.T) {
 	}
 }
 
-// newFleetEnv is newFleet with the daemon's environment extended (later
+// newFleetOnEnv is newFleet with the daemon's environment extended (later
 // entries win).
-func newFleetEnv(t *testing.T, config string, env ...string) *fleet {
+func newFleetOnEnv(t *testing.T, config string, env ...string) *fleet {
 	t.Helper()
 	f := &fleet{Fleet: fleettest.NewFleet(t, harnessBin, t.TempDir(), append(daemonEnv(), env...))}
 	f.WriteConfig(config)

@@ -19,7 +19,7 @@ import (
 // refused it (403).
 func TestScenario_ANewAgentIsMadeFromThePageAndAnsweredThere(t *testing.T) {
 	f := newFleet(t, operatorWeb)
-	repo := newRepo(t)
+	repo := repoWithOneCommit(t)
 	base := f.webBase()
 	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
 	ctx := newBrowser(t, 1280, 900)
@@ -37,8 +37,8 @@ func TestScenario_ANewAgentIsMadeFromThePageAndAnsweredThere(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS("#new-name")),
 		)
 		eval[bool](t, ctx, `(() => { const v = (s, x) => document.querySelector(s).value = x;
-			v('#new-name', `+jsString(name)+`); v('#new-agent-select', 'demo'); v('#new-prompt', 'tidy the readme');
-			v('#new-repo', `+jsString(repo)+`); document.querySelector('#new-worktree').checked = true; return true; })()`)
+			v('#new-name', `+jsQuoted(name)+`); v('#new-agent-select', 'demo'); v('#new-prompt', 'tidy the readme');
+			v('#new-repo', `+jsQuoted(repo)+`); document.querySelector('#new-worktree').checked = true; return true; })()`)
 		browse(t, ctx, "submit "+name, chromedp.Submit(chromedp.CSS("#new-agent")))
 	}
 	fill("../x")
@@ -87,7 +87,7 @@ func TestScenario_ANewAgentIsMadeFromThePageAndAnsweredThere(t *testing.T) {
 	}
 }
 
-// jsString quotes s for a JavaScript expression.
-func jsString(s string) string {
+// jsQuoted quotes s for a JavaScript expression.
+func jsQuoted(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
