@@ -14,7 +14,7 @@ const (
 // Paths (Repo, PromptFile, Workdir) are absolute: the CLI resolves them
 // against its own directory.
 type NewArgs struct {
-	Name  string   `json:"name" jsonschema:"the harness's name: letters, digits, - and _" mcp:"required,minLength=1"`
+	Name  string `json:"name" jsonschema:"the harness's name: letters, digits, - and _" mcp:"required,minLength=1"`
 	Agent string `json:"agent,omitempty" jsonschema:"a known agent (harness_agents lists them): claude-code, codex, gemini, demo"`
 	// Cmd and Args run any program: a session with write may make agents
 	// only (running any program is input, as harness_run is).
