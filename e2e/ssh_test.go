@@ -119,7 +119,7 @@ args = ["100000"]
 	s := newSSHD(t,
 		sshKey{Name: "watcher", Command: bridge("read")},
 		sshKey{Name: "answerer", Command: bridge("read,input")},
-		sshKey{Name: "operator", Command: bridge("read,write,input")},
+		sshKey{Name: "operator", Command: bridge("read,write,input") + " --key operator"},
 		sshKey{Name: "shell"}, // no forced command: runs what the client asks
 	)
 	f.waitState("echo", "running")
@@ -190,6 +190,8 @@ args = ["100000"]
 			t.Fatalf("start: exit %d: %s%s", code, out, errOut)
 		}
 		f.waitState("echo", "running")
+		// The audit log names the key and the door.
+		f.waitAudit("start", "echo", "ssh", "ssh:operator")
 	})
 
 	t.Run("an MCP session through the bridge has the key's grant", func(t *testing.T) {

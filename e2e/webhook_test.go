@@ -149,6 +149,8 @@ harnesses = ["review"]
 	if ev := strings.TrimSpace(waitFile(filepath.Join(out, "event-d-1"))); ev != "pull_request gh" {
 		t.Errorf("HARNESS_EVENT HARNESS_WEBHOOK = %q", ev)
 	}
+	// The audit log names the webhook and its door.
+	f.waitAudit("trigger", "review", "webhook", "webhook:gh")
 	if argv := waitFile(filepath.Join(out, "argv-d-1")); strings.Contains(argv, "number") || strings.Contains(argv, "webhooks/events") {
 		t.Errorf("the payload reached the command line: %q", argv)
 	}

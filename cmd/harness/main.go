@@ -143,12 +143,14 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 		bridgeCmd(g),
 		serviceCmd(g),
 	)
-	root.AddCommand(screenCmd(g), waitCmd(g)) // terminals (docs/design/terminals.md)
-	root.AddCommand(worktreeCmd(g))           // workspaces (docs/design/resources.md)
-	root.AddCommand(diffCmd(g), reviewCmd(g)) // review (docs/design/resources.md)
-	root.AddCommand(answerCmd(g))             // agents (docs/design/agents.md)
-	root.AddCommand(delegateCmd(g))           // agents (docs/design/agents.md)
-	root.AddCommand(runCmd(g))                // scratch harnesses (docs/design/agents.md)
+	root.AddCommand(screenCmd(g), waitCmd(g))          // terminals (docs/design/terminals.md)
+	root.AddCommand(worktreeCmd(g))                    // workspaces (docs/design/resources.md)
+	root.AddCommand(diffCmd(g), reviewCmd(g))          // review (docs/design/resources.md)
+	root.AddCommand(answerCmd(g))                      // agents (docs/design/agents.md)
+	root.AddCommand(delegateCmd(g))                    // agents (docs/design/agents.md)
+	root.AddCommand(runCmd(g))                         // scratch harnesses (docs/design/agents.md)
+	root.AddCommand(newCmd(g), rmCmd(g), agentsCmd(g)) // harness.d (docs/agents.md)
+	root.AddCommand(auditCmd(g))                       // the audit log (docs/operations.md)
 	usageErrorsAreInvalidArguments(root)
 	return root
 }

@@ -121,6 +121,13 @@ var specs = []Spec{
 		"What a harness changed in its worktree (or git workdir) against its merge base with its base: committed, staged, unstaged and untracked files with hunks. Capped; says truncated."),
 	spec[ReviewArgs, ReviewResult](OpReview, Input),
 	spec[RunArgs, RunResult](OpRun, Input), // it runs any program: more than write (see Input)
+	spec[NewArgs, NewResult](OpNew, Write).tool("",
+		"Make a new harness of a known agent (harness_agents lists them) with a prompt, optionally in a git worktree of a repository of its own, and start it. It is written to harness.d/NAME.toml beside the config file and checked as a reload checks; bad input is refused with nothing written."),
+	spec[RmArgs, RmResult](OpRm, Write).tool("",
+		"Stop a harness made by harness_new and remove its file and its worktree; a worktree with uncommitted changes or commits not on its base is refused unless force."),
+	spec[AgentsArgs, []AgentProgram](OpAgents, Read).tool("agents",
+		"The agent programs harness_new can run, found on the daemon's PATH with their versions, or missing."),
+	spec[AuditArgs, AuditResult](OpAudit, Read),
 }
 
 // doorClasses are the classes of the door operations (not in specs: no

@@ -35,12 +35,15 @@ const HelloTimeout = 10 * time.Second
 // not_permitted naming the class they need, and never reach the daemon.
 // A refusal of the whole connection (a read-write attach without input,
 // no daemon) is written to out as an Error frame before Serve returns it.
-func Serve(ctx context.Context, socket string, grant api.Grant, in io.Reader, out io.Writer) error {
+//
+// via names the key for the daemon's audit log ("ssh:KEY-COMMENT").
+func Serve(ctx context.Context, socket string, grant api.Grant, via string, in io.Reader, out io.Writer) error {
 	w := &frameWriter{w: out}
 	hello, err := readHello(ctx, in)
 	if err != nil {
 		return w.refuse(err)
 	}
+	hello.Via = via
 	if err := admit(&hello, grant); err != nil {
 		return w.refuse(err)
 	}

@@ -44,6 +44,9 @@ type Config struct {
 	// Warnings are problems that do not stop the file from loading, each
 	// `FILE:LINE: KEY: message` (e.g. read_tools and write_tools overlap).
 	Warnings []string
+	// Included maps each harness declared in harness.d (include.go) to
+	// its file's path.
+	Included map[string]string
 }
 
 // Daemon is the [daemon] table.
@@ -237,25 +240,47 @@ type Prompts struct {
 	Paths []string // directories of prompt markdown, "~" expanded
 }
 
-// Load reads and parses the config at path. A missing file is not an
-// error: it yields an empty Config whose Path is path.
+// Load reads and parses the config at path with the harness files of
+// harness.d beside it (include.go). A missing file is not an error: it
+// yields a Config of harness.d alone (empty without one) whose Path is path.
 func Load(path string) (*Config, error) {
-	data, err := readFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		cfg := empty()
-		cfg.Path = path
-		return cfg, nil
+	return LoadWith(path, nil)
+}
+
+// LoadWith is Load with some of harness.d's files as given instead of as
+// on disk (Include.Data nil: as if absent). `harness new` checks a file
+// this way before it writes it.
+func LoadWith(path string, over map[string]*Include) (*Config, error) {
+	var data []byte
+	if path != "" {
+		var err error
+		data, err = readFile(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, &Error{File: displayName(path), Msg: err.Error(), err: err}
+		}
 	}
+	incs, err := readIncludes(path, over)
 	if err != nil {
-		return nil, &Error{File: displayName(path), Msg: err.Error(), err: err}
+		return nil, err
 	}
-	return Parse(path, data)
+	return parse(path, data, incs)
 }
 
 // Parse parses and validates data as the global config at path (path is
-// used for Config.Path and, by base name, in error messages).
+// used for Config.Path and, by base name, in error messages). It reads
+// no harness.d: Load does.
 func Parse(path string, data []byte) (*Config, error) {
+	return parse(path, data, nil)
+}
+
+// parse validates data as the global config at path and incs as its
+// harness.d files, each reporting its own problems at its own lines.
+func parse(path string, data []byte, incs []*Include) (*Config, error) {
 	src, err := decode(path, data)
+	if err != nil {
+		return nil, err
+	}
+	isrcs, err := decodeIncludes(incs)
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +328,8 @@ func Parse(path string, data []byte) (*Config, error) {
 			d.unknown([]string{k}, v)
 		}
 	}
+	cfg.Order = src.harnessOrder(cfg.Harnesses)
+	included := includeHarnesses(cfg, src, isrcs)
 	if v, ok := src.raw["profile"]; ok {
 		for name, pv := range d.subtables([]string{"profile"}, v) {
 			if p := d.profile(name, pv, cfg.Harnesses); p != nil {
@@ -312,11 +339,17 @@ func Parse(path string, data []byte) (*Config, error) {
 	}
 	d.checkGrants(cfg.Upstreams)
 	d.checkWebhooks(cfg)
-	if err := d.err(); err != nil {
+	errs := flatten(nil, d.err())
+	cfg.Warnings = d.warnings
+	for _, is := range isrcs {
+		is.d.checkGrants(cfg.Upstreams)
+		errs = flatten(errs, is.d.err())
+		cfg.Warnings = append(cfg.Warnings, is.d.warnings...)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	cfg.Order = src.harnessOrder(cfg.Harnesses)
-	cfg.Warnings = d.warnings
+	cfg.Included = included
 	return cfg, nil
 }
 
@@ -329,6 +362,7 @@ func empty() *Config {
 		Upstreams: map[string]*Upstream{},
 		Notifiers: map[string]*Notify{},
 		Webhooks:  map[string]*Webhook{},
+		Included:  map[string]string{},
 	}
 }
 
@@ -342,7 +376,11 @@ type source struct {
 // decode parses TOML once the file is within bounds (limits.go); a syntax
 // error comes back as an *Error with the parser's line.
 func decode(path string, data []byte) (*source, error) {
-	file := displayName(path)
+	return decodeAs(displayName(path), data)
+}
+
+// decodeAs is decode with the file named file in errors.
+func decodeAs(file string, data []byte) (*source, error) {
 	if err := checkBounds(file, data); err != nil {
 		return nil, err
 	}

@@ -136,12 +136,15 @@ type Options struct {
 	// OAuth keeps the sign-ins of upstreams with auth = "oauth"
 	// (oauth.go); nil serves none.
 	OAuth *upauth.Store
+	// Audit records every state-changing operation (audit.go); nil
+	// keeps none.
+	Audit AuditLog
 }
 
 // Control owns the fleet and answers every control operation.
 //
 // Lock order (a lock may be taken while holding the ones before it, never
-// the reverse): reconcileMu, brokerMu, mu, intentMu. A method whose name
+// the reverse): newMu, reconcileMu, brokerMu, mu, intentMu. A method whose name
 // ends in Locked needs mu held by its caller. Unit actors call back into
 // control (onEvent) and may take intentMu only: a reconcile holding mu may
 // be waiting for an actor.
@@ -180,6 +183,9 @@ type Control struct {
 
 	// worktreeMu serialises making and removing worktrees (worktree.go).
 	worktreeMu sync.Mutex
+	// newMu serialises new and rm (new.go): each checks the files of
+	// harness.d, then writes or removes one.
+	newMu sync.Mutex
 
 	intentMu sync.Mutex      // guards enabled
 	enabled  map[string]bool // persisted intent, by unit name
@@ -393,6 +399,7 @@ func (c *Control) Call(ctx context.Context, caller api.Caller, op string, args j
 		args = json.RawMessage("{}")
 	}
 	res, err := run.call(c, withCaller(ctx, caller), args)
+	c.auditCall(caller, op, args, err)
 	if err != nil {
 		c.log.Debug("operation failed", logkey.Op, op, logkey.Caller, caller.Kind, logkey.Harness, caller.Harness, logkey.Err, err)
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -463,6 +470,10 @@ var opTable = map[string]opFunc{
 	api.OpDelegate:         op((*Control).Delegate),
 	api.OpNotifyTest:       op((*Control).NotifyTest),
 	api.OpRun:              op((*Control).Run),
+	api.OpNew:              op((*Control).New),
+	api.OpRm:               op((*Control).Rm),
+	api.OpAgents:           op((*Control).Agents),
+	api.OpAudit:            op((*Control).Audit),
 }
 
 // op adapts a typed operation to the table. Arguments are decoded

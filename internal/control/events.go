@@ -112,7 +112,8 @@ func (c *Control) webhookInfo() *api.WebhookInfo {
 // TriggerWebhook starts job name for a webhook delivery, as cause
 // webhook, with env (HARNESS_EVENT_FILE) added to that run only. A job
 // that is already active is skipped, as a schedule's firing is.
-func (c *Control) TriggerWebhook(ctx context.Context, name string, env []string) (api.TriggerResult, error) {
+func (c *Control) TriggerWebhook(ctx context.Context, name string, env []string) (res api.TriggerResult, err error) {
+	defer func() { c.auditWebhook(name, env, err) }()
 	u, err := c.lookup(name)
 	if err != nil {
 		return api.TriggerResult{}, err
@@ -120,7 +121,7 @@ func (c *Control) TriggerWebhook(ctx context.Context, name string, env []string)
 	if h := u.harness(); h == nil || !h.IsJob() {
 		return api.TriggerResult{}, errcode.Errorf(errcode.NotAJob, "%s is not a job", name)
 	}
-	res := api.TriggerResult{Name: name}
+	res = api.TriggerResult{Name: name}
 	before := u.sup.Status()
 	if isActive(before.State) {
 		res.Skipped, res.ActiveRun, res.Outcome = true, before.RunID, api.RunSkipped

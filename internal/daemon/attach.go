@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/protocol"
 	"github.com/harness-dev/harness/internal/supervise"
 )
@@ -14,7 +15,11 @@ var _ protocol.AttachSession = (*supervise.Viewer)(nil)
 // operator's authority, like every control-mode request: a viewer of the
 // harness's terminal, or the refusal with its code.
 func (h handler) OpenAttach(ctx context.Context, hello protocol.Hello) (protocol.AttachSession, error) {
-	v, err := h.ctl.Attach(ctx, *hello.Attach)
+	c := api.Caller{Kind: api.Operator}
+	if hello.Via != "" {
+		c.Door, c.Actor = api.DoorSSH, hello.Via
+	}
+	v, err := h.ctl.AttachFor(ctx, c, *hello.Attach)
 	if err != nil {
 		return nil, err // a typed nil *Viewer must not become a non-nil session
 	}

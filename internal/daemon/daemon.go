@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/audit"
 	"github.com/harness-dev/harness/internal/calllog"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/control"
@@ -143,6 +144,15 @@ func Run(ctx context.Context, opt Options) (err error) {
 	// OTLP export (docs/design/telemetry.md): nil while [telemetry] is off.
 	tel := startTelemetry(cfg.Telemetry, opt.Version, runStore, log)
 	defer closeTelemetry(tel, log) // before the run history closes: ended runs wait on it
+	auditLog, err := audit.Open(paths.StateDir, audit.Options{Logger: log})
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	defer func() {
+		if err := auditLog.Close(); err != nil {
+			log.Error("audit log close", logkey.Err, err)
+		}
+	}()
 
 	httpEP, err := listenHTTP(cfg)
 	if err != nil {
@@ -247,6 +257,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		},
 		Trajectories: trajStore,
 		Calls:        calls,
+		Audit:        auditLog,
 		Masker:       masker,
 		OAuth:        oauthStore,
 		NewDeps: func(name string, kind supervise.Kind) (supervise.Deps, error) {

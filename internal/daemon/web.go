@@ -27,8 +27,8 @@ func (b webBackend) Call(ctx context.Context, caller api.Caller, op string, args
 	return b.ctl.Call(ctx, caller, op, args)
 }
 
-func (b webBackend) Attach(ctx context.Context, a api.AttachArgs) (web.Viewer, error) {
-	v, err := b.ctl.Attach(ctx, a)
+func (b webBackend) Attach(ctx context.Context, caller api.Caller, a api.AttachArgs) (web.Viewer, error) {
+	v, err := b.ctl.AttachFor(ctx, caller, a)
 	if err != nil {
 		return nil, err // a typed nil *Viewer must not become a non-nil Viewer
 	}

@@ -27,7 +27,12 @@ type handler struct {
 }
 
 func (h handler) Call(ctx context.Context, op string, args json.RawMessage) (any, error) {
-	return h.ctl.Call(ctx, api.Caller{Kind: api.Operator}, op, args)
+	c := api.Caller{Kind: api.Operator}
+	if hello, ok := protocol.HelloFrom(ctx); ok && hello.Via != "" {
+		// Through the SSH bridge, which has checked its key's grant.
+		c.Door, c.Actor = api.DoorSSH, hello.Via
+	}
+	return h.ctl.Call(ctx, c, op, args)
 }
 
 // AuthenticateMCP refuses an unknown or revoked token before the Welcome,
@@ -52,7 +57,7 @@ func (h handler) identity(hello protocol.Hello) (session.Identity, error) {
 	if err != nil {
 		return session.Identity{}, fmt.Errorf("mcp hello: grant: %w: %w", err, errcode.ErrInvalidArgument)
 	}
-	id.Bridge = &g
+	id.Bridge, id.Via = &g, hello.Via
 	return id, nil
 }
 

@@ -50,6 +50,10 @@ type Hello struct {
 	// session (mcp_allow entries): `harness bridge --grant` sets it for a
 	// session from across SSH (1.3).
 	Grant []string `json:"grant,omitempty"`
+	// Via names the client as a relay knows it, for the audit log: the
+	// SSH bridge sets "ssh:KEY-COMMENT" and drops whatever the client
+	// sent. It grants nothing.
+	Via string `json:"via,omitempty"`
 }
 
 // Welcome is the daemon's answer to an accepted Hello.

@@ -66,7 +66,7 @@ func (s *Server) serveAction(w http.ResponseWriter, r *http.Request, rq *request
 		args = api.NameArg{Name: name}
 	}
 	var res json.RawMessage
-	if err := s.call(r.Context(), a.op, args, &res); err != nil {
+	if err := s.callAs(r.Context(), rq, a.op, args, &res); err != nil {
 		s.log.Info("dashboard action failed", logkey.Op, a.op, logkey.Harness, name, logkey.Err, err)
 		s.failOp(w, r, err)
 		return

@@ -104,7 +104,7 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 	if writer {
 		args.Cols, args.Rows = hello.Cols, hello.Rows
 	}
-	v, err := s.b.Attach(ctx, args)
+	v, err := s.b.Attach(ctx, s.callerOf(rq), args)
 	if err != nil {
 		s.sendNotice(ctx, c, api.AttachEvent{Kind: api.AttachEnded, Name: name, Message: err.Error()})
 		c.Close(websocket.StatusNormalClosure, string(errcode.Of(err)))

@@ -41,7 +41,7 @@ type session struct {
 // one credential are bounded together and never make another's give way.
 func (s *session) credential() string {
 	if s.operator {
-		return "operator"
+		return "token:operator"
 	}
 	return "token:" + s.tokenID
 }

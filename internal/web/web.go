@@ -45,7 +45,7 @@ type Backend interface {
 	Call(ctx context.Context, caller api.Caller, op string, args json.RawMessage) (any, error)
 	// Attach opens a viewer of a harness's terminal (the socket's attach
 	// mode): a read-only viewer never writes or resizes.
-	Attach(ctx context.Context, a api.AttachArgs) (Viewer, error)
+	Attach(ctx context.Context, caller api.Caller, a api.AttachArgs) (Viewer, error)
 	// Subscribe returns the daemon's event stream, as the socket's
 	// subscribers get it, until cancel is called. The channel is never
 	// closed by the backend; events a slow reader misses are dropped.
@@ -249,6 +249,10 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, http.StatusForbidden, "missing or wrong CSRF token: reload the page")
 			return
 		}
+		if path == newPath {
+			s.serveNew(w, r, rq)
+			return
+		}
 		name, action, ok := harnessPath(r.URL.EscapedPath())
 		if !ok || action == "" || action == "attach" {
 			s.fail(w, r, http.StatusNotFound, "no such action")
@@ -267,6 +271,9 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/calls":
 		s.serveCalls(w, r, rq)
+		return
+	case newPath:
+		s.serveNew(w, r, rq)
 		return
 	case "/events":
 		s.serveEvents(w, r, rq)
@@ -317,11 +324,27 @@ var caller = api.Caller{Kind: api.Dashboard}
 
 // call runs op with args marshalled, decoding its answer into out.
 func (s *Server) call(ctx context.Context, op string, args any, out any) error {
+	return s.callFor(ctx, caller, op, args, out)
+}
+
+// callAs is call for rq's session: the audit log names its token.
+func (s *Server) callAs(ctx context.Context, rq *request, op string, args any, out any) error {
+	return s.callFor(ctx, s.callerOf(rq), op, args, out)
+}
+
+// callerOf is the caller of rq's session: the page, and its token.
+func (s *Server) callerOf(rq *request) api.Caller {
+	c := caller
+	c.Door, c.Actor = api.DoorPage, rq.sess.credential()
+	return c
+}
+
+func (s *Server) callFor(ctx context.Context, c api.Caller, op string, args any, out any) error {
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return err
 	}
-	res, err := s.b.Call(ctx, caller, op, raw)
+	res, err := s.b.Call(ctx, c, op, raw)
 	if err != nil {
 		return err
 	}

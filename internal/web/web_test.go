@@ -111,7 +111,7 @@ func (b *fakeBackend) called(prefix string) bool {
 	return false
 }
 
-func (b *fakeBackend) Attach(_ context.Context, a api.AttachArgs) (Viewer, error) {
+func (b *fakeBackend) Attach(_ context.Context, _ api.Caller, a api.AttachArgs) (Viewer, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.attachs = append(b.attachs, a)

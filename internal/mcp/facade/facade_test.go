@@ -22,7 +22,8 @@ func TestRegistryMatchesDesign(t *testing.T) {
 		"harness_list_trajectories": api.Read, "harness_get_trajectory": api.Read, "harness_screen": api.Read,
 		"harness_start": api.Write, "harness_stop": api.Write, "harness_restart": api.Write, "harness_trigger": api.Write,
 		"harness_delegate": api.Write,
-		"harness_send": api.Input, "harness_answer": api.Input, "harness_diff": api.Read,
+		"harness_send":     api.Input, "harness_answer": api.Input, "harness_diff": api.Read,
+		"harness_new": api.Write, "harness_rm": api.Write, "harness_agents": api.Read,
 	}
 	tools := Tools()
 	if len(tools) != len(want) {
@@ -64,7 +65,7 @@ func TestRegistryMatchesDesign(t *testing.T) {
 			t.Errorf("Lookup(%q) = %v, %v", tool.Name, got, ok)
 		}
 	}
-	arrays := map[string]bool{"harness_list": true, "harness_runs": true, "harness_jobs": true, "harness_triggers": true, "harness_list_trajectories": true}
+	arrays := map[string]bool{"harness_list": true, "harness_runs": true, "harness_jobs": true, "harness_triggers": true, "harness_list_trajectories": true, "harness_agents": true}
 	for _, tool := range tools {
 		if arrays[tool.Name] != (tool.ResultKey != "") {
 			t.Errorf("%s: ResultKey %q", tool.Name, tool.ResultKey)
@@ -79,7 +80,7 @@ func TestRegistryMatchesDesign(t *testing.T) {
 }
 
 func TestSchemasRequireNameWhereTheOpNeedsOne(t *testing.T) {
-	needsName := []string{"harness_describe", "harness_logs", "harness_start", "harness_stop", "harness_restart", "harness_trigger", "harness_list_trajectories", "harness_get_trajectory", "harness_send", "harness_screen", "harness_answer", "harness_delegate", "harness_diff"}
+	needsName := []string{"harness_describe", "harness_logs", "harness_start", "harness_stop", "harness_restart", "harness_trigger", "harness_list_trajectories", "harness_get_trajectory", "harness_send", "harness_screen", "harness_answer", "harness_delegate", "harness_diff", "harness_new", "harness_rm"}
 	for _, tool := range Tools() {
 		var schema struct {
 			Required []string `json:"required"`

@@ -115,8 +115,8 @@ func TestOperatorTokenReadsAndWritesOnlyWhenAllowed(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("operator write call: %+v, %v", res, err)
 	}
-	if got := e.ops.Callers(); !slices.Equal(got, []api.Caller{{Kind: api.Session}}) {
-		t.Fatalf("callers %+v, want one unattributed session", got)
+	if got := e.ops.Callers(); !slices.Equal(got, []api.Caller{{Kind: api.Session, Actor: "token:operator"}}) {
+		t.Fatalf("callers %+v, want one session of the operator token", got)
 	}
 
 	// Narrowing holds from the very next call, listed or not.

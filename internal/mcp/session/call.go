@@ -90,7 +90,14 @@ func (l *live) callFacade(ctx context.Context, t facade.Tool, args json.RawMessa
 	if err := t.Validate(args); err != nil {
 		return l.refuse(t.Name, err)
 	}
-	res, err := l.m.ops.Call(ctx, api.Caller{Kind: api.Session, Harness: l.id.Harness}, t.Op, args)
+	caller := api.Caller{Kind: api.Session, Harness: l.id.Harness}
+	switch {
+	case l.id.Bridge != nil && l.id.Via != "":
+		caller.Door, caller.Actor = api.DoorSSH, l.id.Via
+	case l.id.Operator:
+		caller.Actor = "token:operator" // the HTTP endpoint's operator token
+	}
+	res, err := l.m.ops.Call(ctx, caller, t.Op, args)
 	if err != nil {
 		err = fmt.Errorf("%s: %w", t.Name, err)
 		l.m.log.Info("tool call failed", logkey.Session, l.label(), logkey.Tool, t.Name, logkey.Code, errcode.Of(err), logkey.Err, err)

@@ -85,6 +85,8 @@ type Identity struct {
 	// Bridge is the grant of an unattributed session from across SSH, what
 	// `harness bridge --grant` allows that key; nil otherwise.
 	Bridge *api.Grant
+	// Via names a bridged session's key for the audit log (ssh:KEY).
+	Via string
 	// Token is what attributed the session. It is resolved again on every
 	// call: a token dies with its run, and so does what it granted.
 	Token string

@@ -175,7 +175,9 @@
   // Actions post with the CSRF header and stay on the page.
   document.addEventListener('submit', function (e) {
     var f = e.target;
-    if (f.method.toLowerCase() !== 'post' || f.getAttribute('action') === '/logout') return;
+    // The new-agent form posts as a page: it goes on to the new harness,
+    // or comes back with the refusal's text.
+    if (f.method.toLowerCase() !== 'post' || f.getAttribute('action') === '/logout' || f.id === 'new-agent') return;
     e.preventDefault();
     var body = new URLSearchParams(new FormData(f));
     var buttons = f.querySelectorAll('button');
