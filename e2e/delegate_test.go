@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,6 +91,53 @@ enabled = true
 	resultJSON(t, call, &done)
 	if done.Status != "completed" || done.Agent.AgentState != "ready" || !strings.Contains(done.Note, "transcript") {
 		t.Fatalf("harness_delegate once answered: %+v", done)
+	}
+
+	// A new harness made by the call, in a worktree of a repo: the answer
+	// carries the diff stat of the turn.
+	repo := t.TempDir()
+	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, c...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", c, err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("# repo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("sh", "-c", "cd "+repo+" && git add -A && git commit -qm init").CombinedOutput(); err != nil {
+		t.Fatalf("commit: %v %s", err, out)
+	}
+	answered := make(chan string, 1)
+	go func() {
+		// The harness does not exist until the call makes it.
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, _, code := f.Run("wait", "fresh", "--state", "waiting", "--timeout", "2s"); code == 0 {
+				out, stderr, _ := f.Run("answer", "fresh", "Yes")
+				answered <- out + stderr
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		answered <- "fresh never waited"
+	}()
+	out, stderr, code = f.Run("delegate", "fresh", "Edit the README", "--agent", "demo", "--repo", repo, "--worktree", "--timeout", "60s", "--json")
+	var made struct {
+		Status  string `json:"status"`
+		Created bool   `json:"created"`
+		Diff    *struct {
+			Files int `json:"files"`
+			Added int `json:"added"`
+		} `json:"diff"`
+	}
+	if err := json.Unmarshal([]byte(out), &made); err != nil || code != 0 {
+		t.Fatalf("delegate --agent: exit %d %v\n%s\n%s", code, err, out, stderr)
+	}
+	if got := <-answered; !strings.Contains(got, "answered fresh: 1. Yes") {
+		t.Fatalf("answering the new harness: %s", got)
+	}
+	if made.Status != "completed" || !made.Created || made.Diff == nil || made.Diff.Files != 1 || made.Diff.Added == 0 {
+		t.Fatalf("delegate --agent: %s", out)
 	}
 
 	// Bad input: a plain program has no turns to wait for.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,19 +17,29 @@ import (
 // what the agent is doing.
 func delegateCmd(g *globals) *cobra.Command {
 	var timeout time.Duration
+	var mk api.DelegateArgs
 	cmd := &cobra.Command{
-		Use:   "delegate NAME PROMPT [--timeout D]",
+		Use:   "delegate NAME PROMPT [--agent A [--repo DIR] [--worktree] [--base REF]] [--timeout D]",
 		Short: "Hand a prompt to an agent harness and print its answer once its turn ends; exit 124 on timeout",
 		Long: "Types PROMPT to the agent of harness NAME once it is ready, as `harness send --enter` would, waits for\n" +
 			"the turn it starts to end and prints the agent's last answer from its transcript. If the time runs out\n" +
 			"first (--timeout, default 10m) it says what the agent is doing — waiting for a person, with the prompt\n" +
-			"and choices `harness answer` takes — and exits 124; the agent goes on either way.",
+			"and choices `harness answer` takes — and exits 124; the agent goes on either way. With --agent, the\n" +
+			"harness is made first, as `harness new NAME --agent A` makes it.",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout < 0 {
 				return errcode.Errorf(errcode.InvalidArgument, "delegate: --timeout must not be negative")
 			}
-			a := api.DelegateArgs{Name: g.unitName(cmd, args[0]), Prompt: args[1], TimeoutS: timeout.Seconds()}
+			a := mk
+			a.Name, a.Prompt, a.TimeoutS = g.unitName(cmd, args[0]), args[1], timeout.Seconds()
+			if a.Repo != "" {
+				abs, err := filepath.Abs(a.Repo)
+				if err != nil {
+					return errcode.Errorf(errcode.InvalidArgument, "delegate: --repo %s: %v", a.Repo, err)
+				}
+				a.Repo = abs
+			}
 			var res api.DelegateResult
 			if err := g.call(cmd.Context(), api.OpDelegate, a, &res); err != nil {
 				return err
@@ -39,10 +50,15 @@ func delegateCmd(g *globals) *cobra.Command {
 				if err := emit(w, res); err != nil {
 					return err
 				}
-			case res.Status == api.DelegateCompleted && res.Answer != "":
-				fmt.Fprintln(w, res.Answer)
 			case res.Status == api.DelegateCompleted:
-				fmt.Fprintf(w, "%s: turn done (%s)\n", res.Name, res.Note)
+				if res.Answer != "" {
+					fmt.Fprintln(w, res.Answer)
+				} else {
+					fmt.Fprintf(w, "%s: turn done (%s)\n", res.Name, res.Note)
+				}
+				if res.Diff != nil {
+					fmt.Fprintf(w, "%s: %d files changed, +%d -%d (harness diff %s)\n", res.Name, res.Diff.Files, res.Diff.Added, res.Diff.Deleted, res.Name)
+				}
 			case !res.Typed:
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s: the agent was not ready within the timeout (it is %s); nothing typed\n", res.Name, agentText(res.Agent))
 			default:
@@ -57,6 +73,10 @@ func delegateCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&mk.Agent, "agent", "", "make the harness first, running this agent (harness agents lists them)")
+	cmd.Flags().StringVar(&mk.Repo, "repo", "", "with --agent: the git repository it works in")
+	cmd.Flags().BoolVar(&mk.Worktree, "worktree", false, "with --agent: in a git worktree of --repo of its own")
+	cmd.Flags().StringVar(&mk.Base, "base", "", "with --agent --worktree: the commit or branch the worktree starts from")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long and exit 124 (default 10m, at most 1h); the agent goes on")
 	addJSON(cmd, g)
 	return callsOps(cmd, api.OpDelegate)

@@ -30,6 +30,15 @@ func (c *Control) Delegate(ctx context.Context, a api.DelegateArgs) (api.Delegat
 	if len(a.Prompt) > MaxSendBytes {
 		return api.DelegateResult{}, errcode.Errorf(errcode.InvalidArgument, "delegate %s: the prompt is %d bytes, over the bound of %d", a.Name, len(a.Prompt), MaxSendBytes)
 	}
+	created := false
+	if a.Agent != "" {
+		if _, err := c.New(ctx, api.NewArgs{Name: a.Name, Agent: a.Agent, Repo: a.Repo, Worktree: a.Worktree, Base: a.Base}); err != nil {
+			return api.DelegateResult{}, fmt.Errorf("delegate: %w", err)
+		}
+		created = true
+	} else if a.Repo != "" || a.Worktree || a.Base != "" {
+		return api.DelegateResult{}, errcode.Errorf(errcode.InvalidArgument, "delegate %s: repo, worktree and base make a new harness: give agent too", a.Name)
+	}
 	u, _, st, err := c.terminalOf(a.Name)
 	if err != nil {
 		return api.DelegateResult{}, err
@@ -41,7 +50,7 @@ func (c *Control) Delegate(ctx context.Context, a api.DelegateArgs) (api.Delegat
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res := api.DelegateResult{Name: u.name, RunID: st.RunID, Status: api.DelegateTimedOut}
+	res := api.DelegateResult{Name: u.name, RunID: st.RunID, Status: api.DelegateTimedOut, Created: created}
 
 	w, err := c.waitAgent(ctx, api.WaitArgs{Name: a.Name, State: []api.AgentState{api.AgentReady}}, timeout)
 	if err != nil {
@@ -95,6 +104,7 @@ func (c *Control) Delegate(ctx context.Context, a api.DelegateArgs) (api.Delegat
 			if busy || changes >= 2 {
 				res.Status = api.DelegateCompleted
 				res.Answer, res.Note = c.lastAnswer(ctx, u.name, run, a.Prompt)
+				res.Diff = c.delegateDiff(ctx, u)
 				return res, nil
 			}
 		}
@@ -156,4 +166,19 @@ func answerAfter(turns []api.TurnInfo, prompt string) (string, bool) {
 		return answer, answer != ""
 	}
 	return "", false
+}
+
+// delegateDiff is the stat of u's worktree against its base, nil without
+// a worktree (or when git fails: logged, the answer stands without it).
+func (c *Control) delegateDiff(ctx context.Context, u *unit) *api.DiffStat {
+	if h := u.harness(); h == nil || h.Worktree == nil {
+		return nil
+	}
+	d, err := c.diffOf(ctx, u, true)
+	if err != nil {
+		c.log.Warn("delegate: diff stat", logkey.Unit, u.name, logkey.Err, err)
+		return nil
+	}
+	s := d.Stat()
+	return &s
 }
