@@ -41,8 +41,10 @@ const (
 	Held Code = "held"
 	// Busy: a harness's terminal is not taking input (a send waited its
 	// whole deadline, or too many sends already wait); retry later.
-	Busy     Code = "busy"
-	Internal Code = "internal"
+	Busy Code = "busy"
+	// RateLimited: a call over a rate limit (ErrRateLimited).
+	RateLimited Code = "rate_limited"
+	Internal    Code = "internal"
 )
 
 // Sentinel is the error type behind every sentinel below. Compare with
@@ -82,7 +84,7 @@ var (
 	ErrToolQuarantined = define("tool_quarantined")
 	// ErrRateLimited: a call over an upstream's, a tool's or a harness's
 	// rate; the message says when to retry (retry_after_ms).
-	ErrRateLimited = define("rate_limited")
+	ErrRateLimited = define(RateLimited)
 	// ErrNotFound: a named thing that does not exist, the message listing
 	// what does (an approve of a tool that is not quarantined).
 	ErrNotFound = define("not_found")

@@ -62,14 +62,15 @@ const ChangesAnchor = "#changes"
 
 // titles say what happened, by event.
 var titles = map[string]string{
-	config.NotifyWaiting:   "is waiting for you",
-	config.NotifyLimited:   "hit a usage limit",
-	config.NotifyFailed:    "failed",
-	config.NotifyDegraded:  "is crash-looping",
-	config.NotifyRecovered: "recovered",
-	config.NotifyJobFailed: "job failed",
-	config.NotifyHeld:      "is held",
-	config.NotifyTurnDone:  "finished a turn",
+	config.NotifyWaiting:     "is waiting for you",
+	config.NotifyLimited:     "hit a usage limit",
+	config.NotifyFailed:      "failed",
+	config.NotifyDegraded:    "is crash-looping",
+	config.NotifyRecovered:   "recovered",
+	config.NotifyJobFailed:   "job failed",
+	config.NotifyHeld:        "is held",
+	config.NotifyTurnDone:    "finished a turn",
+	config.NotifyToolChanged: "has a tool that changed; held until approved",
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it, so an action
@@ -125,6 +126,9 @@ func actions(event, harness string, choices []string, suggested, dashboard strin
 			// The harness page's Changes view.
 			return append(out, Action{Label: "changes", URL: dashboard + ChangesAnchor})
 		}
+	case config.NotifyToolChanged:
+		out = append(out, Action{Label: "diff", Command: "harness mcp pins " + h + " --diff"},
+			Action{Label: "approve", Command: "harness mcp approve " + h})
 	}
 	if dashboard != "" {
 		out = append(out, Action{Label: "dashboard", URL: dashboard})

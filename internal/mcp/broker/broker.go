@@ -387,6 +387,11 @@ func (b *Broker) Warnings() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []string
+	if b.opts.Pins != nil {
+		if w := b.opts.Pins.Warning(); w != "" {
+			out = append(out, w)
+		}
+	}
 	for _, u := range b.ups {
 		out = append(out, u.warnings...)
 		if u.project != "" {
