@@ -39,7 +39,8 @@ func TestScenario_ChangedToolIsQuarantinedAcrossRestartsUntilApproved(t *testing
 	if err := os.WriteFile(envFile, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := upstreamTable("demo", "pins-"+filepath.Base(dir), "env_file = \""+envFile+"\"") + tokenHarness("agent", dir, "")
+	cfg := upstreamTable("demo", "pins-"+filepath.Base(dir), "env_file = \""+envFile+"\"") + tokenHarness("agent", dir, "") +
+		tokenHarness("searcher", dir, "mcp_tools = \"search\"")
 	f := newFleet(t, cfg)
 	s := f.mcpSession(token(t, filepath.Join(dir, "agent.token")), false, nil)
 	waitTool(t, f, s, "demo__search")
@@ -52,7 +53,9 @@ func TestScenario_ChangedToolIsQuarantinedAcrossRestartsUntilApproved(t *testing
 	// The upstream comes back with another description, across a daemon
 	// restart: the pins survive it.
 	f.Stop()
-	os.Remove(filepath.Join(dir, "agent.token")) // the harness's next run writes its new one
+	// The harnesses' next runs write their new tokens.
+	os.Remove(filepath.Join(dir, "agent.token"))
+	os.Remove(filepath.Join(dir, "searcher.token"))
 	if err := os.WriteFile(envFile, []byte("HARNESS_DEMO_SEARCH_DESCRIPTION="+rugPullDescription+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +68,14 @@ func TestScenario_ChangedToolIsQuarantinedAcrossRestartsUntilApproved(t *testing
 	b := errBody(t, callTool(t, s, "demo__search", map[string]any{"query": "x"}))
 	if b.Code != "tool_quarantined" || !strings.Contains(b.Message, "description changed") {
 		t.Fatalf("call of the changed tool: %+v", b)
+	}
+	// Through harness_call_tool, as a search-mode session calls.
+	ss := f.mcpSession(token(t, filepath.Join(dir, "searcher.token")), false, nil)
+	if b := errBody(t, callTool(t, ss, "harness_call_tool", map[string]any{"name": "demo__search", "arguments": map[string]any{"query": "x"}})); b.Code != "tool_quarantined" {
+		t.Fatalf("harness_call_tool of the changed tool: %+v", b)
+	}
+	if res := callTool(t, ss, "harness_find_tools", map[string]any{"query": "pretend to search", "limit": 50}); strings.Contains(text(t, res), "demo__search") {
+		t.Fatalf("harness_find_tools finds the quarantined tool: %s", text(t, res))
 	}
 	f.MustJSON(&pins, "mcp", "pins", "demo", "--diff")
 	i := slices.IndexFunc(pins.Pins, func(p api.ToolPin) bool { return p.Tool == "search" })
