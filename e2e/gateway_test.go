@@ -141,3 +141,44 @@ func TestScenario_RateLimitedCallsAreRefusedBeforeTheUpstreamAndCounted(t *testi
 		return n == 3
 	})
 }
+
+// TestScenario_CorruptPinsFileIsSaidAndNeverApproval: a pins file that
+// does not parse is set aside, daemon-info says so, and under pin =
+// "strict" every tool is held, none taken as approved.
+func TestScenario_CorruptPinsFileIsSaidAndNeverApproval(t *testing.T) {
+	dir := t.TempDir()
+	f := newFleet(t, upstreamTable("demo", "corrupt-"+filepath.Base(dir), "pin = \"strict\"")+tokenHarness("agent", dir, ""))
+	s := f.mcpSession(token(t, filepath.Join(dir, "agent.token")), false, nil)
+	waitTool(t, f, s, "demo__echo") // the first listing pins every tool
+	f.Stop()
+	pinsFile := filepath.Join(f.Files().State, "pins.json")
+	if err := os.WriteFile(pinsFile, []byte(`{"version":1,"upstreams":{"mcp.demo":{`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "agent.token"))
+	f.start()
+	var info struct {
+		Warnings []string `json:"warnings"`
+	}
+	f.MustJSON(&info, "daemon-info")
+	if !slices.ContainsFunc(info.Warnings, func(w string) bool { return strings.Contains(w, "corrupt") && strings.Contains(w, "treated as new") }) {
+		t.Fatalf("daemon-info warnings: %q", info.Warnings)
+	}
+	if _, err := os.Stat(pinsFile + ".corrupt"); err != nil {
+		t.Fatalf("the corrupt file was not set aside: %v", err)
+	}
+	var pins api.MCPPinsResult
+	f.WaitFor("the held tools", 20*time.Second, func() bool {
+		f.MustJSON(&pins, "mcp", "pins", "demo")
+		return len(pins.Pins) > 0
+	})
+	for _, p := range pins.Pins {
+		if p.State != api.PinNew {
+			t.Errorf("tool %s is %s after a corrupt pins file, want new (held)", p.Tool, p.State)
+		}
+	}
+	s = f.mcpSession(token(t, filepath.Join(dir, "agent.token")), false, nil)
+	if b := errBody(t, callTool(t, s, "demo__echo", map[string]any{"text": "x"})); b.Code != "tool_quarantined" {
+		t.Fatalf("call after a corrupt pins file: %+v", b)
+	}
+}

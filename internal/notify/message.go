@@ -127,8 +127,10 @@ func actions(event, harness string, choices []string, suggested, dashboard strin
 			return append(out, Action{Label: "changes", URL: dashboard + ChangesAnchor})
 		}
 	case config.NotifyToolChanged:
-		out = append(out, Action{Label: "diff", Command: "harness mcp pins " + h + " --diff"},
-			Action{Label: "approve", Command: "harness mcp approve " + h})
+		// The unit is mcp.KEY or PROJECT/mcp.KEY; the CLI names it KEY or PROJECT/KEY.
+		k := shellQuote(strings.Replace(harness, "mcp.", "", 1))
+		out = append(out, Action{Label: "diff", Command: "harness mcp pins " + k + " --diff"},
+			Action{Label: "approve", Command: "harness mcp approve " + k})
 	}
 	if dashboard != "" {
 		out = append(out, Action{Label: "dashboard", URL: dashboard})
