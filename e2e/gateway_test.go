@@ -111,7 +111,7 @@ func TestScenario_RateLimitedCallsAreRefusedBeforeTheUpstreamAndCounted(t *testi
 	dir := t.TempDir()
 	served := filepath.Join(dir, "served")
 	extra := "env = { HARNESS_DEMO_CALL_LOG = \"" + served + "\" }\ntools = { echo = { rate = \"1/h\", burst = 2 } }"
-	f := newFleet(t, upstreamTable("demo", "rate-"+filepath.Base(dir), extra)+tokenHarness("agent", dir, ""))
+	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\n"+upstreamTable("demo", "rate-"+filepath.Base(dir), extra)+tokenHarness("agent", dir, ""))
 	s := f.mcpSession(token(t, filepath.Join(dir, "agent.token")), false, nil)
 	waitTool(t, f, s, "demo__echo")
 	ok, limited := 0, 0
@@ -140,6 +140,12 @@ func TestScenario_RateLimitedCallsAreRefusedBeforeTheUpstreamAndCounted(t *testi
 		}
 		return n == 3
 	})
+	// And in /metrics.
+	opTok := strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token"))
+	code, body := getMetrics(t, f.mcpURL(), opTok)
+	if code != 200 || !strings.Contains(body, `harness_mcp_calls_total{kind="tool",namespace="demo",outcome="rate_limited",tool="demo__echo"} 3`) {
+		t.Fatalf("/metrics (%d) lacks the 3 refusals:\n%s", code, body)
+	}
 }
 
 // TestScenario_CorruptPinsFileIsSaidAndNeverApproval: a pins file that
