@@ -39,7 +39,7 @@ func TestScenario_ChangedToolIsQuarantinedAcrossRestartsUntilApproved(t *testing
 	if err := os.WriteFile(envFile, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := upstreamTable("demo", "pins-"+filepath.Base(dir), "env_file = \""+envFile+"\"") + tokenHarness("agent", dir, "") +
+	cfg := "[daemon]\nmcp_http = \"127.0.0.1:0\"\n" + upstreamTable("demo", "pins-"+filepath.Base(dir), "env_file = \""+envFile+"\"") + tokenHarness("agent", dir, "") +
 		tokenHarness("searcher", dir, "mcp_tools = \"search\"")
 	f := newFleet(t, cfg)
 	s := f.mcpSession(token(t, filepath.Join(dir, "agent.token")), false, nil)
@@ -68,6 +68,11 @@ func TestScenario_ChangedToolIsQuarantinedAcrossRestartsUntilApproved(t *testing
 	b := errBody(t, callTool(t, s, "demo__search", map[string]any{"query": "x"}))
 	if b.Code != "tool_quarantined" || !strings.Contains(b.Message, "description changed") {
 		t.Fatalf("call of the changed tool: %+v", b)
+	}
+	// Over HTTP, the HTTP door's own fast path.
+	hs := httpSession(t, f.mcpURL(), token(t, filepath.Join(dir, "agent.token")))
+	if b := errBody(t, callTool(t, hs, "demo__search", map[string]any{"query": "x"})); b.Code != "tool_quarantined" {
+		t.Fatalf("call over HTTP: %+v", b)
 	}
 	// Through harness_call_tool, as a search-mode session calls.
 	ss := f.mcpSession(token(t, filepath.Join(dir, "searcher.token")), false, nil)
