@@ -215,7 +215,7 @@ func New(logger *slog.Logger, opts Options) *Broker {
 		opts.KeepAlive = DefaultKeepAlive
 	}
 	if opts.Now == nil {
-		opts.Now = now
+		opts.Now = time.Now
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	var rnd [12]byte

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -265,6 +264,3 @@ func cmpPin(m api.PinMode) api.PinMode {
 	}
 	return m
 }
-
-// now is the default clock of the rate limits.
-func now() time.Time { return time.Now() }
