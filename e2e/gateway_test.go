@@ -193,3 +193,38 @@ func TestScenario_CorruptPinsFileIsSaidAndNeverApproval(t *testing.T) {
 		t.Fatalf("call after a corrupt pins file: %+v", b)
 	}
 }
+
+// TestScenario_HarnessRateBoundsItsCallsThroughEveryDoor: mcp_rate bounds a
+// harness's upstream calls whichever way they come: a direct call over
+// the socket, harness_call_tool, and a call over HTTP.
+func TestScenario_HarnessRateBoundsItsCallsThroughEveryDoor(t *testing.T) {
+	dir := t.TempDir()
+	limited := "mcp_rate = \"1/h\"\nmcp_tools = \"search\""
+	f := newFleet(t, "[daemon]\nmcp_http = \"127.0.0.1:0\"\n"+upstreamTable("demo", "hrate-"+filepath.Base(dir), "")+
+		tokenHarness("direct", dir, limited)+tokenHarness("via", dir, limited)+tokenHarness("web", dir, limited))
+	socket := func(name string) *mcp.ClientSession {
+		s := f.mcpSession(token(t, filepath.Join(dir, name+".token")), false, nil)
+		f.WaitFor("demo listed", 20*time.Second, func() bool {
+			return strings.Contains(text(t, callTool(t, s, "harness_find_tools", map[string]any{"query": "return text unchanged"})), "demo__echo")
+		})
+		return s
+	}
+	calls := map[string]func() *mcp.CallToolResult{}
+	d := socket("direct")
+	calls["direct"] = func() *mcp.CallToolResult { return callTool(t, d, "demo__echo", map[string]any{"text": "x"}) }
+	v := socket("via")
+	calls["via"] = func() *mcp.CallToolResult {
+		return callTool(t, v, "harness_call_tool", map[string]any{"name": "demo__echo", "arguments": map[string]any{"text": "x"}})
+	}
+	w := httpSession(t, f.mcpURL(), token(t, filepath.Join(dir, "web.token")))
+	calls["web"] = func() *mcp.CallToolResult { return callTool(t, w, "demo__echo", map[string]any{"text": "x"}) }
+	for _, name := range []string{"direct", "via", "web"} {
+		if res := calls[name](); res.IsError {
+			t.Fatalf("%s: first call: %s", name, text(t, res))
+		}
+		b := errBody(t, calls[name]())
+		if b.Code != "rate_limited" || !strings.Contains(b.Message, "harness "+name+"'s mcp_rate") || b.RetryAfterMS <= 0 {
+			t.Errorf("%s: second call: %+v", name, b)
+		}
+	}
+}
