@@ -96,7 +96,7 @@ func TestTS_SearchModeListingStaysSmallWith300Tools(t *testing.T) {
 	}
 	facade := []string{"harness_list", "harness_describe", "harness_logs", "harness_runs", "harness_jobs", "harness_triggers",
 		"harness_daemon_info", "harness_list_trajectories", "harness_get_trajectory", "harness_screen",
-		"harness_start", "harness_stop", "harness_restart", "harness_trigger", "harness_send", "harness_answer"}
+		"harness_start", "harness_stop", "harness_restart", "harness_trigger", "harness_send", "harness_answer", "harness_delegate"}
 	steps := []map[string]any{connectStep("s", f.bridgeAs(f.harnessToken(dir, "searcher"))), opStep("s", "listTools")}
 	for _, name := range facade {
 		// A model asks in words; the tool's own name words are what it knows.
