@@ -44,7 +44,7 @@ between stdio and the socket instead. HARNESS_MCP_HANDOFF=0 always copies.`,
 		},
 	}
 	cmd.Flags().BoolVar(&allowControl, "allow-control", false, "unattributed sessions may also start, stop, restart and trigger")
-	cmd.AddCommand(mcpStatusCmd(g), mcpConfigCmd(g), mcpTokenCmd(g), mcpLoginCmd(g), mcpLogoutCmd(g))
+	cmd.AddCommand(mcpStatusCmd(g), mcpConfigCmd(g), mcpTokenCmd(g), mcpLoginCmd(g), mcpLogoutCmd(g), mcpPinsCmd(g), mcpApproveCmd(g))
 	return cmd
 }
 

@@ -17,6 +17,10 @@ const (
 	EventActivity = "activity"
 	// EventReload: the configuration was reloaded (or a project went up or down).
 	EventReload = "reload"
+	// EventToolChanged: an upstream tool changed since it was pinned, or
+	// appeared where pin = "strict" holds new tools; Unit is the upstream,
+	// Message names the tool and what changed (docs/gateway.md).
+	EventToolChanged = "tool_changed"
 )
 
 // Event is pushed to connections that subscribed (OpSubscribe).

@@ -98,6 +98,8 @@ var specs = []Spec{
 	spec[NoArgs, []UpstreamStatus](OpMCPStatus, Read),
 	spec[MCPLoginArgs, MCPLoginResult](OpMCPLogin, Write),
 	spec[MCPLogoutArgs, MCPLoginResult](OpMCPLogout, Write),
+	spec[MCPPinsArgs, MCPPinsResult](OpMCPPins, Read),
+	spec[MCPApproveArgs, MCPApproveResult](OpMCPApprove, Write),
 	spec[ProjectArgs, ProjectResult](OpProjectUp, Write),
 	spec[ProjectArgs, ProjectResult](OpProjectDown, Write),
 	spec[NameArg, []TrajectoryInfo](OpListTrajectories, Read).tool("trajectories",

@@ -47,6 +47,13 @@ type UpstreamRef struct {
 	// of the daemon's sign-in store (internal/upauth); a change applies to
 	// the next connection.
 	OAuth bool
+	// Pin (pin) is how its tools are pinned; "" is PinChanges.
+	Pin PinMode
+	// Rate (rate, burst) bounds the calls to all its tools together,
+	// ToolRates (tools = { NAME = { rate, burst } }) those to one tool
+	// by its own name. A change applies to the next call.
+	Rate      Rate
+	ToolRates map[string]Rate
 }
 
 // UpstreamSession is what the broker knows of one upstream's MCP session.

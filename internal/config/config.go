@@ -120,7 +120,10 @@ type Harness struct {
 	MCPAllow    api.Grant // CLASS or NAMESPACE:CLASS entries (docs/design/mcp.md)
 	// MCPTools (mcp_tools, default "all") is how its sessions list tools:
 	// "search" lists the facade plus harness_find_tools/harness_call_tool.
-	MCPTools          api.ToolMode
+	MCPTools api.ToolMode
+	// MCPRate (mcp_rate, "N/s", "N/m" or "N/h") bounds this harness's
+	// calls to upstream tools, all upstreams together; zero: no bound.
+	MCPRate           api.Rate
 	Schedule          string // cron.ParseStandard syntax; "" when none
 	HarvestTrajectory bool
 	Project           string // "" for global harnesses
@@ -196,6 +199,14 @@ type Upstream struct {
 	// with upstream_unavailable.
 	MaxResult int
 	Project   string // "" for global upstreams
+	// Pin (pin, default "changes") is how its tools are pinned
+	// (docs/gateway.md).
+	Pin api.PinMode
+	// Rate (rate and burst) bounds the calls to all its tools together;
+	// ToolRates (tools = { NAME = { rate, burst } }) the calls to one
+	// tool, by its own name. Zero: no bound.
+	Rate      api.Rate
+	ToolRates map[string]api.Rate
 }
 
 // Bounds of [mcp.KEY] max_result_bytes.

@@ -29,10 +29,13 @@ const (
 	// NotifyTurnDone: an agent with a worktree finished a turn; the
 	// message carries the diff stat and links to the Changes view.
 	NotifyTurnDone = "turn_done"
+	// NotifyToolChanged: an upstream's tool changed since it was pinned
+	// and is held back until approved (docs/gateway.md).
+	NotifyToolChanged = "tool_changed"
 )
 
 // NotifyEvents are the events a [notify.NAME] `on` may name.
-var NotifyEvents = []string{NotifyWaiting, NotifyLimited, NotifyFailed, NotifyDegraded, NotifyRecovered, NotifyJobFailed, NotifyHeld, NotifyTurnDone}
+var NotifyEvents = []string{NotifyWaiting, NotifyLimited, NotifyFailed, NotifyDegraded, NotifyRecovered, NotifyJobFailed, NotifyHeld, NotifyTurnDone, NotifyToolChanged}
 
 // DefaultNotifyOn is `on` when absent.
 var DefaultNotifyOn = []string{NotifyWaiting, NotifyLimited, NotifyFailed, NotifyJobFailed}

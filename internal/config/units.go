@@ -90,6 +90,11 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 			h.Hooks = d.boolean(kp, val)
 		case "prices":
 			h.Prices = d.prices(kp, val)
+		case "mcp_rate":
+			// Not authority: a bound on its own calls, so a project may set it.
+			if s, ok := d.str(kp, val); ok {
+				h.MCPRate = d.rate(kp, s, 0)
+			}
 		default:
 			d.unknown(kp, val)
 		}
@@ -157,6 +162,7 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 		Project:   project,
 		MaxResult: DefaultMaxResult,
 	}
+	var gw gatewayRaw
 	for _, k := range sortedKeys(t) {
 		kp, val := child(path, k), t[k]
 		switch {
@@ -171,10 +177,12 @@ func (d *decoder) upstream(key string, v any, project string) *Upstream {
 		case k == "max_result_bytes":
 			u.MaxResult = d.byteCount(kp, val, MinMaxResult, MaxMaxResult)
 		case d.remoteKey(k, kp, val, u):
+		case d.gatewayKey(k, kp, val, u, &gw):
 		default:
 			d.unknown(kp, val)
 		}
 	}
+	d.finishGateway(path, gw, u)
 	d.upstreamTarget(path, t, u)
 	d.overlaps(path, u.Tools)
 	d.checkResources(path, u.Resources)

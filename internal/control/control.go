@@ -453,6 +453,8 @@ var opTable = map[string]opFunc{
 	api.OpMCPStatus:        op((*Control).MCPStatus),
 	api.OpMCPLogin:         op((*Control).MCPLogin),
 	api.OpMCPLogout:        op((*Control).MCPLogout),
+	api.OpMCPPins:          op((*Control).MCPPins),
+	api.OpMCPApprove:       op((*Control).MCPApprove),
 	api.OpProjectUp:        op((*Control).ProjectUp),
 	api.OpProjectDown:      op((*Control).ProjectDown),
 	api.OpWorktreeRemove:   op((*Control).WorktreeRemove),

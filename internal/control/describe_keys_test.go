@@ -26,6 +26,7 @@ var notDescribed = map[string]string{
 	"mcp_tools":  "the tool listing mode of MCP sessions; not in describe's config yet",
 	"mcp_wire":   "the switch of the agent's MCP wiring; not in describe's config yet",
 	"prices":     "the price override; its effect is cost_usd on runs and turns; not in describe's config yet",
+	"mcp_rate":   "a bound on its upstream calls; refusals show in `harness calls` and /metrics",
 
 	// [mcp.KEY] keys (describe mcp.KEY).
 	"call_timeout_s":    "an upstream's call bound; not in describe's config yet",

@@ -395,11 +395,13 @@ func (c *Control) configureBroker() {
 	c.mu.RLock()
 	for name, u := range c.units {
 		if up := u.upstream(); up != nil {
-			refs[name] = api.UpstreamRef{Key: up.Key, Project: up.Project, Tools: up.Tools, CallTimeout: up.CallTimeout, MaxResult: up.MaxResult, OAuth: up.OAuth != nil}
+			refs[name] = api.UpstreamRef{Key: up.Key, Project: up.Project, Tools: up.Tools, CallTimeout: up.CallTimeout, MaxResult: up.MaxResult, OAuth: up.OAuth != nil,
+				Pin: up.Pin, Rate: up.Rate, ToolRates: up.ToolRates}
 		}
 	}
 	c.mu.RUnlock()
 	c.opt.Upstreams.Configure(refs)
+	c.applyCallerRates()
 }
 
 // upstreamHook tells the broker when an upstream's process is gone, and

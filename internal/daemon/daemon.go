@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/mask"
 	"github.com/harness-dev/harness/internal/mcp/broker"
+	"github.com/harness-dev/harness/internal/mcp/pins"
 	"github.com/harness-dev/harness/internal/mcp/session"
 	"github.com/harness-dev/harness/internal/notify"
 	"github.com/harness-dev/harness/internal/proctree"
@@ -177,10 +179,28 @@ func Run(ctx context.Context, opt Options) (err error) {
 	// under the state dir, and the sign-ins in progress.
 	oauthStore := upauth.NewStore(filepath.Join(paths.StateDir, "oauth"))
 	defer oauthStore.Close()
+	// Tool pins (docs/gateway.md): a corrupt file is set aside and said
+	// (the broker's warnings, daemon_info), never read as approval.
+	pinStore, err := pins.Open(filepath.Join(paths.StateDir, "pins.json"))
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	if w := pinStore.Warning(); w != "" {
+		log.Error("daemon: tool pins", logkey.Warning, w)
+	}
+	// Control exists only later; a held-back tool reported before it
+	// does reaches it at its next listing.
+	var ctlRef atomic.Pointer[control.Control]
 	brk := broker.New(log, broker.Options{
 		ConnectTimeout: opt.UpstreamConnectTimeout,
 		Mask:           masker.Func(),
 		OAuth:          oauthStore,
+		Pins:           pinStore,
+		OnToolChanged: func(tc broker.ToolChange) {
+			if c := ctlRef.Load(); c != nil {
+				c.ToolChanged(tc.Unit, tc.Key, tc.Tool, tc.State, tc.Changed)
+			}
+		},
 	})
 	defer brk.Close()
 
@@ -302,6 +322,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	watch.ctl = ctl
+	ctlRef.Store(ctl)
 	mgr = session.NewManager(ctl, authority{tokens: tokens, ctl: ctl}, brk, promptSet.current, log, opt.Version)
 	if tel != nil {
 		mgr.SetCallRecorder(telemetryRecorder{calls: calls, tel: tel})

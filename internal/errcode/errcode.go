@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -40,8 +41,10 @@ const (
 	Held Code = "held"
 	// Busy: a harness's terminal is not taking input (a send waited its
 	// whole deadline, or too many sends already wait); retry later.
-	Busy     Code = "busy"
-	Internal Code = "internal"
+	Busy Code = "busy"
+	// RateLimited: a call over a rate limit (ErrRateLimited).
+	RateLimited Code = "rate_limited"
+	Internal    Code = "internal"
 )
 
 // Sentinel is the error type behind every sentinel below. Compare with
@@ -76,7 +79,16 @@ var (
 	ErrNotWaiting          = define(NotWaiting)
 	ErrHeld                = define(Held)
 	ErrBusy                = define(Busy)
-	ErrInternal            = define(Internal)
+	// ErrToolQuarantined: an upstream tool changed since it was pinned
+	// and waits for `harness mcp approve` (docs/gateway.md).
+	ErrToolQuarantined = define("tool_quarantined")
+	// ErrRateLimited: a call over an upstream's, a tool's or a harness's
+	// rate; the message says when to retry (retry_after_ms).
+	ErrRateLimited = define(RateLimited)
+	// ErrNotFound: a named thing that does not exist, the message listing
+	// what does (an approve of a tool that is not quarantined).
+	ErrNotFound = define("not_found")
+	ErrInternal = define(Internal)
 )
 
 var (
@@ -151,13 +163,33 @@ func (r *Remote) Is(target error) bool {
 type Body struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
+	// RetryAfterMS is when a rate_limited call may be retried, in
+	// milliseconds (RetryAfter); absent otherwise.
+	RetryAfterMS int64 `json:"retry_after_ms,omitempty"`
 }
 
-// BodyOf renders err for the wire: its code, and its message without the
-// code word (Message).
+// BodyOf renders err for the wire: its code, its message without the
+// code word (Message), and when to retry if it says so (RetryAfter).
 func BodyOf(err error) Body {
-	return Body{Code: Of(err), Message: Message(err)}
+	b := Body{Code: Of(err), Message: Message(err)}
+	var ra *RetryAfter
+	if errors.As(err, &ra) {
+		b.RetryAfterMS = max(ra.After.Milliseconds(), 1)
+	}
+	return b
 }
+
+// RetryAfter is an error that says when the same call may succeed: a
+// rate limit's refusal. It carries its code through Err.
+type RetryAfter struct {
+	After time.Duration
+	Err   error
+}
+
+func (r *RetryAfter) Error() string { return r.Err.Error() }
+
+// Unwrap exposes Err and with it the code.
+func (r *RetryAfter) Unwrap() error { return r.Err }
 
 // Message is err's text without the code word its sentinel puts at the
 // end (`no harness named "x": unknown_harness` reads `no harness named

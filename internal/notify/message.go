@@ -62,14 +62,15 @@ const ChangesAnchor = "#changes"
 
 // titles say what happened, by event.
 var titles = map[string]string{
-	config.NotifyWaiting:   "is waiting for you",
-	config.NotifyLimited:   "hit a usage limit",
-	config.NotifyFailed:    "failed",
-	config.NotifyDegraded:  "is crash-looping",
-	config.NotifyRecovered: "recovered",
-	config.NotifyJobFailed: "job failed",
-	config.NotifyHeld:      "is held",
-	config.NotifyTurnDone:  "finished a turn",
+	config.NotifyWaiting:     "is waiting for you",
+	config.NotifyLimited:     "hit a usage limit",
+	config.NotifyFailed:      "failed",
+	config.NotifyDegraded:    "is crash-looping",
+	config.NotifyRecovered:   "recovered",
+	config.NotifyJobFailed:   "job failed",
+	config.NotifyHeld:        "is held",
+	config.NotifyTurnDone:    "finished a turn",
+	config.NotifyToolChanged: "has a tool that changed; held until approved",
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it, so an action
@@ -125,6 +126,11 @@ func actions(event, harness string, choices []string, suggested, dashboard strin
 			// The harness page's Changes view.
 			return append(out, Action{Label: "changes", URL: dashboard + ChangesAnchor})
 		}
+	case config.NotifyToolChanged:
+		// The unit is mcp.KEY or PROJECT/mcp.KEY; the CLI names it KEY or PROJECT/KEY.
+		k := shellQuote(strings.Replace(harness, "mcp.", "", 1))
+		out = append(out, Action{Label: "diff", Command: "harness mcp pins " + k + " --diff"},
+			Action{Label: "approve", Command: "harness mcp approve " + k})
 	}
 	if dashboard != "" {
 		out = append(out, Action{Label: "dashboard", URL: dashboard})

@@ -32,6 +32,8 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/mcp/pins"
+	"github.com/harness-dev/harness/internal/ratelimit"
 	"github.com/harness-dev/harness/internal/upauth"
 )
 
@@ -69,6 +71,15 @@ type Options struct {
 	// OAuth keeps the sign-ins of the upstreams with auth = "oauth"
 	// (Upstream.OAuth); their connections take and refresh tokens there.
 	OAuth *upauth.Store
+	// Pins, when set, pins every upstream's tools and holds back the ones
+	// that changed (gateway.go); nil pins nothing.
+	Pins *pins.Store
+	// OnToolChanged, when set, hears of each tool a listing holds back
+	// (event tool_changed). It runs on a broker goroutine and must not
+	// block.
+	OnToolChanged func(ToolChange)
+	// Now is the clock of the rate limits; nil means time.Now.
+	Now func() time.Time
 }
 
 // Upstream is one configured [mcp.KEY] table, Policy how its tools are
@@ -105,6 +116,10 @@ type Broker struct {
 	onUpdated    func(uri string)          // resources/updated listener (resources.go)
 
 	subs subs // upstream subscriptions held for sessions (resources.go)
+
+	limiter     *ratelimit.Limiter  // rate limits' buckets (gateway.go)
+	rateLimited atomic.Uint64       // calls refused by a rate limit
+	callerRates map[string]api.Rate // mcp_rate by harness; guarded by mu
 }
 
 // upstream is the broker's view of one configured unit. Guarded by Broker.mu.
@@ -112,8 +127,14 @@ type upstream struct {
 	unit, key, project string
 	sem                chan struct{} // in-flight bound; survives restarts
 	policy             Policy
-	callTimeout        time.Duration
-	maxResult          int // max_result_bytes; 0: jsonl's default
+	pin                api.PinMode
+	rate               api.Rate
+	toolRates          map[string]api.Rate
+	// held are the listed tools the pins hold back (gateway.go), by the
+	// upstream's own name: not served, and a call answers tool_quarantined.
+	held        map[string]pins.Held
+	callTimeout time.Duration
+	maxResult   int // max_result_bytes; 0: jsonl's default
 
 	// backs are the downstream sessions with calls in flight here, and
 	// how many each (back.go).
@@ -193,6 +214,9 @@ func New(logger *slog.Logger, opts Options) *Broker {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	var rnd [12]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
@@ -208,6 +232,7 @@ func New(logger *slog.Logger, opts Options) *Broker {
 		listeners:   map[uint64]func(){},
 		progress:    map[string]*progressRoute{},
 		changedCh:   make(chan struct{}),
+		limiter:     ratelimit.New(),
 	}
 }
 
@@ -238,9 +263,15 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 		return
 	}
 	changed := false
+	var repin []*upstream
 	for unit, u := range b.ups {
 		if want, ok := ups[unit]; ok && want.Key == u.key && want.Project == u.project {
 			u.callTimeout, u.maxResult, u.oauth = want.CallTimeout, want.MaxResult, want.OAuth
+			u.rate, u.toolRates = want.Rate, want.ToolRates
+			if want.Pin != u.pin {
+				u.pin = want.Pin
+				repin = append(repin, u)
+			}
 			if !policyEqual(want.Tools, u.policy) {
 				promptsChanged := !slices.Equal(want.Tools.ExcludePrompts, u.policy.ExcludePrompts) && len(u.prompts) > 0 ||
 					!slices.Equal(want.Tools.ExcludeResources, u.policy.ExcludeResources)
@@ -267,6 +298,7 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 		b.ups[unit] = &upstream{
 			unit: unit, key: want.Key, project: want.Project, policy: want.Tools,
 			callTimeout: want.CallTimeout, maxResult: want.MaxResult, oauth: want.OAuth, sem: make(chan struct{}, b.opts.MaxInFlight),
+			pin: want.Pin, rate: want.Rate, toolRates: want.ToolRates,
 		}
 	}
 	b.bump()
@@ -274,6 +306,10 @@ func (b *Broker) Configure(ups map[string]Upstream) {
 	if changed {
 		b.fire()
 	}
+	for _, u := range repin {
+		b.repin(u)
+	}
+	b.forgetBuckets()
 }
 
 // Detach records that run of unit exited: the session is closed, the tools
@@ -351,6 +387,11 @@ func (b *Broker) Warnings() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []string
+	if b.opts.Pins != nil {
+		if w := b.opts.Pins.Warning(); w != "" {
+			out = append(out, w)
+		}
+	}
 	for _, u := range b.ups {
 		out = append(out, u.warnings...)
 		if u.project != "" {

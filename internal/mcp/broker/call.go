@@ -103,7 +103,7 @@ func (b *Broker) Call(ctx context.Context, project, name string, args json.RawMe
 		return nil, err
 	}
 
-	r, err := b.resolve(project, name, key, tool, permit)
+	r, err := b.resolve(ctx, project, name, key, tool, permit)
 	if err != nil {
 		return nil, err
 	}
@@ -209,8 +209,10 @@ type resolved struct {
 
 // resolve finds name's upstream for a session of project and checks the
 // call may go ahead: permit (nil: no check) against the tool's class, then
-// that the tool is served and the upstream connected.
-func (b *Broker) resolve(project, name, key, tool string, permit Permit) (resolved, error) {
+// that the tool is not quarantined, is served and the upstream connected,
+// and last that the rate limits admit it (gateway.go): only a call that
+// would reach the upstream takes a token.
+func (b *Broker) resolve(ctx context.Context, project, name, key, tool string, permit Permit) (resolved, error) {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -233,6 +235,9 @@ func (b *Broker) resolve(project, name, key, tool string, permit Permit) (resolv
 		unavailable = unavailableErr(u)
 	}
 	everListed := u.listed
+	held := quarantined(u, tool)
+	caller, _ := ctx.Value(callerKey{}).(string)
+	limits := b.limitsLocked(u, tool, caller)
 	b.mu.Unlock()
 	if permit != nil {
 		// Judged on what was resolved above, together with cs: a re-list
@@ -242,6 +247,8 @@ func (b *Broker) resolve(project, name, key, tool string, permit Permit) (resolv
 		}
 	}
 	switch {
+	case held != nil:
+		return resolved{}, held
 	case excluded:
 		return resolved{}, fmt.Errorf("broker: upstream %s: tool %q is hidden by [mcp.%s] exclude_tools: %w", key, tool, key, errcode.ErrUnknownTool)
 	case !listed && (everListed || r.cs != nil):
@@ -250,6 +257,9 @@ func (b *Broker) resolve(project, name, key, tool string, permit Permit) (resolv
 		// Down, or never listed yet: we cannot tell an unknown tool from
 		// one we have not seen, and the outage is the real answer.
 		return resolved{}, unavailable
+	}
+	if err := b.admit(limits, key, tool); err != nil {
+		return resolved{}, err
 	}
 	return r, nil
 }

@@ -64,8 +64,9 @@ func firstMatch(globs []string, name string) (string, bool) {
 	return "", false
 }
 
-// installLocked recomputes what u serves from its last listing (u.all) and
-// its policy: the visible tools, every tool's class and the warnings. It
+// installLocked recomputes what u serves from its last listing (u.all),
+// its policy and its held-back tools (u.held, gateway.go): the visible
+// tools, every tool's class and the warnings. It
 // reports whether anything a session sees changed. Caller holds b.mu.
 func (b *Broker) installLocked(u *upstream) (changed bool) {
 	served := make(map[string]*mcp.Tool, len(u.all))
@@ -78,7 +79,7 @@ func (b *Broker) installLocked(u *upstream) (changed bool) {
 			warnings = append(warnings, w)
 		}
 		classes[name] = tc
-		if tc.Why != api.WhyExcluded {
+		if _, held := u.held[name]; tc.Why != api.WhyExcluded && !held {
 			served[name] = t
 		}
 	}

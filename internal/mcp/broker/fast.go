@@ -213,7 +213,7 @@ func (b *Broker) StartFast(ctx context.Context, project, name string, args json.
 		done(FastResult{}, err)
 		return func(error) {}
 	}
-	r, err := b.resolve(project, name, key, tool, permit)
+	r, err := b.resolve(ctx, project, name, key, tool, permit)
 	if err != nil {
 		done(FastResult{}, err)
 		return func(error) {}

@@ -204,11 +204,18 @@ func (b *Broker) list(ctx context.Context, log *slog.Logger, u *upstream, c *con
 		log.Warn("broker: upstream tool not served", logkey.Warning, w)
 	}
 	b.mu.Lock()
+	mode := u.pin
+	b.mu.Unlock()
+	// Before the listing is installed: a changed tool is never served,
+	// not even for the moment between installing and checking.
+	held := b.checkPins(u, mode, set)
+	b.mu.Lock()
 	if u.conn != c {
 		b.mu.Unlock()
 		return nil
 	}
 	u.all, u.listWarnings, u.listed = set, warnings, true
+	heldNow := b.setHeldLocked(u, held)
 	changed := b.installLocked(u)
 	if u.session == nil {
 		u.session, u.lastErr, u.needsLogin = cs, "", ""
@@ -216,6 +223,7 @@ func (b *Broker) list(ctx context.Context, log *slog.Logger, u *upstream, c *con
 	}
 	b.bump()
 	b.mu.Unlock()
+	b.announce(heldNow)
 	if changed {
 		b.fire()
 	}

@@ -107,6 +107,39 @@ func readOnly() *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
 }
 
+// SearchDescriptionEnv, when set, replaces the search tool's description:
+// an upstream whose tool changes across restarts, as in a rug pull, for
+// the tests of tool pinning.
+const SearchDescriptionEnv = "HARNESS_DEMO_SEARCH_DESCRIPTION"
+
+// CallLogEnv, when set, is a file the demo appends a line to for every
+// echo call it serves: the count at the upstream, for the tests of rate
+// limits.
+const CallLogEnv = "HARNESS_DEMO_CALL_LOG"
+
+func countCall(tool string) error {
+	path := os.Getenv(CallLogEnv)
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("demo: call log: %w", err)
+	}
+	_, err = fmt.Fprintln(f, tool)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func searchDescription() string {
+	if d := os.Getenv(SearchDescriptionEnv); d != "" {
+		return d
+	}
+	return "Pretend to search; the answer names this instance."
+}
+
 // traceOut is what the trace tool saw.
 type traceOut struct {
 	Meta   string `json:"meta"`
@@ -116,9 +149,12 @@ type traceOut struct {
 func (d *demo) register() {
 	mcp.AddTool(d.server, &mcp.Tool{Name: "echo", Annotations: readOnly(), Description: "Return text unchanged."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			if err := countCall("echo"); err != nil {
+				return nil, nil, err
+			}
 			return text(in.Text), nil, nil
 		})
-	mcp.AddTool(d.server, &mcp.Tool{Name: "search", Annotations: readOnly(), Description: "Pretend to search; the answer names this instance."},
+	mcp.AddTool(d.server, &mcp.Tool{Name: "search", Annotations: readOnly(), Description: searchDescription()},
 		func(_ context.Context, _ *mcp.CallToolRequest, in queryIn) (*mcp.CallToolResult, any, error) {
 			return text(fmt.Sprintf("%s: results for %s", d.name, in.Query)), nil, nil
 		})

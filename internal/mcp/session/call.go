@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -135,6 +136,7 @@ func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name 
 		// call are this session's (broker/back.go).
 		ctx = broker.WithBack(ctx, sessionBack{ss: req.Session, label: l.label()})
 	}
+	ctx = broker.WithCaller(ctx, l.id.Harness) // its mcp_rate
 	res, err := l.m.ups.Call(ctx, project, name, args, permit, req.Params.GetProgressToken(), notify)
 	return l.upstreamResult(name, res, err)
 }
@@ -147,7 +149,11 @@ func (l *live) upstreamResult(name string, res *mcp.CallToolResult, err error) *
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", name, err)
-		l.m.log.Info("upstream call failed", logkey.Session, l.label(), logkey.Tool, errcode.Clip(name, 128), logkey.Code, errcode.Of(err), logkey.Err, err)
+		level := slog.LevelInfo
+		if errcode.Of(err) == errcode.RateLimited {
+			level = slog.LevelDebug // a loop over its limit would flood the log; the call log counts them
+		}
+		l.m.log.Log(context.Background(), level, "upstream call failed", logkey.Session, l.label(), logkey.Tool, errcode.Clip(name, 128), logkey.Code, errcode.Of(err), logkey.Err, err)
 		return l.untyped(name, errorResult(err))
 	}
 	if res == nil {

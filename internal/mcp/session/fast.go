@@ -194,6 +194,7 @@ func (l *live) startFast(ctx context.Context, c *jsonl.Conn, ss *mcp.ServerSessi
 		ctx = l.traceCall(ctx, note, metaTraceParent(p.Meta), "")
 	}
 	ctx = broker.WithBack(ctx, sessionBack{ss: ss, label: l.label()})
+	ctx = broker.WithCaller(ctx, l.id.Harness) // its mcp_rate
 	name := p.Name
 	key, _, _ := strings.Cut(name, "__")
 	grant := l.grant()

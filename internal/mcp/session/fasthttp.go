@@ -129,6 +129,7 @@ func (f *HTTPFast) Call(ctx context.Context, version, name, traceHeader string, 
 	// A back of its own per request, as the go-sdk's temporary session of
 	// each request is a session of its own.
 	ctx = broker.WithBack(ctx, &statelessBack{label: l.label()})
+	ctx = broker.WithCaller(ctx, l.id.Harness) // its mcp_rate
 	ended := make(chan fastEnd, 1)
 	stop := f.fu.StartFast(ctx, l.project(), name, objectArgs(p.Arguments), permit, func(fr broker.FastResult, err error) {
 		ended <- fastEnd{fr, err}

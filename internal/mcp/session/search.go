@@ -17,10 +17,10 @@ import (
 	"github.com/harness-dev/harness/internal/mcp/toolsearch"
 )
 
-// Tool search (docs/design/mcp.md): a session in search mode lists the facade
-// tools its grant covers plus these two, and reaches upstream tools
-// through them, so an agent with hundreds of upstream tools pays for a
-// few schemas in its context. Both are session tools, not control
+// Tool search (docs/design/mcp.md): a session in search mode lists these
+// two and a few facade tools (searchListed), and reaches every other tool
+// its grant covers through them, so an agent with hundreds of upstream
+// tools pays for a few schemas in its context. Both are session tools, not control
 // operations: they work on the session's own view.
 const (
 	// FindToolsName ranks the tools the session may call for a query.
@@ -55,10 +55,18 @@ func (l *live) toolMode() api.ToolMode {
 	return api.ToolsAll
 }
 
+// searchListed are the facade tools a session in search mode lists (when
+// its grant covers them) besides the two search tools: the fleet at a
+// glance. The others are found by harness_find_tools and called directly
+// or through harness_call_tool, under the same grant checks. The listing
+// stays under 2 KB however many tools the upstreams have
+// (TestScenario_SearchModeListingStaysSmall).
+var searchListed = []string{"harness_list", "harness_describe"}
+
 var searchTools = []*mcp.Tool{
 	{
 		Name:        FindToolsName,
-		Description: "Find tools for a task described in words; returns the best matches with their inputSchema, to call with harness_call_tool.",
+		Description: "Find tools for a task described in words (upstream tools and the other harness_* fleet tools); returns the best matches with their inputSchema, to call with harness_call_tool.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"query":{"type":"string","minLength":1,"description":"what you want to do"},` +
 			`"limit":{"type":"integer","minimum":1,"maximum":50,"default":5}` +

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -35,12 +36,15 @@ func (l *live) refresh() {
 func (l *live) refreshTools() {
 	want := map[string]wanted[*mcp.Tool]{}
 	grant := l.grant()
+	search := l.toolMode() == api.ToolsSearch
 	for _, t := range facade.Tools() {
-		if grant.Allows(api.FacadeNamespace, t.Class) {
+		// In search mode the rest of the facade is found and called like
+		// any tool: listing it all would cost every session about 7 KB.
+		if grant.Allows(api.FacadeNamespace, t.Class) && (!search || slices.Contains(searchListed, t.Name)) {
 			want[t.Name] = wanted[*mcp.Tool]{"facade", facadeTool(t)}
 		}
 	}
-	if l.toolMode() == api.ToolsSearch {
+	if search {
 		// Upstream tools are found and called through the search tools.
 		if !grant.Empty() {
 			for _, t := range searchTools {
