@@ -17,6 +17,9 @@ const (
 	EventActivity = "activity"
 	// EventReload: the configuration was reloaded (or a project went up or down).
 	EventReload = "reload"
+	// EventSandboxDenied: a sandboxed harness was refused a host (or a
+	// path); Message names it and why. Once per target per minute.
+	EventSandboxDenied = "sandbox_denied"
 )
 
 // Event is pushed to connections that subscribed (OpSubscribe).
