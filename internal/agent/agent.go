@@ -35,9 +35,10 @@ const (
 
 // SandboxNeeds is what a sandboxed run of an agent needs.
 type SandboxNeeds struct {
-	// State are the agent's own state paths, writable under fs =
-	// "workdir"; "~/" is the run's HOME.
-	State []string
+	// State are the agent's own state directories, writable under fs =
+	// "workdir" (made if missing); StateFiles its state files, writable
+	// when they exist. "~/" is the run's HOME.
+	State, StateFiles []string
 	// APIEnv are the variables naming the agent's model API base URL,
 	// first set wins; DefaultAPI (host:port) is used when none is set.
 	// network = "allow" adds it unless allow_agent_api = false.

@@ -33,7 +33,7 @@ func (c *Control) sandboxPolicy(name string, h *config.Harness) sandbox.Policy {
 		}
 	}
 	ad := agent.MustLookup(h.Agent)
-	pol.StateDirs = slices.Clone(ad.Sandbox.State)
+	pol.StateDirs, pol.StateFiles = slices.Clone(ad.Sandbox.State), slices.Clone(ad.Sandbox.StateFiles)
 	if s.Network == sandbox.NetAllow && s.AllowAgentAPI {
 		if api := agentAPI(ad.Sandbox, h.Env); api != "" && !slices.Contains(pol.Allow, api) {
 			pol.Allow = append(pol.Allow, api)

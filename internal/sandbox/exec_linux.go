@@ -154,6 +154,9 @@ func restrictFiles(spec Spec) error {
 	for _, d := range spec.Deny {
 		deny = append(deny, resolve(expandHome(d, home)))
 	}
+	for _, d := range spec.MakeDirs {
+		_ = os.MkdirAll(expandHome(d, home), 0o700) // best effort: a missing one grants nothing
+	}
 	read, list := readRoots(deny)
 	all := handled(abi)
 	attr := struct{ handledFS uint64 }{all}

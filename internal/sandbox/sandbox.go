@@ -49,10 +49,12 @@ type Policy struct {
 	RW       []string // more writable paths
 	Deny     []string // unreadable paths
 	Required bool     // refuse the start when a level cannot be reached
-	// StateDirs are the agent's own writable state (the adapter names
-	// them); TmpDir is the run's private temporary directory (TMPDIR).
-	StateDirs []string
-	TmpDir    string
+	// StateDirs are the agent's own writable state directories (the
+	// adapter names them; made if missing), StateFiles its state files;
+	// TmpDir is the run's private temporary directory (TMPDIR).
+	StateDirs  []string
+	StateFiles []string
+	TmpDir     string
 	// Read are readable even within Deny: the run's wiring files.
 	Read []string
 }
@@ -91,7 +93,8 @@ func Plan(p *Policy, caps Caps) (Spec, Levels, error) {
 		if caps.Landlock > 0 {
 			lv.FS = fmt.Sprintf("landlock-v%d", caps.Landlock)
 			spec.FS = true
-			spec.RW = append(append([]string{}, p.RW...), p.StateDirs...)
+			spec.RW = append(append(append([]string{}, p.RW...), p.StateDirs...), p.StateFiles...)
+			spec.MakeDirs = p.StateDirs
 			spec.Deny = p.Deny
 			spec.Read = p.Read
 			if p.TmpDir != "" {
@@ -137,6 +140,9 @@ type Spec struct {
 	RW   []string `json:"rw,omitempty"`   // writable hierarchies besides the workdir
 	Deny []string `json:"deny,omitempty"` // unreadable; "~/" is the run's HOME
 	Read []string `json:"read,omitempty"` // readable even within Deny
+	// MakeDirs are made (0700) before the rules, so a state directory the
+	// agent would make on first run is writable.
+	MakeDirs []string `json:"make_dirs,omitempty"`
 	// Net is "" (host), NetNone or NetAllow: the shim was started in new
 	// user and network namespaces and brings their loopback up; for
 	// NetAllow it hands a listener on 127.0.0.1:ProxyPort to the daemon on

@@ -55,12 +55,12 @@ func (s *SandboxRun) LastDenied() string {
 func sameSandbox(a, b sandbox.Policy) bool {
 	return a.FS == b.FS && a.Network == b.Network && a.Required == b.Required && a.TmpDir == b.TmpDir &&
 		slices.Equal(a.Allow, b.Allow) && slices.Equal(a.RW, b.RW) && slices.Equal(a.Deny, b.Deny) &&
-		slices.Equal(a.StateDirs, b.StateDirs) && slices.Equal(a.Read, b.Read)
+		slices.Equal(a.StateDirs, b.StateDirs) && slices.Equal(a.StateFiles, b.StateFiles) && slices.Equal(a.Read, b.Read)
 }
 
 func cloneSandbox(p sandbox.Policy) sandbox.Policy {
 	p.Allow, p.RW, p.Deny, p.StateDirs = slices.Clone(p.Allow), slices.Clone(p.RW), slices.Clone(p.Deny), slices.Clone(p.StateDirs)
-	p.Read = slices.Clone(p.Read)
+	p.Read, p.StateFiles = slices.Clone(p.Read), slices.Clone(p.StateFiles)
 	return p
 }
 
