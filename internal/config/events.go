@@ -29,10 +29,12 @@ const (
 	// NotifyTurnDone: an agent with a worktree finished a turn; the
 	// message carries the diff stat and links to the Changes view.
 	NotifyTurnDone = "turn_done"
+	// NotifySandboxDenied: a sandboxed harness was refused a host.
+	NotifySandboxDenied = "sandbox_denied"
 )
 
 // NotifyEvents are the events a [notify.NAME] `on` may name.
-var NotifyEvents = []string{NotifyWaiting, NotifyLimited, NotifyFailed, NotifyDegraded, NotifyRecovered, NotifyJobFailed, NotifyHeld, NotifyTurnDone}
+var NotifyEvents = []string{NotifyWaiting, NotifyLimited, NotifyFailed, NotifyDegraded, NotifyRecovered, NotifyJobFailed, NotifyHeld, NotifyTurnDone, NotifySandboxDenied}
 
 // DefaultNotifyOn is `on` when absent.
 var DefaultNotifyOn = []string{NotifyWaiting, NotifyLimited, NotifyFailed, NotifyJobFailed}

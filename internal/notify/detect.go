@@ -57,7 +57,7 @@ func NewDetector() *Detector { return &Detector{units: map[string]*memo{}} }
 // caller can skip the others (activity events are frequent) cheaply.
 func Relevant(kind string) bool {
 	switch kind {
-	case api.EventState, api.EventExit, api.EventFlapping, api.EventSpawnFailed, api.EventAgent, api.EventHold, api.EventTurnDone:
+	case api.EventState, api.EventExit, api.EventFlapping, api.EventSpawnFailed, api.EventAgent, api.EventHold, api.EventTurnDone, api.EventSandboxDenied:
 		return true
 	}
 	return false
@@ -98,6 +98,9 @@ func (d *Detector) Next(ev api.Event, job bool) []Occurrence {
 			o[0].Reason = fmt.Sprintf("finished a turn: %d file%s changed, +%d -%d", s.Files, plural(s.Files), s.Added, s.Deleted)
 		}
 		return o
+	case api.EventSandboxDenied:
+		// Already once per host per minute at the source.
+		return occ(config.NotifySandboxDenied, "sandbox refused "+ev.Message)
 	case api.EventSpawnFailed:
 		m.exit, m.exitCode, m.signal = "could not start: "+ev.Message, nil, ""
 	case api.EventFlapping:
