@@ -231,3 +231,18 @@ func sandboxAllow(t *testing.T, daemonArgs ...string) {
 		}
 	}
 }
+
+// The agent's `harness mcp` reaches the daemon's socket from inside the
+// sandbox (fs = "workdir", network = "none"): an initialize over it is
+// answered.
+func TestScenario_SandboxedHarnessStillReachesTheDaemonOverMCP(t *testing.T) {
+	needSandbox(t, true)
+	work := t.TempDir()
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	script := fmt.Sprintf("printf '%%s\\n' '%s' | timeout 20 %s mcp > result 2>&1; touch done; exec sleep 600", init, harnessBin)
+	f := newFleet(t, fmt.Sprintf("[harness.mcpbox]\ncmd = \"sh\"\nargs = [\"-c\", %q]\nworkdir = %q\nstop_grace = 1\nsandbox = { fs = \"workdir\", network = \"none\" }\n", script, work))
+	f.MustRun("start", "mcpbox")
+	if got := waitResult(f, work); !strings.Contains(got, `"serverInfo"`) {
+		t.Fatalf("harness mcp from inside the sandbox: %q", got)
+	}
+}
