@@ -11,7 +11,9 @@
 // `attach` through ssh on loopback next to the local socket (part 7); with
 // -parts notify, a harness's failure to a [notify.*] receiver's request
 // next to the same event on the subscription, N harnesses failing at once
-// (part 8; its first commit called it part 7).
+// (part 8; its first commit called it part 7); a sandboxed harness's start
+// to first screen next to an unconfined one, and the egress proxy's
+// latency and throughput (part 10).
 //
 // It builds the harness binary into a temporary directory, starts real
 // daemons on temporary state directories and prints markdown tables, marking
@@ -75,7 +77,7 @@ type options struct {
 // defaults returns the full-size options, or the -quick ones.
 func defaults(quick bool) options {
 	o := options{
-		Parts:    map[string]bool{"calls": true, "fleet": true, "calllog": true, "top": true, "attach": true},
+		Parts:    map[string]bool{"calls": true, "fleet": true, "calllog": true, "top": true, "attach": true, "sandbox": true},
 		Sessions: []int{1, 8, 32}, Calls: 400, Rounds: 3, Warmup: 50, CallUpstreams: []string{"demo", "typed"},
 		Harnesses: 200, Upstreams: 10, ListRuns: 100, InprocRuns: 1000, MCPRuns: 300,
 		FleetSess: 20, StopGrace: 2, LogCalls: 5000, TopIdle: 10 * time.Second, TopSamples: 20, Keys: 500,
@@ -142,7 +144,7 @@ func main() {
 	o := defaults(quick)
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
-	parts := fs.String("parts", "calls,fleet,calllog,top,attach", "parts to run: calls (part 1), fleet (parts 2, 2b and 3), tui (part 2b alone), calllog (part 4), top (part 5), attach (part 6), notify (part 8, on request), agent (part 9: agent state latency and rule CPU, on request)")
+	parts := fs.String("parts", "calls,fleet,calllog,top,attach,sandbox", "parts to run: calls (part 1), fleet (parts 2, 2b and 3), tui (part 2b alone), calllog (part 4), top (part 5), attach (part 6), notify (part 8, on request), agent (part 9: agent state latency and rule CPU, on request), sandbox (part 10: a sandboxed start next to a plain one, the egress proxy)")
 	paths := fs.String("paths", strings.Join(pathOrder, ","), "paths of part 1 (the targets need a, a1, r, r', b and b')")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	callUps := fs.String("call-upstreams", strings.Join(o.CallUpstreams, ","), "upstreams part 1 calls, one after the other: demo (harness demo-upstream's echo), typed (an echo with a typed input schema and no annotations)")
@@ -270,6 +272,11 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if o.Parts["agent"] {
 		if err := runAgent(ctx, o, bin, tmp, rep); err != nil {
 			return rep, fmt.Errorf("part 9: %w", err)
+		}
+	}
+	if o.Parts["sandbox"] {
+		if err := runSandbox(ctx, o, bin, tmp, rep); err != nil {
+			return rep, fmt.Errorf("part 10: %w", err)
 		}
 	}
 	rep.LoadAfter = loadAvg()

@@ -77,7 +77,8 @@ func newAgentFleetEnv(t *testing.T, spec agentSpec, o modelapi.AgentOptions, ext
 			table += fmt.Sprintf("\nenv_file = %q", envFile)
 		}
 		for _, l := range tomlLines {
-			table += "\n" + l
+			// {API} is the model server's host:port (a sandbox's allow list).
+			table += "\n" + strings.ReplaceAll(l, "{API}", strings.TrimPrefix(srv.URL, "http://"))
 		}
 		return table
 	}, spec.args...)

@@ -19,6 +19,7 @@ import (
 	"github.com/harness-dev/harness/internal/client"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/protocol"
+	"github.com/harness-dev/harness/internal/sandbox"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -53,6 +54,11 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.Subcommand {
+		// The shim of a sandboxed spawn: nothing else of the CLI runs
+		// before it execs the program (docs/design/sandbox.md).
+		os.Exit(sandbox.Exec(os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -33,6 +33,19 @@ const (
 	Generic    = "generic"
 )
 
+// SandboxNeeds is what a sandboxed run of an agent needs.
+type SandboxNeeds struct {
+	// State are the agent's own state directories, writable under fs =
+	// "workdir" (made if missing); StateFiles its state files, writable
+	// when they exist. "~/" is the run's HOME.
+	State, StateFiles []string
+	// APIEnv are the variables naming the agent's model API base URL,
+	// first set wins; DefaultAPI (host:port) is used when none is set.
+	// network = "allow" adds it unless allow_agent_api = false.
+	APIEnv     []string
+	DefaultAPI string
+}
+
 // Adapter is one agent program. Name is required; every other field is
 // optional, and a nil function means the agent has no such feature (the
 // generic adapter has none of them).
@@ -73,6 +86,10 @@ type Adapter struct {
 	// set off); supervise.Typing bounds each wait. Zero: text and Enter go
 	// in one write, as a terminal sends them.
 	EnterAfterPaste time.Duration
+
+	// Sandbox is what a sandboxed run of the agent needs
+	// (docs/sandbox.md).
+	Sandbox SandboxNeeds
 
 	// Argv returns the arguments a run adds after the harness's own args
 	// for o (docs/design/agents.md: prompt of a job, model, approval, max_turns,

@@ -34,6 +34,9 @@ func init() {
 				"claude-3-5-haiku": {Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1},
 			},
 			Transcripts: claudeTranscripts,
+			Sandbox: SandboxNeeds{State: []string{"~/.claude", "~/.cache/claude", "~/.local/state/claude", "~/.local/share/claude"},
+				StateFiles: []string{"~/.claude.json", "~/.claude.json.backup"},
+				APIEnv:     []string{"ANTHROPIC_BASE_URL"}, DefaultAPI: "api.anthropic.com:443"},
 			// Its terminal probe after the first frame (deadline 2 s).
 			KeysAfter: 2 * time.Second,
 			Rules: []Rule{

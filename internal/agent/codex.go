@@ -30,6 +30,8 @@ func init() {
 			Wiring:      codexWiring,
 			Hook:        codexHook,
 			Transcripts: codexTranscripts,
+			Sandbox: SandboxNeeds{State: []string{"~/.codex"},
+				APIEnv: []string{"OPENAI_BASE_URL"}, DefaultAPI: "api.openai.com:443"},
 			Prices: map[string]Price{
 				"gpt-5": {Input: 1.25, Output: 10, CacheRead: 0.125},
 			},

@@ -35,6 +35,8 @@ func init() {
 			Wiring:      geminiWiring,
 			Hook:        geminiHook,
 			Transcripts: geminiTranscripts,
+			Sandbox: SandboxNeeds{State: []string{"~/.gemini"},
+				APIEnv: []string{"GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL"}, DefaultAPI: "generativelanguage.googleapis.com:443"},
 			// Its KeypressProvider enables bracketed paste and attaches its
 			// stdin reader in one effect; exit writes 2004l (0.61.0).
 			KeysWithPaste: true,

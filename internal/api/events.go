@@ -21,6 +21,9 @@ const (
 	// appeared where pin = "strict" holds new tools; Unit is the upstream,
 	// Message names the tool and what changed (docs/gateway.md).
 	EventToolChanged = "tool_changed"
+	// EventSandboxDenied: a sandboxed harness was refused a host (or a
+	// path); Message names it and why. Once per target per minute.
+	EventSandboxDenied = "sandbox_denied"
 )
 
 // Event is pushed to connections that subscribed (OpSubscribe).

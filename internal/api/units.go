@@ -57,6 +57,22 @@ type Description struct {
 	// Resources are the current run's cgroup event counters (cgroup mode
 	// with a run; docs/design/resources.md).
 	Resources *ResourceEvents `json:"resources,omitempty"`
+	// Sandbox is what the current run's sandbox reached and refused
+	// (docs/sandbox.md); absent for an unconfined run.
+	Sandbox *SandboxView `json:"sandbox,omitempty"`
+}
+
+// SandboxView is a run's sandbox as describe shows it: the levels reached
+// (fs "landlock-v7", "off" or "none" when asked for and not reached;
+// network "host", "netns", "netns+proxy" or "none"), why a level is
+// missing, and what it was refused.
+type SandboxView struct {
+	FS         string `json:"fs"`
+	Network    string `json:"network"`
+	Tmp        string `json:"tmp,omitempty"`
+	Missing    string `json:"missing,omitempty"`
+	Denied     int64  `json:"denied"`
+	LastDenied string `json:"last_denied,omitempty"`
 }
 
 // ResourceEvents count what the limits of a run's cgroup did.

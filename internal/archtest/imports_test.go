@@ -49,17 +49,22 @@ var onlyRules = []struct {
 	// there (bridge, service); and a few verbs read what only this machine
 	// has: default paths (protocol.DefaultPaths), config.SameFile for
 	// `harness ps`/snippets, the operator token file the daemon names
-	// (mcp/httpmcp.ReadOperatorToken), dashboard tokens (dashtoken). A new
+	// (mcp/httpmcp.ReadOperatorToken), dashboard tokens (dashtoken); the
+	// binary is also the shim of a sandboxed spawn (sandbox.Exec). A new
 	// import here says why in docs/design/architecture.md.
 	{"cmd/...", []string{"internal/api", "internal/client", "internal/errcode",
 		"internal/daemon", "internal/mcp/demoupstream", "internal/demoagent", "internal/attachterm", "internal/tui/top",
 		"internal/bridge", "internal/service", "internal/protocol", "internal/config",
-		"internal/mcp/httpmcp", "internal/dashtoken"},
+		"internal/mcp/httpmcp", "internal/dashtoken", "internal/sandbox"},
 		"the CLI speaks the wire; the rest is listed with its reason above"},
 	{"internal/tui/...", []string{"internal/api", "internal/client", "internal/errcode"},
 		"the dashboard is a client of the socket: it speaks the wire, like the CLI"},
 	{"internal/mask", []string{},
 		"the masker is a leaf every package that renders text can use (docs/design/masking.md)"},
+	{"internal/sandbox", []string{},
+		"the shim runs before anything else of harness and execs the program (docs/design/sandbox.md)"},
+	{"internal/egress", []string{},
+		"the egress proxy shares nothing with the daemon's actors, so it never blocks them (docs/design/sandbox.md)"},
 	{"internal/nowait", []string{},
 		"reads and writes that never wait are a leaf under every stream the daemon serves"},
 	{"internal/web", []string{"internal/api", "internal/errcode", "internal/logkey", "internal/dashtoken", "internal/httpguard"},

@@ -33,6 +33,7 @@ const (
 type Config struct {
 	Path      string               // file it came from ("" for an empty config)
 	Daemon    Daemon               // [daemon]
+	Defaults  Defaults             // [defaults]
 	Harnesses map[string]*Harness  // [harness.NAME], by name
 	Order     []string             // harness names in file order
 	Profiles  map[string]*Profile  // [profile.NAME], by name
@@ -47,6 +48,13 @@ type Config struct {
 	// Included maps each harness declared in harness.d (include.go) to
 	// its file's path.
 	Included map[string]string
+}
+
+// Defaults is the [defaults] table: what every harness starts from.
+type Defaults struct {
+	// Sandbox (sandbox.go) is every harness's sandbox, a project's too,
+	// unless the harness's own sandbox table overrides its keys.
+	Sandbox Sandbox
 }
 
 // Daemon is the [daemon] table.
@@ -158,6 +166,9 @@ type Harness struct {
 	// AgentRun is prompt, prompt_file, model, approval, max_turns,
 	// resume, on_limit and loop_guard (agentrun.go).
 	AgentRun AgentRun
+	// Sandbox (sandbox.go) is [defaults] sandbox with the harness's own
+	// sandbox keys over it; a project's harness takes the global one.
+	Sandbox Sandbox
 }
 
 // IsJob reports whether h is a job (docs/design/runs.md): it has a schedule or it is
@@ -303,6 +314,10 @@ func parse(path string, data []byte, incs []*Include) (*Config, error) {
 		switch k {
 		case "daemon":
 			d.daemon(v, &cfg.Daemon)
+		case "defaults":
+			// Before "harness" in key order: the harnesses start from it.
+			d.defaults(v, &cfg.Defaults)
+			d.sandboxBase = &cfg.Defaults.Sandbox
 		case "harness":
 			for name, hv := range d.subtables([]string{k}, v) {
 				if h := d.harness(name, hv, ""); h != nil {
@@ -366,6 +381,7 @@ func parse(path string, data []byte, incs []*Include) (*Config, error) {
 
 func empty() *Config {
 	return &Config{
+		Defaults:  Defaults{Sandbox: defaultSandbox()},
 		Daemon:    Daemon{MCPHTTPOperatorAllow: api.DefaultGrant(), MCPHTTPOperatorTools: api.ToolsAll, MCPMaxMessage: DefaultMCPMaxMessage},
 		Harnesses: map[string]*Harness{},
 		Order:     []string{},

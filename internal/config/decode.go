@@ -26,6 +26,9 @@ type decoder struct {
 	home    string
 	homeErr error
 	homeSet bool
+	// sandboxBase is [defaults] sandbox once decoded, what each harness's
+	// sandbox starts from; nil is the built-in default.
+	sandboxBase *Sandbox
 }
 
 // child returns path extended by key, never sharing path's backing array.

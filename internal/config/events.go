@@ -32,10 +32,12 @@ const (
 	// NotifyToolChanged: an upstream's tool changed since it was pinned
 	// and is held back until approved (docs/gateway.md).
 	NotifyToolChanged = "tool_changed"
+	// NotifySandboxDenied: a sandboxed harness was refused a host.
+	NotifySandboxDenied = "sandbox_denied"
 )
 
 // NotifyEvents are the events a [notify.NAME] `on` may name.
-var NotifyEvents = []string{NotifyWaiting, NotifyLimited, NotifyFailed, NotifyDegraded, NotifyRecovered, NotifyJobFailed, NotifyHeld, NotifyTurnDone, NotifyToolChanged}
+var NotifyEvents = []string{NotifyWaiting, NotifyLimited, NotifyFailed, NotifyDegraded, NotifyRecovered, NotifyJobFailed, NotifyHeld, NotifyTurnDone, NotifyToolChanged, NotifySandboxDenied}
 
 // DefaultNotifyOn is `on` when absent.
 var DefaultNotifyOn = []string{NotifyWaiting, NotifyLimited, NotifyFailed, NotifyJobFailed}

@@ -33,6 +33,10 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 		Project:  project,
 		TermCols: DefaultTermCols, TermRows: DefaultTermRows, IdleAfter: DefaultIdleAfter,
 		MCPWire: true, Hooks: true,
+		Sandbox: defaultSandbox(),
+	}
+	if d.sandboxBase != nil {
+		h.Sandbox = *d.sandboxBase
 	}
 	restartSet := false
 	for _, k := range sortedKeys(t) {
@@ -95,6 +99,13 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 			if s, ok := d.str(kp, val); ok {
 				h.MCPRate = d.rate(kp, s, 0)
 			}
+		case "sandbox":
+			if project != "" {
+				// A cloned repository must not loosen its own confinement.
+				d.add(kp, globalOnly)
+				continue
+			}
+			h.Sandbox = d.sandbox(kp, val, h.Sandbox)
 		default:
 			d.unknown(kp, val)
 		}
@@ -124,6 +135,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 	d.checkAgentRun(path, t, h)
 	d.checkResources(path, h.Resources)
 	d.checkWorktree(path, t, h)
+	d.checkSandbox(path, h)
 	return h
 }
 

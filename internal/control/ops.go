@@ -64,6 +64,10 @@ func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description,
 		n := st.Cgroup.Counters()
 		d.Resources = &api.ResourceEvents{PidsMax: n.PidsMax, MemoryHigh: n.MemoryHigh, MemoryMax: n.MemoryMax, OOMKills: n.OOMKills}
 	}
+	if sb := st.Sandbox; sb != nil && st.HasRun() {
+		d.Sandbox = &api.SandboxView{FS: sb.Levels.FS, Network: sb.Levels.Network, Tmp: sb.Levels.Tmp,
+			Missing: sb.Levels.Missing, Denied: sb.Denied(), LastDenied: sb.LastDenied()}
+	}
 	return d, nil
 }
 

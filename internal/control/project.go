@@ -14,11 +14,18 @@ import (
 )
 
 // projectSpecs is what a project file asks for: units named PROJECT/NAME
-// and PROJECT/mcp.KEY.
+// and PROJECT/mcp.KEY. The caller holds c.mu.
 func (c *Control) projectSpecs(p *config.Project) map[string]unitSpec {
 	want := map[string]unitSpec{}
 	for name, h := range p.Harnesses {
 		unitName := p.Name + "/" + name
+		if c.cfg != nil && c.cfg.Defaults.Sandbox.Active() {
+			// A project may not set its own sandbox: it takes the global
+			// [defaults] one (the caller holds c.mu, which guards c.cfg).
+			boxed := *h
+			boxed.Sandbox = c.cfg.Defaults.Sandbox
+			h = &boxed
+		}
 		ucfg, files := c.harnessUnitConfig(unitName, h)
 		want[unitName] = unitSpec{cfg: ucfg, h: h, wire: files}
 	}

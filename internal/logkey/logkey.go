@@ -79,6 +79,7 @@ const (
 	State       = "state"
 	StateDir    = "state_dir"
 	Status      = "status"
+	Target      = "target"
 	Token       = "token"
 	Tool        = "tool"
 	Tools       = "tools"

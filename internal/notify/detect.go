@@ -57,7 +57,7 @@ func NewDetector() *Detector { return &Detector{units: map[string]*memo{}} }
 // caller can skip the others (activity events are frequent) cheaply.
 func Relevant(kind string) bool {
 	switch kind {
-	case api.EventState, api.EventExit, api.EventFlapping, api.EventSpawnFailed, api.EventAgent, api.EventHold, api.EventTurnDone, api.EventToolChanged:
+	case api.EventState, api.EventExit, api.EventFlapping, api.EventSpawnFailed, api.EventAgent, api.EventHold, api.EventTurnDone, api.EventToolChanged, api.EventSandboxDenied:
 		return true
 	}
 	return false
@@ -100,6 +100,9 @@ func (d *Detector) Next(ev api.Event, job bool) []Occurrence {
 		return o
 	case api.EventToolChanged:
 		return occ(config.NotifyToolChanged, ev.Message)
+	case api.EventSandboxDenied:
+		// Already once per host per minute at the source.
+		return occ(config.NotifySandboxDenied, "sandbox refused "+ev.Message)
 	case api.EventSpawnFailed:
 		m.exit, m.exitCode, m.signal = "could not start: "+ev.Message, nil, ""
 	case api.EventFlapping:

@@ -574,6 +574,7 @@ func (a *actor) publish() {
 		s.StartedAt = p.startedAt
 		s.ConfigChanged = !spawnEqual(p.cfg, a.cfg)
 		s.Cgroup = p.cg
+		s.Sandbox = p.sbx
 	}
 	a.u.status.Store(s)
 }

@@ -31,6 +31,7 @@ var needsRestart = map[string]bool{
 	"Resources":    true,
 	"Agent":        false, // the tracker switches adapter at once (actor's update)
 	"AgentRun":     true,  // the adapter's argv of the next spawn
+	"Sandbox":      true,  // the shim and namespaces of the next spawn
 }
 
 // TestScenario_EveryUnitConfigFieldIsClassified holds UnitConfig, the

@@ -52,7 +52,8 @@ type proc struct {
 	// startFailed: Started reported that the run never became ready.
 	startFailed bool
 
-	cg *cgroup.Group // cgroup mode: the run's leaf
+	cg  *cgroup.Group // cgroup mode: the run's leaf
+	sbx *SandboxRun   // the run's sandbox; nil when unconfined
 	// abandon is closed when the wait for an empty cgroup gives up (a
 	// process survived cgroup.kill).
 	abandon      chan struct{}
@@ -97,6 +98,7 @@ func (p *proc) abandonAfter(d time.Duration) {
 // closeIO releases the parent's ends of the run's I/O; the output reader
 // then ends.
 func (p *proc) closeIO(logger *slog.Logger) {
+	p.closeSandbox()
 	if p.stdin != nil {
 		if err := p.stdin.Close(); err != nil {
 			logger.Debug("supervise: close stdin", logkey.Run, p.run, logkey.Err, err)
@@ -161,6 +163,9 @@ func (a *actor) spawn(cause runs.Cause) error {
 	attrs := proctree.SysProcAttr()
 	err = a.addAgentArgs(p, cmd)
 	if err == nil {
+		err = a.sandboxSpawn(p, cmd, attrs) // after the args: it wraps the whole command
+	}
+	if err == nil {
 		err = a.own.place(p, attrs)
 	}
 	if err == nil {
@@ -170,8 +175,12 @@ func (a *actor) spawn(cause runs.Cause) error {
 			onStarted, err = a.startPTY(p, attrs)
 		}
 		a.own.started(p, err)
+		a.sandboxStarted(p, err)
 	}
 	if err != nil {
+		if p.sbx != nil && p.sbx.wrapped != nil {
+			p.sbx.wrapped.Close()
+		}
 		a.deps.Tokens.Revoke(cfg.Name, run.ID)
 		if endErr := a.deps.Runs.Finish(run.ID, runs.Ending{Outcome: api.RunFailed, Note: err.Error()}); endErr != nil {
 			a.deps.Logger.Error("supervise: end run", logkey.Run, run.ID, logkey.Err, endErr)

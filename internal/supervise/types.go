@@ -12,6 +12,7 @@ import (
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/proctree"
 	"github.com/harness-dev/harness/internal/runs"
+	"github.com/harness-dev/harness/internal/sandbox"
 )
 
 // Default PTY size of a harness.
@@ -58,6 +59,8 @@ type UnitConfig struct {
 	// AgentRun is what each run asks of the agent (agentrun.go); it
 	// applies from the next spawn.
 	AgentRun AgentRun
+	// Sandbox confines each run (sandbox.go); zero: unconfined.
+	Sandbox sandbox.Policy
 }
 
 // spawnEqual reports whether a and b spawn the same process, i.e. whether a
@@ -66,7 +69,7 @@ func spawnEqual(a, b UnitConfig) bool {
 	return a.Kind == b.Kind && a.Cmd == b.Cmd && slices.Equal(a.Args, b.Args) && a.Dir == b.Dir &&
 		a.EnvFile == b.EnvFile && maps.Equal(a.Env, b.Env) && slices.Equal(a.ExtraEnv, b.ExtraEnv) &&
 		a.Cols == b.Cols && a.Rows == b.Rows && a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
-		a.Resources == b.Resources && a.AgentRun == b.AgentRun
+		a.Resources == b.Resources && a.AgentRun == b.AgentRun && sameSandbox(a.Sandbox, b.Sandbox)
 }
 
 // clone returns a deep copy, so the actor never shares slices or maps with
@@ -76,6 +79,7 @@ func (c UnitConfig) clone() UnitConfig {
 	c.Env = maps.Clone(c.Env)
 	c.ExtraEnv = slices.Clone(c.ExtraEnv)
 	c.Headers = maps.Clone(c.Headers)
+	c.Sandbox = cloneSandbox(c.Sandbox)
 	return c
 }
 
@@ -178,6 +182,8 @@ type Status struct {
 	// Cgroup is the current run's leaf in cgroup mode (for its event
 	// counters), nil otherwise.
 	Cgroup *cgroup.Group
+	// Sandbox is the current run's sandbox, nil when unconfined.
+	Sandbox *SandboxRun
 }
 
 // HasRun reports whether the unit has a current run: a process, or in
