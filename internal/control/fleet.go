@@ -127,6 +127,7 @@ func (c *Control) harnessUnitConfig(name string, h *config.Harness) (supervise.U
 	if c.opt.MCPURL != "" {
 		uc.ExtraEnv = append(uc.ExtraEnv, "HARNESS_MCP_URL="+c.opt.MCPURL)
 	}
+	uc.ExtraEnv = append(uc.ExtraEnv, c.portEnv(name, h.Bootstrap.Ports)...)
 	files := c.wireAgent(name, h, &uc)
 	return uc, files
 }
