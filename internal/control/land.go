@@ -190,6 +190,9 @@ func (l *lander) snapshot(ctx context.Context) (string, error) {
 		return c.git(ctx, l.wt, "rev-parse", "HEAD")
 	}
 	index := c.landPath(l.u.name) + ".index"
+	if err := os.MkdirAll(filepath.Dir(index), 0o700); err != nil {
+		return "", fmt.Errorf("%s: land: %w", l.a.Name, err)
+	}
 	defer os.Remove(index)
 	env := []string{"GIT_INDEX_FILE=" + index}
 	steps := [][]string{{"read-tree", "HEAD"}, {"add", "-A"}}
@@ -208,7 +211,7 @@ func (l *lander) snapshot(ctx context.Context) (string, error) {
 // conflicts merges base and head in memory (git merge-tree) and lists the
 // files that would conflict.
 func (l *lander) conflicts(ctx context.Context, base, head string) ([]string, error) {
-	out, err := l.c.git(ctx, l.repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "refs/heads/"+base, head)
+	out, err := l.c.gitInput(ctx, l.repo, nil, "merge-tree", "--write-tree", "--name-only", "--no-messages", "refs/heads/"+base, head)
 	if err == nil {
 		return nil, nil
 	}
