@@ -74,6 +74,9 @@ func describeCmd(g *globals) *cobra.Command {
 			}
 			if wt := d.Config.Worktree; wt != nil {
 				fmt.Fprintf(w, "worktree:       %s\n", worktreeText(wt))
+				if wt.SetupFailed != "" {
+					fmt.Fprintf(w, "setup_failed:   %s\n", strings.ReplaceAll(wt.SetupFailed, "\n", "\n                "))
+				}
 			}
 			fmt.Fprintf(w, "restart:        %s (delay %gs, stop grace %gs)\nmcp_allow:      %s\nconfig_changed: %v\n",
 				d.Config.Restart, d.Config.RestartDelayS, d.Config.StopGraceS, strings.Join(d.Config.MCPAllow, ","), d.ConfigChanged)

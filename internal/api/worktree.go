@@ -11,6 +11,9 @@ type WorktreeView struct {
 	Path   string `json:"path"`
 	// Created says the worktree exists (it is made before the first run).
 	Created bool `json:"created"`
+	// SetupFailed is the last failed setup's note (outcome setup_failed)
+	// with its last lines, until a setup succeeds.
+	SetupFailed string `json:"setup_failed,omitempty"`
 }
 
 // WorktreeRemoveArgs are the arguments of worktree_remove.

@@ -168,8 +168,12 @@ func (c *Control) runSetup(ctx context.Context, u *unit, h *config.Harness) erro
 			note += "; last lines:\n" + tail
 		}
 		c.recordFiring(u, api.CauseManual, api.RunSetupFailed, note)
+		if err := os.WriteFile(marker+"-failed", []byte(note), 0o600); err != nil {
+			c.log.Warn("setup: failure note", logkey.Unit, u.name, logkey.Err, err)
+		}
 		return errcode.ErrSetupFailed.Errorf("%s: %s", u.name, note)
 	}
+	_ = os.Remove(marker + "-failed")
 	if err := os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o600); err != nil {
 		c.log.Warn("setup: marker", logkey.Unit, u.name, logkey.Err, err)
 	}
@@ -276,4 +280,12 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.b.String()
+}
+
+// forgetSetup forgets that name's setup ran or failed: its worktree is
+// gone or new.
+func (c *Control) forgetSetup(name string) {
+	m := c.setupMarker(name)
+	_ = os.Remove(m)
+	_ = os.Remove(m + "-failed")
 }

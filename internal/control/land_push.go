@@ -140,7 +140,7 @@ func (c *Control) removeWorktree(ctx context.Context, u *unit, h *config.Harness
 	defer c.worktreeMu.Unlock()
 	path := c.worktreePath(u.name)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		_ = os.Remove(c.setupMarker(u.name))
+		c.forgetSetup(u.name)
 		return false, nil
 	}
 	if !force {
@@ -160,7 +160,7 @@ func (c *Control) removeWorktree(ctx context.Context, u *unit, h *config.Harness
 	if _, err := c.git(ctx, h.Worktree.Repo, args...); err != nil {
 		return false, fmt.Errorf("%s: worktree remove: %v: %w", u.name, err, errcode.ErrInternal)
 	}
-	_ = os.Remove(c.setupMarker(u.name))
+	c.forgetSetup(u.name)
 	c.log.Info("worktree removed", logkey.Unit, u.name, logkey.Path, path)
 	return true, nil
 }

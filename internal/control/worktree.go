@@ -93,7 +93,7 @@ func (c *Control) makeWorktree(ctx context.Context, u *unit, h *config.Harness) 
 		return nil
 	}
 	// A new worktree runs its setup again.
-	_ = os.Remove(c.setupMarker(u.name))
+	c.forgetSetup(u.name)
 	w := h.Worktree
 	branch := w.BranchFor(u.name)
 	fail := func(format string, a ...any) error {
@@ -233,6 +233,9 @@ func (c *Control) worktreeView(name string, w *config.Worktree) *api.WorktreeVie
 	v := &api.WorktreeView{Repo: w.Repo, Base: w.Base, Branch: w.BranchFor(name), Path: c.worktreePath(name)}
 	if _, err := os.Stat(filepath.Join(v.Path, ".git")); err == nil {
 		v.Created = true
+	}
+	if b, err := os.ReadFile(c.setupMarker(name) + "-failed"); err == nil {
+		v.SetupFailed = string(b)
 	}
 	return v
 }
