@@ -82,6 +82,10 @@ func (l *lander) run(ctx context.Context) (api.LandResult, error) {
 	if err := l.checks(ctx); err != nil {
 		return l.res, err
 	}
+	// From here on the land changes things: a caller that goes away (a
+	// session of the very agent being stopped) must not cut it in the
+	// middle. Every step is bounded on its own.
+	ctx = context.WithoutCancel(ctx)
 	if !a.Keep {
 		if err := l.u.sup.Stop(ctx); err != nil {
 			return l.res, fmt.Errorf("%s: land: stop: %w", a.Name, err)
