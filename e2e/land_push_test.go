@@ -95,4 +95,11 @@ worktree = { repo = %q, base = "main" }
 	if _, errOut, code := f.Run("land", "r", "--push"); code == 0 || !strings.Contains(errOut, "no remote") {
 		t.Fatalf("land --push without a remote: exit %d %s", code, errOut)
 	}
+	// The failed pushes left no land to complete: merging it instead is a
+	// land of its own, which finds the commit the first one made.
+	var m landResult
+	f.MustJSON(&m, "land", "r")
+	if m.Mode != "fast-forward" || !m.Removed || len(m.Notes) != 0 || landRead(t, filepath.Join(refusing, "r.txt")) != "refused\n" {
+		t.Fatalf("land after the refused pushes: %+v", m)
+	}
 }

@@ -86,18 +86,35 @@ func (l *lander) run(ctx context.Context) (api.LandResult, error) {
 	// session of the very agent being stopped) must not cut it in the
 	// middle. Every step is bounded on its own.
 	ctx = context.WithoutCancel(ctx)
+	res, err := l.act(ctx)
+	if err != nil {
+		// A land that failed by itself left a consistent state that the
+		// next one starts from anew (its commit is kept; merge and push
+		// are checked again), possibly in another mode; only a land the
+		// daemon did not live to finish leaves its journal.
+		c.dropLandJournal(l.u.name)
+	}
+	return res, err
+}
+
+// act is the part of the land that changes things.
+func (l *lander) act(ctx context.Context) (api.LandResult, error) {
+	c, a := l.c, &l.a
 	if !a.Keep {
 		if err := l.u.sup.Stop(ctx); err != nil {
 			return l.res, fmt.Errorf("%s: land: stop: %w", a.Name, err)
 		}
 	}
-	if l.hasWorktree && l.j.Step == "" {
+	// Committing is idempotent (nothing left, nothing committed), so an
+	// interrupted land commits again whatever came after its commit.
+	if l.hasWorktree && (l.j.Step == "" || l.j.Step == stepCommitted) {
 		if err := l.commit(ctx); err != nil {
 			return l.res, err
 		}
 		l.j.Step = stepCommitted
 		l.save()
 	}
+	var err error
 	if a.Push {
 		err = l.push(ctx)
 	} else {
