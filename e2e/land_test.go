@@ -28,9 +28,10 @@ func TestScenario_LandBringsEachBranchHomeOrRefusesChangingNothing(t *testing.T)
 	f := newFleet(t, "[harness.ff]\n"+agent("echo ff > ff.txt; touch ff.done")+
 		"\n[harness.mc]\n"+agent("echo mc > mc.txt; touch mc.done")+
 		"\n[harness.sq]\n"+agent("echo 1 > sq1.txt && git add sq1.txt && git commit -qm one && echo 2 > sq2.txt; touch sq.done")+
-		"\n[harness.cf]\n"+agent("echo theirs > README; touch cf.done"))
-	f.MustRun("start", "ff", "mc", "sq", "cf")
-	for _, n := range []string{"ff", "mc", "sq", "cf"} {
+		"\n[harness.cf]\n"+agent("echo theirs > README; touch cf.done")+
+		"\n[harness.kp]\n"+agent("echo kp > kp.txt; touch kp.done"))
+	f.MustRun("start", "ff", "mc", "sq", "cf", "kp")
+	for _, n := range []string{"ff", "mc", "sq", "cf", "kp"} {
 		wt := f.worktree(n).Path
 		f.WaitFor(n+" to do its work", 20*time.Second, func() bool { return landExists(filepath.Join(wt, n+".done")) })
 	}
@@ -89,6 +90,13 @@ func TestScenario_LandBringsEachBranchHomeOrRefusesChangingNothing(t *testing.T)
 	}
 	if !landExists(filepath.Join(repo, "sq1.txt")) || !landExists(filepath.Join(repo, "sq2.txt")) {
 		t.Fatal("the squash lost a file")
+	}
+
+	// --keep: landed, and the harness goes on in its worktree.
+	kwt, kpid := f.worktree("kp").Path, pidOf("kp")
+	f.MustJSON(&r, "land", "kp", "--keep")
+	if r.Removed || !r.Merged || landRead(t, filepath.Join(repo, "kp.txt")) != "kp\n" || !landExists(kwt) || f.unit("kp").PID != kpid {
+		t.Fatalf("land --keep: %+v", r)
 	}
 
 	// A conflict: both checkouts exactly as they were.
