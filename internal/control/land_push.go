@@ -59,7 +59,8 @@ func (l *lander) push(ctx context.Context) error {
 	l.res.Commit = head
 	if l.j.Step != stepPushed && l.j.Step != stepRemoving {
 		if _, err := c.git(ctx, l.repo, "push", "--quiet", l.j.Remote, "refs/heads/"+l.branch+":refs/heads/"+l.branch); err != nil {
-			return errcode.Errorf(errcode.InvalidArgument, "%s: pushing %s to %s failed: %v; nothing was removed", a.Name, l.branch, l.j.Remote, err)
+			// git's message may echo the remote's URL, credentials and all.
+			return errcode.Errorf(errcode.InvalidArgument, "%s: pushing %s to %s failed: %s; nothing was removed", a.Name, l.branch, l.j.Remote, c.opt.Masker.String(err.Error()))
 		}
 		l.j.Commit, l.j.Step = head, stepPushed
 		l.save()
