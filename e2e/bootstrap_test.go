@@ -118,6 +118,15 @@ setup = ["sh", "-c", "echo step one; echo it went wrong here >&2; exit 3"]
 		runs[0].Outcome != "setup_failed" || !strings.Contains(runs[0].Note, "it went wrong here") {
 		t.Fatalf("runs of broken: %+v %v", runs, err)
 	}
+	var desc struct {
+		Config struct {
+			Ports []int `json:"ports"`
+		} `json:"config"`
+	}
+	f.MustJSON(&desc, "describe", "b")
+	if fmt.Sprint(desc.Config.Ports) != "["+strings.ReplaceAll(pb[1], ",", " ")+"]" {
+		t.Fatalf("describe b shows ports %v, its env %s", desc.Config.Ports, pb[1])
+	}
 	if d := f.MustRun("describe", "broken"); !strings.Contains(d, "setup_failed") {
 		t.Fatalf("describe does not show the failed setup:\n%s", d)
 	}
