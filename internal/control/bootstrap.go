@@ -167,7 +167,10 @@ func (c *Control) runSetup(ctx context.Context, u *unit, h *config.Harness) erro
 		if tail != "" {
 			note += "; last lines:\n" + tail
 		}
-		c.recordFiring(u, api.CauseManual, api.RunSetupFailed, note)
+		// A run that never spawned, so the history shows the failure.
+		if _, err := c.opt.Runs.Record(u.name, api.CauseManual, api.RunSetupFailed, note); err != nil {
+			c.log.Error("record setup failure", logkey.Unit, u.name, logkey.Err, err)
+		}
 		if err := os.WriteFile(marker+"-failed", []byte(note), 0o600); err != nil {
 			c.log.Warn("setup: failure note", logkey.Unit, u.name, logkey.Err, err)
 		}
