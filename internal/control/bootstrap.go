@@ -291,4 +291,5 @@ func (c *Control) forgetSetup(name string) {
 	m := c.setupMarker(name)
 	_ = os.Remove(m)
 	_ = os.Remove(m + "-failed")
+	_ = os.Remove(c.worktreePath(name) + ".start")
 }

@@ -101,6 +101,7 @@ func (l *lander) merge(ctx context.Context) error {
 		l.note("the branch %s was rewritten since the interrupted land (%s, now %s)", l.branch, short(prev), short(head))
 	}
 	l.j.Commit = head
+	l.noteRewritten(ctx, head)
 	done := func(mode string) error {
 		l.res.Mode = mode
 		l.res.Commit, _ = c.git(ctx, l.repo, "rev-parse", base)
@@ -126,8 +127,14 @@ func (l *lander) merge(ctx context.Context) error {
 	mode, target := api.LandFastForward, head
 	if a.Squash || !c.isAncestor(ctx, l.repo, baseHead, head) {
 		if !a.Squash {
-			if mb, err := c.git(ctx, l.repo, "merge-base", baseHead, head); err == nil && mb != baseHead {
-				n, _ := c.git(ctx, l.repo, "rev-list", "--count", mb+".."+baseHead)
+			// Since the worktree was made, when known: a rewritten
+			// branch forks lower, though base stood still.
+			from := l.start()
+			if from == "" {
+				from, _ = c.git(ctx, l.repo, "merge-base", baseHead, head)
+			}
+			if from != "" && from != baseHead {
+				n, _ := c.git(ctx, l.repo, "rev-list", "--count", from+".."+baseHead)
 				l.note("%s moved on by %s commits since %s forked: landed with a merge commit", l.res.Base, n, l.branch)
 			}
 		}
@@ -177,4 +184,22 @@ func short(oid string) string {
 func (c *Control) isAncestor(ctx context.Context, repo, a, b string) bool {
 	_, err := c.git(ctx, repo, "merge-base", "--is-ancestor", a, b)
 	return err == nil
+}
+
+// noteRewritten says when the branch no longer has the commit its
+// worktree was made at: it was rewritten (rebased, reset, amended) under
+// the agent. Its head is what lands all the same.
+func (l *lander) noteRewritten(ctx context.Context, head string) {
+	start := l.start()
+	if start == "" || l.c.isAncestor(ctx, l.repo, start, head) {
+		return
+	}
+	l.note("%s was rewritten since its worktree was made: it no longer has %s, where it started; its head %s is what landed", l.branch, short(start), short(head))
+}
+
+// start is the commit the worktree was made at; "" when unknown (a
+// worktree made before it was recorded).
+func (l *lander) start() string {
+	b, _ := os.ReadFile(l.wt + ".start")
+	return strings.TrimSpace(string(b))
 }

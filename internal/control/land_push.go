@@ -57,6 +57,7 @@ func (l *lander) push(ctx context.Context) error {
 		return fmt.Errorf("%s: land: branch %s: %v: %w", a.Name, l.branch, err, errcode.ErrInternal)
 	}
 	l.res.Commit = head
+	l.noteRewritten(ctx, head)
 	if l.j.Step != stepPushed && l.j.Step != stepRemoving {
 		if _, err := c.git(ctx, l.repo, "push", "--quiet", l.j.Remote, "refs/heads/"+l.branch+":refs/heads/"+l.branch); err != nil {
 			// git's message may echo the remote's URL, credentials and all.

@@ -147,6 +147,11 @@ func (c *Control) makeWorktree(ctx context.Context, u *unit, h *config.Harness) 
 		return fail("git worktree add: %v", err)
 	}
 	c.log.Info("worktree created", logkey.Unit, u.name, logkey.Path, path)
+	// Where the branch stood when the worktree was made: a land says so
+	// when the branch no longer has it (rewritten under the agent).
+	if start, err := c.git(ctx, path, "rev-parse", "HEAD"); err == nil {
+		_ = os.WriteFile(path+".start", []byte(start+"\n"), 0o600)
+	}
 	c.copyIncluded(ctx, u.name, w.Repo, path)
 	return nil
 }
