@@ -186,13 +186,14 @@ func (c *Control) git(ctx context.Context, dir string, args ...string) (string, 
 	return out, nil
 }
 
-// gitInput is git with stdin and extra environment (KEY=VALUE); on
-// failure it returns what git printed on stdout too (merge-tree lists
+// gitInput is git with stdin; on failure it returns what git printed on stdout too (merge-tree lists
 // conflicts there).
 func (c *Control) gitInput(ctx context.Context, dir string, stdin io.Reader, args ...string) (string, error) {
 	return c.gitEnv(ctx, dir, stdin, nil, args...)
 }
 
+// gitEnv is gitInput with env (KEY=VALUE) after the daemon's: a scratch
+// index, a committer when the repository has none.
 func (c *Control) gitEnv(ctx context.Context, dir string, stdin io.Reader, env []string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
