@@ -23,7 +23,7 @@ import (
 
 var (
 	readTools  = []string{"harness_agents", "harness_daemon_info", "harness_describe", "harness_diff", "harness_get_trajectory", "harness_jobs", "harness_list", "harness_list_trajectories", "harness_logs", "harness_runs", "harness_screen", "harness_triggers"}
-	writeTools = []string{"harness_delegate", "harness_new", "harness_restart", "harness_rm", "harness_start", "harness_stop", "harness_trigger"}
+	writeTools = []string{"harness_delegate", "harness_land", "harness_new", "harness_restart", "harness_rm", "harness_start", "harness_stop", "harness_trigger"}
 )
 
 func TestScenario_FacadeMirrorsTheControlOperation(t *testing.T) {

@@ -151,6 +151,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 	)
 	root.AddCommand(screenCmd(g), waitCmd(g))          // terminals (docs/design/terminals.md)
 	root.AddCommand(worktreeCmd(g))                    // workspaces (docs/design/resources.md)
+	root.AddCommand(landCmd(g))                        // landing a worktree's branch (docs/worktrees.md)
 	root.AddCommand(diffCmd(g), reviewCmd(g))          // review (docs/design/resources.md)
 	root.AddCommand(answerCmd(g))                      // agents (docs/design/agents.md)
 	root.AddCommand(delegateCmd(g))                    // agents (docs/design/agents.md)

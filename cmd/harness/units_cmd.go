@@ -74,6 +74,12 @@ func describeCmd(g *globals) *cobra.Command {
 			}
 			if wt := d.Config.Worktree; wt != nil {
 				fmt.Fprintf(w, "worktree:       %s\n", worktreeText(wt))
+				if wt.SetupFailed != "" {
+					fmt.Fprintf(w, "setup_failed:   %s\n", strings.ReplaceAll(wt.SetupFailed, "\n", "\n                "))
+				}
+			}
+			if len(d.Config.Ports) > 0 {
+				fmt.Fprintf(w, "ports:          %s\n", portsText(d.Config.Ports))
 			}
 			fmt.Fprintf(w, "restart:        %s (delay %gs, stop grace %gs)\nmcp_allow:      %s\nconfig_changed: %v\n",
 				d.Config.Restart, d.Config.RestartDelayS, d.Config.StopGraceS, strings.Join(d.Config.MCPAllow, ","), d.ConfigChanged)
@@ -235,4 +241,13 @@ func toolCallsText(r api.RunAgent) string {
 func oneLine(s string) string {
 	first, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return first
+}
+
+// portsText renders ports as HARNESS_PORTS has them: "4123,4124".
+func portsText(ports []int) string {
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = fmt.Sprint(p)
+	}
+	return strings.Join(s, ",")
 }

@@ -96,15 +96,16 @@ type RunOutcome string
 
 // The outcomes of a run: how it ended.
 const (
-	RunOK          RunOutcome = "ok"          // exited 0
-	RunFailed      RunOutcome = "failed"      // exited non-zero, by a signal, or never spawned
-	RunTimedOut    RunOutcome = "timed_out"   // stopped by its timeout
-	RunSkipped     RunOutcome = "skipped"     // a firing while the job was active (on_overlap skip)
-	RunMissed      RunOutcome = "missed"      // firings due while the daemon was down
-	RunInterrupted RunOutcome = "interrupted" // stopped, restarted, replaced, or the daemon went away
-	RunLimited     RunOutcome = "limited"     // the agent reached a usage limit
-	RunLoop        RunOutcome = "loop"        // the loop guard ended it
-	RunHeld        RunOutcome = "held"        // a firing refused by a hold
+	RunOK          RunOutcome = "ok"           // exited 0
+	RunFailed      RunOutcome = "failed"       // exited non-zero, by a signal, or never spawned
+	RunTimedOut    RunOutcome = "timed_out"    // stopped by its timeout
+	RunSkipped     RunOutcome = "skipped"      // a firing while the job was active (on_overlap skip)
+	RunMissed      RunOutcome = "missed"       // firings due while the daemon was down
+	RunInterrupted RunOutcome = "interrupted"  // stopped, restarted, replaced, or the daemon went away
+	RunLimited     RunOutcome = "limited"      // the agent reached a usage limit
+	RunLoop        RunOutcome = "loop"         // the loop guard ended it
+	RunHeld        RunOutcome = "held"         // a firing refused by a hold
+	RunSetupFailed RunOutcome = "setup_failed" // the worktree's setup failed: the start spawned nothing
 )
 
 // ExitOutcome is the outcome of a run that ended on its own: ok for exit

@@ -122,6 +122,8 @@ var specs = []Spec{
 	spec[DiffArgs, Diff](OpDiff, Read).tool("",
 		"What a harness changed in its worktree (or git workdir) against its merge base with its base: committed, staged, unstaged and untracked files with hunks. Capped; says truncated."),
 	spec[ReviewArgs, ReviewResult](OpReview, Input),
+	spec[LandArgs, LandResult](OpLand, Write).tool("",
+		"Land a harness's work: commit what its agent left in its worktree, merge the branch into base (or push it and open a pull request), then stop the harness and remove its worktree. A conflict is refused listing the files and changes nothing."),
 	spec[RunArgs, RunResult](OpRun, Input), // it runs any program: more than write (see Input)
 	spec[NewArgs, NewResult](OpNew, Write).tool("",
 		"Make a new harness of a known agent (harness_agents lists them) with a prompt, optionally in a git worktree of a repository of its own, and start it. It is written to harness.d/NAME.toml beside the config file and checked as a reload checks; bad input is refused with nothing written."),

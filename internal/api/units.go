@@ -111,6 +111,8 @@ type UnitConfigView struct {
 	MaxResultBytes int `json:"max_result_bytes,omitempty"`
 	// Worktree is the harness's own git worktree (docs/design/resources.md), its workdir.
 	Worktree *WorktreeView `json:"worktree,omitempty"`
+	// Ports are the harness's TCP ports (ports = N), HARNESS_PORT first.
+	Ports []int `json:"ports,omitempty"`
 	// Resource limits (docs/design/resources.md): 0 is none; memory sizes in bytes.
 	TasksMax   int   `json:"tasks_max"`
 	MemoryMax  int64 `json:"memory_max,omitempty"`

@@ -161,6 +161,8 @@ type Harness struct {
 	Job JobControls
 	// Worktree (worktree.go), nil when the harness has none.
 	Worktree *Worktree
+	// Bootstrap is setup, teardown, ports and pr_command (bootstrap.go).
+	Bootstrap Bootstrap
 	// Holds are hours and max_runs_per_day (jobs.go).
 	Holds HoldControls
 	// AgentRun is prompt, prompt_file, model, approval, max_turns,

@@ -42,7 +42,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 	for _, k := range sortedKeys(t) {
 		kp, val := child(path, k), t[k]
 		if d.processKey(k, kp, val, &h.Process) || d.jobKey(k, kp, val, &h.Job) || d.holdKey(k, kp, val, &h.Holds) ||
-			d.agentRunKey(k, kp, val, &h.AgentRun) {
+			d.agentRunKey(k, kp, val, &h.AgentRun) || d.bootstrapKey(k, kp, val, &h.Bootstrap) {
 			continue
 		}
 		switch k {
@@ -136,6 +136,7 @@ func (d *decoder) harness(name string, v any, project string) *Harness {
 	d.checkResources(path, h.Resources)
 	d.checkWorktree(path, t, h)
 	d.checkSandbox(path, h)
+	d.checkBootstrap(path, t, h)
 	return h
 }
 

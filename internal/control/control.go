@@ -186,6 +186,11 @@ type Control struct {
 	// newMu serialises new and rm (new.go): each checks the files of
 	// harness.d, then writes or removes one.
 	newMu sync.Mutex
+	// wtLocks holds one *sync.Mutex per harness for its setup and its
+	// land (bootstrap.go, land.go).
+	wtLocks sync.Map
+	// ports is the book of the harnesses' TCP ports (ports.go).
+	ports portBook
 
 	intentMu sync.Mutex      // guards enabled
 	enabled  map[string]bool // persisted intent, by unit name
@@ -460,6 +465,7 @@ var opTable = map[string]opFunc{
 	api.OpWorktreeRemove:   op((*Control).WorktreeRemove),
 	api.OpDiff:             op((*Control).Diff),
 	api.OpReview:           op((*Control).Review),
+	api.OpLand:             op((*Control).Land),
 	api.OpListTrajectories: op((*Control).ListTrajectories),
 	api.OpGetTrajectory:    op((*Control).GetTrajectory),
 	api.OpCalls:            op((*Control).Calls),

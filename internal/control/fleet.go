@@ -128,6 +128,7 @@ func (c *Control) harnessUnitConfig(name string, h *config.Harness) (supervise.U
 		uc.ExtraEnv = append(uc.ExtraEnv, "HARNESS_MCP_URL="+c.opt.MCPURL)
 	}
 	uc.Sandbox = c.sandboxPolicy(name, h)
+	uc.ExtraEnv = append(uc.ExtraEnv, c.portEnv(name, h.Bootstrap.Ports)...)
 	files := c.wireAgent(name, h, &uc)
 	return uc, files
 }

@@ -141,7 +141,7 @@ func (c *Control) runsSince(name string, t time.Time) int {
 			continue
 		}
 		switch r.Outcome {
-		case api.RunSkipped, api.RunMissed, api.RunHeld:
+		case api.RunSkipped, api.RunMissed, api.RunHeld, api.RunSetupFailed:
 		default:
 			n++
 		}

@@ -106,7 +106,7 @@ func (c *Control) limitedUntil(name string) (time.Time, string) {
 
 // startedNothing: the record of a firing that ran nothing.
 func startedNothing(r runs.Run) bool {
-	return r.Outcome == api.RunHeld || r.Outcome == api.RunSkipped || r.Outcome == api.RunMissed
+	return r.Outcome == api.RunHeld || r.Outcome == api.RunSkipped || r.Outcome == api.RunMissed || r.Outcome == api.RunSetupFailed
 }
 
 // parkedForLimit reports whether name's last run was parked for a usage

@@ -38,6 +38,9 @@ func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description,
 		d.Config = processView(h.Process, string(h.Restart), h.MCPAllow.Strings())
 		d.Config.Schedule, d.Config.HarvestTrajectory = h.Schedule, h.HarvestTrajectory
 		d.Config.Worktree = c.worktreeView(u.name, h.Worktree)
+		if h.Bootstrap.Ports > 0 {
+			d.Config.Ports = c.portsFor(u.name, h.Bootstrap.Ports)
+		}
 		d.Config.TermSize = fmt.Sprintf("%dx%d", h.TermCols, h.TermRows)
 		d.Config.IdleAfterS = h.IdleAfter.Seconds()
 		hooks := h.Hooks

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -67,20 +68,32 @@ func (c *Control) worktreePath(name string) string {
 	return filepath.Join(c.opt.Paths.StateDir, "worktrees", logs.EscapeUnit(name))
 }
 
-// ensureWorktree makes u's worktree unless it exists. Errors are
-// config_invalid naming the harness and what is wrong, and leave nothing
-// behind: no directory, no worktree entry, no branch made for it.
+// ensureWorktree makes u's worktree unless it exists, with the
+// repository's included files, and runs its setup unless it has run
+// (bootstrap.go). Errors making it are config_invalid naming the harness
+// and what is wrong, and leave nothing behind: no directory, no worktree
+// entry, no branch made for it.
 func (c *Control) ensureWorktree(ctx context.Context, u *unit) error {
 	h := u.harness()
 	if h == nil || h.Worktree == nil {
 		return nil
 	}
+	if err := c.makeWorktree(ctx, u, h); err != nil {
+		return err
+	}
+	return c.runSetup(ctx, u, h)
+}
+
+// makeWorktree is ensureWorktree's git part.
+func (c *Control) makeWorktree(ctx context.Context, u *unit, h *config.Harness) error {
 	c.worktreeMu.Lock()
 	defer c.worktreeMu.Unlock()
 	path := c.worktreePath(u.name)
 	if _, err := os.Stat(filepath.Join(path, ".git")); err == nil {
 		return nil
 	}
+	// A new worktree runs its setup again.
+	c.forgetSetup(u.name)
 	w := h.Worktree
 	branch := w.BranchFor(u.name)
 	fail := func(format string, a ...any) error {
@@ -134,6 +147,12 @@ func (c *Control) ensureWorktree(ctx context.Context, u *unit) error {
 		return fail("git worktree add: %v", err)
 	}
 	c.log.Info("worktree created", logkey.Unit, u.name, logkey.Path, path)
+	// Where the branch stood when the worktree was made: a land says so
+	// when the branch no longer has it (rewritten under the agent).
+	if start, err := c.git(ctx, path, "rev-parse", "HEAD"); err == nil {
+		_ = os.WriteFile(path+".start", []byte(start+"\n"), 0o600)
+	}
+	c.copyIncluded(ctx, u.name, w.Repo, path)
 	return nil
 }
 
@@ -160,10 +179,27 @@ func (c *Control) checkedOutAt(ctx context.Context, repo, branch string) string 
 // status is Wait's (a failure taken for "no such branch" may end in
 // `git branch -D` of a branch that exists).
 func (c *Control) git(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := c.gitInput(ctx, dir, nil, args...)
+	if err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// gitInput is git with stdin; on failure it returns what git printed on stdout too (merge-tree lists
+// conflicts there).
+func (c *Control) gitInput(ctx context.Context, dir string, stdin io.Reader, args ...string) (string, error) {
+	return c.gitEnv(ctx, dir, stdin, nil, args...)
+}
+
+// gitEnv is gitInput with env (KEY=VALUE) after the daemon's: a scratch
+// index, a committer when the repository has none.
+func (c *Control) gitEnv(ctx context.Context, dir string, stdin io.Reader, env []string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	cmd.Env = append(append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"), env...)
+	cmd.Stdin = stdin
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := runChild(c.opt.Reaper, cmd); err != nil {
@@ -171,7 +207,7 @@ func (c *Control) git(ctx context.Context, dir string, args ...string) (string, 
 		if msg == "" {
 			msg = err.Error()
 		}
-		return "", errors.New(msg)
+		return strings.TrimSpace(out.String()), errors.New(msg)
 	}
 	return strings.TrimSpace(out.String()), nil
 }
@@ -204,6 +240,9 @@ func (c *Control) worktreeView(name string, w *config.Worktree) *api.WorktreeVie
 	if _, err := os.Stat(filepath.Join(v.Path, ".git")); err == nil {
 		v.Created = true
 	}
+	if b, err := os.ReadFile(c.setupMarker(name) + "-failed"); err == nil {
+		v.SetupFailed = string(b)
+	}
 	return v
 }
 
@@ -222,31 +261,20 @@ func (c *Control) WorktreeRemove(ctx context.Context, a api.WorktreeRemoveArgs) 
 	if st := u.sup.Status(); isActive(st.State) || st.HasRun() {
 		return api.WorktreeRemoveResult{}, errcode.Errorf(errcode.InvalidArgument, "%s is %s: stop it before removing its worktree", a.Name, st.State)
 	}
-	c.worktreeMu.Lock()
-	defer c.worktreeMu.Unlock()
 	path := c.worktreePath(u.name)
 	res := api.WorktreeRemoveResult{Name: a.Name, Path: path, Branch: h.Worktree.BranchFor(u.name)}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return res, nil
 	}
 	if !a.Force {
-		st, err := c.git(ctx, path, "status", "--porcelain")
-		if err != nil {
-			return res, fmt.Errorf("%s: worktree: status: %v: %w", a.Name, err, errcode.ErrInternal)
-		}
-		if st != "" {
+		// Teardown runs only for a removal that will happen.
+		if st, err := c.git(ctx, path, "status", "--porcelain"); err == nil && st != "" {
 			n := len(strings.Split(st, "\n"))
 			return res, errcode.Errorf(errcode.InvalidArgument, "worktree %s of %s has uncommitted changes (%d paths); --force removes them", path, a.Name, n)
 		}
 	}
-	args := []string{"worktree", "remove", path}
-	if a.Force {
-		args = []string{"worktree", "remove", "--force", path}
-	}
-	if _, err := c.git(ctx, h.Worktree.Repo, args...); err != nil {
-		return res, fmt.Errorf("%s: worktree remove: %v: %w", a.Name, err, errcode.ErrInternal)
-	}
-	res.Removed = true
-	c.log.Info("worktree removed", logkey.Unit, u.name, logkey.Path, path)
-	return res, nil
+	c.runTeardown(ctx, u, h)
+	removed, err := c.removeWorktree(ctx, u, h, a.Force)
+	res.Removed = removed
+	return res, err
 }

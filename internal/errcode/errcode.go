@@ -89,6 +89,12 @@ var (
 	// what does (an approve of a tool that is not quarantined).
 	ErrNotFound = define("not_found")
 	ErrInternal = define(Internal)
+	// ErrSetupFailed: a harness's worktree setup failed, so its start
+	// spawned nothing; the message has the setup's last lines.
+	ErrSetupFailed = define("setup_failed")
+	// ErrConflict: a land would conflict; the message lists the files,
+	// and nothing was changed.
+	ErrConflict = define("conflict")
 )
 
 var (

@@ -24,6 +24,7 @@ func TestRegistryMatchesDesign(t *testing.T) {
 		"harness_delegate": api.Write,
 		"harness_send":     api.Input, "harness_answer": api.Input, "harness_diff": api.Read,
 		"harness_new": api.Write, "harness_rm": api.Write, "harness_agents": api.Read,
+		"harness_land": api.Write,
 	}
 	tools := Tools()
 	if len(tools) != len(want) {
@@ -80,7 +81,7 @@ func TestRegistryMatchesDesign(t *testing.T) {
 }
 
 func TestSchemasRequireNameWhereTheOpNeedsOne(t *testing.T) {
-	needsName := []string{"harness_describe", "harness_logs", "harness_start", "harness_stop", "harness_restart", "harness_trigger", "harness_list_trajectories", "harness_get_trajectory", "harness_send", "harness_screen", "harness_answer", "harness_delegate", "harness_diff", "harness_new", "harness_rm"}
+	needsName := []string{"harness_describe", "harness_logs", "harness_start", "harness_stop", "harness_restart", "harness_trigger", "harness_list_trajectories", "harness_get_trajectory", "harness_send", "harness_screen", "harness_answer", "harness_delegate", "harness_diff", "harness_new", "harness_rm", "harness_land"}
 	for _, tool := range Tools() {
 		var schema struct {
 			Required []string `json:"required"`

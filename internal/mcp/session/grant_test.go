@@ -44,7 +44,7 @@ func TestNamespacedGrantsDecideTheView(t *testing.T) {
 		{[]string{"gitea:read"}, nil, []string{"gitea__search"}},
 		{[]string{"read", "harness:write"}, allTools, []string{"gitea__search", "jira__issue"}},
 		{[]string{"read", "write"}, allTools, []string{"gitea__delete_repo", "gitea__search", "jira__create", "jira__issue"}},
-		{[]string{"write", "input"}, []string{"harness_answer", "harness_delegate", "harness_new", "harness_restart", "harness_rm", "harness_send", "harness_start", "harness_stop", "harness_trigger"}, []string{"gitea__delete_repo", "jira__create"}},
+		{[]string{"write", "input"}, []string{"harness_answer", "harness_delegate", "harness_land", "harness_new", "harness_restart", "harness_rm", "harness_send", "harness_start", "harness_stop", "harness_trigger"}, []string{"gitea__delete_repo", "jira__create"}},
 	} {
 		e.auth.SetAllowed("web", c.allow...)
 		cs, _ := e.connect(t, Identity{Harness: "web"})
