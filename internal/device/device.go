@@ -272,16 +272,7 @@ func (s *Store) Check(secret, addr string) (Device, bool) {
 	if !ok {
 		return Device{}, false
 	}
-	r := s.devices[name]
-	now := s.now()
-	r.LastSeen = now.UTC()
-	moved := r.LastAddr != addr
-	r.LastAddr = addr
-	if moved || now.Sub(s.written[name]) >= seenEvery {
-		s.written[name] = now
-		_ = s.writeLocked() // last_seen is a courtesy: a full disk signs nobody out
-	}
-	g, err := api.ParseGrant(r.Grant)
+	g, err := s.seenLocked(s.devices[name], addr)
 	if err != nil {
 		return Device{}, false
 	}
@@ -289,16 +280,30 @@ func (s *Store) Check(secret, addr string) (Device, bool) {
 }
 
 // Live reports whether the device called name is still paired, with its
-// grant.
-func (s *Store) Live(name string) (api.Grant, bool) {
+// grant, and notes it was seen from addr now.
+func (s *Store) Live(name, addr string) (api.Grant, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.devices[name]
 	if !ok {
 		return api.Grant{}, false
 	}
-	g, err := api.ParseGrant(r.Grant)
+	g, err := s.seenLocked(r, addr)
 	return g, err == nil
+}
+
+// seenLocked notes r was seen from addr now, written to disk when the
+// address changed or once a minute at most; it returns r's grant.
+func (s *Store) seenLocked(r *record, addr string) (api.Grant, error) {
+	now := s.now()
+	r.LastSeen = now.UTC()
+	moved := r.LastAddr != addr
+	r.LastAddr = addr
+	if moved || now.Sub(s.written[r.Name]) >= seenEvery {
+		s.written[r.Name] = now
+		_ = s.writeLocked() // last_seen is a courtesy: a full disk signs nobody out
+	}
+	return api.ParseGrant(r.Grant)
 }
 
 // List returns the devices by name.

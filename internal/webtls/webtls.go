@@ -271,4 +271,3 @@ func Hosts(extra ...string) []string {
 	}
 	return out
 }
-
