@@ -31,7 +31,7 @@ type peopleListener struct {
 	store   *device.Store
 	certs   *webtls.Manager // nil without TLS
 	hosts   []string        // accepted in Host/Origin; the auto certificate's names
-	ln      net.Listener
+	ln      net.Listener // the TCP listener; TLS is put on it by serve
 	srv     *http.Server
 	url     string // where a phone goes: public_url, or the bound address
 	failure string
@@ -81,7 +81,6 @@ func listenPeople(w config.Web, stateDir string, log *slog.Logger) *peopleListen
 	}
 	scheme := "http"
 	if p.certs != nil {
-		ln = tls.NewListener(ln, p.certs.TLSConfig())
 		scheme = "https"
 	}
 	p.ln = ln
@@ -119,6 +118,11 @@ func (p *peopleListener) serve(dash *web.Server, log *slog.Logger) {
 	}
 	p.srv = httpmcp.NewServer(dash, log)
 	ln := httpmcp.LimitListener(p.ln, httpmcp.DefaultMaxConns())
+	if p.certs != nil {
+		// TLS outermost: the server sees a *tls.Conn and fills r.TLS
+		// (Secure cookies go by it).
+		ln = tls.NewListener(ln, p.certs.TLSConfig())
+	}
 	go func() {
 		if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			// This door only: the rest of the daemon serves on.
