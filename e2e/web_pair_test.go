@@ -7,16 +7,19 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
 
 	"github.com/harness-dev/harness/internal/fleettest"
 	"github.com/harness-dev/harness/internal/webtls"
@@ -157,14 +160,34 @@ func TestScenario_APhoneIsPairedOnceAndRevokedAtOnce(t *testing.T) {
 		t.Fatalf("devices --json = %+v", rows)
 	}
 
-	// A terminal open on the phone closes within a second of revoke.
+	// A terminal open on the phone closes within a second of revoke: the
+	// page's, and one held by a client with the device's cookie alone (no
+	// event stream to take the page away).
 	browse(t, ctx, "open the echo terminal on the phone",
 		chromedp.Navigate(base+"/h/echo"),
 		chromedp.WaitVisible(chromedp.CSS(`#term[data-attached="1"]`)),
 	)
+	term := deviceTerminal(t, pinned, base, dev.Value, "echo")
 	start := time.Now()
 	f.MustRun("devices", "revoke", "phone")
 	cli := time.Since(start)
+	closed := make(chan error, 1)
+	go func() {
+		for {
+			if _, _, err := term.Read(context.Background()); err != nil {
+				closed <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-closed:
+		if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+			t.Fatalf("the device's terminal ended with %v, want its revocation", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatalf("the device's terminal was still open 1s after `harness devices revoke` returned (it took %v)", cli)
+	}
 	c1, cancel := context.WithTimeout(ctx, time.Second)
 	err = chromedp.Do(c1, chromedp.WaitNotPresent(chromedp.CSS(`#term[data-attached="1"]`)))
 	cancel()
@@ -181,6 +204,54 @@ func TestScenario_APhoneIsPairedOnceAndRevokedAtOnce(t *testing.T) {
 	// An unknown device is not_found.
 	if out, _, code := f.Run("devices", "revoke", "phone", "--json"); code == 0 || !strings.Contains(out, "not_found") {
 		t.Fatalf("revoke of an unknown device: code %d, %s", code, out)
+	}
+}
+
+// deviceTerminal attaches to name's terminal as a client with the device
+// cookie alone would: a page for a session and its CSRF token, then the
+// WebSocket and its hello, until the viewer is attached.
+func deviceTerminal(t *testing.T, c *http.Client, base, deviceCookie, name string) *websocket.Conn {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/h/"+name, nil)
+	req.AddCookie(&http.Cookie{Name: "harness_device", Value: deviceCookie})
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="csrf-token" content="([0-9a-f]+)"`).FindSubmatch(body)
+	var session string
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "harness_session" {
+			session = ck.Value
+		}
+	}
+	if resp.StatusCode != http.StatusOK || m == nil || session == "" {
+		t.Fatalf("GET /h/%s with the device cookie: %d, session %q\n%.300s", name, resp.StatusCode, session, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	h := http.Header{}
+	h.Set("Cookie", "harness_session="+session)
+	h.Set("Origin", base)
+	conn, _, err := websocket.Dial(ctx, "wss"+strings.TrimPrefix(base, "https")+"/h/"+name+"/attach", &websocket.DialOptions{HTTPClient: c, HTTPHeader: h})
+	if err != nil {
+		t.Fatalf("attach with the device's session: %v", err)
+	}
+	t.Cleanup(func() { conn.CloseNow() })
+	hello := fmt.Sprintf(`{"csrf":%q,"cols":80,"rows":24}`, m[1])
+	if err := conn.Write(ctx, websocket.MessageText, []byte(hello)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("attach: %v", err)
+		}
+		if typ == websocket.MessageText && strings.Contains(string(data), `"attached"`) {
+			return conn
+		}
 	}
 }
 
