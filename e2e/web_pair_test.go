@@ -93,6 +93,11 @@ func TestScenario_APhoneIsPairedOnceAndRevokedAtOnce(t *testing.T) {
 		!strings.Contains(p.URL, p.Code) || len(p.Fingerprint) != 95 || time.Until(p.Expires) < 9*time.Minute {
 		t.Fatalf("pair --json = %+v", p)
 	}
+	for _, ttl := range []string{"1s", "48h"} {
+		if out, _, code := f.Run("pair", "--ttl", ttl, "--json"); code == 0 || !strings.Contains(out, "invalid_argument") || !strings.Contains(out, "out of range") {
+			t.Fatalf("pair --ttl %s: code %d, %s", ttl, code, out)
+		}
+	}
 	// The listener's certificate is the one whose fingerprint pair showed.
 	pinned := pinnedClient(p.Fingerprint)
 	base := strings.SplitN(p.URL, "/pair", 2)[0]
