@@ -31,7 +31,7 @@ type peopleListener struct {
 	store   *device.Store
 	certs   *webtls.Manager // nil without TLS
 	hosts   []string        // accepted in Host/Origin; the auto certificate's names
-	ln      net.Listener // the TCP listener; TLS is put on it by serve
+	ln      net.Listener    // the TCP listener; TLS is put on it by serve
 	srv     *http.Server
 	url     string // where a phone goes: public_url, or the bound address
 	failure string

@@ -36,9 +36,9 @@ type session struct {
 	// revoked is closed when the device is revoked; nil (never ready) for
 	// a token's session.
 	revoked <-chan struct{}
-	expires  time.Time
-	used     time.Time // its latest request; guarded by Server.mu
-	streams  int       // its open event streams and terminals; guarded by Server.mu
+	expires time.Time
+	used    time.Time // its latest request; guarded by Server.mu
+	streams int       // its open event streams and terminals; guarded by Server.mu
 }
 
 // credential names the token a session signed in with: the sessions of
