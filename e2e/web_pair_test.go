@@ -320,3 +320,56 @@ func TestScenario_ABadCertificateStopsOnlyThePeopleListener(t *testing.T) {
 		t.Fatalf("the log does not say why:\n%s", f.Log())
 	}
 }
+
+// TestScenario_APairedDeviceOutlivesADaemonRestart: the auto certificate
+// and the device record are kept in the state dir: after a restart the
+// fingerprint is the same, the device's cookie still signs it in, and
+// daemon-info shows the listener and its fingerprint.
+func TestScenario_APairedDeviceOutlivesADaemonRestart(t *testing.T) {
+	f := newFleet(t, pairConfig)
+	var p pairResult
+	f.MustJSON(&p, "pair", "--json")
+	if p.Name != "device-1" {
+		t.Fatalf("pair without --name named it %q", p.Name)
+	}
+	pinned := pinnedClient(p.Fingerprint)
+	resp, err := pinned.Get(p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var secret string
+	for _, c := range resp.Cookies() {
+		if c.Name == "harness_device" {
+			secret = c.Value
+		}
+	}
+	if resp.StatusCode != http.StatusSeeOther || secret == "" {
+		t.Fatalf("pairing from a client: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	if data, err := os.ReadFile(filepath.Join(f.State, "devices.json")); err != nil || strings.Contains(string(data), secret) {
+		t.Fatalf("devices.json: %v (it must hold a hash, never the secret)", err)
+	}
+
+	f.Stop()
+	f.start()
+	var info struct {
+		WebURL         string `json:"web_url"`
+		WebFingerprint string `json:"web_fingerprint"`
+		WebError       string `json:"web_error"`
+	}
+	f.MustJSON(&info, "daemon-info", "--json")
+	if info.WebFingerprint != p.Fingerprint || info.WebError != "" || !strings.HasPrefix(info.WebURL, "https://127.0.0.1:") {
+		t.Fatalf("daemon-info after a restart: %+v, want the fingerprint %s", info, p.Fingerprint)
+	}
+	req, _ := http.NewRequest(http.MethodGet, info.WebURL+"/", nil)
+	req.AddCookie(&http.Cookie{Name: "harness_device", Value: secret})
+	resp, err = pinnedClient(info.WebFingerprint).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the device after a restart: %d, want signed in", resp.StatusCode)
+	}
+}
