@@ -27,7 +27,6 @@ import (
 // does not load, an address taken) the daemon logs why, shows it in
 // daemon_info's web_error and serves everything else.
 type peopleListener struct {
-	cfg     config.Web
 	store   *device.Store
 	certs   *webtls.Manager // nil without TLS
 	hosts   []string        // accepted in Host/Origin; the auto certificate's names
@@ -44,7 +43,7 @@ func listenPeople(w config.Web, stateDir string, log *slog.Logger) *peopleListen
 	if w.Listen == "" {
 		return nil
 	}
-	p := &peopleListener{cfg: w}
+	p := &peopleListener{}
 	fail := func(err error) *peopleListener {
 		p.failure = err.Error()
 		log.Error("the listener for people is not served; everything else is", logkey.Addr, w.Listen, logkey.Err, err)
