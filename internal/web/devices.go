@@ -60,7 +60,8 @@ func setSessionCookie(w http.ResponseWriter, r *http.Request, sess *session) {
 // goes to the fleet; a used, expired or unknown one answers 410 with the
 // reason and signs nothing in; a flood of wrong codes answers 429.
 func (s *Server) servePair(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if r.Method != http.MethodGet {
+		// Not even HEAD: a probe must not use the code up.
 		s.fail(w, r, http.StatusMethodNotAllowed, "open the pairing URL with GET")
 		return
 	}
