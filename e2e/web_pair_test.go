@@ -372,4 +372,10 @@ func TestScenario_APairedDeviceOutlivesADaemonRestart(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("the device after a restart: %d, want signed in", resp.StatusCode)
 	}
+	// Without --json: the URL, its QR code in half blocks, the fingerprint.
+	out := f.MustRun("pair", "--name", "tablet")
+	if !strings.Contains(out, info.WebURL+"/pair?code=") || !strings.Contains(out, "▄") || !strings.Contains(out, p.Fingerprint) ||
+		!strings.Contains(out, "harness devices revoke tablet") {
+		t.Fatalf("pair's output:\n%s", out)
+	}
 }
