@@ -344,10 +344,14 @@ func (s *Server) callAs(ctx context.Context, rq *request, op string, args any, o
 	return s.callFor(ctx, s.callerOf(rq), op, args, out)
 }
 
-// callerOf is the caller of rq's session: the page, and its token.
+// callerOf is the caller of rq's session: the page and its token, or
+// the paired device.
 func (s *Server) callerOf(rq *request) api.Caller {
 	c := caller
 	c.Door, c.Actor = api.DoorPage, rq.sess.credential()
+	if rq.sess.device != "" {
+		c.Door = api.DoorDevice
+	}
 	return c
 }
 
