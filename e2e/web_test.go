@@ -25,9 +25,9 @@ import (
 const chromiumPath = "/usr/bin/chromium"
 
 // newBrowser starts a headless Chromium of its own (a temp profile) and
-// returns a tab's context. Cleanup ends the browser and checks that none
-// of its processes is left.
-func newBrowser(t *testing.T, width, height int) context.Context {
+// returns a tab's context; extra are more flags. Cleanup ends the browser
+// and checks that none of its processes is left.
+func newBrowser(t *testing.T, width, height int, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	testenv.File(t, chromiumPath, "Debian's chromium")
 	profile := t.TempDir()
@@ -45,6 +45,7 @@ func newBrowser(t *testing.T, width, height int) context.Context {
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(width, height),
 	}
+	opts = append(opts, extra...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(alloc)
 	if err := chromedp.Do(ctx); err != nil {

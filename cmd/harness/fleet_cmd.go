@@ -88,6 +88,15 @@ func daemonInfoCmd(g *globals) *cobra.Command {
 			if res.DashboardURL != "" {
 				fmt.Fprintf(w, "dashboard: %s\n", res.DashboardURL)
 			}
+			if res.WebURL != "" {
+				fmt.Fprintf(w, "web:       %s (pair a phone: harness pair)\n", res.WebURL)
+			}
+			if res.WebFingerprint != "" {
+				fmt.Fprintf(w, "web cert:  SHA-256 %s\n", res.WebFingerprint)
+			}
+			if res.WebError != "" {
+				fmt.Fprintf(w, "web error: %s\n", res.WebError)
+			}
 			for _, u := range res.Upstreams {
 				fmt.Fprintf(w, "upstream:  %s %s (%d tools)\n", u.Key, u.State, u.Tools)
 			}

@@ -158,6 +158,7 @@ func newRoot(g *globals, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(runCmd(g))                         // scratch harnesses (docs/design/agents.md)
 	root.AddCommand(newCmd(g), rmCmd(g), agentsCmd(g)) // harness.d (docs/agents.md)
 	root.AddCommand(auditCmd(g))                       // the audit log (docs/operations.md)
+	root.AddCommand(pairCmd(g), devicesCmd(g))         // the listener for people (docs/design/web.md)
 	usageErrorsAreInvalidArguments(root)
 	return root
 }

@@ -83,6 +83,14 @@ type DaemonInfo struct {
 	DashboardURL string `json:"dashboard_url,omitempty"`
 	// Telemetry is the OTLP export, when [telemetry] otlp_endpoint is set.
 	Telemetry *TelemetryInfo `json:"telemetry,omitempty"`
+	// WebURL is the listener for people's address ([web] listen, or
+	// public_url when set); WebFingerprint its certificate's SHA-256.
+	WebURL         string `json:"web_url,omitempty"`
+	WebFingerprint string `json:"web_fingerprint,omitempty"`
+	// WebError says why the listener for people does not serve (a
+	// certificate that does not load, an address taken); the rest of the
+	// daemon serves on.
+	WebError string `json:"web_error,omitempty"`
 }
 
 // TelemetryInfo counts what the OTLP export sent and lost

@@ -132,6 +132,12 @@ var specs = []Spec{
 	spec[AgentsArgs, []AgentProgram](OpAgents, Read).tool("agents",
 		"The agent programs harness_new can run, found on the daemon's PATH with their versions, or missing."),
 	spec[AuditArgs, AuditResult](OpAudit, Read),
+	// Pairing mints a credential: never a facade tool, so no MCP session
+	// reaches it (the CLI over the socket does; a bridge only within its
+	// own grant).
+	spec[PairArgs, PairResult](OpPair, Write),
+	spec[NoArgs, []DeviceInfo](OpDevices, Read),
+	spec[DeviceArg, DeviceInfo](OpDevicesRevoke, Write),
 }
 
 // doorClasses are the classes of the door operations (not in specs: no

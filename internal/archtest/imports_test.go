@@ -67,7 +67,9 @@ var onlyRules = []struct {
 		"the egress proxy shares nothing with the daemon's actors, so it never blocks them (docs/design/sandbox.md)"},
 	{"internal/nowait", []string{},
 		"reads and writes that never wait are a leaf under every stream the daemon serves"},
-	{"internal/web", []string{"internal/api", "internal/errcode", "internal/logkey", "internal/dashtoken", "internal/httpguard"},
+	// The paired devices (device) are credentials like dashboard tokens:
+	// the pages redeem codes and check device cookies against the store.
+	{"internal/web", []string{"internal/api", "internal/errcode", "internal/logkey", "internal/dashtoken", "internal/httpguard", "internal/device"},
 		"the web dashboard reaches operations through its Backend interface and the wire types, like the MCP sessions"},
 }
 

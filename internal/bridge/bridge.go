@@ -181,7 +181,7 @@ func relayControl(nc net.Conn, in io.Reader, w *frameWriter, grant api.Grant) er
 				if err := json.Unmarshal(payload, &req); err != nil {
 					return w.refuse(fmt.Errorf("bad request: %w: %w", err, errcode.ErrInvalidArgument))
 				}
-				if err := check(grant, req.Op); err != nil {
+				if err := check(grant, req.Op, req.Args); err != nil {
 					body := errcode.BodyOf(err)
 					answer, _ := json.Marshal(protocol.Response{ID: req.ID, Error: &body})
 					if err := w.write(protocol.FrameResponse, answer); err != nil {
@@ -198,13 +198,37 @@ func relayControl(nc net.Conn, in io.Reader, w *frameWriter, grant api.Grant) er
 	return relay(nc, up, down)
 }
 
-// check judges one control operation.
-func check(grant api.Grant, op string) error {
+// check judges one control operation. A pairing mints a credential: it
+// may grant the device no class this key's grant lacks (an empty grant
+// asks for the default, read and input).
+func check(grant api.Grant, op string, args json.RawMessage) error {
 	c, ok := api.ClassOf(op)
 	if !ok {
 		return errcode.Errorf(errcode.InvalidArgument, "unknown operation %s", errcode.Quote(op))
 	}
-	return permit(grant, op, c, "operation "+op)
+	if err := permit(grant, op, c, "operation "+op); err != nil || op != api.OpPair {
+		return err
+	}
+	var a api.PairArgs
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &a); err != nil {
+			return errcode.Errorf(errcode.InvalidArgument, "pair: arguments: %v", err)
+		}
+	}
+	want := a.Grant
+	if len(want) == 0 {
+		want = []string{string(api.Read), string(api.Input)}
+	}
+	for _, w := range want {
+		wc, err := api.ParseClass(w)
+		if err != nil {
+			return errcode.Errorf(errcode.InvalidArgument, "pair: grant: %v", err)
+		}
+		if err := permit(grant, op, wc, "pairing a device with "+w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // relayBytes copies an attach or MCP stream both ways: the daemon checks

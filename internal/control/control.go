@@ -111,6 +111,9 @@ type Options struct {
 	// DashboardURL, when the HTTP endpoint serves the web dashboard, is
 	// shown by daemon_info.
 	DashboardURL string
+	// Devices pairs and ends the devices of the listener for people
+	// (devices.go); nil when [web] listen is not set.
+	Devices Devices
 	// Reaper starts the children control runs itself (git, for worktrees)
 	// when the daemon reaps adopted orphans: an unregistered child's exit
 	// status may be taken by it, and its Wait then fails (ECHILD). Nil:
@@ -482,6 +485,9 @@ var opTable = map[string]opFunc{
 	api.OpRm:               op((*Control).Rm),
 	api.OpAgents:           op((*Control).Agents),
 	api.OpAudit:            op((*Control).Audit),
+	api.OpPair:             op((*Control).Pair),
+	api.OpDevices:          op((*Control).DevicesList),
+	api.OpDevicesRevoke:    op((*Control).DevicesRevoke),
 }
 
 // op adapts a typed operation to the table. Arguments are decoded

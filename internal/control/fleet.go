@@ -220,12 +220,16 @@ func (c *Control) apply(cfg *config.Config, boot bool) (api.ReloadResult, error)
 		return res, err
 	}
 	restartOnly := !boot && c.cfg.Daemon.MCPHTTP != cfg.Daemon.MCPHTTP
+	webRestart := !boot && c.cfg.Web != cfg.Web
 	c.cfg = cfg
 	c.holds.maxAgents.Store(int64(cfg.Daemon.MaxConcurrentAgents))
 	commitPrompts()
 	c.warnings = append(append(c.warnings[:0], cfg.Warnings...), promptWarnings...)
 	if restartOnly {
 		c.warnings = append(c.warnings, "daemon.mcp_http: a changed address applies when the daemon restarts")
+	}
+	if webRestart {
+		c.warnings = append(c.warnings, "web: a changed listener for people applies when the daemon restarts")
 	}
 	var toStart []*unit
 	if !boot {

@@ -467,25 +467,32 @@ func (c *Control) DaemonInfo(ctx context.Context, _ api.NoArgs) (api.DaemonInfo,
 	c.mu.RLock()
 	profile := c.profile
 	c.mu.RUnlock()
+	var webURL, webFP, webErr string
+	if c.opt.Devices != nil {
+		webURL, webFP, webErr = c.opt.Devices.Info()
+	}
 	return api.DaemonInfo{
-		Version:      c.opt.Version,
-		Proto:        c.opt.Proto,
-		PID:          os.Getpid(),
-		StartedAt:    c.startedAt,
-		Uptime:       time.Since(c.startedAt).Round(time.Second).String(),
-		UptimeS:      time.Since(c.startedAt).Seconds(),
-		Paths:        c.opt.Paths,
-		Profile:      profile,
-		MCPURL:       c.opt.MCPURL,
-		DashboardURL: c.opt.DashboardURL,
-		Warnings:     c.Warnings(),
-		Upstreams:    c.upstreamStatus(),
-		Ownership:    c.opt.Ownership,
-		CallLog:      c.callLogInfo(),
-		Notify:       c.notifyStats(),
-		Webhooks:     c.webhookInfo(),
-		StateWrites:  c.stateWrites(),
-		Telemetry:    c.telemetryInfo(),
+		WebURL:         webURL,
+		WebFingerprint: webFP,
+		WebError:       webErr,
+		Version:        c.opt.Version,
+		Proto:          c.opt.Proto,
+		PID:            os.Getpid(),
+		StartedAt:      c.startedAt,
+		Uptime:         time.Since(c.startedAt).Round(time.Second).String(),
+		UptimeS:        time.Since(c.startedAt).Seconds(),
+		Paths:          c.opt.Paths,
+		Profile:        profile,
+		MCPURL:         c.opt.MCPURL,
+		DashboardURL:   c.opt.DashboardURL,
+		Warnings:       c.Warnings(),
+		Upstreams:      c.upstreamStatus(),
+		Ownership:      c.opt.Ownership,
+		CallLog:        c.callLogInfo(),
+		Notify:         c.notifyStats(),
+		Webhooks:       c.webhookInfo(),
+		StateWrites:    c.stateWrites(),
+		Telemetry:      c.telemetryInfo(),
 	}, nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/mask"
 	"github.com/harness-dev/harness/internal/mcp/broker"
+	"github.com/harness-dev/harness/internal/mcp/httpmcp"
 	"github.com/harness-dev/harness/internal/mcp/pins"
 	"github.com/harness-dev/harness/internal/mcp/session"
 	"github.com/harness-dev/harness/internal/notify"
@@ -35,6 +36,7 @@ import (
 	"github.com/harness-dev/harness/internal/supervise"
 	"github.com/harness-dev/harness/internal/trajectory"
 	"github.com/harness-dev/harness/internal/upauth"
+	"github.com/harness-dev/harness/internal/web"
 )
 
 // Options configure one daemon. Empty paths take the defaults (docs/design/wire.md).
@@ -164,6 +166,14 @@ func Run(ctx context.Context, opt Options) (err error) {
 	if httpEP != nil {
 		mcpURL, dashURL = httpEP.url, httpEP.dashURL
 		defer httpEP.ln.Close()
+	}
+	// The listener for people: a certificate that does not load stops
+	// this door only (daemon_info's web_error says why).
+	people := listenPeople(cfg.Web, paths.StateDir, log)
+	var devices control.Devices
+	if people != nil {
+		devices = people
+		defer people.shutdown(context.Background())
 	}
 
 	reaper := proctree.NewReaper(log)
@@ -310,6 +320,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Logger:       log,
 		Ownership:    own.info,
 		DashboardURL: dashURL,
+		Devices:      devices,
 		Reaper:       reaper,
 		NewNotifier:  newNtf,
 		NewWebhooks:  newWh,
@@ -349,12 +360,24 @@ func Run(ctx context.Context, opt Options) (err error) {
 		whErr = wh.serve(log)
 	}
 	var httpErr chan error
-	if httpEP != nil {
-		maxMessage := func() int { return ctl.Config().Daemon.MCPMaxMessage }
-		if err := httpEP.serve(mgr, paths.StateDir, maxMessage, metricsHandler(log, calls, ntf), webBackend{ctl: ctl, srv: srv}, log); err != nil {
-			log.Error("mcp http endpoint not served", logkey.Err, err)
+	var dash *web.Server
+	if httpEP != nil || people != nil {
+		// The operator token signs in to the dashboard as to MCP.
+		tok, err := httpmcp.LoadOrCreateOperatorToken(paths.StateDir)
+		if err == nil {
+			dash, err = newDashboard(webBackend{ctl: ctl, srv: srv}, tok, paths.StateDir, people, log)
 		}
-		httpErr = httpEP.err
+		if err != nil {
+			log.Error("web dashboard not served", logkey.Err, err)
+		}
+		if httpEP != nil && err == nil {
+			maxMessage := func() int { return ctl.Config().Daemon.MCPMaxMessage }
+			httpEP.serve(mgr, tok, maxMessage, metricsHandler(log, calls, ntf), dash, log)
+			httpErr = httpEP.err
+		}
+		if people != nil && dash != nil {
+			people.serve(dash, log)
+		}
 	}
 	log.Info("daemon serving", logkey.Socket, paths.Socket, logkey.Config, paths.Config, logkey.StateDir, paths.StateDir, logkey.PID, os.Getpid(), logkey.Version, opt.Version)
 
@@ -409,6 +432,16 @@ loop:
 	// daemon go away only after their own processes were told to stop.
 	ctl.Close(context.Background())
 	mgr.Close()
+	if dash != nil {
+		// Its event streams and terminals never go idle: end them first,
+		// or Shutdown would wait for them until ctx ends.
+		dash.Close()
+	}
+	if people != nil {
+		if err := people.shutdown(sctx); err != nil {
+			log.Error("web listener shutdown", logkey.Err, err)
+		}
+	}
 	if httpEP != nil {
 		if err := httpEP.shutdown(sctx); err != nil {
 			log.Error("mcp http shutdown", logkey.Err, err)

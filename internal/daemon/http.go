@@ -23,7 +23,6 @@ type httpEndpoint struct {
 	srv *http.Server
 	url string
 	err chan error
-	web *web.Server // the dashboard on the same listener; nil when not served
 	// dashURL is the dashboard's address, shown by daemon_info.
 	dashURL string
 }
@@ -44,13 +43,9 @@ func listenHTTP(cfg *config.Config) (*httpEndpoint, error) {
 
 // serve starts answering; the session layer applies the operator's grant
 // in force (the authority reads it from the live config). metrics is
-// served at /metrics to the operator. dash, when set, is the dashboard's
-// backend: the web dashboard answers every other path (docs/design/web.md).
-func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage func() int, metrics http.Handler, dash web.Backend, log *slog.Logger) error {
-	tok, err := httpmcp.LoadOrCreateOperatorToken(stateDir)
-	if err != nil {
-		return fmt.Errorf("mcp_http: operator token: %w", err)
-	}
+// served at /metrics to the operator. dash, when set, is the web
+// dashboard, answering every other path (docs/design/web.md).
+func (e *httpEndpoint) serve(mgr *session.Manager, tok string, maxMessage func() int, metrics http.Handler, dash *web.Server, log *slog.Logger) {
 	var h http.Handler = httpmcp.NewHandler(httpmcp.Options{
 		Sessions:      mgr,
 		OperatorToken: tok,
@@ -61,15 +56,7 @@ func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage f
 	})
 	maxConns := httpmcp.DefaultMaxConns()
 	if dash != nil {
-		// The dashboard's streams hold their connections while a page is
-		// open: they may take a quarter of the listener's, so agents' MCP
-		// calls and sign-ins always find one.
-		maxStreams := min(web.DefaultMaxStreams, max(1, maxConns/4))
-		e.web, err = web.New(web.Options{Backend: dash, OperatorToken: tok, StateDir: stateDir, Logger: log, MaxStreams: maxStreams})
-		if err != nil {
-			return fmt.Errorf("dashboard: %w", err)
-		}
-		h = doors{mcp: h, web: e.web}
+		h = doors{mcp: h, web: dash}
 	}
 	e.srv = httpmcp.NewServer(h, log)
 	ln := httpmcp.LimitListener(e.ln, maxConns)
@@ -79,19 +66,30 @@ func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage f
 		}
 	}()
 	log.Info("mcp http endpoint serving", logkey.URL, e.url, logkey.MaxConns, maxConns)
-	if e.web != nil {
+	if dash != nil {
 		// The address a person opens: said once, where they look first.
 		log.Info("web dashboard serving", logkey.URL, e.dashURL)
 	}
-	return nil
+}
+
+// newDashboard is the web dashboard the HTTP endpoint and the listener
+// for people share (one set of sessions). Its streams hold their
+// connections while a page is open: they may take a quarter of a
+// listener's, so agents' MCP calls and sign-ins always find one.
+func newDashboard(dash web.Backend, tok, stateDir string, people *peopleListener, log *slog.Logger) (*web.Server, error) {
+	maxStreams := min(web.DefaultMaxStreams, max(1, httpmcp.DefaultMaxConns()/4))
+	opt := web.Options{Backend: dash, OperatorToken: tok, StateDir: stateDir, Logger: log, MaxStreams: maxStreams}
+	if people != nil && people.store != nil {
+		opt.Devices, opt.Hosts = people.store, people.hosts
+	}
+	w, err := web.New(opt)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	return w, nil
 }
 
 func (e *httpEndpoint) shutdown(ctx context.Context) error {
-	if e.web != nil {
-		// Its event streams and terminals never go idle: end them first,
-		// or Shutdown would wait for them until ctx ends.
-		e.web.Close()
-	}
 	if e.srv == nil {
 		return e.ln.Close()
 	}

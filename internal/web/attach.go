@@ -79,6 +79,11 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 		select {
 		case <-s.ctx.Done():
 			cancel()
+		case <-rq.sess.revoked:
+			// A revoked device's terminal ends now, idle or not.
+			s.log.Info("dashboard terminal ended: device revoked", logkey.Harness, name, logkey.Session, rq.sess.who())
+			c.Close(websocket.StatusPolicyViolation, "this device was revoked")
+			cancel()
 		case <-ctx.Done():
 		}
 	}()

@@ -32,9 +32,13 @@ type session struct {
 	csrf     string
 	operator bool   // signed in with the operator token
 	tokenID  string // else the dashboard token's id
-	expires  time.Time
-	used     time.Time // its latest request; guarded by Server.mu
-	streams  int       // its open event streams and terminals; guarded by Server.mu
+	device   string // else the paired device's name
+	// revoked is closed when the device is revoked; nil (never ready) for
+	// a token's session.
+	revoked <-chan struct{}
+	expires time.Time
+	used    time.Time // its latest request; guarded by Server.mu
+	streams int       // its open event streams and terminals; guarded by Server.mu
 }
 
 // credential names the token a session signed in with: the sessions of
@@ -43,6 +47,9 @@ func (s *session) credential() string {
 	if s.operator {
 		return "token:operator"
 	}
+	if s.device != "" {
+		return "device:" + s.device
+	}
 	return "token:" + s.tokenID
 }
 
@@ -50,6 +57,9 @@ func (s *session) credential() string {
 func (s *session) who() string {
 	if s.operator {
 		return "operator"
+	}
+	if s.device != "" {
+		return "device " + s.device
 	}
 	return "dashboard token " + s.tokenID
 }
@@ -84,6 +94,15 @@ func (s *Server) session(r *http.Request) (*session, api.Grant, bool) {
 	}
 	if sess.operator {
 		return sess, s.b.OperatorGrant(), true
+	}
+	if sess.device != "" {
+		g, ok := s.opt.Devices.Live(sess.device, remoteHost(r))
+		if !ok {
+			s.endSession(sess)
+			s.log.Info("device revoked; its session ended", logkey.Session, sess.who())
+			return nil, api.Grant{}, false
+		}
+		return sess, g, true
 	}
 	t, ok := s.tokens.Live(sess.tokenID)
 	if !ok {
@@ -191,10 +210,7 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 			s.render(w, r, http.StatusUnauthorized, "login.html", loginView{Error: "That token is not valid (or was revoked).", Next: next})
 			return
 		}
-		http.SetCookie(w, &http.Cookie{
-			Name: cookieName, Value: sess.id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-			Secure: r.TLS != nil, Expires: sess.expires,
-		})
+		setSessionCookie(w, r, sess)
 		s.log.Info("dashboard sign-in", logkey.Session, sess.who(), logkey.Remote, r.RemoteAddr)
 		if next == "" {
 			next = "/"
@@ -229,6 +245,16 @@ func (s *Server) signIn(tok string) (*session, error) {
 		sess.tokenID = t.ID
 	default:
 		return nil, nil
+	}
+	return s.openSession(sess)
+}
+
+// openSession records sess (its id, CSRF token and times filled in when
+// empty) within the bounds of its credential and of all sessions.
+func (s *Server) openSession(sess *session) (*session, error) {
+	now := s.now()
+	if sess.id == "" {
+		sess.id, sess.csrf, sess.expires, sess.used = randomHex(32), randomHex(32), now.Add(s.opt.SessionTTL), now
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -272,5 +298,8 @@ func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("dashboard sign-out", logkey.Session, sess.who())
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	// A device signing out forgets its cookie too (pair it again to come
+	// back); its record stays until `harness devices revoke`.
+	http.SetCookie(w, &http.Cookie{Name: deviceCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }

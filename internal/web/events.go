@@ -107,6 +107,9 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rq *request
 			return
 		case <-s.ctx.Done():
 			return
+		case <-rq.sess.revoked:
+			_ = write("event: signedout\ndata: {}\n\n")
+			return
 		case ev := <-st.ch:
 			data, err := json.Marshal(ev)
 			if err != nil || !write("event: unit\ndata: %s\n\n", data) {

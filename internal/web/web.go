@@ -29,7 +29,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/dashtoken"
-	"github.com/harness-dev/harness/internal/httpguard"
+	"github.com/harness-dev/harness/internal/device"
 	"github.com/harness-dev/harness/internal/logkey"
 )
 
@@ -86,6 +86,13 @@ type Options struct {
 	// share of the HTTP listener's connections, so the pages can never
 	// hold every connection the MCP door needs (streams.go).
 	MaxStreams int
+	// Devices are the paired devices of the listener for people
+	// (devices.go); nil pairs none.
+	Devices *device.Store
+	// Hosts are host names and addresses accepted in Host and Origin
+	// beside loopback ones: the listener for people's own, and
+	// public_url's host.
+	Hosts []string
 }
 
 // DefaultSessionTTL is how long a sign-in lasts unless configured.
@@ -202,12 +209,12 @@ func securityHeaders(h http.Header) {
 // ServeHTTP checks Host and Origin like the MCP door, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
-	if !httpguard.LoopbackRequest(r) {
+	if !s.hostAllowed(r) {
 		s.log.Warn("refused request with a foreign Host", logkey.Host, r.Host, logkey.Remote, r.RemoteAddr)
 		s.fail(w, r, http.StatusForbidden, "this dashboard answers only to a loopback host name")
 		return
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && !httpguard.LoopbackOrigin(origin) {
+	if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
 		s.log.Warn("refused request with a foreign Origin", logkey.Origin, origin, logkey.Remote, r.RemoteAddr)
 		s.fail(w, r, http.StatusForbidden, "cross-origin requests are refused")
 		return
@@ -225,6 +232,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveLogin(w, r)
 	case path == "/logout":
 		s.serveLogout(w, r)
+	case path == PairPath:
+		s.servePair(w, r)
 	default:
 		s.serveSignedIn(w, r)
 	}
@@ -233,6 +242,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveSignedIn routes the pages that need a session.
 func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 	sess, grant, ok := s.session(r)
+	if !ok {
+		sess, grant, ok = s.deviceSession(w, r)
+	}
 	if !ok {
 		if r.Method == http.MethodGet && r.Header.Get("Upgrade") == "" && r.URL.Path != "/events" {
 			http.Redirect(w, r, loginPath(r), http.StatusSeeOther)
@@ -332,10 +344,14 @@ func (s *Server) callAs(ctx context.Context, rq *request, op string, args any, o
 	return s.callFor(ctx, s.callerOf(rq), op, args, out)
 }
 
-// callerOf is the caller of rq's session: the page, and its token.
+// callerOf is the caller of rq's session: the page and its token, or
+// the paired device.
 func (s *Server) callerOf(rq *request) api.Caller {
 	c := caller
 	c.Door, c.Actor = api.DoorPage, rq.sess.credential()
+	if rq.sess.device != "" {
+		c.Door = api.DoorDevice
+	}
 	return c
 }
 
