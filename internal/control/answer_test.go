@@ -133,3 +133,57 @@ func TestScenario_AnAgentsPromptIsMaskedWhereverItShows(t *testing.T) {
 		}
 	}
 }
+
+// twiceScript draws the same API-key dialog twice, a prompt between
+// them: two prompts that look alike, answered one after the other.
+const twiceScript = `stty raw -echo opost
+for i in 1 2; do
+printf '\033[2J\033[H Detected a custom API key in your environment\r\n Do you want to use this API key?\r\n\r\n   Yes\r\n ❯ No (recommended)\r\n\r\n Enter to confirm\r\n'
+k=$(dd bs=1 count=4 2>/dev/null | od -An -c)
+printf '\033[2J\033[Hgot %s\r\n\r\n❯ \r\n' "$k"
+sleep 1
+done
+exec sleep 100000
+`
+
+// TestScenario_AnAnswerBoundToAPromptAnswersThatPromptOnly: an answer
+// that names a prompt (prompt_id) types nothing while another prompt is
+// on screen, even one that looks the same as the one it names: the
+// second drawing of a dialog has a new id, and the first one's is
+// refused not_waiting.
+func TestScenario_AnAnswerBoundToAPromptAnswersThatPromptOnly(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "twice.sh")
+	if err := os.WriteFile(script, []byte(twiceScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, "[harness.claude]\ncmd = \"sh\"\nargs = [\""+script+"\"]\nagent = \"claude-code\"\nstop_grace = 2\n")
+	f.mustCall(api.OpStart, api.NamesArgs{Name: "claude"}, nil)
+	waitPrompt := func() api.WaitResult {
+		t.Helper()
+		var w api.WaitResult
+		f.mustCall(api.OpWait, api.WaitArgs{Name: "claude", State: []api.AgentState{api.AgentWaiting}, TimeoutS: 30}, &w)
+		if w.TimedOut || w.PromptID == 0 {
+			t.Fatalf("the dialog is not seen waiting with a prompt id: %+v\n%s", w, f.screenOf("claude"))
+		}
+		return w
+	}
+	first := waitPrompt()
+	err := f.call(api.OpAnswer, api.AnswerArgs{Name: "claude", Choice: "Yes", PromptID: first.PromptID + 1000}, nil)
+	if errcode.Of(err) != errcode.NotWaiting {
+		t.Fatalf("an answer to another prompt id: %v", err)
+	}
+	f.mustCall(api.OpAnswer, api.AnswerArgs{Name: "claude", Choice: "Yes", PromptID: first.PromptID}, nil)
+	f.waitScreen("claude", "got ")
+	second := waitPrompt()
+	if second.Prompt != first.Prompt || second.PromptID == first.PromptID {
+		t.Fatalf("the second dialog: %+v, the first: %+v", second, first)
+	}
+	err = f.call(api.OpAnswer, api.AnswerArgs{Name: "claude", Choice: "Yes", PromptID: first.PromptID}, nil)
+	if errcode.Of(err) != errcode.NotWaiting {
+		t.Fatalf("the first prompt's answer on the second: %v", err)
+	}
+	if s := f.screenOf("claude"); !strings.Contains(s, "Do you want to use this API key?") {
+		t.Fatalf("the refused answer typed something:\n%s", s)
+	}
+	f.mustCall(api.OpAnswer, api.AnswerArgs{Name: "claude", Choice: "Yes", PromptID: second.PromptID}, nil)
+}
