@@ -41,6 +41,7 @@ type Config struct {
 	Notifiers map[string]*Notify   // [notify.NAME], by name (events.go)
 	Webhooks  map[string]*Webhook  // [webhook.NAME], by name (events.go)
 	Telemetry Telemetry            // [telemetry] (telemetry.go)
+	Web       Web                  // [web] (web.go)
 	// Warnings are problems that do not stop the file from loading, each
 	// `FILE:LINE: KEY: message` (e.g. read_tools and write_tools overlap).
 	Warnings []string
@@ -333,6 +334,8 @@ func parse(path string, data []byte, incs []*Include) (*Config, error) {
 			}
 		case "telemetry":
 			d.telemetry(v, &cfg.Telemetry)
+		case "web":
+			d.web(v, &cfg.Web)
 		case "profile":
 			// Decoded below: membership checks need every harness.
 		default:
