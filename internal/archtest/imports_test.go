@@ -62,8 +62,8 @@ var onlyRules = []struct {
 		"the masker is a leaf every package that renders text can use (docs/design/masking.md)"},
 	{"internal/nowait", []string{},
 		"reads and writes that never wait are a leaf under every stream the daemon serves"},
-	{"internal/web", []string{"internal/api", "internal/errcode", "internal/logkey", "internal/dashtoken", "internal/httpguard"},
-		"the web dashboard reaches operations through its Backend interface and the wire types, like the MCP sessions"},
+	{"internal/web", []string{"internal/api", "internal/errcode", "internal/logkey", "internal/dashtoken", "internal/httpguard", "internal/actionlink"},
+		"the web dashboard reaches operations through its Backend interface and the wire types, like the MCP sessions; it serves the action links the daemon's store holds"},
 }
 
 // TestImportRules checks every rule against the non-test files of the

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/harness-dev/harness/internal/actionlink"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/httpmcp"
@@ -26,6 +27,8 @@ type httpEndpoint struct {
 	web *web.Server // the dashboard on the same listener; nil when not served
 	// dashURL is the dashboard's address, shown by daemon_info.
 	dashURL string
+	// links are the notifications' action links the dashboard serves.
+	links *actionlink.Store
 }
 
 // listenHTTP binds the endpoint before anything spawns, so harnesses can be
@@ -39,7 +42,8 @@ func listenHTTP(cfg *config.Config) (*httpEndpoint, error) {
 		return nil, fmt.Errorf("mcp_http: %w", err)
 	}
 	origin := "http://" + ln.Addr().String()
-	return &httpEndpoint{ln: ln, url: origin + httpmcp.Path, dashURL: origin + "/", err: make(chan error, 1)}, nil
+	return &httpEndpoint{ln: ln, url: origin + httpmcp.Path, dashURL: origin + "/", err: make(chan error, 1),
+		links: actionlink.New(nil)}, nil
 }
 
 // serve starts answering; the session layer applies the operator's grant
@@ -65,7 +69,8 @@ func (e *httpEndpoint) serve(mgr *session.Manager, stateDir string, maxMessage f
 		// open: they may take a quarter of the listener's, so agents' MCP
 		// calls and sign-ins always find one.
 		maxStreams := min(web.DefaultMaxStreams, max(1, maxConns/4))
-		e.web, err = web.New(web.Options{Backend: dash, OperatorToken: tok, StateDir: stateDir, Logger: log, MaxStreams: maxStreams})
+		e.web, err = web.New(web.Options{Backend: dash, OperatorToken: tok, StateDir: stateDir, Logger: log, MaxStreams: maxStreams,
+			Links: e.links})
 		if err != nil {
 			return fmt.Errorf("dashboard: %w", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/harness-dev/harness/internal/actionlink"
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/mask"
@@ -18,13 +19,26 @@ import (
 func newNotifier(ctl *control.Control, reaper *proctree.Reaper, own *ownership, instance string, m *mask.Masker, web *httpEndpoint, log *slog.Logger) *notify.Notifier {
 	host, _ := os.Hostname()
 	var dashboard func(string) string
+	var publicURL func() string
+	var links *actionlink.Store
 	if web != nil {
 		// The dashboard (internal/web) is served at / on the HTTP listener.
 		base := web.dashURL
 		dashboard = func(name string) string { return base + "h/" + name }
+		// Action links go to [web] public_url, else to the dashboard's
+		// own address, read at each message so a reload applies.
+		links = web.links
+		publicURL = func() string {
+			if p := ctl.Config().Web.PublicURL; p != "" {
+				return p
+			}
+			return base
+		}
 	}
 	return notify.New(notify.Options{
 		Dashboard: dashboard,
+		Links:     links,
+		PublicURL: publicURL,
 		Source:    notifySource{ctl},
 		Host:      host,
 		Mask:      m.Func(),

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harness-dev/harness/internal/actionlink"
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/dashtoken"
 	"github.com/harness-dev/harness/internal/httpguard"
@@ -86,6 +87,9 @@ type Options struct {
 	// share of the HTTP listener's connections, so the pages can never
 	// hold every connection the MCP door needs (streams.go).
 	MaxStreams int
+	// Links are the action links notifications carry (/a/ID, links.go);
+	// nil serves none.
+	Links *actionlink.Store
 }
 
 // DefaultSessionTTL is how long a sign-in lasts unless configured.
@@ -221,6 +225,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Cache-Control", "no-cache")
 		s.static.ServeHTTP(w, r)
+	case strings.HasPrefix(path, "/a/"):
+		s.serveLink(w, r)
 	case path == "/login":
 		s.serveLogin(w, r)
 	case path == "/logout":
