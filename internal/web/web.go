@@ -194,7 +194,7 @@ func (s *Server) Close() {
 // file, no framing, no sniffing, no referrer to other sites.
 func securityHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "+
-		"img-src 'self' data:; font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		"img-src 'self' data:; font-src 'self'; connect-src 'self'; manifest-src 'self'; worker-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	// same-origin, not no-referrer: under no-referrer a browser sends
@@ -217,6 +217,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path := r.URL.Path
+	if s.serveApp(w, r) {
+		return
+	}
 	switch {
 	case strings.HasPrefix(path, "/assets/"):
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -240,7 +243,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 	sess, grant, ok := s.session(r)
 	if !ok {
-		if r.Method == http.MethodGet && r.Header.Get("Upgrade") == "" && r.URL.Path != "/events" {
+		if r.Method == http.MethodGet && r.Header.Get("Upgrade") == "" && r.URL.Path != "/events" && r.URL.Path != "/waiting" {
 			http.Redirect(w, r, loginPath(r), http.StatusSeeOther)
 			return
 		}
@@ -283,6 +286,9 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/events":
 		s.serveEvents(w, r, rq)
+		return
+	case "/waiting":
+		s.serveWaiting(w, r, rq)
 		return
 	}
 	name, action, ok := harnessPath(r.URL.EscapedPath())
