@@ -167,6 +167,9 @@ func describeNow(name, state string, a api.AgentView) string {
 	out += "; " + agent + " is " + string(a.AgentState)
 	if a.AgentState == api.AgentWaiting && a.Prompt != "" {
 		out += " on: " + a.Prompt
+		if strings.ContainsAny(a.Prompt[len(a.Prompt)-1:], ".?!:") {
+			return out
+		}
 	}
 	return out + "."
 }
