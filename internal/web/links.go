@@ -71,7 +71,7 @@ func (s *Server) showLink(w http.ResponseWriter, r *http.Request, id string) {
 		s.unknownLink(w, r)
 		return
 	}
-	v := linkView{Link: l, Path: "/a/" + id, Expires: l.Expires.Local().Format("15:04")}
+	v := linkView{Link: l, Path: "/a/" + id, Expires: l.Expires.Local().Format("15:04 MST")}
 	now, onIt := s.agentNow(r.Context(), l)
 	v.Now = now
 	switch {
@@ -94,7 +94,7 @@ func (s *Server) useLink(w http.ResponseWriter, r *http.Request, id string) {
 		s.unknownLink(w, r)
 		return
 	}
-	v := linkView{Link: l, Path: "/a/" + id, Expires: l.Expires.Local().Format("15:04")}
+	v := linkView{Link: l, Path: "/a/" + id, Expires: l.Expires.Local().Format("15:04 MST")}
 	if err != nil {
 		v.Gone = goneReason(err)
 		v.Now, _ = s.agentNow(r.Context(), l)
