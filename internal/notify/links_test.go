@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -96,6 +97,18 @@ func TestScenario_AWaitingMessageCarriesOneLinkPerChoice(t *testing.T) {
 	}
 	if _, err := store.Look(strings.TrimPrefix(m.Actions[0].URL, "https://box.example:7443/a/")); !errors.Is(err, actionlink.ErrUsed) {
 		t.Errorf("the json Yes link after ntfy's No was used: %v", err)
+	}
+
+	// `harness notify test` shows the buttons, with sample links.
+	if _, err := n.Test(context.Background(), config.FormatNtfy); err != nil {
+		t.Fatal(err)
+	}
+	recv[config.FormatNtfy].wait(t, 1)
+	recv[config.FormatNtfy].mu.Lock()
+	sample := recv[config.FormatNtfy].got[1].Header.Get("Actions")
+	recv[config.FormatNtfy].mu.Unlock()
+	if !strings.HasPrefix(sample, "http, Yes, https://box.example:7443/a/sample-of-notify-test, method=POST") {
+		t.Errorf("notify test's Actions: %q", sample)
 	}
 
 	// A later prompt that reads the same is news to a table with links:

@@ -421,6 +421,16 @@ func (n *Notifier) Test(ctx context.Context, name string) (api.NotifyTestResult,
 		Reason: "a test message from `harness notify test " + name + "`", State: "running", WaitingFor: "permission",
 		Prompt: "Do you want to run `make test`?", Choices: []string{"Yes", "No"}, Suggested: "Yes", Test: true}
 	m.Actions = actions(m.Event, m.Harness, m.Choices, m.Suggested, dash)
+	if w.sink.cfg.ActionLinks && n.opt.PublicURL != nil {
+		// What the buttons look like; their links answer nothing (404).
+		if base := strings.TrimRight(n.opt.PublicURL(), "/"); base != "" {
+			var links []Action
+			for _, c := range m.Choices {
+				links = append(links, Action{Label: c, URL: base + "/a/sample-of-notify-test", Method: http.MethodPost})
+			}
+			m.Actions = append(links, m.Actions...)
+		}
+	}
 	start := time.Now()
 	attempts, o := w.deliver(ctx, m)
 	res := api.NotifyTestResult{Name: name, Attempts: attempts, Status: o.status, DurationMS: time.Since(start).Milliseconds()}
