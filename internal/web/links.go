@@ -101,7 +101,8 @@ func (s *Server) useLink(w http.ResponseWriter, r *http.Request, id string) {
 		s.render(w, r, http.StatusGone, "link.html", v)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	// A phone that drops the connection must not cut an answer half-typed.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
 	defer cancel()
 	var res api.AnswerResult
 	err = s.call(ctx, api.OpAnswer, api.AnswerArgs{Name: l.Harness, Choice: strconv.Itoa(l.Number), PromptID: l.PromptID}, &res)
