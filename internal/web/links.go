@@ -105,7 +105,11 @@ func (s *Server) useLink(w http.ResponseWriter, r *http.Request, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
 	defer cancel()
 	var res api.AnswerResult
-	err = s.call(ctx, api.OpAnswer, api.AnswerArgs{Name: l.Harness, Choice: strconv.Itoa(l.Number), PromptID: l.PromptID}, &res)
+	// The audit log names the door; the link itself is the permission and
+	// is never written down.
+	linkCaller := caller
+	linkCaller.Door, linkCaller.Actor = api.DoorLink, "link"
+	err = s.callFor(ctx, linkCaller, api.OpAnswer, api.AnswerArgs{Name: l.Harness, Choice: strconv.Itoa(l.Number), PromptID: l.PromptID}, &res)
 	switch code := errcode.Of(err); {
 	case err == nil:
 		s.log.Info("action link used", logkey.Harness, l.Harness, logkey.Run, l.RunID, logkey.Remote, r.RemoteAddr)

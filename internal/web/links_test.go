@@ -33,6 +33,9 @@ func (b *linkBackend) Call(_ context.Context, c api.Caller, op string, args json
 		return map[string]any{"name": "app", "state": "running", "agent": "claude-code", "agent_state": "waiting",
 			"prompt": "touch f", "choices": []string{"Yes", "No"}, "prompt_id": 7, "current_run": map[string]any{"id": 3}}, nil
 	case api.OpAnswer:
+		if c.Door != api.DoorLink || c.Actor != "link" {
+			return nil, errcode.Errorf(errcode.Internal, "answer from %+v, not an action link", c)
+		}
 		if b.busy {
 			return nil, errcode.ErrBusy.Errorf("app: the dialog's cursor is not on any choice yet")
 		}
@@ -45,9 +48,11 @@ func (b *linkBackend) Call(_ context.Context, c api.Caller, op string, args json
 	return nil, errcode.Errorf(errcode.InvalidArgument, "unknown operation %s", op)
 }
 
-func (b *linkBackend) Attach(context.Context, api.AttachArgs) (Viewer, error) { return nil, nil }
-func (b *linkBackend) Subscribe() (<-chan api.Event, func())                  { return nil, func() {} }
-func (b *linkBackend) OperatorGrant() api.Grant                               { return api.Grant{} }
+func (b *linkBackend) Attach(context.Context, api.Caller, api.AttachArgs) (Viewer, error) {
+	return nil, nil
+}
+func (b *linkBackend) Subscribe() (<-chan api.Event, func()) { return nil, func() {} }
+func (b *linkBackend) OperatorGrant() api.Grant              { return api.Grant{} }
 
 // TestScenario_AnActionLinkAnswersItsPromptOnce: with no sign-in, a GET
 // shows the prompt and the choice and answers nothing; a POST refused
