@@ -72,6 +72,11 @@ type AgentView struct {
 	// trust dialog: "Yes, I trust this folder", not the first, "No,
 	// exit"), when its adapter knows which; "" when it does not.
 	Suggested string `json:"suggested,omitempty"`
+	// PromptID tells this waiting prompt from every other one the daemon
+	// has seen, of any harness or run, even one that looks the same: a
+	// new one each time the agent comes to a prompt; the same while the
+	// dialog stays (its cursor may move). 0 when not waiting.
+	PromptID uint64 `json:"prompt_id,omitempty"`
 	// Until is when a limited agent may go on, when it says so.
 	Until *time.Time `json:"until,omitempty"`
 	// AgentMessage is the error an agent in state error shows.

@@ -9,6 +9,10 @@ const OpAnswer = "answer"
 type AnswerArgs struct {
 	Name   string `json:"name" jsonschema:"harness name, or project/name" mcp:"required,minLength=1"`
 	Choice string `json:"choice" jsonschema:"one of the prompt's choices, by its text or its number (1 for the first)" mcp:"required,minLength=1"`
+	// PromptID, when set, answers only that prompt (AgentView.PromptID):
+	// once the agent is on another one, even one that looks the same, the
+	// answer is not_waiting and nothing is typed.
+	PromptID uint64 `json:"prompt_id,omitempty" jsonschema:"answer only the prompt with this prompt_id (from harness_list); another prompt on screen: not_waiting"`
 }
 
 // AnswerResult is the answer of `answer`: the choice picked, the keys

@@ -69,8 +69,8 @@ var onlyRules = []struct {
 		"reads and writes that never wait are a leaf under every stream the daemon serves"},
 	// The paired devices (device) are credentials like dashboard tokens:
 	// the pages redeem codes and check device cookies against the store.
-	{"internal/web", []string{"internal/api", "internal/errcode", "internal/logkey", "internal/dashtoken", "internal/httpguard", "internal/device"},
-		"the web dashboard reaches operations through its Backend interface and the wire types, like the MCP sessions"},
+	{"internal/web", []string{"internal/api", "internal/errcode", "internal/logkey", "internal/dashtoken", "internal/httpguard", "internal/device", "internal/actionlink"},
+		"the web dashboard reaches operations through its Backend interface and the wire types, like the MCP sessions; it serves the action links the daemon's store holds"},
 }
 
 // TestImportRules checks every rule against the non-test files of the

@@ -81,7 +81,20 @@ type Notify struct {
 	Headers map[string]string
 	EnvFile string
 	Env     map[string]string
+	// ActionLinks (action_links, default false) puts one link per choice
+	// in a waiting message, each answering the prompt with that choice
+	// once, for ActionTTL (action_ttl, a duration, default
+	// DefaultActionTTL).
+	ActionLinks bool
+	ActionTTL   time.Duration
 }
+
+// DefaultActionTTL is how long an action link stays usable unless
+// action_ttl says.
+const DefaultActionTTL = 15 * time.Minute
+
+// MaxActionTTL bounds action_ttl: a link is a permission in a message.
+const MaxActionTTL = 24 * time.Hour
 
 // Wants reports whether n sends event for harness.
 func (n *Notify) Wants(event, harness string) bool {
@@ -162,7 +175,7 @@ func (d *decoder) notify(name string, v any) *Notify {
 		d.add(p, `invalid notify name %q: use letters, digits, "-" and "_"`, name)
 	}
 	n := &Notify{Name: name, On: slices.Clone(DefaultNotifyOn), Cooldown: DefaultNotifyCooldown,
-		Timeout: DefaultNotifyTimeout, Format: FormatJSON}
+		Timeout: DefaultNotifyTimeout, Format: FormatJSON, ActionTTL: DefaultActionTTL}
 	for _, k := range sortedKeys(t) {
 		kp, val := child(p, k), t[k]
 		switch k {
@@ -213,6 +226,17 @@ func (d *decoder) notify(name string, v any) *Notify {
 			n.EnvFile = d.path(kp, val)
 		case "env":
 			n.Env = d.env(kp, val)
+		case "action_links":
+			n.ActionLinks = d.boolean(kp, val)
+		case "action_ttl":
+			if s, ok := d.str(kp, val); ok {
+				ttl, err := time.ParseDuration(s)
+				if err != nil || ttl < time.Minute || ttl > MaxActionTTL {
+					d.add(kp, `must be a duration from "1m" to "24h", such as "15m"`)
+					break
+				}
+				n.ActionTTL = ttl
+			}
 		default:
 			d.unknown(kp, val)
 		}

@@ -83,6 +83,10 @@ func TestScenario_EventsConfigErrors(t *testing.T) {
 		{"zero timeout", "[notify.a]\ncommand = ['x']\ntimeout_s = 0\n", "notify.a.timeout_s: must be more than 0"},
 		{"bad glob", "[notify.a]\ncommand = ['x']\nharnesses = ['[']\n", "notify.a.harnesses: invalid glob"},
 		{"unknown key", "[notify.a]\ncommand = ['x']\nretries = 3\n", "notify.a.retries: unknown key"},
+		{"action_ttl not a duration", "[notify.a]\ncommand = ['x']\naction_ttl = 'soon'\n", "notify.a.action_ttl: must be a duration"},
+		{"action_ttl too long", "[notify.a]\ncommand = ['x']\naction_ttl = '72h'\n", "notify.a.action_ttl: must be a duration from \"1m\" to \"24h\""},
+		{"public_url not http", "[web]\npublic_url = 'ftp://box'\n", "web.public_url: must be an http:// or https:// URL"},
+		{"public_url with a query", "[web]\npublic_url = 'https://box/?a=1'\n", "web.public_url: must have no user, query or fragment"},
 		{"webhook missing keys", job + "[webhook.w]\npath = '/w'\n", "webhook.w: verify is required"},
 		{"webhook literal secret", job + "[webhook.w]\npath = '/w'\nverify = 'bearer'\nsecret = 'hunter2'\nharnesses = ['j']\n", "webhook.w.secret: must come from a variable"},
 		{"webhook bad verify", job + "[webhook.w]\npath = '/w'\nverify = 'hmac'\nsecret = '${S}'\nenv = {S='x'}\nharnesses = ['j']\n", "webhook.w.verify: unknown verify \"hmac\""},
@@ -105,6 +109,11 @@ func TestScenario_EventsConfigErrors(t *testing.T) {
 				t.Errorf("error shows a secret: %v", err)
 			}
 		})
+	}
+	cfg, err := Parse("harness.toml", []byte("[web]\npublic_url = 'https://box.example:7443/'\n[notify.a]\ncommand = ['x']\naction_links = true\n[notify.b]\ncommand = ['x']\naction_ttl = '5m'\n"))
+	if err != nil || cfg.Web.PublicURL != "https://box.example:7443" || !cfg.Notifiers["a"].ActionLinks ||
+		cfg.Notifiers["a"].ActionTTL != DefaultActionTTL || cfg.Notifiers["b"].ActionTTL != 5*time.Minute || cfg.Notifiers["b"].ActionLinks {
+		t.Errorf("action links and public_url: %+v %v", cfg, err)
 	}
 	// A listener beyond loopback with a certificate is accepted.
 	if _, err := Parse("harness.toml", []byte("[daemon]\nwebhook_listen = '0.0.0.0:8443'\nwebhook_tls_cert = '/c.pem'\nwebhook_tls_key = '/k.pem'\n")); err != nil {

@@ -40,6 +40,9 @@ func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResul
 		}
 		return api.AnswerResult{}, errcode.ErrNotWaiting.Errorf("%s is not waiting on a prompt: its agent (%s) is %s", a.Name, as.Agent, state)
 	}
+	if a.PromptID != 0 && as.PromptID != a.PromptID {
+		return api.AnswerResult{}, errcode.ErrNotWaiting.Errorf("%s is no longer on the prompt answered: its agent (%s) is on another one", a.Name, as.Agent)
+	}
 	choices := slices.Clone(as.Choices)
 	i, err := agent.Choose(choices, a.Choice)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
@@ -132,4 +133,115 @@ func TestScenario_AnAgentsPromptIsMaskedWhereverItShows(t *testing.T) {
 			t.Errorf("%s shows the token (or masks nothing): %s", what, s)
 		}
 	}
+}
+
+// twiceScript draws the same API-key dialog twice, a prompt between
+// them: two prompts that look alike, answered one after the other.
+const twiceScript = `stty raw -echo opost
+for i in 1 2; do
+printf '\033[2J\033[H Detected a custom API key in your environment\r\n Do you want to use this API key?\r\n\r\n   Yes\r\n ❯ No (recommended)\r\n\r\n Enter to confirm\r\n'
+k=$(dd bs=1 count=4 2>/dev/null | od -An -c)
+printf '\033[2J\033[Hgot %s\r\n\r\n❯ \r\n' "$k"
+sleep 1
+done
+exec sleep 100000
+`
+
+// TestScenario_AnAnswerBoundToAPromptAnswersThatPromptOnly: an answer
+// that names a prompt (prompt_id) types nothing while another prompt is
+// on screen, even one that looks the same as the one it names: the
+// second drawing of a dialog has a new id, and the first one's is
+// refused not_waiting.
+func TestScenario_AnAnswerBoundToAPromptAnswersThatPromptOnly(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "twice.sh")
+	if err := os.WriteFile(script, []byte(twiceScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, "[harness.claude]\ncmd = \"sh\"\nargs = [\""+script+"\"]\nagent = \"claude-code\"\nstop_grace = 2\n")
+	f.mustCall(api.OpStart, api.NamesArgs{Name: "claude"}, nil)
+	waitPrompt := func() api.WaitResult {
+		t.Helper()
+		var w api.WaitResult
+		f.mustCall(api.OpWait, api.WaitArgs{Name: "claude", State: []api.AgentState{api.AgentWaiting}, TimeoutS: 30}, &w)
+		if w.TimedOut || w.PromptID == 0 {
+			t.Fatalf("the dialog is not seen waiting with a prompt id: %+v\n%s", w, f.screenOf("claude"))
+		}
+		return w
+	}
+	first := waitPrompt()
+	err := f.call(api.OpAnswer, api.AnswerArgs{Name: "claude", Choice: "Yes", PromptID: first.PromptID + 1000}, nil)
+	if errcode.Of(err) != errcode.NotWaiting {
+		t.Fatalf("an answer to another prompt id: %v", err)
+	}
+	f.mustCall(api.OpAnswer, api.AnswerArgs{Name: "claude", Choice: "Yes", PromptID: first.PromptID}, nil)
+	f.waitScreen("claude", "got ")
+	second := waitPrompt()
+	if second.Prompt != first.Prompt || second.PromptID == first.PromptID {
+		t.Fatalf("the second dialog: %+v, the first: %+v", second, first)
+	}
+	err = f.call(api.OpAnswer, api.AnswerArgs{Name: "claude", Choice: "Yes", PromptID: first.PromptID}, nil)
+	if errcode.Of(err) != errcode.NotWaiting {
+		t.Fatalf("the first prompt's answer on the second: %v", err)
+	}
+	if s := f.screenOf("claude"); !strings.Contains(s, "Do you want to use this API key?") {
+		t.Fatalf("the refused answer typed something:\n%s", s)
+	}
+	f.mustCall(api.OpAnswer, api.AnswerArgs{Name: "claude", Choice: "Yes", PromptID: second.PromptID}, nil)
+}
+
+// cursorScript draws the API-key dialog, takes an Up (3 bytes) and
+// draws it again with the cursor moved, then waits for the Enter.
+const cursorScript = `stty raw -echo opost
+printf ' Detected a custom API key in your environment\r\n Do you want to use this API key?\r\n\r\n   Yes\r\n ❯ No (recommended)\r\n\r\n Enter to confirm\r\n'
+dd bs=1 count=3 2>/dev/null >/dev/null
+printf '\033[2J\033[H Detected a custom API key in your environment\r\n Do you want to use this API key?\r\n\r\n ❯ Yes\r\n   No (recommended)\r\n\r\n Enter to confirm\r\n'
+k=$(dd bs=1 count=1 2>/dev/null | od -An -c)
+printf '\033[2J\033[Hgot %s\r\n\r\n❯ \r\n' "$k"
+exec sleep 100000
+`
+
+// TestScenario_APromptKeepsItsIDWhileItsCursorMoves: a dialog whose
+// cursor moves is the same prompt: its agent event says so with the same
+// prompt_id, and an answer bound to that id still answers it (with the
+// keys from the cursor's new place).
+func TestScenario_APromptKeepsItsIDWhileItsCursorMoves(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "cursor.sh")
+	if err := os.WriteFile(script, []byte(cursorScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan api.AgentView, 16)
+	f := newFixture(t, "[harness.claude]\ncmd = \"sh\"\nargs = [\""+script+"\"]\nagent = \"claude-code\"\nstop_grace = 2\n",
+		func(f *fixture) {
+			f.onEvent = func(ev supervise.Event) {
+				if ev.Agent != nil && ev.Agent.AgentState == api.AgentWaiting {
+					select {
+					case waiting <- *ev.Agent:
+					default: // never block the actor
+					}
+				}
+			}
+		})
+	f.mustCall(api.OpStart, api.NamesArgs{Name: "claude"}, nil)
+	next := func() api.AgentView {
+		t.Helper()
+		select {
+		case v := <-waiting:
+			return v
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no waiting event:\n%s", f.screenOf("claude"))
+		}
+		return api.AgentView{}
+	}
+	first := next()
+	f.mustCall(api.OpSend, api.SendArgs{Name: "claude", Keys: []string{"Up"}}, nil)
+	moved := next()
+	if first.PromptID == 0 || moved.PromptID != first.PromptID {
+		t.Fatalf("the prompt's id changed as its cursor moved: %d, then %d", first.PromptID, moved.PromptID)
+	}
+	var res api.AnswerResult
+	f.mustCall(api.OpAnswer, api.AnswerArgs{Name: "claude", Choice: "Yes", PromptID: first.PromptID}, &res)
+	if strings.Join(res.Keys, " ") != "Enter" {
+		t.Fatalf("keys %q, want Enter from the moved cursor", res.Keys)
+	}
+	f.waitScreen("claude", "got ")
 }

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harness-dev/harness/internal/actionlink"
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/audit"
 	"github.com/harness-dev/harness/internal/calllog"
@@ -175,6 +176,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 		devices = people
 		defer people.shutdown(context.Background())
 	}
+	// The action links notifications carry (docs/design/events.md), served
+	// by the dashboard on whichever listeners serve it.
+	links := actionlink.New(nil)
 
 	reaper := proctree.NewReaper(log)
 	rctx, rcancel := context.WithCancel(context.Background())
@@ -224,7 +228,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		}
 	}()
 	newNtf := func(c *control.Control) control.Notifier {
-		ntf = newNotifier(c, reaper, own, instance, masker, httpEP, log)
+		ntf = newNotifier(c, reaper, own, instance, masker, httpEP, people, links, log)
 		return ntf
 	}
 	var wh *webhookListener
@@ -365,7 +369,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		// The operator token signs in to the dashboard as to MCP.
 		tok, err := httpmcp.LoadOrCreateOperatorToken(paths.StateDir)
 		if err == nil {
-			dash, err = newDashboard(webBackend{ctl: ctl, srv: srv}, tok, paths.StateDir, people, log)
+			dash, err = newDashboard(webBackend{ctl: ctl, srv: srv}, tok, paths.StateDir, people, links, log)
 		}
 		if err != nil {
 			log.Error("web dashboard not served", logkey.Err, err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/harness-dev/harness/internal/actionlink"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/httpmcp"
@@ -76,9 +77,9 @@ func (e *httpEndpoint) serve(mgr *session.Manager, tok string, maxMessage func()
 // for people share (one set of sessions). Its streams hold their
 // connections while a page is open: they may take a quarter of a
 // listener's, so agents' MCP calls and sign-ins always find one.
-func newDashboard(dash web.Backend, tok, stateDir string, people *peopleListener, log *slog.Logger) (*web.Server, error) {
+func newDashboard(dash web.Backend, tok, stateDir string, people *peopleListener, links *actionlink.Store, log *slog.Logger) (*web.Server, error) {
 	maxStreams := min(web.DefaultMaxStreams, max(1, httpmcp.DefaultMaxConns()/4))
-	opt := web.Options{Backend: dash, OperatorToken: tok, StateDir: stateDir, Logger: log, MaxStreams: maxStreams}
+	opt := web.Options{Backend: dash, OperatorToken: tok, StateDir: stateDir, Logger: log, MaxStreams: maxStreams, Links: links}
 	if people != nil && people.store != nil {
 		opt.Devices, opt.Hosts = people.store, people.hosts
 	}

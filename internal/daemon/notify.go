@@ -4,7 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strings"
 
+	"github.com/harness-dev/harness/internal/actionlink"
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/mask"
@@ -15,16 +17,37 @@ import (
 // newNotifier builds the notifier (docs/design/events.md) on control's view of the
 // fleet, masking with the daemon's one masker (docs/design/masking.md), with a link to the
 // harness's dashboard page (docs/design/web.md) when the HTTP listener serves one.
-func newNotifier(ctl *control.Control, reaper *proctree.Reaper, own *ownership, instance string, m *mask.Masker, web *httpEndpoint, log *slog.Logger) *notify.Notifier {
+func newNotifier(ctl *control.Control, reaper *proctree.Reaper, own *ownership, instance string, m *mask.Masker, web *httpEndpoint, people *peopleListener, links *actionlink.Store, log *slog.Logger) *notify.Notifier {
 	host, _ := os.Hostname()
 	var dashboard func(string) string
-	if web != nil {
-		// The dashboard (internal/web) is served at / on the HTTP listener.
-		base := web.dashURL
+	var publicURL func() string
+	// The page's address for a person: the listener for people's (its
+	// public_url, else its own address), else the dashboard on the MCP
+	// HTTP listener.
+	base := ""
+	switch {
+	case people != nil && people.url != "":
+		base = strings.TrimSuffix(people.url, "/") + "/"
+	case web != nil:
+		base = web.dashURL
+	}
+	if base != "" {
 		dashboard = func(name string) string { return base + "h/" + name }
+		// Action links go to [web] public_url, else to that address,
+		// read at each message so a reload applies.
+		publicURL = func() string {
+			if p := ctl.Config().Web.PublicURL; p != "" {
+				return p
+			}
+			return base
+		}
+	} else {
+		links = nil // no page serves them
 	}
 	return notify.New(notify.Options{
 		Dashboard: dashboard,
+		Links:     links,
+		PublicURL: publicURL,
 		Source:    notifySource{ctl},
 		Host:      host,
 		Mask:      m.Func(),

@@ -127,6 +127,7 @@ var probes = []probe{
 	{"mcp.prompts", "[mcp.prompts]\nKEY = 0\n", "mcp.prompts.KEY", false},
 	{"notify", "[notify.n]\nurl = \"https://example.com\"\nKEY = 0\n", "notify.n.KEY", false},
 	{"webhook", "[webhook.w]\nKEY = 0\n", "webhook.w.KEY", false},
+	{"web", "[web]\nKEY = 0\n", "web.KEY", false},
 	{"project", "[project]\nKEY = 0\n", "project.KEY", true},
 }
 
@@ -230,8 +231,8 @@ func shownKeys(t *testing.T, data string, project bool) map[string]bool {
 		}
 		shown["top."+k[0]] = true
 		switch {
-		case k[0] == "daemon" && len(k) == 2:
-			shown["daemon."+k[1]] = true
+		case (k[0] == "daemon" || k[0] == "web") && len(k) == 2:
+			shown[k[0]+"."+k[1]] = true
 		case k[0] == "harness" && len(k) == 3:
 			shown["harness."+k[2]] = true
 		case k[0] == "harness" && len(k) == 4 && k[2] == "worktree":
@@ -292,7 +293,7 @@ func place(where string) string {
 		return "[harness.NAME] prices = { MODEL = { … } }"
 	case "project":
 		return "a project file's [project]"
-	case "daemon", "mcp.prompts":
+	case "daemon", "mcp.prompts", "web":
 		return "[" + where + "]"
 	}
 	return "[" + where + ".NAME]"

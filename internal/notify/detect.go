@@ -28,6 +28,11 @@ type Occurrence struct {
 	Until      *time.Time
 	// Diff is a finished turn's diff stat (turn_done).
 	Diff *api.DiffStat
+
+	// Agent is the agent's adapter and PromptID the waiting prompt's id
+	// (api.AgentView.PromptID), which action links are bound to.
+	Agent    string
+	PromptID uint64
 }
 
 // Detector turns the daemon's events into Occurrences. It is a pure state
@@ -47,6 +52,7 @@ type memo struct {
 	jobFailedRun uint64 // the run a job_failed was found for
 	agent        api.AgentState
 	prompt       string // of the agent's current waiting
+	promptID     uint64 // and its id
 	hold         string // the current hold's reason and until; "" when none
 }
 
@@ -148,12 +154,13 @@ func (d *Detector) agent(m *memo, ev api.Event) []Occurrence {
 	if a == nil {
 		return nil
 	}
-	prev, prevPrompt := m.agent, m.prompt
-	m.agent, m.prompt = a.AgentState, a.Prompt
+	prev, prevPrompt, prevID := m.agent, m.prompt, m.promptID
+	m.agent, m.prompt, m.promptID = a.AgentState, a.Prompt, a.PromptID
 	o := Occurrence{Harness: ev.Unit, RunID: ev.RunID, State: ev.State, Time: ev.Time,
-		WaitingFor: string(a.WaitingFor), Prompt: a.Prompt, Choices: a.Choices, Suggested: a.Suggested, Until: a.Until}
+		WaitingFor: string(a.WaitingFor), Prompt: a.Prompt, Choices: a.Choices, Suggested: a.Suggested, Until: a.Until,
+		Agent: a.Agent, PromptID: a.PromptID}
 	switch {
-	case a.AgentState == api.AgentWaiting && (prev != api.AgentWaiting || a.Prompt != prevPrompt):
+	case a.AgentState == api.AgentWaiting && (prev != api.AgentWaiting || a.Prompt != prevPrompt || a.PromptID != prevID):
 		o.Event = config.NotifyWaiting
 		o.Reason = "needs you: " + string(a.WaitingFor)
 		if a.WaitingFor == "" {

@@ -50,15 +50,21 @@ type Message struct {
 	Test bool `json:"test,omitempty"`
 }
 
-// Action is one way to act on a message: a command or a URL.
+// Action is one way to act on a message: a command or a URL. An action
+// link (Method POST) answers the waiting prompt with the choice its
+// Label names, once: a GET of it only shows what it would do.
 type Action struct {
 	Label   string `json:"label"`
 	Command string `json:"command,omitempty"`
 	URL     string `json:"url,omitempty"`
+	Method  string `json:"method,omitempty"`
 }
 
 // ChangesAnchor is the fragment of a harness page's Changes view.
 const ChangesAnchor = "#changes"
+
+// isLink reports whether a is an action link.
+func (a Action) isLink() bool { return a.Method == http.MethodPost && a.URL != "" }
 
 // titles say what happened, by event.
 var titles = map[string]string{
@@ -141,6 +147,13 @@ func actions(event, harness string, choices []string, suggested, dashboard strin
 // Text is the message as plain lines: the title, why, the prompt and its
 // choices or the last lines, and how to act.
 func (m *Message) Text() string {
+	body, links, acts := m.parts(nil)
+	return body + links + acts
+}
+
+// parts are the message's text in three: what happened (body), its
+// action links but those skip keeps out, and the other actions.
+func (m *Message) parts(skip map[string]bool) (body, links, acts string) {
 	var b strings.Builder
 	b.WriteString(m.Reason)
 	if m.Prompt != "" {
@@ -161,17 +174,42 @@ func (m *Message) Text() string {
 			b.WriteString("\n  " + l)
 		}
 	}
-	if len(m.Actions) > 0 {
-		b.WriteString("\n")
-		for _, a := range m.Actions {
-			if a.Command != "" {
-				fmt.Fprintf(&b, "\n%s: %s", a.Label, a.Command)
-			} else {
-				fmt.Fprintf(&b, "\n%s: %s", a.Label, a.URL)
+	var l, a strings.Builder
+	for _, x := range m.Actions {
+		switch {
+		case x.isLink():
+			if skip[x.URL] {
+				continue
 			}
+			if l.Len() == 0 {
+				l.WriteString("\n\nanswer from here (once):")
+			}
+			fmt.Fprintf(&l, "\n%s: %s", x.Label, x.URL)
+		case x.Command != "":
+			fmt.Fprintf(&a, "\n%s: %s", x.Label, x.Command)
+		default:
+			fmt.Fprintf(&a, "\n%s: %s", x.Label, x.URL)
 		}
 	}
-	return b.String()
+	acts = a.String()
+	if acts != "" {
+		acts = "\n" + acts
+	}
+	return b.String(), l.String(), acts
+}
+
+// fitText is the text of m within n bytes, the action links kept whole:
+// what is cut is the body (a long prompt, last lines), then the other
+// actions.
+func (m *Message) fitText(n int) string {
+	body, links, acts := m.parts(nil)
+	if room := n - len(links) - len(acts); room >= 200 {
+		return clip(body, room) + links + acts
+	}
+	if room := n - len(links); room >= 200 {
+		return clip(body+acts, room) + links
+	}
+	return clip(body+links+acts, n)
 }
 
 // Bounds of the chat formats' text fields.
@@ -180,6 +218,9 @@ const (
 	slackMax   = 3000
 )
 
+// ntfyMaxActions is how many action buttons ntfy shows.
+const ntfyMaxActions = 3
+
 // Render is the request body, content type and extra headers of m in format.
 func Render(format string, m *Message) (body []byte, contentType string, header http.Header, err error) {
 	header = http.Header{}
@@ -187,13 +228,14 @@ func Render(format string, m *Message) (body []byte, contentType string, header 
 	case config.FormatSlack:
 		// Slack's mrkdwn takes &, < and > as markup.
 		esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-		text := "*" + esc.Replace(m.Title) + "*\n" + esc.Replace(clip(m.Text(), slackMax))
+		title := "*" + esc.Replace(m.Title) + "*\n"
+		text := title + esc.Replace(m.fitText(slackMax))
 		body, err = json.Marshal(map[string]any{"text": text, "mrkdwn": true})
 		return body, "application/json", header, err
 	case config.FormatDiscord:
-		text := "**" + m.Title + "**\n" + m.Text()
+		title := "**" + m.Title + "**\n"
 		// No @everyone or role pings from text an agent printed.
-		body, err = json.Marshal(map[string]any{"content": clip(text, discordMax),
+		body, err = json.Marshal(map[string]any{"content": title + m.fitText(discordMax-len(title)),
 			"allowed_mentions": map[string]any{"parse": []string{}}})
 		return body, "application/json", header, err
 	case config.FormatNtfy:
@@ -201,11 +243,22 @@ func Render(format string, m *Message) (body []byte, contentType string, header 
 		header.Set("Tags", m.Event)
 		header.Set("Priority", strconv.Itoa(ntfyPriority(m.Event)))
 		for _, a := range m.Actions {
-			if a.URL != "" {
+			if a.URL != "" && !a.isLink() {
 				header.Set("Click", a.URL)
 			}
 		}
-		return []byte(m.Text()), "text/plain; charset=utf-8", header, nil
+		buttons := ntfyButtons(m.Actions)
+		shown := map[string]bool{}
+		var acts []string
+		for _, a := range buttons {
+			shown[a.URL] = true
+			acts = append(acts, "http, "+ntfyLabel(a.Label)+", "+a.URL+", method=POST, clear=true")
+		}
+		if len(acts) > 0 {
+			header.Set("Actions", headerText(strings.Join(acts, "; ")))
+		}
+		b, l, a := m.parts(shown)
+		return []byte(b + l + a), "text/plain; charset=utf-8", header, nil
 	default:
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
@@ -213,6 +266,34 @@ func Render(format string, m *Message) (body []byte, contentType string, header 
 		err = enc.Encode(m)
 		return buf.Bytes(), "application/json", header, err
 	}
+}
+
+// ntfyButtons are the action links that go as ntfy's buttons, at most
+// ntfyMaxActions: with more choices, the first two (the agent's ways to
+// go on come first) and the last (its way to refuse); the text lists the
+// others.
+func ntfyButtons(actions []Action) []Action {
+	var links []Action
+	for _, a := range actions {
+		if a.isLink() {
+			links = append(links, a)
+		}
+	}
+	if len(links) <= ntfyMaxActions {
+		return links
+	}
+	return append(links[:ntfyMaxActions-1:ntfyMaxActions-1], links[len(links)-1])
+}
+
+// ntfyLabel makes a choice a label of ntfy's Actions header, whose
+// fields are separated by "," and actions by ";".
+func ntfyLabel(s string) string {
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == '"' || r == '\'' }), " ")
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
+		s = "answer"
+	}
+	return clip(s, 40)
 }
 
 // ntfyPriority: what needs a person now is high (4), the rest default (3).

@@ -13,15 +13,18 @@ package notify
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/harness-dev/harness/internal/actionlink"
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/cgroup"
 	"github.com/harness-dev/harness/internal/config"
@@ -71,6 +74,11 @@ type Options struct {
 	Mask func(string) string
 	// Dashboard is the dashboard page of a harness, "" when none is served.
 	Dashboard func(harness string) string
+	// Links keeps the action links of the tables with action_links, and
+	// PublicURL is their base ("" when none is served); either nil: no
+	// links.
+	Links     *actionlink.Store
+	PublicURL func() string
 	// Reaper registers command sinks' processes (nil: none needed).
 	Reaper Reaper
 	// Cgroups, in the daemon's cgroup mode, holds each command sink run
@@ -291,6 +299,11 @@ func (n *Notifier) dispatch(o Occurrence, info HarnessInfo) bool {
 		}
 		wanted = true
 		key := cooldownKey{name, o.Harness, o.Event, occurrenceKey(o)}
+		if w.sink.cfg.ActionLinks && o.Event == config.NotifyWaiting {
+			// The links of an earlier message of a prompt that looks the
+			// same no longer answer: each prompt is news.
+			key.what += fmt.Sprintf("\x00%d", o.PromptID)
+		}
 		if last, ok := n.sent[key]; ok && !CooledDown(last, now, w.sink.cfg.Cooldown) {
 			w.c.suppressed.Add(1)
 			continue
@@ -306,9 +319,36 @@ func (n *Notifier) dispatch(o Occurrence, info HarnessInfo) bool {
 	for _, w := range targets {
 		mm := *m
 		mm.Notifier = w.sink.cfg.Name
+		if w.sink.cfg.ActionLinks {
+			mm.Actions = append(n.links(o, m, w.sink.cfg), mm.Actions...)
+		}
 		w.enqueue(&mm)
 	}
 	return true
+}
+
+// links are the action links of a waiting message for table t: one per
+// choice, each answering o's prompt with it, once (internal/actionlink).
+// None when no base URL is known or the prompt has no choices or no id.
+func (n *Notifier) links(o Occurrence, m *Message, t *config.Notify) []Action {
+	if o.Event != config.NotifyWaiting || o.PromptID == 0 || len(o.Choices) == 0 || n.opt.Links == nil || n.opt.PublicURL == nil {
+		return nil
+	}
+	base := strings.TrimRight(n.opt.PublicURL(), "/")
+	if base == "" {
+		return nil
+	}
+	p := actionlink.Prompt{Harness: o.Harness, RunID: o.RunID, PromptID: o.PromptID}
+	ids, err := n.opt.Links.Mint(p, o.Agent, m.Prompt, m.Choices, t.ActionTTL)
+	if err != nil {
+		n.opt.Logger.Error("notify: action links", logkey.Notifier, t.Name, logkey.Err, err)
+		return nil
+	}
+	out := make([]Action, len(ids))
+	for i, id := range ids {
+		out[i] = Action{Label: m.Choices[i], URL: base + "/a/" + id, Method: http.MethodPost}
+	}
+	return out
 }
 
 // maxSent bounds the cooldowns remembered before those that ended are
@@ -381,6 +421,16 @@ func (n *Notifier) Test(ctx context.Context, name string) (api.NotifyTestResult,
 		Reason: "a test message from `harness notify test " + name + "`", State: "running", WaitingFor: "permission",
 		Prompt: "Do you want to run `make test`?", Choices: []string{"Yes", "No"}, Suggested: "Yes", Test: true}
 	m.Actions = actions(m.Event, m.Harness, m.Choices, m.Suggested, dash)
+	if w.sink.cfg.ActionLinks && n.opt.PublicURL != nil {
+		// What the buttons look like; their links answer nothing (404).
+		if base := strings.TrimRight(n.opt.PublicURL(), "/"); base != "" {
+			var links []Action
+			for _, c := range m.Choices {
+				links = append(links, Action{Label: c, URL: base + "/a/sample-of-notify-test", Method: http.MethodPost})
+			}
+			m.Actions = append(links, m.Actions...)
+		}
+	}
 	start := time.Now()
 	attempts, o := w.deliver(ctx, m)
 	res := api.NotifyTestResult{Name: name, Attempts: attempts, Status: o.status, DurationMS: time.Since(start).Milliseconds()}

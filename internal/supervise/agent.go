@@ -423,9 +423,23 @@ func (t *agentTracker) statusLocked(a *agent.Adapter, s agent.Screen) *AgentStat
 	return st
 }
 
+// promptSeq numbers the waiting prompts of every harness of the daemon
+// (AgentView.PromptID).
+var promptSeq atomic.Uint64
+
 // commitLocked publishes st and tells the subscribers, unless the run it
-// is about has ended.
+// is about has ended. A waiting state gets its prompt's id: the one
+// published before while the same dialog stays, a new one otherwise.
 func (t *agentTracker) commitLocked(st *AgentStatus) {
+	if st.AgentState == api.AgentWaiting {
+		if cur := t.view.Load(); cur != nil && samePrompt(cur, st) {
+			st.PromptID = cur.PromptID
+		} else {
+			st.PromptID = promptSeq.Add(1)
+		}
+	} else {
+		st.PromptID = 0
+	}
 	t.view.Store(st)
 	close(t.changed)
 	t.changed = make(chan struct{})
@@ -446,6 +460,14 @@ func (t *agentTracker) close() {
 		t.timer.Stop()
 		t.timer = nil
 	}
+}
+
+// samePrompt reports whether b is still the waiting prompt a was: the
+// same run, what it waits for, its text and its choices (the cursor and
+// anything else may have moved).
+func samePrompt(a, b *AgentStatus) bool {
+	return a.AgentState == api.AgentWaiting && b.AgentState == api.AgentWaiting && a.RunID == b.RunID &&
+		a.WaitingFor == b.WaitingFor && a.Prompt == b.Prompt && slices.Equal(a.Choices, b.Choices)
 }
 
 // sameAgent reports whether two states would show the same.

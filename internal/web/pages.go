@@ -42,11 +42,14 @@ func parsePages() (*pages, error) {
 // page is what every full page carries besides its own view.
 type page struct {
 	Title string
-	CSRF  string
-	Who   string
-	Grant string
-	May   map[string]bool // by class name, for the templates
-	View  any
+	// Waiting is how many agents wait, for the title ("(2) Fleet"); the
+	// script keeps it live. Only the fleet page knows it when rendered.
+	Waiting int
+	CSRF    string
+	Who     string
+	Grant   string
+	May     map[string]bool // by class name, for the templates
+	View    any
 }
 
 func (s *Server) newPage(rq *request, title string, view any) page {
@@ -258,6 +261,9 @@ func (s *Server) serveFleet(w http.ResponseWriter, r *http.Request, rq *request)
 		return
 	}
 	p := s.newPage(rq, "Fleet", v)
+	if v.Filter == "" {
+		p.Waiting = v.Waiting
+	}
 	if r.URL.Query().Get("fragment") != "" {
 		s.render(w, r, http.StatusOK, "fleet-live", p)
 		return

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harness-dev/harness/internal/actionlink"
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/dashtoken"
 	"github.com/harness-dev/harness/internal/device"
@@ -93,6 +94,9 @@ type Options struct {
 	// beside loopback ones: the listener for people's own, and
 	// public_url's host.
 	Hosts []string
+	// Links are the action links notifications carry (/a/ID, links.go);
+	// nil serves none.
+	Links *actionlink.Store
 }
 
 // DefaultSessionTTL is how long a sign-in lasts unless configured.
@@ -197,7 +201,7 @@ func (s *Server) Close() {
 // file, no framing, no sniffing, no referrer to other sites.
 func securityHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "+
-		"img-src 'self' data:; font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		"img-src 'self' data:; font-src 'self'; connect-src 'self'; manifest-src 'self'; worker-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	// same-origin, not no-referrer: under no-referrer a browser sends
@@ -220,6 +224,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path := r.URL.Path
+	if s.serveApp(w, r) {
+		return
+	}
 	switch {
 	case strings.HasPrefix(path, "/assets/"):
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -228,6 +235,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Cache-Control", "no-cache")
 		s.static.ServeHTTP(w, r)
+	case strings.HasPrefix(path, "/a/"):
+		s.serveLink(w, r)
 	case path == "/login":
 		s.serveLogin(w, r)
 	case path == "/logout":
@@ -246,7 +255,7 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 		sess, grant, ok = s.deviceSession(w, r)
 	}
 	if !ok {
-		if r.Method == http.MethodGet && r.Header.Get("Upgrade") == "" && r.URL.Path != "/events" {
+		if r.Method == http.MethodGet && r.Header.Get("Upgrade") == "" && r.URL.Path != "/events" && r.URL.Path != "/waiting" {
 			http.Redirect(w, r, loginPath(r), http.StatusSeeOther)
 			return
 		}
@@ -289,6 +298,9 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/events":
 		s.serveEvents(w, r, rq)
+		return
+	case "/waiting":
+		s.serveWaiting(w, r, rq)
 		return
 	}
 	name, action, ok := harnessPath(r.URL.EscapedPath())

@@ -122,13 +122,49 @@
     if (timer) return;
     timer = setTimeout(function () { timer = null; refresh(); }, 30);
   }
-  // One event stream per page, shared by the live part and the terminal.
-  var es = (live && window.EventSource) ? new EventSource('/events') : null;
+  // How many agents wait: in the title ("(2) Fleet · harness") and on
+  // the installed app's badge, fetched again when an agent's state, a
+  // unit's state or the stream itself says it may have changed.
+  var baseTitle = document.body.getAttribute('data-title') || document.title;
+  var countTimer = null;
+  function showWaiting(n) {
+    document.title = (n > 0 ? '(' + n + ') ' : '') + baseTitle;
+    document.body.setAttribute('data-waiting', String(n));
+    if (navigator.setAppBadge) {
+      (n > 0 ? navigator.setAppBadge(n) : navigator.clearAppBadge()).catch(function () {});
+    }
+  }
+  function recount() {
+    if (countTimer) return;
+    countTimer = setTimeout(function () {
+      countTimer = null;
+      fetch('/waiting', { credentials: 'same-origin', headers: { 'Accept': 'application/json' } })
+        .then(function (r) { return r.ok && !r.redirected ? r.json() : null; })
+        .then(function (v) { if (v && typeof v.waiting === 'number') showWaiting(v.waiting); })
+        .catch(function () {});
+    }, 50);
+  }
+  function onUnit(e) {
+    stale();
+    try {
+      var ev = JSON.parse(e.data);
+      if (ev.kind === 'agent' || ev.kind === 'state' || ev.kind === 'exit' || ev.kind === 'reload') recount();
+    } catch (err) { recount(); }
+  }
+
+  // One event stream per page, shared by the live part, the waiting
+  // count and the terminal.
+  var es = (document.body.hasAttribute('data-title') && window.EventSource) ? new EventSource('/events') : null;
   if (es) {
-    es.addEventListener('unit', stale);
-    es.addEventListener('resync', stale);
+    es.addEventListener('unit', onUnit);
+    es.addEventListener('resync', function () { stale(); recount(); });
     es.addEventListener('signedout', toLogin);
-    es.onopen = function () { document.body.setAttribute('data-live', '1'); stale(); };
+    es.onopen = function () { document.body.setAttribute('data-live', '1'); stale(); recount(); };
+  }
+
+  // The app's service worker: the shell for a phone on a poor network.
+  if ('serviceWorker' in navigator && document.body.hasAttribute('data-title')) {
+    navigator.serviceWorker.register('/sw.js', { scope: '/' }).catch(function () {});
   }
 
   // The turns of a harness's agent (its page, following the current run):
