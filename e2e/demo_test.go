@@ -48,11 +48,13 @@ func environHas(kv string) []int {
 // TestDemo_AnAgentWaitsIsAnsweredAndItsDiffIsShownThenNothingIsLeft runs
 // `harness demo` as a script would (stdin not a terminal, no agent CLI,
 // no network): within a minute it prints, in order, the dashboard's URL
-// and a sign-in token that signs in, the demo agent waiting for
-// permission with its choices and the ways to answer, its own answer, the
-// diff of the agent's worktree naming the edited file, and the git lines
-// to land it, which land it. Ctrl-C then leaves no process and no temp
-// dir.
+// and a sign-in token that signs in, a pairing URL with its QR code, the
+// demo agent waiting for permission with its choices and the ways to
+// answer (the CLI, the page, its notification's action links), its own
+// answer through the Yes link, the diff of the agent's worktree naming
+// the edited file, and `harness land`, which lands it on the demo
+// repository's main. The used link is then 410. Ctrl-C then leaves no
+// process and no temp dir.
 func TestDemo_AnAgentWaitsIsAnsweredAndItsDiffIsShownThenNothingIsLeft(t *testing.T) {
 	cmd := exec.Command(harnessBin, "demo")
 	cmd.Env = append(os.Environ(), "HARNESS_SOCKET=", "HARNESS_MCP_TOKEN=")
@@ -63,17 +65,25 @@ func TestDemo_AnAgentWaitsIsAnsweredAndItsDiffIsShownThenNothingIsLeft(t *testin
 	for _, want := range []string{
 		"The dashboard: http://127.0.0.1:",
 		"sign in with this token (grant read, write, input): hdt_",
+		"Pair a device (grant read, input; the code works once, for 10 minutes):\n  http://127.0.0.1:",
+		"/pair?code=",
+		"█ ▄▄▄▄▄ █", // the QR code's finder pattern, in half blocks
 		"works in a git worktree of the demo repository",
 		"The agent is waiting (permission): Allow edit to README.md?\n  1. Yes\n  2. No\n",
 		"answer demo Yes",
 		"/h/demo",
+		"or a link from its notification",
+		"Yes  http://127.0.0.1:",
+		"No   http://127.0.0.1:",
 		"answering Yes in 3s",
-		"answered demo: 1. Yes",
+		"(the notification's Yes button)",
+		"200 OK: answered Yes",
 		"Answered: the agent is ready again.",
 		"+++ b/README.md",
 		"+This line was written by the harness demo agent",
-		"To land it (harness has no land command yet",
-		"merge harness/demo",
+		"land demo",
+		"landed harness/demo on main (fast-forward)",
+		"README: a line from the demo agent",
 		"tools/call demo__echo -> hello through the broker",
 		"export HARNESS_SOCKET=",
 	} {
@@ -107,21 +117,22 @@ func TestDemo_AnAgentWaitsIsAnsweredAndItsDiffIsShownThenNothingIsLeft(t *testin
 		t.Fatalf("GET /h/demo after signing in: %d\n%s", resp.StatusCode, page)
 	}
 
-	// The land lines, pasted, merge the agent's edit into the repository.
-	var repo string
-	for _, l := range strings.Split(text, "\n") {
-		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "git -C ") && (strings.Contains(l, " commit ") || strings.Contains(l, " merge ")) {
-			sh := exec.Command("sh", "-c", l)
-			sh.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e")
-			if out, err := sh.CombinedOutput(); err != nil {
-				t.Fatalf("%s: %v\n%s", l, err, out)
-			}
-			repo = strings.Fields(l)[2]
-		}
+	// harness land merged the agent's edit into the repository's main.
+	repo := regexp.MustCompile(`worktree of the demo repository (\S+),`).FindStringSubmatch(text)[1]
+	if out, err := exec.Command("git", "-C", repo, "show", "main:README.md").CombinedOutput(); err != nil || !strings.Contains(string(out), "written by the harness demo agent") {
+		t.Fatalf("the repository's main after landing: %v\n%s", err, out)
 	}
-	if b, err := os.ReadFile(filepath.Join(repo, "README.md")); err != nil || !strings.Contains(string(b), "written by the harness demo agent") {
-		t.Fatalf("the repository's README after landing: %v\n%s", err, b)
+	// The Yes link was used: it answers 410 now, and so does No's.
+	for _, re := range []string{`Yes  (http://\S+/a/\S+)`, `No   (http://\S+/a/\S+)`} {
+		link := regexp.MustCompile(re).FindStringSubmatch(text)[1]
+		resp, err := http.Post(link, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusGone {
+			t.Fatalf("POST %s after the answer: %d, want 410", link, resp.StatusCode)
+		}
 	}
 
 	dir := filepath.Dir(socket)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -46,10 +47,11 @@ func demoCmd(g *globals) *cobra.Command {
 		Use:   "demo",
 		Short: "Run a throw-away daemon with a scripted agent that asks before it edits; Ctrl-C cleans up",
 		Long: "Starts a daemon in a temp dir with the built-in demo agent (no model, no network) working in a git\n" +
-			"worktree of a demo repository, and prints as it happens: the dashboard's URL and a sign-in token, the\n" +
-			"agent waiting for permission and the ways to answer it, then the diff it made and how to land it.\n" +
-			"With no terminal on stdin the demo answers Yes itself, as a person would. Ctrl-C stops everything and\n" +
-			"removes the temp dir.",
+			"worktree of a demo repository, and prints as it happens: the dashboard's URL and a sign-in token, a\n" +
+			"pairing URL and its QR code, the agent waiting for permission and the ways to answer it (the CLI, its\n" +
+			"page, its notification's action links), then the diff it made and `harness land`. With no terminal on\n" +
+			"stdin the demo answers Yes itself through the Yes link and lands the change, as a person would.\n" +
+			"Ctrl-C stops everything and removes the temp dir.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("answer-after") && term.IsTerminal(os.Stdin.Fd()) {
@@ -104,7 +106,9 @@ func runDemo(cmd *cobra.Command, exitAfter, answerAfter time.Duration) error {
 		workspace = "workdir = " + tomlString(repo)
 		fmt.Fprintf(out, "harness demo: no git repository (%v): the agent works in a plain directory, with no worktree or diff\n", gitErr)
 	}
-	cfgText := strings.NewReplacer("{{EXE}}", tomlEscape(exe), "{{PROMPTS}}", tomlEscape(promptDir), "{{WORKSPACE}}", workspace, "{{TASK}}", tomlEscape(demoTask)).Replace(demoConfig)
+	notifyFile := filepath.Join(dir, "notification.json")
+	cfgText := strings.NewReplacer("{{EXE}}", tomlEscape(exe), "{{PROMPTS}}", tomlEscape(promptDir), "{{WORKSPACE}}", workspace,
+		"{{TASK}}", tomlEscape(demoTask), "{{NOTIFY}}", tomlEscape(notifyFile)).Replace(demoConfig)
 	cfgPath := filepath.Join(dir, "harness.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -133,7 +137,7 @@ func runDemo(cmd *cobra.Command, exitAfter, answerAfter time.Duration) error {
 		return fmt.Errorf("demo: daemon: %w", err)
 	}
 
-	d := &demo{out: out, exe: exe, me: selfCommand(exe), socket: socket, stateDir: stateDir, repo: repo, git: gitErr == nil}
+	d := &demo{out: out, exe: exe, me: selfCommand(exe), socket: socket, stateDir: stateDir, repo: repo, git: gitErr == nil, notifyFile: notifyFile}
 	if err := d.story(ctx, answerAfter); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(out, "(the demo's story stopped: %v; the daemon's log is %s)\n", err, logPath)
 	}
@@ -169,6 +173,7 @@ type demo struct {
 	repo         string
 	git          bool
 	dashboardURL string
+	notifyFile   string // where the demo's notify sink writes its message
 }
 
 // story prints the agent's story as it happens: the dashboard, the agent
@@ -196,6 +201,7 @@ The dashboard: %s/
   the CLI reaches the same daemon with %s
 
 `, d.dashboardURL, tok, sock)
+	d.pair(ctx)
 	var desc api.Description
 	if err := client.CallOnce(ctx, d.socket, api.OpDescribe, api.NameArg{Name: demoAgent}, &desc); err != nil {
 		return fmt.Errorf("describe %s: %w", demoAgent, err)
@@ -222,6 +228,13 @@ The dashboard: %s/
   %s/h/%s   (its page: one button per choice)
   %s %s attach %s            (its own terminal: arrows and Enter)
 `, d.me, sock, demoAgent, d.dashboardURL, demoAgent, d.me, sock, demoAgent)
+	links := d.actionLinks(ctx)
+	if len(links) > 0 {
+		fmt.Fprintln(d.out, "  or a link from its notification (each works once, for this prompt only; open it to see, POST to act):")
+		for _, l := range links {
+			fmt.Fprintf(d.out, "    %-4s %s\n", l.Label, l.URL)
+		}
+	}
 	if answerAfter > 0 {
 		fmt.Fprintf(d.out, "\nNo terminal on stdin: answering Yes in %s, as a person would:\n", answerAfter)
 		select {
@@ -229,11 +242,8 @@ The dashboard: %s/
 			return ctx.Err()
 		case <-time.After(answerAfter):
 		}
-		fmt.Fprintf(d.out, "$ %s %s answer %s Yes\n", d.me, sock, demoAgent)
-		c := exec.CommandContext(ctx, d.exe, "--socket", d.socket, "answer", demoAgent, "Yes")
-		c.Stdout, c.Stderr = d.out, d.out
-		if err := c.Run(); err != nil {
-			return fmt.Errorf("harness answer: %w", err)
+		if err := d.answerYes(ctx, links, sock); err != nil {
+			return err
 		}
 	} else {
 		fmt.Fprintln(d.out, "\nWaiting for your answer…")
@@ -246,22 +256,119 @@ The dashboard: %s/
 		fmt.Fprintf(d.out, "Without git there is no diff to show: look at %s.\n", filepath.Join(workdir, "README.md"))
 		return nil
 	}
-	diff, err := d.gitOut(ctx, workdir, "--no-pager", "diff", "--no-color")
+	diff, err := d.harness(ctx, "diff", demoAgent)
 	if err != nil {
-		return err
+		return fmt.Errorf("harness diff: %w", err)
 	}
-	if strings.TrimSpace(diff) == "" {
+	if !strings.Contains(diff, "@@") {
 		fmt.Fprintln(d.out, "Its worktree has no changes (it was told No): nothing to land.")
 		return nil
 	}
-	fmt.Fprintf(d.out, "The diff in its worktree (git -C %s diff):\n\n%s\n", shellQuote(workdir), diff)
-	branch := desc.Config.Worktree.Branch
-	// Landing is git's for now; a harness command for it would print its
-	// own line here.
-	fmt.Fprintf(d.out, `To land it (harness has no land command yet: git does it):
-  git -C %s commit -am "README: a line from the demo agent"
-  git -C %s merge %s
-`, shellQuote(workdir), shellQuote(desc.Config.Worktree.Repo), shellQuote(branch))
+	fmt.Fprintf(d.out, "What it changed ($ %s %s diff %s; also its page's Changes view, where a line comment goes back to it):\n\n%s\n", d.me, sock, demoAgent, diff)
+	fmt.Fprintf(d.out, "To land it: commit what it left, merge branch %s into the demo repository's main, remove the worktree:\n  %s %s land %s\n",
+		desc.Config.Worktree.Branch, d.me, sock, demoAgent)
+	if answerAfter > 0 {
+		fmt.Fprintf(d.out, "\nNo terminal on stdin: landing it, as a person would (--keep: the agent stays for you to try):\n$ %s %s land %s --keep\n", d.me, sock, demoAgent)
+		out, err := d.harness(ctx, "land", demoAgent, "--keep", "--message", "README: a line from the demo agent")
+		if err != nil {
+			return fmt.Errorf("harness land: %w", err)
+		}
+		fmt.Fprint(d.out, out)
+		log, err := d.gitOut(ctx, d.repo, "log", "--oneline", "-2")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(d.out, "The demo repository's main now (git log --oneline -2):\n%s", log)
+	}
+	return nil
+}
+
+// harness runs this binary's CLI against the demo's daemon and returns
+// what it printed.
+func (d *demo) harness(ctx context.Context, args ...string) (string, error) {
+	c := exec.CommandContext(ctx, d.exe, append([]string{"--socket", d.socket}, args...)...)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
+}
+
+// pair prints a pairing URL and its QR code for the listener for people.
+// On the demo's loopback listener only this machine's browser can use it;
+// docs/remote.md says how a phone on the LAN pairs.
+func (d *demo) pair(ctx context.Context) {
+	var p api.PairResult
+	if err := client.CallOnce(ctx, d.socket, api.OpPair, api.PairArgs{Name: "demo-phone", Grant: []string{"read", "input"}, TTLS: 600}, &p); err != nil {
+		fmt.Fprintf(d.out, "(no pairing: %v)\n\n", err)
+		return
+	}
+	fmt.Fprintf(d.out, "Pair a device (grant read, input; the code works once, for 10 minutes):\n  %s\n", p.URL)
+	if err := writeQR(d.out, p.URL); err != nil {
+		fmt.Fprintf(d.out, "(no QR code: %v)\n", err)
+	}
+	fmt.Fprintf(d.out, "  (the demo listens on loopback: a phone on your LAN needs [web] listen on its address with tls = \"auto\", see docs/remote.md)\n\n")
+}
+
+// demoLink is one action link of the demo's notification.
+type demoLink struct {
+	Label  string `json:"label"`
+	URL    string `json:"url"`
+	Method string `json:"method"`
+}
+
+// actionLinks waits briefly for the demo's notify sink to write the
+// waiting message and returns its action links (those with a method).
+func (d *demo) actionLinks(ctx context.Context) []demoLink {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		var msg struct {
+			Event   string     `json:"event"`
+			Actions []demoLink `json:"actions"`
+		}
+		if b, err := os.ReadFile(d.notifyFile); err == nil && json.Unmarshal(b, &msg) == nil && msg.Event == "waiting" {
+			var links []demoLink
+			for _, a := range msg.Actions {
+				if a.Method == "POST" && a.URL != "" {
+					links = append(links, a)
+				}
+			}
+			return links
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+
+// answerYes answers the demo agent's prompt Yes: by POSTing its action
+// link, as a phone's notification button does, or with harness answer.
+func (d *demo) answerYes(ctx context.Context, links []demoLink, sock string) error {
+	for _, l := range links {
+		if l.Label != "Yes" {
+			continue
+		}
+		fmt.Fprintf(d.out, "$ curl -X POST %s    (the notification's Yes button)\n", l.URL)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.URL, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("action link: %w", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("action link: %s", resp.Status)
+		}
+		fmt.Fprintf(d.out, "%s: answered Yes; the same link again would be 410 Gone\n", resp.Status)
+		return nil
+	}
+	fmt.Fprintf(d.out, "$ %s %s answer %s Yes\n", d.me, sock, demoAgent)
+	out, err := d.harness(ctx, "answer", demoAgent, "Yes")
+	if err != nil {
+		return fmt.Errorf("harness answer: %w", err)
+	}
+	fmt.Fprint(d.out, out)
 	return nil
 }
 
