@@ -80,6 +80,10 @@ type Adapter struct {
 	// the agent has no flag for. Nil: the agent supports no option, and
 	// Args answers ErrUnsupported for any non-zero RunOptions.
 	Argv func(o RunOptions) ([]string, error)
+	// RunEnv returns the variables (KEY=VALUE) a run adds for o, for an
+	// option the agent takes from its environment and not its argv
+	// (opencode's approvals). Nil: none.
+	RunEnv func(o RunOptions) []string
 
 	// JobResult reads the machine-readable output of a non-interactive
 	// run (RunOptions.Job: Claude Code's `-p --output-format

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 )
 
@@ -22,7 +21,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, req map[string]any
 	u := t.usage()
 	id, created := s.id("chatcmpl"), time.Now().Unix()
 	usage := map[string]any{"prompt_tokens": u.Input + u.CacheRead, "completion_tokens": u.Output,
-		"total_tokens": u.Input + u.CacheRead + u.Output,
+		"total_tokens":          u.Input + u.CacheRead + u.Output,
 		"prompt_tokens_details": map[string]any{"cached_tokens": u.CacheRead}}
 	var calls []any
 	if name, args := chatTool(req, t); name != "" {
@@ -144,8 +143,9 @@ func shellArgs(schema map[string]any, cmd string) map[string]any {
 }
 
 // chatError writes an OpenAI error body. A usage limit is
-// insufficient_quota, which OpenAI-compatible clients take as final, told
-// not to retry unless Retried (then a plain rate limit they retry).
+// insufficient_quota with the reset in its message and no retry-after
+// (as OpenAI answers an exhausted quota), told not to retry unless
+// Retried; several agents retry it all the same.
 func chatError(w http.ResponseWriter, e *Error) {
 	status := e.Status
 	if status == 0 {
@@ -165,7 +165,6 @@ func chatError(w http.ResponseWriter, e *Error) {
 			body["message"] = "You exceeded your current quota, please check your plan and billing details. Usage limit reached, resets " +
 				reset.Local().Format("3:04pm") + "."
 		}
-		w.Header().Set("retry-after", itoa(max(1, int(time.Until(reset).Seconds()))))
 	}
 	if !e.Retried {
 		w.Header().Set("x-should-retry", "false")
@@ -176,5 +175,3 @@ func chatError(w http.ResponseWriter, e *Error) {
 // ChatModel is the model GET /v1/models lists, for the Chat Completions
 // agents configured against the server.
 const ChatModel = "test-model"
-
-func itoa(n int) string { return strconv.Itoa(n) }
