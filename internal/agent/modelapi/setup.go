@@ -63,6 +63,18 @@ wire_api = "responses"
 			settings["security"].(map[string]any)["folderTrust"] = map[string]any{"enabled": false}
 		}
 		return env, writeJSON(filepath.Join(home, ".gemini", "settings.json"), settings)
+	case "qwen-code":
+		env["OPENAI_API_KEY"] = TestKey
+		env["OPENAI_BASE_URL"] = s.URL + "/v1"
+		env["OPENAI_MODEL"] = ChatModel
+		// Follow-up suggestions and memory are requests with tools that
+		// would take scripted turns: off.
+		return env, writeJSON(filepath.Join(home, ".qwen", "settings.json"), map[string]any{
+			"security": map[string]any{"auth": map[string]any{"selectedType": "openai"}},
+			"general":  map[string]any{"enableAutoUpdate": false},
+			"ui":       map[string]any{"enableFollowupSuggestions": false},
+			"memory":   map[string]any{"enableManagedAutoMemory": false, "enableManagedAutoDream": false},
+		})
 	case "opencode":
 		// An OpenAI-compatible provider; permissions as opencode's own
 		// default (the harness's approval decides).
