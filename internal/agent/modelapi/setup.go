@@ -75,6 +75,15 @@ wire_api = "responses"
 			"ui":       map[string]any{"enableFollowupSuggestions": false},
 			"memory":   map[string]any{"enableManagedAutoMemory": false, "enableManagedAutoDream": false},
 		})
+	case "copilot":
+		// No GitHub sign-in with a provider of its own (BYOK).
+		env["COPILOT_PROVIDER_BASE_URL"] = s.URL + "/v1"
+		env["COPILOT_PROVIDER_TYPE"] = "openai"
+		env["COPILOT_PROVIDER_API_KEY"] = TestKey
+		env["COPILOT_MODEL"] = ChatModel
+		env["COPILOT_OFFLINE"] = "true"
+		env["COPILOT_AUTO_UPDATE"] = "false"
+		return env, nil
 	case "opencode":
 		// An OpenAI-compatible provider; permissions as opencode's own
 		// default (the harness's approval decides).
