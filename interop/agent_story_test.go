@@ -4,6 +4,7 @@ package interop
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -139,8 +140,11 @@ func tellStory(t *testing.T, row storyRow) {
 	})
 	t.Logf("transcript: session %s, model %s, tokens %+v, %d turns", tr.SessionID, tr.Model, tr.Tokens, len(tr.Turns))
 
+	// The limit answers every request until the harness is held: some
+	// programs retry it by themselves for minutes.
 	reset := time.Now().Add(time.Hour).Truncate(time.Minute)
-	rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: reset}},
+	limit := make(chan struct{})
+	rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: reset}, Until: limit},
 		modelapi.Turn{Text: "It was the story file."})
 	rf.askAndSee(af, "Go on with the story.")
 	// Qwen Code waits a minute or more before it shows its first retry.
@@ -160,6 +164,7 @@ func tellStory(t *testing.T, row storyRow) {
 		t.Errorf("the limited run: %+v", r)
 	}
 
+	close(limit)
 	if out, errOut, code := rf.Run("start", "a", "--force"); code != 0 {
 		t.Fatalf("start --force: %s%s", out, errOut)
 	}
@@ -167,4 +172,32 @@ func tellStory(t *testing.T, row storyRow) {
 		t.Errorf("the resumed session lacks the first prompt: %.400s", req.Body)
 	}
 	af.screenHas("the answer after the limit", "It was the story file")
+}
+
+// TestAgent_AnAgentProgramMissingFromPATHFailsNamingIt: a harness of a
+// known agent whose program is not on the PATH it runs with does not
+// start, and says which program it could not find.
+func TestAgent_AnAgentProgramMissingFromPATHFailsNamingIt(t *testing.T) {
+	dir := t.TempDir()
+	f := newFleetAt(t, dir, fmt.Sprintf(`
+[harness.a]
+cmd = "opencode"
+workdir = %q
+env = { PATH = %q }
+restart = "no"
+`, dir, filepath.Join(dir, "empty")))
+	out, errOut, code := f.Run("start", "a")
+	text := out + errOut
+	if code == 0 {
+		// The spawn may fail after start answered: the run says why.
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(text, "opencode") && time.Now().Before(deadline) {
+			logs, _, _ := f.Run("logs", "a")
+			text = logs
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !strings.Contains(text, "opencode") || !strings.Contains(strings.ToLower(text), "not found") {
+		t.Errorf("start of a missing program: exit %d: %s", code, text)
+	}
 }

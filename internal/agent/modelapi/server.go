@@ -68,6 +68,10 @@ type Turn struct {
 	Hold <-chan struct{}
 	// Usage is reported with the answer; zero reports 10 in, 5 out.
 	Usage Usage
+	// Until, when set, makes the turn answer every main request until
+	// it is closed (an agent that retries a usage limit by itself);
+	// then the script goes on.
+	Until <-chan struct{}
 }
 
 // Usage is the token counts a turn reports.
@@ -227,9 +231,19 @@ func (s *Server) record(r Request) {
 func (s *Server) take() (Turn, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.next < len(s.script) {
+	for s.next < len(s.script) {
+		t := s.script[s.next]
+		if t.Until != nil {
+			select {
+			case <-t.Until:
+				s.next++ // over: the script goes on
+				continue
+			default:
+				return t, s.next // again, until it is closed
+			}
+		}
 		s.next++
-		return s.script[s.next-1], s.next - 1
+		return t, s.next - 1
 	}
 	return Turn{Text: DefaultText}, -1
 }
