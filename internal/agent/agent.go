@@ -1,6 +1,7 @@
 // Package agent knows the agent programs harness runs (docs/design/agents.md): one
 // Adapter per program, each in a file of its own (claudecode.go, codex.go,
-// gemini.go, generic.go) and registered by name. An adapter is data and
+// gemini.go, opencode.go, qwen.go, copilot.go, generic.go) and registered
+// by name. An adapter is data and
 // small pure functions: the command names it is inferred from, the screen
 // rules that say what the agent is doing, the keys that answer its
 // dialogs, and how a run asks it for a prompt, a model, an

@@ -32,6 +32,10 @@ func init() {
 			Commands:    []string{"qwen"},
 			Wiring:      qwenWiring,
 			Transcripts: qwenTranscripts,
+			// It turns bracketed paste on as its input mounts (its
+			// useBracketedPaste hook, 0.24.4); a paste sent before that,
+			// into a resumed session still loading, was lost.
+			KeysWithPaste: true,
 			Rules: []Rule{
 				{
 					Name: "permission", State: api.AgentWaiting, WaitingFor: api.WaitingPermission,
