@@ -44,3 +44,13 @@ func TestScenario_CopilotRunOptionsAndTranscript(t *testing.T) {
 		t.Error("no last API error")
 	}
 }
+
+// The MCP wiring is one --additional-mcp-config argument, which Copilot
+// CLI adds to the user's own servers.
+func TestScenario_CopilotWiringAddsAServer(t *testing.T) {
+	w, err := MustLookup(Copilot).Wire(WireSpec{Exe: "/bin/harness", MCP: true})
+	want := `--additional-mcp-config={"mcpServers":{"harness":{"args":["mcp"],"command":"/bin/harness","tools":["*"],"type":"local"}}}`
+	if err != nil || len(w.Args) != 1 || w.Args[0] != want || len(w.Files) != 0 {
+		t.Errorf("%+v %v\nwant %s", w, err, want)
+	}
+}
