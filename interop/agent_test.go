@@ -192,6 +192,7 @@ type agentWait struct {
 	WaitingFor string     `json:"waiting_for"`
 	Prompt     string     `json:"prompt"`
 	Choices    []string   `json:"choices"`
+	Suggested  string     `json:"suggested"`
 	Until      *time.Time `json:"until"`
 	Message    string     `json:"agent_message"`
 }
@@ -227,7 +228,7 @@ func (af *agentFleet) waitAgent(what string, ok func(agentWait) bool) agentWait 
 			}
 			a := ev.Agent
 			w := agentWait{Name: af.name, Agent: a.Agent, AgentState: string(a.AgentState), WaitingFor: string(a.WaitingFor),
-				Prompt: a.Prompt, Choices: a.Choices, Until: a.Until, Message: a.AgentMessage}
+				Prompt: a.Prompt, Choices: a.Choices, Suggested: a.Suggested, Until: a.Until, Message: a.AgentMessage}
 			if ok(w) {
 				return w
 			}

@@ -1,6 +1,7 @@
 // Package agent knows the agent programs harness runs (docs/design/agents.md): one
 // Adapter per program, each in a file of its own (claudecode.go, codex.go,
-// gemini.go, generic.go) and registered by name. An adapter is data and
+// gemini.go, opencode.go, qwen.go, copilot.go, generic.go) and registered
+// by name. An adapter is data and
 // small pure functions: the command names it is inferred from, the screen
 // rules that say what the agent is doing, the keys that answer its
 // dialogs, and how a run asks it for a prompt, a model, an
@@ -97,6 +98,10 @@ type Adapter struct {
 	// the agent has no flag for. Nil: the agent supports no option, and
 	// Args answers ErrUnsupported for any non-zero RunOptions.
 	Argv func(o RunOptions) ([]string, error)
+	// RunEnv returns the variables (KEY=VALUE) a run adds for o, for an
+	// option the agent takes from its environment and not its argv
+	// (opencode's approvals). Nil: none.
+	RunEnv func(o RunOptions) []string
 
 	// JobResult reads the machine-readable output of a non-interactive
 	// run (RunOptions.Job: Claude Code's `-p --output-format

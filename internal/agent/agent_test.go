@@ -26,7 +26,7 @@ func TestScenario_TheCommandNamesTheAgent(t *testing.T) {
 			t.Errorf("Infer(%q) = %q, want %q", cmd, got, want)
 		}
 	}
-	if got, want := Names(), []string{ClaudeCode, Codex, Demo, Gemini, Generic}; !slices.Equal(got, want) {
+	if got, want := Names(), []string{ClaudeCode, Codex, Copilot, Demo, Gemini, Generic, OpenCode, QwenCode}; !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
 	if _, ok := Lookup("cursor"); ok {

@@ -70,6 +70,9 @@ type Rule struct {
 	// dialog's cursor is on (default: a row starting with ❯, ›, > or ●).
 	Choice *regexp.Regexp
 	Marker *regexp.Regexp
+	// Inline: the choices stand side by side on one row (opencode's
+	// "Allow once   Allow always   Reject"), each a match of Choice.
+	Inline bool
 	// Proceed matches the text of the choice that lets the agent go on:
 	// the answer suggested to a person (Status.Suggested). Nil: the
 	// adapter does not know which, and none is suggested.
@@ -297,6 +300,16 @@ func (r *Rule) choiceRows(lines []string, cols int) (texts []string, rows []stri
 	reg := r.region(lines)
 	for i := 0; i < len(reg); i++ {
 		l := reg[i]
+		if r.Inline {
+			for _, m := range r.Choice.FindAllStringSubmatchIndex(l, -1) {
+				if len(m) >= 4 && m[2] >= 0 {
+					if t := clean(l[m[2]:m[3]]); t != "" {
+						texts, rows = append(texts, t), append(rows, l)
+					}
+				}
+			}
+			continue
+		}
 		m := r.Choice.FindStringSubmatchIndex(l)
 		if m == nil || len(m) < 4 || m[2] < 0 {
 			continue

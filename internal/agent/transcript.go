@@ -72,6 +72,11 @@ type TranscriptSource struct {
 	// of a huge file keeps its tail), so a reader skips what it cannot
 	// parse.
 	Read func(data []byte) Transcript
+	// Store, when set, reads the run's session out of the file Find
+	// returned instead of Read: a store of every session (opencode's
+	// SQLite database) rather than a file per session. session is the
+	// run's session when known; else the one of workdir the run wrote.
+	Store func(path, workdir, session string, run RunSpan) (Transcript, error)
 }
 
 // MaxTranscriptRead bounds how much of a transcript file is read: a huge
@@ -90,6 +95,14 @@ func (a *Adapter) ReadTranscript(home, workdir, session string, run RunSpan) (Tr
 	if path == "" {
 		return Transcript{}, fmt.Errorf("agent %s: %w for this run under %s", a.Name, ErrNoTranscript, home)
 	}
+	if a.Transcripts.Store != nil {
+		t, err := a.Transcripts.Store(path, workdir, session, run)
+		if err != nil {
+			return Transcript{}, fmt.Errorf("agent %s: transcript: %w", a.Name, err)
+		}
+		t.Path = path
+		return t, nil
+	}
 	data, truncated, err := readTail(path, MaxTranscriptRead)
 	if err != nil {
 		return Transcript{}, fmt.Errorf("agent %s: transcript: %w", a.Name, err)
@@ -106,6 +119,9 @@ func (a *Adapter) ReadTranscript(home, workdir, session string, run RunSpan) (Tr
 func (a *Adapter) ReadTranscriptFile(path string) (Transcript, error) {
 	if a.Transcripts == nil {
 		return Transcript{}, fmt.Errorf("agent %s keeps no transcripts harness reads: %w", a.Name, ErrNoTranscript)
+	}
+	if a.Transcripts.Store != nil {
+		return Transcript{}, fmt.Errorf("agent %s keeps its sessions in one store, read by session: %w", a.Name, ErrNoTranscript)
 	}
 	data, truncated, err := readTail(path, MaxTranscriptRead)
 	if err != nil {

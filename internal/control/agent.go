@@ -104,13 +104,19 @@ func (c *Control) parkedLimited(a api.WaitArgs) (api.WaitResult, bool) {
 	if err != nil {
 		return api.WaitResult{}, false
 	}
-	until, _ := c.limitedUntil(a.Name)
+	until, note := c.limitedUntil(a.Name)
 	if !until.After(time.Now()) {
 		return api.WaitResult{}, false // no park in force
 	}
 	as := u.sup.AgentStatus()
-	if as.AgentState != api.AgentLimited || as.RunID != u.sup.Status().RunID {
+	if as.RunID != u.sup.Status().RunID {
 		return api.WaitResult{}, false
+	}
+	if as.AgentState != api.AgentLimited {
+		// The agent drew something else as the park stopped it (opencode
+		// prints its session on exit): the park, in force, still says
+		// limited, as the run records it.
+		as.AgentView = api.AgentView{Agent: as.Agent, AgentState: api.AgentLimited, AgentMessage: note, Until: &until}
 	}
 	return api.WaitResult{Name: a.Name, AgentView: maskAgent(c.Masker(), as.AgentView)}, true
 }

@@ -49,6 +49,9 @@ type unit struct {
 	row atomic.Pointer[cachedRow]
 	// worked is the last run whose agent was seen working (limit.go).
 	worked atomic.Uint64
+	// readied is the last run whose agent was seen at a prompt or a
+	// dialog, past starting and working (limit.go).
+	readied atomic.Uint64
 	// repeats counts the agent's same tool call in a row (loop_guard).
 	repeats struct {
 		sync.Mutex

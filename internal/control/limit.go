@@ -64,9 +64,17 @@ func (c *Control) onAgentLimit(u *unit, ev supervise.Event) {
 	if h == nil || h.AgentRun.OnLimit == config.OnLimitIgnore {
 		return
 	}
+	if ev.Kind == api.EventAgent && ev.Agent != nil && ev.Agent.AgentState != api.AgentWorking && ev.Agent.AgentState != api.AgentStarting {
+		defer u.readied.Store(ev.RunID)
+	}
 	switch {
 	case ev.Kind == api.EventAgent && ev.Agent != nil && ev.Agent.AgentState == api.AgentWorking:
-		u.worked.Store(ev.RunID)
+		// An interactive agent works once it has shown a prompt or a
+		// dialog: a resumed one busy drawing its old conversation (Codex)
+		// has not.
+		if u.readied.Load() == ev.RunID || h.IsJob() && h.AgentRun.HasPrompt() {
+			u.worked.Store(ev.RunID)
+		}
 	case ev.Kind == api.EventAgent && ev.Agent != nil && ev.Agent.AgentState == api.AgentLimited:
 		if u.worked.Load() != ev.RunID {
 			// A resumed agent shows its conversation again, the old

@@ -111,6 +111,9 @@ func (a *actor) addAgentArgs(p *proc, cmd *exec.Cmd) error {
 		return err
 	}
 	cmd.Args = append(cmd.Args, args...)
+	if ad.RunEnv != nil {
+		cmd.Env = append(cmd.Env, ad.RunEnv(o)...)
+	}
 	if o.Job && ad.JobResult != nil {
 		p.jobOut = &capture{}
 	}

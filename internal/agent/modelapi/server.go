@@ -1,7 +1,7 @@
 // Package modelapi is a scripted model API server for tests: it speaks the
-// wire formats the three agent CLIs use (Anthropic Messages with SSE,
-// OpenAI Responses with SSE, Gemini generateContent and
-// streamGenerateContent with SSE) on 127.0.0.1, answers each agent's main
+// wire formats the agent CLIs use (Anthropic Messages with SSE, OpenAI
+// Responses with SSE, OpenAI Chat Completions with SSE, Gemini
+// generateContent and streamGenerateContent with SSE) on 127.0.0.1, answers each agent's main
 // requests from a script of turns the test writes, and records every
 // request so a test can assert what the agent sent (agents-offline.md).
 //
@@ -38,6 +38,7 @@ const (
 	Anthropic API = "anthropic" // POST /v1/messages
 	OpenAI    API = "openai"    // POST /v1/responses
 	Gemini    API = "gemini"    // POST /v1beta/models/M:generateContent | :streamGenerateContent
+	Chat      API = "chat"      // POST /v1/chat/completions
 )
 
 // DefaultText answers side calls and main calls past the end of the script.
@@ -49,7 +50,8 @@ type Turn struct {
 	Text string
 	// Shell asks the agent to run this shell command with its own shell
 	// tool (Claude Code's Bash, Codex's exec_command with escalation, so it
-	// asks; Gemini CLI's run_shell_command).
+	// asks; Gemini CLI's run_shell_command; a Chat Completions agent's
+	// shell tool as its request declares it).
 	Shell string
 	// Tool calls a tool by name with Args: for an MCP tool, the name the
 	// agent gave it in its request's tools (see ToolName).
@@ -66,6 +68,10 @@ type Turn struct {
 	Hold <-chan struct{}
 	// Usage is reported with the answer; zero reports 10 in, 5 out.
 	Usage Usage
+	// Until, when set, makes the turn answer every main request until
+	// it is closed (an agent that retries a usage limit by itself);
+	// then the script goes on.
+	Until <-chan struct{}
 }
 
 // Usage is the token counts a turn reports.
@@ -225,9 +231,19 @@ func (s *Server) record(r Request) {
 func (s *Server) take() (Turn, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.next < len(s.script) {
+	for s.next < len(s.script) {
+		t := s.script[s.next]
+		if t.Until != nil {
+			select {
+			case <-t.Until:
+				s.next++ // over: the script goes on
+				continue
+			default:
+				return t, s.next // again, until it is closed
+			}
+		}
 		s.next++
-		return s.script[s.next-1], s.next - 1
+		return t, s.next - 1
 	}
 	return Turn{Text: DefaultText}, -1
 }
@@ -251,6 +267,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasSuffix(path, "/v1/messages") && r.Method == http.MethodPost:
 		req.API = Anthropic
+	case strings.HasSuffix(path, "/chat/completions") && r.Method == http.MethodPost:
+		req.API = Chat
 	case strings.HasSuffix(path, "/responses") && r.Method == http.MethodPost:
 		req.API = OpenAI
 	case strings.Contains(path, "/models/") && (strings.HasSuffix(path, ":generateContent") || strings.HasSuffix(path, ":streamGenerateContent")):
@@ -271,7 +289,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.openai(w, r, m, turn)
 	case Gemini:
 		s.gemini(w, r, m, turn, strings.HasSuffix(path, ":streamGenerateContent"))
+	case Chat:
+		s.chat(w, r, m, turn)
 	default:
+		if strings.HasSuffix(path, "/models") && r.Method == http.MethodGet {
+			// The model list OpenAI-compatible agents ask for.
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []any{
+				map[string]any{"id": ChatModel, "object": "model", "created": 1700000000, "owned_by": "harness-test"}}})
+			return
+		}
 		// HEAD /api/hello (Claude Code's connectivity check) and
 		// anything else: an empty success.
 		w.WriteHeader(http.StatusOK)
@@ -297,6 +324,20 @@ func newSSE(w http.ResponseWriter) *sse {
 	w.WriteHeader(http.StatusOK)
 	f, _ := w.(http.Flusher)
 	return &sse{w: w, f: f, ok: true}
+}
+
+// done ends a Chat Completions stream.
+func (e *sse) done() {
+	if !e.ok {
+		return
+	}
+	if _, err := io.WriteString(e.w, "data: [DONE]\n\n"); err != nil {
+		e.ok = false
+		return
+	}
+	if e.f != nil {
+		e.f.Flush()
+	}
 }
 
 // event writes one event; name "" writes a bare data line (Gemini).

@@ -192,3 +192,32 @@ func TestScenario_AHeldStreamWaitsAndRequestsAreAwaitable(t *testing.T) {
 		t.Errorf("%d events after release", n)
 	}
 }
+
+// A turn with Until answers every main request until it is closed; then
+// the script goes on.
+func TestScenario_ATurnRepeatsUntilItIsClosed(t *testing.T) {
+	s := start(t)
+	limit := make(chan struct{})
+	s.Script(Turn{Error: &Error{Status: 429, UsageLimit: true}, Until: limit}, Turn{Text: "after"})
+	body := `{"model":"m","stream":false,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"bash"}}]}`
+	post := func() int {
+		resp, err := http.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for range 3 {
+		if code := post(); code != 429 {
+			t.Fatalf("a retry got %d, want 429", code)
+		}
+	}
+	close(limit)
+	if code := post(); code != 200 {
+		t.Errorf("after the close: %d", code)
+	}
+	if rs := s.MainRequests(); len(rs) != 4 || rs[3].Turn != 1 {
+		t.Errorf("requests %+v", rs)
+	}
+}

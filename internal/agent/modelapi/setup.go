@@ -20,7 +20,7 @@ type AgentOptions struct {
 const TestKey = "sk-test-harness-0123456789abcdefghij"
 
 // AgentEnv prepares home (a fresh directory the run uses as $HOME) for
-// agent ("claude-code", "codex" or "gemini") to talk to s from workdir,
+// agent (an adapter's name) to talk to s from workdir,
 // and returns the environment the run needs (as agents-offline.md says:
 // its own HOME, the base URL and a key, CI=false, no auto-update).
 func (s *Server) AgentEnv(agent, home, workdir string, o AgentOptions) (map[string]string, error) {
@@ -63,6 +63,40 @@ wire_api = "responses"
 			settings["security"].(map[string]any)["folderTrust"] = map[string]any{"enabled": false}
 		}
 		return env, writeJSON(filepath.Join(home, ".gemini", "settings.json"), settings)
+	case "qwen-code":
+		env["OPENAI_API_KEY"] = TestKey
+		env["OPENAI_BASE_URL"] = s.URL + "/v1"
+		env["OPENAI_MODEL"] = ChatModel
+		// Follow-up suggestions and memory are requests with tools that
+		// would take scripted turns: off.
+		return env, writeJSON(filepath.Join(home, ".qwen", "settings.json"), map[string]any{
+			"security": map[string]any{"auth": map[string]any{"selectedType": "openai"}},
+			"general":  map[string]any{"enableAutoUpdate": false},
+			"ui":       map[string]any{"enableFollowupSuggestions": false},
+			"memory":   map[string]any{"enableManagedAutoMemory": false, "enableManagedAutoDream": false},
+		})
+	case "copilot":
+		// No GitHub sign-in with a provider of its own (BYOK).
+		env["COPILOT_PROVIDER_BASE_URL"] = s.URL + "/v1"
+		env["COPILOT_PROVIDER_TYPE"] = "openai"
+		env["COPILOT_PROVIDER_API_KEY"] = TestKey
+		env["COPILOT_MODEL"] = ChatModel
+		env["COPILOT_OFFLINE"] = "true"
+		env["COPILOT_AUTO_UPDATE"] = "false"
+		return env, nil
+	case "opencode":
+		// An OpenAI-compatible provider; permissions as opencode's own
+		// default (the harness's approval decides).
+		env["OPENCODE_DISABLE_MODELS_FETCH"] = "1"
+		return env, writeJSON(filepath.Join(home, ".config", "opencode", "opencode.json"), map[string]any{
+			"$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",
+			"provider": map[string]any{"mock": map[string]any{
+				"npm": "@ai-sdk/openai-compatible", "name": "Mock",
+				"options": map[string]any{"baseURL": s.URL + "/v1", "apiKey": TestKey},
+				"models":  map[string]any{ChatModel: map[string]any{"name": "Test model"}},
+			}},
+			"model": "mock/" + ChatModel, "small_model": "mock/" + ChatModel,
+		})
 	}
 	return nil, fmt.Errorf("modelapi: no setup for agent %q", agent)
 }
