@@ -88,9 +88,10 @@ func TestQuickRun(t *testing.T) {
 	if part4 != 3 {
 		t.Errorf("%d part 4 rows, want 3 (call log off, on, on with call_log_args)", part4)
 	}
-	// 13, and the fast path's four for each upstream of part 1 at sessions 1
-	// and 8: (b') over (a), daemon CPU, throughput at 8, (c) against (a).
-	if want := 13 + 4*len(o.CallUpstreams); len(rep.Targets) != want {
+	// 13, part 10's sandboxed start against a plain one, and the fast
+	// path's four for each upstream of part 1 at sessions 1 and 8: (b')
+	// over (a), daemon CPU, throughput at 8, (c) against (a).
+	if want := 14 + 4*len(o.CallUpstreams); len(rep.Targets) != want {
 		t.Errorf("%d target rows, want %d", len(rep.Targets), want)
 	}
 	for _, tg := range rep.Targets {
