@@ -99,12 +99,6 @@ type agentRow struct {
 func (f *fleet) waitAgent(name string, states ...string) agentRow {
 	f.T.Helper()
 	out, errOut, code := f.Run("wait", name, "--state", strings.Join(states, ","), "--timeout", "2m", "--json")
-	// A harness still starting has no run to wait on yet (the daemon may
-	// be busy bringing up its upstreams and other units): wait for it.
-	for deadline := time.Now().Add(30 * time.Second); code != 0 && strings.Contains(out, "is starting: it has no process") && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
-		out, errOut, code = f.Run("wait", name, "--state", strings.Join(states, ","), "--timeout", "2m", "--json")
-	}
 	var w agentRow
 	if err := json.Unmarshal([]byte(out), &w); err != nil || code != 0 {
 		f.T.Fatalf("wait %s --state %v: exit %d (%v): %s%s\nscreen:\n%s", name, states, code, err, out, errOut, strings.Join(f.screenLines(name), "\n"))
