@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-var readTools = []string{"harness_agents", "harness_daemon_info", "harness_describe", "harness_get_trajectory", "harness_jobs", "harness_list", "harness_list_trajectories", "harness_logs", "harness_runs", "harness_screen", "harness_triggers"}
+var readTools = []string{"harness_agents", "harness_daemon_info", "harness_describe", "harness_diff", "harness_get_trajectory", "harness_jobs", "harness_list", "harness_list_trajectories", "harness_logs", "harness_runs", "harness_screen", "harness_triggers"}
 
 const facadeConfig = `
 [harness.sleeper]

@@ -47,6 +47,9 @@ func (c *Control) waitAgent(ctx context.Context, a api.WaitArgs, timeout time.Du
 			return api.WaitResult{}, errcode.Errorf(errcode.InvalidArgument, "unknown agent state %s (want one of %s)", errcode.Quote(string(s)), agentStateList())
 		}
 	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c.awaitSpawn(wctx, a.Name)
 	u, _, st, err := c.terminalOf(a.Name)
 	if err != nil {
 		if res, ok := c.parkedLimited(a); ok {
@@ -55,8 +58,6 @@ func (c *Control) waitAgent(ctx context.Context, a api.WaitArgs, timeout time.Du
 		return api.WaitResult{}, err
 	}
 	run := st.RunID
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	rctx, stop := context.WithCancelCause(wctx)
 	defer stop(nil)
 	go func() {
@@ -88,6 +89,31 @@ func (c *Control) waitAgent(ctx context.Context, a api.WaitArgs, timeout time.Du
 				return res, nil
 			}
 			return res, ctx.Err()
+		}
+	}
+}
+
+// spawnPoll is how often a wait looks again at a harness still starting.
+const spawnPoll = 50 * time.Millisecond
+
+// awaitSpawn returns once the harness name is no longer starting without a
+// process (a start on its way: a setup running, a sandbox being made, a
+// held start of max_concurrent_agents), or when ctx ends. A wait for an
+// agent state just after a start then waits for that run rather than
+// answering not_running.
+func (c *Control) awaitSpawn(ctx context.Context, name string) {
+	for {
+		u, err := c.lookup(name)
+		if err != nil {
+			return
+		}
+		if st := u.sup.Status(); st.State != supervise.StateStarting || st.HasRun() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(spawnPoll):
 		}
 	}
 }
