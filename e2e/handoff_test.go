@@ -315,9 +315,11 @@ func TestMCP_SessionsLeaveNoDescriptorsInTheDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The last sessions' teardown in the daemon may trail the bridges
-	// killed with SIGKILL by a moment.
+	// killed with SIGKILL by a moment. A leak is more descriptors than
+	// before; fewer is one the daemon had open at the start and closed
+	// since (seen once in CI: 3 after, 4 before).
 	deadline := time.Now().Add(15 * time.Second)
-	for streamFDs(t, daemon) != before {
+	for streamFDs(t, daemon) > before {
 		if time.Now().After(deadline) {
 			links := []string{}
 			ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", daemon))
