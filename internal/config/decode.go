@@ -271,16 +271,23 @@ func (d *decoder) webhookListen(path []string, out *Daemon) {
 	if out.WebhookListen == "" {
 		return
 	}
-	kp := child(path, "webhook_listen")
-	if _, port, err := net.SplitHostPort(out.WebhookListen); err != nil {
-		d.add(kp, "want host:port such as 127.0.0.1:7331: %v", err)
+	d.checkListen(child(path, "webhook_listen"), out.WebhookListen, "127.0.0.1:7331", out.WebhookTLSCert != "",
+		"a webhook listener beyond loopback needs webhook_tls_cert and webhook_tls_key")
+}
+
+// checkListen checks a listener's host:port (example shows one) and that
+// beyond loopback it has TLS, saying how to give it some (needTLS): a
+// listener in the clear would carry its secrets across the network.
+func (d *decoder) checkListen(kp []string, addr, example string, hasTLS bool, needTLS string) {
+	if _, port, err := net.SplitHostPort(addr); err != nil {
+		d.add(kp, "want host:port such as %s: %v", example, err)
 		return
 	} else if n, ok := parsePort(port); !ok || n > 65535 {
 		d.add(kp, "invalid port %q", port)
 		return
 	}
-	if err := checkLoopback(out.WebhookListen); err != nil && out.WebhookTLSCert == "" {
-		d.add(kp, "%v; a webhook listener beyond loopback needs webhook_tls_cert and webhook_tls_key", err)
+	if err := checkLoopback(addr); err != nil && !hasTLS {
+		d.add(kp, "%v; %s", err, needTLS)
 	}
 }
 

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"net"
 	"net/url"
 	"strings"
 )
@@ -81,17 +80,8 @@ func (d *decoder) webListen(path []string, out *Web) {
 	if out.Listen == "" {
 		return
 	}
-	kp := child(path, "listen")
-	if _, port, err := net.SplitHostPort(out.Listen); err != nil {
-		d.add(kp, "want host:port such as 0.0.0.0:7443: %v", err)
-		return
-	} else if n, ok := parsePort(port); !ok || n > 65535 {
-		d.add(kp, "invalid port %q", port)
-		return
-	}
-	if err := checkLoopback(out.Listen); err != nil && !out.TLSOn() {
-		d.add(kp, "%v; a listener beyond loopback needs TLS: set tls = \"auto\" or tls_cert and tls_key", err)
-	}
+	d.checkListen(child(path, "listen"), out.Listen, "0.0.0.0:7443", out.TLSOn(),
+		"a listener beyond loopback needs TLS: set tls = \"auto\" or tls_cert and tls_key")
 }
 
 // checkPublicURL accepts an http or https URL with a host and no more
