@@ -47,8 +47,9 @@ func init() {
 			// handler learns of it only when React has rendered again,
 			// which shows nothing on screen: on a loaded machine that
 			// came more than 250 ms after the paste's draw (2 cores at
-			// load 15), so the Enter waits for the timer to be due and
-			// then for Gemini's processes to go quiet (0.61.0).
+			// load 15), so the Enter waits for Gemini's processes to go
+			// quiet (the paste handled, its timer set), for the timer to
+			// be due, and for them to go quiet again (0.61.0).
 			EnterAfterPaste: 50 * time.Millisecond,
 			Prices: map[string]Price{
 				"gemini-2.5-pro":   {Input: 1.25, Output: 10, CacheRead: 0.31},

@@ -103,11 +103,11 @@ func (u *Unit) InputWhole(ctx context.Context, p []byte) (run uint64, err error)
 // Data, then Submit. Submit goes in the same write unless SubmitAfter is
 // set; then it is written on its own once the program has taken Data in:
 // it read it and drew after it was written (or DrawWait passed without a
-// draw), SubmitAfter passed since that draw, and then its processes went
-// quiet (awaitQuiet, at most QuietWait). That is for a program that takes
+// draw), its processes went quiet (awaitQuiet, at most QuietWait), then
+// SubmitAfter passed, and they went quiet again. That is for a program that takes
 // an Enter right after a paste as part of the paste until a timer of its
 // own has run (agent.Adapter.EnterAfterPaste). Such a send may take
-// DrawWait and QuietWait longer than Limits.InputTimeout.
+// DrawWait and twice QuietWait longer than Limits.InputTimeout.
 type Typing struct {
 	Data        []byte
 	Submit      []byte
@@ -171,7 +171,7 @@ func (u *Unit) typeIn(ctx context.Context, t Typing, whole bool) (run uint64, er
 func (in *ptyInput) write(ctx context.Context, t Typing, whole bool, output func() <-chan struct{}) (n int, ctxBound bool, err error) {
 	deadline := time.Now().Add(in.timeout)
 	if t.SubmitAfter > 0 {
-		deadline = deadline.Add(DrawWait + QuietWait) // the waits before its Submit
+		deadline = deadline.Add(DrawWait + 2*QuietWait) // the waits before its Submit
 	}
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline, ctxBound = d, true
@@ -251,8 +251,9 @@ func (in *ptyInput) writeNow(ctx context.Context, p []byte, deadline time.Time) 
 
 // awaitTaken waits until the program has taken in what was just written:
 // it read it and drew after the write (drawn is closed; or DrawWait
-// passed without a draw), and then pause passed since that draw. The
-// deadline and ctx bound it.
+// passed without a draw), it went quiet (it handled what it read), pause
+// passed since, and it went quiet again (its timer ran, and what that set
+// off). The deadline and ctx bound it.
 func (in *ptyInput) awaitTaken(ctx context.Context, drawn <-chan struct{}, pause time.Duration, deadline time.Time) error {
 	if err := in.awaitRead(ctx, deadline); err != nil {
 		return err
@@ -264,6 +265,12 @@ func (in *ptyInput) awaitTaken(ctx context.Context, drawn <-chan struct{}, pause
 	case <-drawn:
 	default:
 		in.log.Info("supervise: the program drew nothing after a paste; its Enter follows", logkey.Run, in.run, logkey.Waited, DrawWait)
+	}
+	// A draw is not the end of the program's work on the paste (the draw
+	// may even be another one, a spinner's): only once it has gone quiet
+	// has it handled what it read, and only then does its timer start.
+	if err := in.awaitQuiet(ctx, deadline); err != nil {
+		return err
 	}
 	if err := sleepUntil(ctx, nil, time.Now().Add(pause), deadline); err != nil {
 		return err

@@ -50,6 +50,10 @@ func pasteDrawHelper() (int, bool) {
 			}
 			queued, _ = queuedInput(0)
 			fmt.Printf("busy %s; %d queued\r\n", busy, queued)
+			// Done with the paste only now: a guard of its own (Gemini
+			// CLI's 40 ms) starts here, as its timer starts when its
+			// handler has run.
+			drawn = time.Now()
 		}
 	}
 }
@@ -69,7 +73,8 @@ type helperRead struct {
 // that draw: a program that draws 300 ms after it reads finds nothing
 // queued behind the paste when it draws and reads the Enter alone, at
 // least SubmitAfter after its draw; one busy for 500 ms after its draw
-// has nothing queued when it is done. One that draws nothing within DrawWait
+// has nothing queued when it is done, and reads the Enter at least
+// SubmitAfter after that (a guard timer of its own starts only then). One that draws nothing within DrawWait
 // still gets its Enter, apart, after DrawWait. Without SubmitAfter the
 // Enter goes with the paste, as a terminal sends them: in the same read or
 // queued at the draw.
