@@ -150,3 +150,27 @@ func TestWatch_TurnedOnByAReloadFollowsTheFile(t *testing.T) {
 		return len(us) == 2
 	})
 }
+
+func TestWatch_AHarnessFileWrittenByHandIsLoaded(t *testing.T) {
+	f := newFleet(t, "[daemon]\nwatch_config = true\n"+sleeperConfig)
+	dir := filepath.Join(filepath.Dir(f.Config), "harness.d")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "byhand.toml"), []byte("[harness.byhand]\ncmd = \"true\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitFor("the watcher to load the harness file written by hand", 10*time.Second, func() bool {
+		var us []unitInfo
+		f.MustJSON(&us, "list")
+		return len(us) == 2
+	})
+	if err := os.Remove(filepath.Join(dir, "byhand.toml")); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitFor("the watcher to drop the removed harness file", 10*time.Second, func() bool {
+		var us []unitInfo
+		f.MustJSON(&us, "list")
+		return len(us) == 1
+	})
+}

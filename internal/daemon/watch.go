@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -91,6 +93,16 @@ func watchConfig(cfg *config.Config, ctl *control.Control, log *slog.Logger) (st
 	if err := w.Add(cfgDir); err != nil {
 		log.Error("cannot watch config dir", logkey.Dir, cfgDir, logkey.Err, err)
 	}
+	// The harness files the config includes are config too; their
+	// directory may be made after the watch starts (the first `harness
+	// new`), and is watched from then on.
+	incDir := filepath.Clean(config.IncludeDir(cfg.Path))
+	watchInc := func() {
+		if err := w.Add(incDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			log.Warn("cannot watch the included harness files", logkey.Dir, incDir, logkey.Err, err)
+		}
+	}
+	watchInc()
 	promptDirs := map[string]bool{}
 	for _, p := range cfg.Prompts.Paths {
 		if err := w.Add(p); err != nil {
@@ -115,7 +127,12 @@ func watchConfig(cfg *config.Config, ctl *control.Control, log *slog.Logger) (st
 				if !ok {
 					return
 				}
-				relevant := filepath.Clean(ev.Name) == filepath.Clean(cfg.Path) || promptDirs[filepath.Dir(ev.Name)]
+				name := filepath.Clean(ev.Name)
+				if name == incDir && ev.Has(fsnotify.Create) {
+					watchInc()
+				}
+				relevant := name == filepath.Clean(cfg.Path) || promptDirs[filepath.Dir(name)] ||
+					name == incDir || filepath.Dir(name) == incDir && filepath.Ext(name) == ".toml"
 				if !relevant {
 					continue
 				}
