@@ -13,7 +13,7 @@ import (
 	"github.com/harness-dev/harness/internal/testenv"
 )
 
-func TestScenario_PortsAreUniqueInTheFleetAndKeptAcrossDaemons(t *testing.T) {
+func TestScenario_PortsAreUniqueInTheFleetKeptAcrossDaemonsAndGivenBackByRm(t *testing.T) {
 	state := t.TempDir()
 	c := &Control{opt: Options{Paths: api.Paths{StateDir: state}}, log: slog.Default()}
 	a, b := c.portsFor("a", 2), c.portsFor("b", 3)
@@ -41,6 +41,14 @@ func TestScenario_PortsAreUniqueInTheFleetAndKeptAcrossDaemons(t *testing.T) {
 	}
 	if d.portEnv("c", 0) != nil {
 		t.Fatal("ports = 0 gives env")
+	}
+	// harness rm gives a's ports back: the book, read by a third daemon,
+	// has b's only.
+	d.releasePorts("a")
+	e := &Control{opt: Options{Paths: api.Paths{StateDir: state}}, log: slog.Default()}
+	e.loadPortsLocked()
+	if _, ok := e.ports.byName["a"]; ok || !slices.Equal(e.ports.byName["b"], b) {
+		t.Fatalf("after rm of a the book holds %v", e.ports.byName)
 	}
 }
 

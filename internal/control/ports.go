@@ -53,19 +53,7 @@ func (c *Control) portsFor(name string, n int) []int {
 	b := &c.ports
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	path := filepath.Join(c.opt.Paths.StateDir, portsFile)
-	if !b.loaded {
-		b.loaded = true
-		b.byName = map[string][]int{}
-		if data, err := os.ReadFile(path); err == nil {
-			if err := json.Unmarshal(data, &b.byName); err != nil {
-				c.log.Warn("ports: unreadable book, picking anew", logkey.Path, path, logkey.Err, err)
-				b.byName = map[string][]int{}
-			}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			c.log.Warn("ports: read", logkey.Path, path, logkey.Err, err)
-		}
-	}
+	path := c.loadPortsLocked()
 	have := b.byName[name]
 	if len(have) >= n {
 		return slices.Clone(have[:n])
@@ -90,6 +78,44 @@ func (c *Control) portsFor(name string, n int) []int {
 		c.log.Error("ports: write", logkey.Path, path, logkey.Err, err)
 	}
 	return slices.Clone(have)
+}
+
+// loadPortsLocked reads the book from the state dir the first time, and
+// returns its path. The caller holds c.ports.mu.
+func (c *Control) loadPortsLocked() string {
+	b := &c.ports
+	path := filepath.Join(c.opt.Paths.StateDir, portsFile)
+	if b.loaded {
+		return path
+	}
+	b.loaded = true
+	b.byName = map[string][]int{}
+	if data, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(data, &b.byName); err != nil {
+			c.log.Warn("ports: unreadable book, picking anew", logkey.Path, path, logkey.Err, err)
+			b.byName = map[string][]int{}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		c.log.Warn("ports: read", logkey.Path, path, logkey.Err, err)
+	}
+	return path
+}
+
+// releasePorts forgets name's ports (harness rm): a harness made again
+// under the name picks new ones, and the book does not grow with every
+// harness that ever was.
+func (c *Control) releasePorts(name string) {
+	b := &c.ports
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	path := c.loadPortsLocked()
+	if _, ok := b.byName[name]; !ok {
+		return
+	}
+	delete(b.byName, name)
+	if err := writeJSONFile(path, b.byName); err != nil {
+		c.log.Error("ports: write", logkey.Path, path, logkey.Err, err)
+	}
 }
 
 // freePort asks the kernel for a free loopback TCP port not in taken.

@@ -74,6 +74,7 @@ func (c *Control) Rm(ctx context.Context, a api.RmArgs) (api.RmResult, error) {
 	if _, err := c.Reload(ctx, api.NoArgs{}); err != nil {
 		return res, fmt.Errorf("rm %s: removed %s, but the reload failed: %w", a.Name, file, err)
 	}
+	c.releasePorts(a.Name)
 	c.log.Info("harness removed", logkey.Unit, a.Name, logkey.File, file)
 	return res, nil
 }
