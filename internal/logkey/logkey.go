@@ -80,6 +80,7 @@ const (
 	StateDir    = "state_dir"
 	Status      = "status"
 	Target      = "target"
+	Task        = "task"
 	Token       = "token"
 	Tool        = "tool"
 	Tools       = "tools"

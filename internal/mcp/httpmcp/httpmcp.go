@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -238,6 +239,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.log.Info("refused a request whose body did not arrive", logkey.Remote, r.RemoteAddr, logkey.Err, err)
 			refuse(w, http.StatusBadRequest)
 			return
+		}
+		// A tools/call that asks for a task keeps it through the go-sdk
+		// (session/tasklift.go).
+		if lifted, ok := session.LiftTask(body); ok {
+			body = lifted
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		}
 	}
 

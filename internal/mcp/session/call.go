@@ -43,6 +43,9 @@ func (l *live) callMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || call.Params == nil {
 			return next(ctx, method, req)
 		}
+		if tr, ok := taskOf(call); ok {
+			return l.startTask(call, tr)
+		}
 		return l.callTool(ctx, call), nil
 	}
 }
@@ -91,14 +94,7 @@ func (l *live) callFacade(ctx context.Context, t facade.Tool, args json.RawMessa
 	if err := t.Validate(args); err != nil {
 		return l.refuse(t.Name, err)
 	}
-	caller := api.Caller{Kind: api.Session, Harness: l.id.Harness}
-	switch {
-	case l.id.Bridge != nil && l.id.Via != "":
-		caller.Door, caller.Actor = api.DoorSSH, l.id.Via
-	case l.id.Operator:
-		caller.Actor = "token:operator" // the HTTP endpoint's operator token
-	}
-	res, err := l.m.ops.Call(ctx, caller, t.Op, args)
+	res, err := l.m.ops.Call(ctx, l.caller(), t.Op, args)
 	if err != nil {
 		err = fmt.Errorf("%s: %w", t.Name, err)
 		l.m.log.Info("tool call failed", logkey.Session, l.label(), logkey.Tool, t.Name, logkey.Code, errcode.Of(err), logkey.Err, err)

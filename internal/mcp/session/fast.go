@@ -76,7 +76,9 @@ type fastParams struct {
 }
 
 // intercept is the session's jsonl.Transport.Intercept: it takes the
-// tools/call requests the fast path serves and sees every cancellation.
+// tools/call requests the fast path serves (none when fu is nil: the fast
+// path is off), keeps a call's task params for the go-sdk, and sees every
+// cancellation.
 // It runs on the connection's reader and does not block.
 func (l *live) intercept(ctx context.Context, fu FastUpstreams) func(*jsonl.Conn, *jsonrpc.Request) bool {
 	return func(c *jsonl.Conn, req *jsonrpc.Request) bool {
@@ -88,6 +90,13 @@ func (l *live) intercept(ctx context.Context, fu FastUpstreams) func(*jsonl.Conn
 		}
 		if req.Method != methodCallTool {
 			return false
+		}
+		if params, ok := LiftTaskParams(req.Params); ok {
+			req.Params = params // a task: the go-sdk's way, with what it would drop kept (tasklift.go)
+			return false
+		}
+		if fu == nil {
+			return false // the fast path is off
 		}
 		// As the go-sdk gates calls: not before initialize.
 		ss := l.ss.Load()

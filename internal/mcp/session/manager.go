@@ -119,6 +119,9 @@ type Manager struct {
 	fastOff    atomic.Bool
 	fastServed atomic.Uint64
 
+	// tasks are the delegations running as MCP tasks (tasks.go).
+	tasks tasks
+
 	mu     sync.Mutex
 	closed bool
 	live   map[*live]struct{}
@@ -181,9 +184,11 @@ func (m *Manager) Serve(ctx context.Context, rwc io.ReadWriteCloser, id Identity
 	// Calls the fast path took end with the session, as the go-sdk's
 	// handlers do, and are waited for.
 	defer l.endFast()
-	if fu, ok := m.ups.(FastUpstreams); ok && !m.fastOff.Load() {
-		tr.Intercept = l.intercept(ctx, fu)
+	fu, ok := m.ups.(FastUpstreams)
+	if !ok || m.fastOff.Load() {
+		fu = nil
 	}
+	tr.Intercept = l.intercept(ctx, fu)
 	ss, err := l.server.Connect(ctx, tr, nil)
 	if err != nil {
 		m.closeLogged(tr, id)
@@ -330,6 +335,7 @@ func (m *Manager) Close() {
 		}
 	}
 	m.serves.Wait()
+	m.endTasks()
 }
 
 // register builds a session's server and tracks it; owned sessions are
@@ -391,7 +397,10 @@ func (m *Manager) buildWith(id Identity, versions []string) *live {
 		CompletionHandler:  l.complete,
 		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { l.connected.Store(true) },
 	})
-	l.server.AddReceivingMiddleware(l.recordMiddleware, l.callMiddleware, l.firstListMiddleware, l.completionsCapMiddleware)
+	// taskCapsMiddleware wraps the answers completionsCapMiddleware edits
+	// in place, so it runs outside it.
+	l.server.AddReceivingMiddleware(l.recordMiddleware, l.callMiddleware, l.firstListMiddleware, l.taskCapsMiddleware, l.completionsCapMiddleware)
+	l.addTaskMethods()
 	return l
 }
 

@@ -1,0 +1,628 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/errcode"
+	"github.com/harness-dev/harness/internal/logkey"
+	"github.com/harness-dev/harness/internal/mcp/facade"
+)
+
+// MCP tasks (the 2025-11-25 `tasks` utility) for harness_delegate,
+// built here because the go-sdk has none (docs/design/mcp.md, "Tasks").
+// A tools/call that asks for a task is answered at once with the task;
+// the delegation runs on the Manager's context, owned by the credential
+// that asked (not by the session: a client may poll from a new one), and
+// a watcher follows the agent's state so that a prompt it waits on makes
+// the task input_required. The question goes to the client as an
+// elicitation on its tasks/result stream; the client's answer answers the
+// agent only under the caller's input grant, looked up when it arrives.
+
+// Task statuses, as the protocol names them.
+const (
+	taskWorking       = "working"
+	taskInputRequired = "input_required"
+	taskCompleted     = "completed"
+	taskFailed        = "failed"
+	taskCancelled     = "cancelled"
+)
+
+// Task methods and keys of the protocol.
+const (
+	methodTasksGet    = "tasks/get"
+	methodTasksResult = "tasks/result"
+	methodTasksList   = "tasks/list"
+	methodTasksCancel = "tasks/cancel"
+	relatedTaskKey    = "io.modelcontextprotocol/related-task"
+)
+
+// Bounds of a task's life: what a client may ask for in task.ttl, and
+// how long a finished task stays to be read after it ended.
+const (
+	defaultTaskTTL = 30 * time.Minute
+	minTaskTTL     = time.Second
+	maxTaskTTL     = api.MaxDelegateTimeoutS * time.Second
+	taskRetention  = 5 * time.Minute
+	taskPoll       = 500 * time.Millisecond
+	taskListPage   = 50
+	// watchSlice bounds one wait of the watcher, so it looks again at a
+	// task that ended without it.
+	watchSlice = 30 * time.Second
+)
+
+// task is one delegation run as an MCP task.
+type task struct {
+	id      string
+	owner   string // the credential that made it (taskOwner)
+	harness string
+	created time.Time
+	ttl     time.Duration
+	caller  api.Caller
+	l       *live // the session that made it: its grant is looked up at each answer
+	cancel  context.CancelFunc
+
+	mu       sync.Mutex
+	status   string
+	message  string
+	updated  time.Time
+	ended    time.Time
+	result   *mcp.CallToolResult
+	question *api.AgentView // the prompt the agent waits on, while input_required
+	asking   uint64         // the PromptID an elicitation is out for
+	declined uint64         // the PromptID the client declined to answer
+	changed  chan struct{}  // closed and replaced at every change
+}
+
+// taskInfo is the protocol's Task object.
+type taskInfo struct {
+	TaskID        string `json:"taskId"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"statusMessage,omitempty"`
+	CreatedAt     string `json:"createdAt"`
+	LastUpdatedAt string `json:"lastUpdatedAt"`
+	TTL           int64  `json:"ttl"`
+	PollInterval  int64  `json:"pollInterval,omitempty"`
+}
+
+func (t *task) info() taskInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.infoLocked()
+}
+
+func (t *task) infoLocked() taskInfo {
+	ti := taskInfo{
+		TaskID: t.id, Status: t.status, StatusMessage: t.message,
+		CreatedAt: t.created.UTC().Format(time.RFC3339Nano), LastUpdatedAt: t.updated.UTC().Format(time.RFC3339Nano),
+		TTL: t.ttl.Milliseconds(),
+	}
+	if !terminal(t.status) {
+		ti.PollInterval = taskPoll.Milliseconds()
+	}
+	return ti
+}
+
+func terminal(status string) bool {
+	return status == taskCompleted || status == taskFailed || status == taskCancelled
+}
+
+// setLocked moves t to status; a terminal status is never left.
+func (t *task) setLocked(status, message string) bool {
+	if terminal(t.status) {
+		return false
+	}
+	t.status, t.message, t.updated = status, message, time.Now()
+	if terminal(status) {
+		t.ended = t.updated
+		t.question = nil
+	}
+	close(t.changed)
+	t.changed = make(chan struct{})
+	return true
+}
+
+func (t *task) set(status, message string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.setLocked(status, message)
+}
+
+// tasks is a Manager's table of tasks.
+type tasks struct {
+	mu  sync.Mutex
+	all map[string]*task
+	wg  sync.WaitGroup // the goroutines of running tasks
+}
+
+// own returns the task id names if owner made it, after dropping tasks
+// past their retention.
+func (ts *tasks) own(owner, id string) (*task, bool) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.pruneLocked(time.Now())
+	t, ok := ts.all[id]
+	if !ok || t.owner != owner {
+		return nil, false // another caller's task is as unknown as a made-up id
+	}
+	return t, true
+}
+
+// pruneLocked forgets finished tasks whose ttl and retention are over.
+func (ts *tasks) pruneLocked(now time.Time) {
+	for id, t := range ts.all {
+		t.mu.Lock()
+		gone := terminal(t.status) && now.After(t.created.Add(t.ttl)) && now.After(t.ended.Add(taskRetention))
+		t.mu.Unlock()
+		if gone {
+			delete(ts.all, id)
+		}
+	}
+}
+
+// taskOwner is who owns the tasks a session makes: its credential (a
+// token, by hash, never kept in clear), the operator, an SSH key, or for
+// an unattributed socket session the session alone.
+func (l *live) taskOwner() string {
+	switch {
+	case l.id.Token != "":
+		sum := sha256.Sum256([]byte(l.id.Token))
+		return "token:" + hex.EncodeToString(sum[:])
+	case l.id.Operator:
+		return "operator"
+	case l.id.Via != "":
+		return "via:" + l.id.Via
+	}
+	return fmt.Sprintf("session:%p", l)
+}
+
+// caller is who a facade call of this session acts as.
+func (l *live) caller() api.Caller {
+	c := api.Caller{Kind: api.Session, Harness: l.id.Harness}
+	switch {
+	case l.id.Bridge != nil && l.id.Via != "":
+		c.Door, c.Actor = api.DoorSSH, l.id.Via
+	case l.id.Operator:
+		c.Actor = "token:operator" // the HTTP endpoint's operator token
+	}
+	return c
+}
+
+// createTaskResult is the answer to a tools/call that asked for a task.
+type createTaskResult struct {
+	mcp.ResultBase
+	Task taskInfo `json:"task"`
+}
+
+// taskTTL is the lifetime a client asked for (ms), within its bounds.
+func taskTTL(req *taskRequest) time.Duration {
+	if req == nil || req.TTL == nil {
+		return defaultTaskTTL
+	}
+	d := time.Duration(*req.TTL) * time.Millisecond
+	return min(max(d, minTaskTTL), maxTaskTTL)
+}
+
+// startTask answers a tools/call that asked for a task: harness_delegate
+// runs as one, any other tool refuses it (its taskSupport is forbidden).
+func (l *live) startTask(req *mcp.CallToolRequest, tr *taskRequest) (mcp.Result, error) {
+	name := req.Params.Name
+	t, ok := facade.Lookup(name)
+	if !ok || t.Op != api.OpDelegate {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("tool %s does not run as a task (only harness_delegate does): call it without task", errcode.Clip(name, 128))}
+	}
+	args := objectArgs(req.Params.Arguments)
+	var da api.DelegateArgs
+	_ = json.Unmarshal(args, &da) // Validate, in callFacade, says what is wrong with them
+	ttl := taskTTL(tr)
+	if da.TimeoutS == 0 {
+		// The delegation is bounded by the task's life, not the blocking
+		// call's default.
+		var m map[string]any
+		if json.Unmarshal(args, &m) == nil {
+			m["timeout_s"] = ttl.Seconds()
+			if b, err := json.Marshal(m); err == nil {
+				args = b
+			}
+		}
+	}
+	id := make([]byte, 16)
+	_, _ = rand.Read(id)
+	now := time.Now()
+	ctx, cancel := context.WithTimeout(l.m.ctx, ttl)
+	tk := &task{
+		id: hex.EncodeToString(id), owner: l.taskOwner(), harness: da.Name, created: now, ttl: ttl,
+		caller: l.caller(), l: l, cancel: cancel,
+		status: taskWorking, message: "the agent is taking the prompt", updated: now, changed: make(chan struct{}),
+	}
+	ts := &l.m.tasks
+	ts.mu.Lock()
+	ts.pruneLocked(now)
+	if ts.all == nil {
+		ts.all = map[string]*task{}
+	}
+	ts.all[tk.id] = tk
+	ts.wg.Add(2)
+	ts.mu.Unlock()
+	l.m.log.Info("delegation task started", logkey.Session, l.label(), logkey.Harness, tk.harness, logkey.Task, tk.id)
+	go func() {
+		defer ts.wg.Done()
+		l.runTask(ctx, tk, t, args)
+	}()
+	go func() {
+		defer ts.wg.Done()
+		l.watchTask(ctx, tk)
+	}()
+	return &createTaskResult{Task: tk.info()}, nil
+}
+
+// runTask runs the delegation as the blocking call would and settles the
+// task with its result.
+func (l *live) runTask(ctx context.Context, tk *task, t facade.Tool, args json.RawMessage) {
+	defer tk.cancel()
+	res := l.callFacade(ctx, t, args)
+	status, msg := taskCompleted, "the agent's turn is done"
+	var dr api.DelegateResult
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		status, msg = taskFailed, tk.expiredMessage()
+	case res.IsError:
+		status, msg = taskFailed, "the delegation failed: "+resultText(res)
+	case json.Unmarshal(structured(res), &dr) == nil && dr.Status != api.DelegateCompleted:
+		status = taskFailed
+		msg = fmt.Sprintf("the delegation ended %s (agent %s)", dr.Status, dr.Agent.AgentState)
+		if dr.Status == api.DelegateTimedOut {
+			msg = tk.expiredMessage()
+		}
+	}
+	tk.mu.Lock()
+	if tk.setLocked(status, msg) {
+		tk.result = res
+	}
+	tk.mu.Unlock()
+	l.m.log.Info("delegation task ended", logkey.Harness, tk.harness, logkey.Task, tk.id, logkey.Status, status)
+}
+
+// expiredMessage says why a task ran out of time, naming the question
+// the agent was left with when it was waiting on one.
+func (tk *task) expiredMessage() string {
+	tk.mu.Lock()
+	q := tk.question
+	tk.mu.Unlock()
+	if q != nil {
+		return fmt.Sprintf("the task's ttl of %s ran out while the agent waited for an answer nobody gave (%s); the agent is left waiting, not stopped", tk.ttl, oneLine(q.Prompt))
+	}
+	return fmt.Sprintf("the task's ttl of %s ran out before the agent's turn ended; the agent goes on", tk.ttl)
+}
+
+// watchTask follows the agent while the task runs: a prompt it waits on
+// makes the task input_required, and leaving it makes it working again.
+func (l *live) watchTask(ctx context.Context, tk *task) {
+	for ctx.Err() == nil {
+		w, err := l.waitState(ctx, tk, api.AgentWaiting)
+		if err != nil || w.AgentState != api.AgentWaiting || w.PromptID == 0 {
+			if err != nil && ctx.Err() == nil {
+				// Not there yet (a harness delegate is still making), or
+				// gone: look again shortly.
+				select {
+				case <-ctx.Done():
+				case <-time.After(taskPoll):
+				}
+			}
+			continue
+		}
+		q := w.AgentView
+		msg := "the agent is waiting for a person: " + oneLine(q.Prompt)
+		if len(q.Choices) > 0 {
+			msg += " (choices: " + strings.Join(q.Choices, " / ") + ")"
+		}
+		if !l.grant().Allows(api.FacadeNamespace, api.Input) {
+			msg += "; this caller has no input grant, so it cannot answer: answer with harness answer " + tk.harness
+		}
+		tk.mu.Lock()
+		if tk.setLocked(taskInputRequired, msg) {
+			tk.question = &q
+		}
+		tk.mu.Unlock()
+		if _, err := l.waitState(ctx, tk, api.AgentWorking, api.AgentReady, api.AgentLimited, api.AgentError, api.AgentStarting); err != nil {
+			continue
+		}
+		tk.mu.Lock()
+		if tk.status == taskInputRequired {
+			tk.setLocked(taskWorking, "the agent took the answer and goes on")
+			tk.question = nil
+		}
+		tk.mu.Unlock()
+	}
+}
+
+// waitState waits (one slice at most) for the task's harness to be in
+// one of states.
+func (l *live) waitState(ctx context.Context, tk *task, states ...api.AgentState) (api.WaitResult, error) {
+	args, _ := json.Marshal(api.WaitArgs{Name: tk.harness, State: states, TimeoutS: watchSlice.Seconds()})
+	res, err := l.m.ops.Call(ctx, tk.caller, api.OpWait, args)
+	if err != nil {
+		return api.WaitResult{}, err
+	}
+	var w api.WaitResult
+	b, err := json.Marshal(res)
+	if err == nil {
+		err = json.Unmarshal(b, &w)
+	}
+	if err == nil && w.TimedOut {
+		err = context.DeadlineExceeded
+	}
+	return w, err
+}
+
+// taskIDParams are the params of tasks/get, tasks/result and tasks/cancel.
+type taskIDParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+// taskListParams are the params of tasks/list.
+type taskListParams struct {
+	mcp.ParamsBase
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// taskInfoResult is a Task as a method's result.
+type taskInfoResult struct {
+	mcp.ResultBase
+	taskInfo
+}
+
+// taskListResult is the answer of tasks/list.
+type taskListResult struct {
+	mcp.ResultBase
+	Tasks      []taskInfo `json:"tasks"`
+	NextCursor string     `json:"nextCursor,omitempty"`
+}
+
+// addTaskMethods registers the tasks/* methods on the session's server.
+func (l *live) addTaskMethods() {
+	must := func(err error) {
+		if err != nil {
+			l.m.log.Error("registering a task method", logkey.Err, err) // a go-sdk that knows tasks itself
+		}
+	}
+	must(mcp.AddReceivingCustomMethod(l.server, methodTasksGet, l.taskGet))
+	must(mcp.AddReceivingCustomMethod(l.server, methodTasksResult, l.taskResult))
+	must(mcp.AddReceivingCustomMethod(l.server, methodTasksList, l.taskList))
+	must(mcp.AddReceivingCustomMethod(l.server, methodTasksCancel, l.taskCancel))
+}
+
+func taskNotFound(id string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task not found: %s", errcode.Clip(id, 64))}
+}
+
+func (l *live) findTask(p *taskIDParams) (*task, error) {
+	if p == nil || p.TaskID == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "taskId is required"}
+	}
+	tk, ok := l.m.tasks.own(l.taskOwner(), p.TaskID)
+	if !ok {
+		return nil, taskNotFound(p.TaskID)
+	}
+	return tk, nil
+}
+
+func (l *live) taskGet(_ context.Context, _ *mcp.ServerSession, p *taskIDParams) (*taskInfoResult, error) {
+	tk, err := l.findTask(p)
+	if err != nil {
+		return nil, err
+	}
+	return &taskInfoResult{taskInfo: tk.info()}, nil
+}
+
+func (l *live) taskList(_ context.Context, _ *mcp.ServerSession, p *taskListParams) (*taskListResult, error) {
+	owner := l.taskOwner()
+	ts := &l.m.tasks
+	ts.mu.Lock()
+	ts.pruneLocked(time.Now())
+	var mine []*task
+	for _, t := range ts.all {
+		if t.owner == owner {
+			mine = append(mine, t)
+		}
+	}
+	ts.mu.Unlock()
+	slices.SortFunc(mine, func(a, b *task) int {
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	from := 0
+	if p != nil && p.Cursor != "" {
+		n, err := strconv.Atoi(p.Cursor)
+		if err != nil || n < 0 || n > len(mine) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+		}
+		from = n
+	}
+	out := &taskListResult{Tasks: []taskInfo{}}
+	for _, t := range mine[from:min(from+taskListPage, len(mine))] {
+		out.Tasks = append(out.Tasks, t.info())
+	}
+	if from+taskListPage < len(mine) {
+		out.NextCursor = strconv.Itoa(from + taskListPage)
+	}
+	return out, nil
+}
+
+// taskCancel stops a running task's run. A finished task is left as it
+// is: the protocol's invalid-params refusal, whose data is the task.
+func (l *live) taskCancel(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*taskInfoResult, error) {
+	tk, err := l.findTask(p)
+	if err != nil {
+		return nil, err
+	}
+	tk.mu.Lock()
+	if terminal(tk.status) {
+		info := tk.infoLocked()
+		tk.mu.Unlock()
+		data, _ := json.Marshal(info)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task %s is already %s: nothing to cancel", tk.id, info.Status), Data: data}
+	}
+	tk.setLocked(taskCancelled, "cancelled by request: the run was stopped")
+	tk.result = errorResult(errcode.Errorf(errcode.NotRunning, "harness_delegate %s: the task was cancelled and the run stopped", tk.harness))
+	tk.mu.Unlock()
+	tk.cancel()
+	args, _ := json.Marshal(api.NamesArgs{Names: []string{tk.harness}})
+	if _, err := l.m.ops.Call(ctx, tk.caller, api.OpStop, args); err != nil {
+		l.m.log.Warn("cancelled task: stopping its harness", logkey.Harness, tk.harness, logkey.Task, tk.id, logkey.Err, err)
+		tk.mu.Lock()
+		tk.message = "cancelled by request; stopping the run failed: " + err.Error()
+		tk.mu.Unlock()
+	}
+	l.m.log.Info("delegation task cancelled", logkey.Session, l.label(), logkey.Harness, tk.harness, logkey.Task, tk.id)
+	return &taskInfoResult{taskInfo: tk.info()}, nil
+}
+
+// taskResult blocks until the task ends and answers what the tools/call
+// would have. While the agent waits on a prompt, the question goes to
+// this client as an elicitation on this request's stream, when the
+// caller may answer it.
+func (l *live) taskResult(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*mcp.CallToolResult, error) {
+	tk, err := l.findTask(p)
+	if err != nil {
+		return nil, err
+	}
+	// An elicitation out when the task ends is withdrawn with this call.
+	actx, stop := context.WithCancel(ctx)
+	var asks sync.WaitGroup
+	defer asks.Wait()
+	defer stop()
+	for {
+		tk.mu.Lock()
+		status, res, changed, q := tk.status, tk.result, tk.changed, tk.question
+		ask := q != nil && status == taskInputRequired && tk.asking != q.PromptID && tk.declined != q.PromptID
+		if ask {
+			tk.asking = q.PromptID
+		}
+		tk.mu.Unlock()
+		if terminal(status) && res != nil {
+			out := *res
+			out.Meta = mcp.Meta{relatedTaskKey: map[string]any{"taskId": tk.id}}
+			return &out, nil
+		}
+		if ask {
+			asks.Add(1)
+			go func() {
+				defer asks.Done()
+				l.askTask(actx, ss, tk, q)
+			}()
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// askTask sends q to the client as an elicitation tied to the task and
+// answers the agent with the choice it gets back, if the caller's grant
+// in force allows input. Without it the question is never sent.
+func (l *live) askTask(ctx context.Context, ss *mcp.ServerSession, tk *task, q *api.AgentView) {
+	done := func(declined bool) {
+		tk.mu.Lock()
+		if tk.asking == q.PromptID {
+			tk.asking = 0
+		}
+		if declined {
+			tk.declined = q.PromptID
+		}
+		tk.mu.Unlock()
+	}
+	if ss == nil || !l.grant().Allows(api.FacadeNamespace, api.Input) || len(q.Choices) == 0 {
+		done(true)
+		return
+	}
+	msg := fmt.Sprintf("%s is waiting for a person:\n%s", tk.harness, q.Prompt)
+	er, err := ss.Elicit(ctx, &mcp.ElicitParams{
+		Meta:    mcp.Meta{relatedTaskKey: map[string]any{"taskId": tk.id}},
+		Message: msg,
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"choice": map[string]any{"type": "string", "title": "Answer", "enum": q.Choices, "default": firstNonEmpty(q.Suggested, q.Choices[0])},
+			},
+			"required": []string{"choice"},
+		},
+	})
+	if err != nil || er.Action != "accept" {
+		if err != nil {
+			l.m.log.Info("delegation task: elicitation", logkey.Task, tk.id, logkey.Err, err)
+		}
+		done(true)
+		return
+	}
+	choice, _ := er.Content["choice"].(string)
+	// Looked up again: the grant may have changed while the person thought.
+	if choice == "" || !l.grant().Allows(api.FacadeNamespace, api.Input) {
+		done(true)
+		return
+	}
+	args, _ := json.Marshal(api.AnswerArgs{Name: tk.harness, Choice: choice, PromptID: q.PromptID})
+	if _, err := l.m.ops.Call(ctx, tk.caller, api.OpAnswer, args); err != nil {
+		l.m.log.Info("delegation task: answering the agent", logkey.Task, tk.id, logkey.Harness, tk.harness, logkey.Err, err)
+		done(true)
+		return
+	}
+	l.m.log.Info("delegation task: answered the agent", logkey.Task, tk.id, logkey.Harness, tk.harness)
+	done(false)
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return errcode.Clip(s, 300)
+}
+
+// structured is a result's structuredContent as JSON.
+func structured(res *mcp.CallToolResult) []byte {
+	if res == nil || res.StructuredContent == nil {
+		return nil
+	}
+	if b, ok := res.StructuredContent.(json.RawMessage); ok {
+		return b
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	return b
+}
+
+// resultText is an error result's text.
+func resultText(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			return errcode.Clip(t.Text, 300)
+		}
+	}
+	return "no message"
+}
+
+// endTasks stops every running task with the Manager (its context is
+// their parent) and waits for their goroutines.
+func (m *Manager) endTasks() { m.tasks.wg.Wait() }
