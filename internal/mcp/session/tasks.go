@@ -289,11 +289,14 @@ func (l *live) runTask(ctx context.Context, tk *task, t facade.Tool, args json.R
 		}
 	}
 	tk.mu.Lock()
-	if tk.setLocked(status, msg) {
+	settled := tk.setLocked(status, msg)
+	if settled {
 		tk.result = res
 	}
 	tk.mu.Unlock()
-	l.m.log.Info("delegation task ended", logkey.Harness, tk.harness, logkey.Task, tk.id, logkey.Status, status)
+	if settled { // else a cancel settled it first
+		l.m.log.Info("delegation task ended", logkey.Harness, tk.harness, logkey.Task, tk.id, logkey.Status, status)
+	}
 }
 
 // expiredMessage says why a task ran out of time, naming the question
