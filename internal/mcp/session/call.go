@@ -46,7 +46,11 @@ func (l *live) callMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if tr, ok := taskOf(call); ok {
 			return l.startTask(call, tr)
 		}
-		return l.callTool(ctx, call), nil
+		res := l.callTool(ctx, call)
+		if res.InputRequests != nil {
+			return &inputRequired{res}, nil // a stateless call's upstream asks (rounds.go)
+		}
+		return res, nil
 	}
 }
 
@@ -133,8 +137,16 @@ func (l *live) callUpstream(ctx context.Context, req *mcp.CallToolRequest, name 
 		ctx = broker.WithBack(ctx, sessionBack{ss: req.Session, label: l.label()})
 	}
 	ctx = broker.WithCaller(ctx, l.id.Harness) // its mcp_rate
-	res, err := l.m.ups.Call(ctx, project, name, args, permit, req.Params.GetProgressToken(), notify)
-	return l.upstreamResult(name, res, err)
+	call := func(ctx context.Context) *mcp.CallToolResult {
+		res, err := l.m.ups.Call(ctx, project, name, args, permit, req.Params.GetProgressToken(), notify)
+		return l.upstreamResult(name, res, err)
+	}
+	if l.statelessCall(req) {
+		// No session to ask the client on: the upstream's questions come
+		// back as input_required results (rounds.go).
+		return l.callRounds(ctx, req, call)
+	}
+	return call(ctx)
 }
 
 // upstreamResult is the session's answer to an upstream call that came

@@ -119,8 +119,10 @@ type Manager struct {
 	fastOff    atomic.Bool
 	fastServed atomic.Uint64
 
-	// tasks are the delegations running as MCP tasks (tasks.go).
-	tasks tasks
+	// tasks are the delegations running as MCP tasks (tasks.go); rounds
+	// the stateless calls whose upstream waits on the client (rounds.go).
+	tasks  tasks
+	rounds rounds
 
 	mu     sync.Mutex
 	closed bool

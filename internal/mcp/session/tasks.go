@@ -626,6 +626,9 @@ func resultText(res *mcp.CallToolResult) string {
 	return "no message"
 }
 
-// endTasks stops every running task with the Manager (its context is
-// their parent) and waits for their goroutines.
-func (m *Manager) endTasks() { m.tasks.wg.Wait() }
+// endTasks waits, once the Manager's context has ended (the parent of
+// every task and stateless round), for their goroutines.
+func (m *Manager) endTasks() {
+	m.tasks.wg.Wait()
+	m.rounds.wg.Wait()
+}
