@@ -98,8 +98,13 @@ func (t *Telemetry) agentState(e api.Event) {
 	case api.AgentWorking:
 		if u.turnSpan == nil {
 			ctx := trace.ContextWithSpan(context.Background(), u.runSpan)
-			_, u.turnSpan = t.tracer.Start(ctx, "turn "+e.Unit, trace.WithTimestamp(e.Time),
-				trace.WithAttributes(attribute.String(attrHarness, e.Unit), attribute.String(attrAgent, u.agent)))
+			opts := []trace.SpanStartOption{trace.WithTimestamp(e.Time),
+				trace.WithAttributes(attribute.String(attrHarness, e.Unit), attribute.String(attrAgent, u.agent))}
+			if from, ok := t.links[e.Unit]; ok {
+				delete(t.links, e.Unit)
+				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: spanContext(from, true)}))
+			}
+			_, u.turnSpan = t.tracer.Start(ctx, "turn "+e.Unit, opts...)
 		}
 	case api.AgentWaiting:
 		if u.turnSpan != nil {

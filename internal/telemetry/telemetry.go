@@ -85,6 +85,9 @@ type Telemetry struct {
 
 	mu    sync.Mutex
 	units map[string]*unitTrace // by unit name
+	// links are the delegating calls the next turn of a harness links
+	// to (LinkNextTurn), by unit name.
+	links map[string]traceparent.TP
 }
 
 // item is one event or call record for the telemetry goroutine.
@@ -214,6 +217,21 @@ func (t *Telemetry) CallParent(harness string) (traceparent.TP, bool) {
 		return traceparent.TP{}, false
 	}
 	return traceparent.TP{TraceID: sc.TraceID(), SpanID: sc.SpanID(), Sampled: sc.IsSampled()}, true
+}
+
+// LinkNextTurn makes the next turn span of harness link to from, the
+// span of the call that delegated work to it: the turn stays in its
+// run's trace, and the link leads from it to the caller's trace.
+func (t *Telemetry) LinkNextTurn(harness string, from traceparent.TP) {
+	if harness == "" || !from.Valid() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.links == nil {
+		t.links = map[string]traceparent.TP{}
+	}
+	t.links[harness] = from
 }
 
 // Stats is daemon_info's view.

@@ -217,3 +217,36 @@ func TestNew_RefusesAnEndpointThatIsNoURL(t *testing.T) {
 		t.Fatal("New took an endpoint without a scheme")
 	}
 }
+
+// TestScenario_ADelegatedTurnLinksToTheCallThatDelegated: the turn a
+// delegation starts stays in its run's trace and carries a link to the
+// delegating call's span, in the caller's trace; the turn after it does
+// not.
+func TestScenario_ADelegatedTurnLinksToTheCallThatDelegated(t *testing.T) {
+	rcv := otlptest.New(t)
+	tel := newTel(t, rcv.URL, fakeRuns{}, 5*time.Second)
+	t0 := time.Unix(1700000000, 0)
+	caller, _ := traceparent.Parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	tel.Observe(api.Event{Kind: api.EventState, Unit: "dev", State: "running", RunID: 3, Time: t0})
+	tel.LinkNextTurn("dev", caller)
+	for i, st := range []api.AgentState{api.AgentWorking, api.AgentReady, api.AgentWorking, api.AgentReady} {
+		tel.Observe(api.Event{Kind: api.EventAgent, Unit: "dev", RunID: 3, Time: t0.Add(time.Duration(i+1) * time.Second),
+			Agent: &api.AgentView{Agent: "claude-code", AgentState: st}})
+	}
+	flush(t, tel)
+	turns := rcv.Spans("turn dev")
+	if len(turns) != 2 {
+		t.Fatalf("%d turn spans, want 2", len(turns))
+	}
+	first, second := turns[0], turns[1]
+	if first.StartTimeUnixNano > second.StartTimeUnixNano {
+		first, second = second, first
+	}
+	if len(first.Links) != 1 || otlptest.HexID(first.Links[0].TraceId) != otlptest.HexID(caller.TraceID[:]) ||
+		otlptest.HexID(first.Links[0].SpanId) != otlptest.HexID(caller.SpanID[:]) {
+		t.Fatalf("the delegated turn's links = %v, want the caller's span", first.Links)
+	}
+	if len(second.Links) != 0 {
+		t.Fatalf("the next turn links %v", second.Links)
+	}
+}

@@ -44,7 +44,7 @@ func (l *live) callMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		if tr, ok := taskOf(call); ok {
-			return l.startTask(call, tr)
+			return l.startTask(ctx, call, tr)
 		}
 		res := l.callTool(ctx, call)
 		if res.InputRequests != nil {
@@ -97,6 +97,9 @@ func (l *live) callFacade(ctx context.Context, t facade.Tool, args json.RawMessa
 	}
 	if err := t.Validate(args); err != nil {
 		return l.refuse(t.Name, err)
+	}
+	if t.Op == api.OpDelegate {
+		l.linkDelegation(ctx, args)
 	}
 	res, err := l.m.ops.Call(ctx, l.caller(), t.Op, args)
 	if err != nil {

@@ -218,7 +218,7 @@ func taskTTL(req *taskRequest) time.Duration {
 
 // startTask answers a tools/call that asked for a task: harness_delegate
 // runs as one, any other tool refuses it (its taskSupport is forbidden).
-func (l *live) startTask(req *mcp.CallToolRequest, tr *taskRequest) (mcp.Result, error) {
+func (l *live) startTask(reqCtx context.Context, req *mcp.CallToolRequest, tr *taskRequest) (mcp.Result, error) {
 	name := req.Params.Name
 	t, ok := facade.Lookup(name)
 	if !ok || t.Op != api.OpDelegate {
@@ -242,10 +242,14 @@ func (l *live) startTask(req *mcp.CallToolRequest, tr *taskRequest) (mcp.Result,
 	id := make([]byte, 16)
 	_, _ = rand.Read(id)
 	now := time.Now()
-	ctx, cancel := context.WithTimeout(l.m.ctx, ttl)
+	// The task outlives the request but keeps its values (its trace
+	// context), and ends with the Manager or its ttl.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(reqCtx), ttl)
+	stop := context.AfterFunc(l.m.ctx, cancel)
+	cancelAll := func() { stop(); cancel() }
 	tk := &task{
 		id: hex.EncodeToString(id), owner: l.taskOwner(), harness: da.Name, created: now, ttl: ttl,
-		caller: l.caller(), l: l, cancel: cancel,
+		caller: l.caller(), l: l, cancel: cancelAll,
 		status: taskWorking, message: "the agent is taking the prompt", updated: now, changed: make(chan struct{}),
 	}
 	ts := &l.m.tasks

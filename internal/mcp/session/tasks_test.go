@@ -16,6 +16,7 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/fdtest"
 	"github.com/harness-dev/harness/internal/mcp/mcptest"
+	"github.com/harness-dev/harness/internal/traceparent"
 )
 
 // agentOps fakes the operations a delegation task uses: delegate blocks
@@ -100,6 +101,20 @@ func (a *agentOps) Call(ctx context.Context, caller api.Caller, op string, args 
 		return api.AnswerResult{Name: "dev", Choice: "Yes", Number: 1}, nil
 	}
 	return map[string]any{"op": op}, nil
+}
+
+// linkTracer records the delegations telemetry is told to link.
+type linkTracer struct {
+	mu    sync.Mutex
+	links map[string]traceparent.TP
+}
+
+func (l *linkTracer) CallParent(string) (traceparent.TP, bool) { return traceparent.TP{}, false }
+
+func (l *linkTracer) LinkNextTurn(harness string, from traceparent.TP) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.links[harness] = from
 }
 
 // rawClient speaks newline-delimited JSON-RPC to a session, as a client
@@ -215,6 +230,8 @@ func newTaskEnv(t *testing.T) *taskEnv {
 	return e
 }
 
+const callerTrace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
 const withTasks = `{"elicitation":{},"tasks":{"requests":{"elicitation":{"create":{}}}}}`
 
 // delegateTask asks for harness_delegate as a task and returns its id.
@@ -223,7 +240,7 @@ func (c *rawClient) delegateTask(ttlMS int) string {
 	var created struct {
 		Task taskInfo `json:"task"`
 	}
-	c.result(c.call("tools/call", fmt.Sprintf(`{"name":"harness_delegate","arguments":{"name":"dev","prompt":"make a file"},"task":{"ttl":%d}}`, ttlMS)), &created)
+	c.result(c.call("tools/call", fmt.Sprintf(`{"name":"harness_delegate","arguments":{"name":"dev","prompt":"make a file"},"task":{"ttl":%d},"_meta":{"traceparent":%q}}`, ttlMS, callerTrace)), &created)
 	if created.Task.TaskID == "" || created.Task.Status != taskWorking {
 		c.t.Fatalf("created task %+v", created.Task)
 	}
@@ -255,6 +272,9 @@ func (c *rawClient) pollUntil(id, status string) taskInfo {
 // that changes nothing.
 func TestScenario_DelegateTaskAsksThroughElicitationAndCompletes(t *testing.T) {
 	e := newTaskEnv(t)
+	tracer := &linkTracer{links: map[string]traceparent.TP{}}
+	e.m.SetCallTracer(tracer)
+	e.m.SetCallRecorder(&fakeRecorder{}) // calls are traced where they are recorded
 	e.auth.Add("tok-a", "boss", "write", "input", "read")
 	id, err := e.m.Authenticate("tok-a", false)
 	if err != nil {
@@ -322,6 +342,13 @@ func TestScenario_DelegateTaskAsksThroughElicitationAndCompletes(t *testing.T) {
 		t.Fatalf("answers = %+v", answers)
 	}
 	c.pollUntil(task, taskCompleted)
+	// The delegated turn links to the call's own span, in the caller's trace.
+	tracer.mu.Lock()
+	link, linked := tracer.links["dev"]
+	tracer.mu.Unlock()
+	if caller, _ := traceparent.Parse(callerTrace); !linked || link.TraceID != caller.TraceID || link.SpanID == caller.SpanID {
+		t.Fatalf("link %v (%v), want a child of %s", link, linked, callerTrace)
+	}
 
 	cancel := c.call("tasks/cancel", fmt.Sprintf(`{"taskId":%q}`, task))
 	if !strings.Contains(string(cancel["error"]), `-32602`) || !strings.Contains(string(cancel["error"]), `"status":"completed"`) {

@@ -14,6 +14,24 @@ import (
 // traceparent. *telemetry.Telemetry implements it.
 type CallTracer interface {
 	CallParent(harness string) (traceparent.TP, bool)
+	// LinkNextTurn links the next turn of harness to from, the span of
+	// the call that delegated to it.
+	LinkNextTurn(harness string, from traceparent.TP)
+}
+
+// linkDelegation links the turn a delegation is about to start to the
+// delegating call's span (in ctx), so the caller's trace leads to it.
+func (l *live) linkDelegation(ctx context.Context, args json.RawMessage) {
+	tp, ok := traceparent.From(ctx)
+	if l.m.tracer == nil || !ok {
+		return
+	}
+	var a struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(args, &a) == nil && a.Name != "" {
+		l.m.tracer.LinkNextTurn(a.Name, tp)
+	}
 }
 
 // SetCallTracer turns tracing of calls on. Call it before the first
