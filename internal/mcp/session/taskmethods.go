@@ -244,4 +244,3 @@ func (l *live) askTask(ctx context.Context, ss *mcp.ServerSession, tk *task, q *
 	l.m.log.Info("delegation task: answered the agent", logkey.Task, tk.id, logkey.Harness, tk.harness)
 	done(false)
 }
-
