@@ -38,6 +38,13 @@ func WithBack(ctx context.Context, b Back) context.Context {
 	return context.WithValue(ctx, backKey{}, b)
 }
 
+// BackFrom is the session a call came from (WithBack), for an Upstreams
+// other than the broker that asks the caller itself.
+func BackFrom(ctx context.Context) (Back, bool) {
+	b, ok := ctx.Value(backKey{}).(Back)
+	return b, ok
+}
+
 // inFlight registers back as having a call in flight on u; the returned
 // function retires it.
 func (b *Broker) inFlight(u *upstream, back Back) func() {
