@@ -89,14 +89,15 @@ func (s taskStep) must(t *testing.T, v any) {
 // agent's answer. A task goes working → input_required (the agent asks
 // to run a command; the elicitation names it) → answered through the
 // elicitation → completed with the answer, and the command ran. Another
-// caller cannot see or cancel the task. A second task waiting on its
+// token cannot see, list or cancel the task. A second task waiting on its
 // permission prompt is cancelled: the run stops and its command never
 // runs.
 func TestTS_DelegateToClaudeCodeAsATask(t *testing.T) {
 	spec := agentSpec{"claude-code", "@anthropic-ai/claude-code", "claude", nil, "❯"}
+	tokDir := t.TempDir()
 	rf := newRunFleet(t, spec, `approval = "ask"
 mcp_wire = false
-
+`+tokenHarness("other", tokDir, `mcp_allow = ["read", "write", "input"]`)+`
 [daemon]
 mcp_http = "127.0.0.1:0"
 mcp_http_operator_allow = ["read", "write", "input"]
@@ -125,8 +126,8 @@ mcp_http_operator_allow = ["read", "write", "input"]
 		t.Fatalf("harness mcp token: exit %d", code)
 	}
 	httpConn := map[string]any{"type": "http", "url": info.MCPURL, "headers": map[string]string{"Authorization": "Bearer " + strings.TrimSpace(tok)}}
-	// Another caller: an unattributed socket session that may write.
-	otherConn := map[string]any{"type": "stdio", "command": harnessBin, "args": []string{"mcp", "--socket", rf.Socket, "--allow-control"}}
+	// Another caller: another token (a harness's) with the same grant.
+	otherConn := map[string]any{"type": "http", "url": info.MCPURL, "headers": map[string]string{"Authorization": "Bearer " + rf.harnessToken(tokDir, "other")}}
 	start := time.Now()
 	steps := runTasksPlan(t, 150*time.Second,
 		map[string]any{"op": "connect", "conn": "h", "transport": httpConn, "choice": "Yes"},
@@ -224,7 +225,12 @@ mcp_http_operator_allow = ["read", "write", "input"]
 	rf.WaitFor("the cancelled run to stop", 20*time.Second, func() bool {
 		var rows []api.UnitInfo
 		rf.MustJSON(&rows, "list")
-		return len(rows) == 1 && rows[0].PID == 0
+		for _, r := range rows {
+			if r.Name == "a" {
+				return r.PID == 0
+			}
+		}
+		return false
 	})
 	if _, err := os.Stat(filepath.Join(rf.work, "never-made")); err == nil {
 		t.Fatal("the cancelled task's command ran")
