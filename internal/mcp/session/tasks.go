@@ -317,7 +317,7 @@ func (tk *task) expiredMessage() string {
 // makes the task input_required, and leaving it makes it working again.
 func (l *live) watchTask(ctx context.Context, tk *task) {
 	for ctx.Err() == nil {
-		w, err := l.waitState(ctx, tk, api.AgentWaiting)
+		w, err := l.waitState(ctx, tk, watchSlice, api.AgentWaiting)
 		if err != nil || w.AgentState != api.AgentWaiting || w.PromptID == 0 {
 			if err != nil && ctx.Err() == nil {
 				// Not there yet (a harness delegate is still making), or
@@ -329,20 +329,18 @@ func (l *live) watchTask(ctx context.Context, tk *task) {
 			}
 			continue
 		}
-		q := w.AgentView
-		msg := "the agent is waiting for a person: " + oneLine(q.Prompt)
-		if len(q.Choices) > 0 {
-			msg += " (choices: " + strings.Join(q.Choices, " / ") + ")"
-		}
-		if !l.grant().Allows(api.FacadeNamespace, api.Input) {
-			msg += "; this caller has no input grant, so it cannot answer: answer with harness answer " + tk.harness
-		}
 		tk.mu.Lock()
-		if tk.setLocked(taskInputRequired, msg) {
-			tk.question = &q
+		if tk.question == nil || tk.question.PromptID != w.PromptID {
+			q := w.AgentView
+			if tk.setLocked(taskInputRequired, l.waitMessage(tk, &q)) {
+				tk.question = &q
+			}
 		}
 		tk.mu.Unlock()
-		if _, err := l.waitState(ctx, tk, api.AgentWorking, api.AgentReady, api.AgentLimited, api.AgentError, api.AgentStarting); err != nil {
+		// Out of the prompt, or a look again soon: an agent answered
+		// that comes to its next prompt between two looks is still
+		// waiting, on another prompt, which the next round sees.
+		if _, err := l.waitState(ctx, tk, waitingLook, api.AgentWorking, api.AgentReady, api.AgentLimited, api.AgentError, api.AgentStarting); err != nil {
 			continue
 		}
 		tk.mu.Lock()
@@ -354,10 +352,26 @@ func (l *live) watchTask(ctx context.Context, tk *task) {
 	}
 }
 
-// waitState waits (one slice at most) for the task's harness to be in
+// waitingLook is how often a task looks again at an agent that waits.
+const waitingLook = 2 * time.Second
+
+// waitMessage is an input_required task's status message: the question,
+// its choices, and whether this caller may answer.
+func (l *live) waitMessage(tk *task, q *api.AgentView) string {
+	msg := "the agent is waiting for a person: " + oneLine(q.Prompt)
+	if len(q.Choices) > 0 {
+		msg += " (choices: " + strings.Join(q.Choices, " / ") + ")"
+	}
+	if !l.grant().Allows(api.FacadeNamespace, api.Input) {
+		msg += "; this caller has no input grant, so it cannot answer: answer with harness answer " + tk.harness
+	}
+	return msg
+}
+
+// waitState waits (for slice at most) for the task's harness to be in
 // one of states.
-func (l *live) waitState(ctx context.Context, tk *task, states ...api.AgentState) (api.WaitResult, error) {
-	args, _ := json.Marshal(api.WaitArgs{Name: tk.harness, State: states, TimeoutS: watchSlice.Seconds()})
+func (l *live) waitState(ctx context.Context, tk *task, slice time.Duration, states ...api.AgentState) (api.WaitResult, error) {
+	args, _ := json.Marshal(api.WaitArgs{Name: tk.harness, State: states, TimeoutS: slice.Seconds()})
 	res, err := l.m.ops.Call(ctx, tk.caller, api.OpWait, args)
 	if err != nil {
 		return api.WaitResult{}, err

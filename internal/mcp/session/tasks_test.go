@@ -29,6 +29,9 @@ type agentOps struct {
 	changed chan struct{}
 	finish  chan struct{}
 	calls   []mcptest.Call
+	// promptsLeft are the prompts the agent comes to straight after an
+	// answer, before it goes on working.
+	promptsLeft int
 }
 
 func newAgentOps() *agentOps {
@@ -83,6 +86,7 @@ func (a *agentOps) Call(ctx context.Context, caller api.Caller, op string, args 
 		if err := json.Unmarshal(args, &w); err != nil {
 			return nil, err
 		}
+		timeout := time.After(time.Duration(w.TimeoutS * float64(time.Second)))
 		for {
 			a.mu.Lock()
 			v, changed := a.view(), a.changed
@@ -92,11 +96,23 @@ func (a *agentOps) Call(ctx context.Context, caller api.Caller, op string, args 
 			}
 			select {
 			case <-changed:
+			case <-timeout:
+				return api.WaitResult{Name: w.Name, TimedOut: true, AgentView: v}, nil
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
 		}
 	case api.OpAnswer:
+		a.mu.Lock()
+		again := a.promptsLeft > 0
+		if again {
+			a.promptsLeft--
+		}
+		a.mu.Unlock()
+		if again {
+			a.set(api.AgentWaiting) // straight to its next prompt
+			return api.AnswerResult{Name: "dev", Choice: "Yes", Number: 1}, nil
+		}
 		a.set(api.AgentWorking)
 		return api.AnswerResult{Name: "dev", Choice: "Yes", Number: 1}, nil
 	}
@@ -457,5 +473,39 @@ func TestScenario_TaskOnAnotherToolIsRefused(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"harness_list","arguments":{},"task":{}}}` + "\n"))
 	if !sc.Scan() || !strings.Contains(sc.Text(), `-32601`) {
 		t.Fatalf("task on harness_list = %s", sc.Text())
+	}
+}
+
+// TestScenario_DelegateTaskAsksEachPromptOnce: an agent that comes to a
+// second prompt straight after the first answer (never seen working in
+// between) is asked again, for the new prompt, and each answer names its
+// own prompt.
+func TestScenario_DelegateTaskAsksEachPromptOnce(t *testing.T) {
+	e := newTaskEnv(t)
+	e.ops.promptsLeft = 1
+	e.auth.Add("tok-a", "boss", "write", "input", "read")
+	id, _ := e.m.Authenticate("tok-a", false)
+	c := e.dial(t, id, withTasks)
+	task := c.delegateTask(60000)
+	e.ops.set(api.AgentWaiting)
+	c.pollUntil(task, taskInputRequired)
+	rid := c.start("tasks/result", fmt.Sprintf(`{"taskId":%q}`, task))
+	asked := 0
+	c.await(rid, func(req map[string]json.RawMessage) {
+		asked++
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"choice":"Yes"}}}`, req["id"]))
+		if asked == 2 {
+			go func() {
+				deadline := time.Now().Add(waitFor)
+				for len(e.ops.ops(api.OpAnswer)) < 2 && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				close(e.ops.finish)
+			}()
+		}
+	})
+	answers := e.ops.ops(api.OpAnswer)
+	if asked != 2 || len(answers) != 2 || !strings.Contains(answers[0].Args, `"prompt_id":1`) || !strings.Contains(answers[1].Args, `"prompt_id":2`) {
+		t.Fatalf("asked %d times, answers %+v", asked, answers)
 	}
 }
