@@ -319,13 +319,11 @@ func (l *live) watchTask(ctx context.Context, tk *task) {
 	for ctx.Err() == nil {
 		w, err := l.waitState(ctx, tk, watchSlice, api.AgentWaiting)
 		if err != nil || w.AgentState != api.AgentWaiting || w.PromptID == 0 {
-			if err != nil && ctx.Err() == nil {
-				// Not there yet (a harness delegate is still making), or
-				// gone: look again shortly.
-				select {
-				case <-ctx.Done():
-				case <-time.After(taskPoll):
-				}
+			// Not there yet (a harness delegate is still making), gone,
+			// or not waiting after all: look again shortly.
+			select {
+			case <-ctx.Done():
+			case <-time.After(taskPoll):
 			}
 			continue
 		}
