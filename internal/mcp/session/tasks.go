@@ -46,6 +46,9 @@ const (
 	methodTasksList   = "tasks/list"
 	methodTasksCancel = "tasks/cancel"
 	relatedTaskKey    = "io.modelcontextprotocol/related-task"
+	// immediateResponseKey is the CreateTaskResult _meta key of a text
+	// for the model while the task runs.
+	immediateResponseKey = "io.modelcontextprotocol/model-immediate-response"
 )
 
 // Bounds of a task's life: what a client may ask for in task.ttl, and
@@ -268,7 +271,10 @@ func (l *live) startTask(reqCtx context.Context, req *mcp.CallToolRequest, tr *t
 		defer ts.wg.Done()
 		l.watchTask(ctx, tk)
 	}()
-	return &createTaskResult{Task: tk.info()}, nil
+	res := &createTaskResult{Task: tk.info()}
+	// What a host may hand its model at once while the task runs.
+	res.Meta = mcp.Meta{immediateResponseKey: fmt.Sprintf("Delegated to %s as task %s: poll it with tasks/get; its answer comes with tasks/result.", tk.harness, tk.id)}
+	return res, nil
 }
 
 // runTask runs the delegation as the blocking call would and settles the

@@ -254,10 +254,11 @@ const withTasks = `{"elicitation":{},"tasks":{"requests":{"elicitation":{"create
 func (c *rawClient) delegateTask(ttlMS int) string {
 	c.t.Helper()
 	var created struct {
-		Task taskInfo `json:"task"`
+		Task taskInfo       `json:"task"`
+		Meta map[string]any `json:"_meta"`
 	}
 	c.result(c.call("tools/call", fmt.Sprintf(`{"name":"harness_delegate","arguments":{"name":"dev","prompt":"make a file"},"task":{"ttl":%d},"_meta":{"traceparent":%q}}`, ttlMS, callerTrace)), &created)
-	if created.Task.TaskID == "" || created.Task.Status != taskWorking {
+	if now, _ := created.Meta[immediateResponseKey].(string); created.Task.TaskID == "" || created.Task.Status != taskWorking || !strings.Contains(now, created.Task.TaskID) {
 		c.t.Fatalf("created task %+v", created.Task)
 	}
 	return created.Task.TaskID
