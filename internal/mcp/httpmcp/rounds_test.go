@@ -1,8 +1,11 @@
 package httpmcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -115,5 +118,83 @@ func TestScenario_StatelessUpstreamQuestionIsAnInputRequiredRound(t *testing.T) 
 	res, err = bare.CallTool(ctx, &mcp.CallToolParams{Name: "up__ask"})
 	if err != nil || !strings.Contains(resultText(res), "does not support elicitation") {
 		t.Fatalf("a client without elicitation: %v %q", err, resultText(res))
+	}
+}
+
+// taskAsker adds a task to every tools/call a go-sdk client sends (it
+// cannot ask for one itself).
+type taskAsker struct{ base http.RoundTripper }
+
+func (a taskAsker) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Header.Get("Mcp-Method") == "tools/call" {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		b = bytes.Replace(b, []byte(`"params":{`), []byte(`"params":{"task":{"ttl":60000},`), 1)
+		r = r.Clone(r.Context())
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	}
+	return a.base.RoundTrip(r)
+}
+
+type taskIDParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId,omitempty"`
+}
+
+type taskAnswer struct {
+	mcp.ResultBase
+	TaskID string `json:"taskId"`
+	Status string `json:"status"`
+	Tasks  []struct {
+		TaskID string `json:"taskId"`
+	} `json:"tasks"`
+}
+
+// TestScenario_StatelessRequestsSeeTheirCredentialsTasks: a task made by
+// one stateless request is the credential's: a later request of the same
+// token lists and reads it, another token's does not find it.
+func TestScenario_StatelessRequestsSeeTheirCredentialsTasks(t *testing.T) {
+	e := newEnv(t)
+	e.auth.Add("tok-a", "a", "read", "write")
+	e.auth.Add("tok-b", "b", "read", "write")
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	connect := func(token string, rt func(http.RoundTripper) http.RoundTripper) *mcp.ClientSession {
+		t.Helper()
+		c := mcp.NewClient(&mcp.Implementation{Name: "tasks", Version: "0"}, nil)
+		for _, m := range []string{"tasks/get", "tasks/list"} {
+			if err := mcp.AddSendingCustomMethod[*taskIDParams, *taskAnswer](c, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hc := httpClient(t, token)
+		hc.Transport = rt(hc.Transport)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url, HTTPClient: hc, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	same := func(rt http.RoundTripper) http.RoundTripper { return rt }
+	maker := connect("tok-a", func(rt http.RoundTripper) http.RoundTripper { return taskAsker{rt} })
+	// The go-sdk client cannot read a CreateTaskResult as a tool result;
+	// what matters is the task it made.
+	_, _ = maker.CallTool(ctx, &mcp.CallToolParams{Name: "harness_delegate", Arguments: map[string]any{"name": "dev", "prompt": "hi"}})
+
+	reader := connect("tok-a", same)
+	list, err := mcp.CallCustomMethod[*taskIDParams, *taskAnswer](ctx, reader, "tasks/list", &taskIDParams{})
+	if err != nil || len(list.Tasks) != 1 {
+		t.Fatalf("the token's tasks/list: %v %+v", err, list)
+	}
+	got, err := mcp.CallCustomMethod[*taskIDParams, *taskAnswer](ctx, reader, "tasks/get", &taskIDParams{TaskID: list.Tasks[0].TaskID})
+	if err != nil || got.TaskID != list.Tasks[0].TaskID || got.Status == "" {
+		t.Fatalf("the token's tasks/get: %v %+v", err, got)
+	}
+	other := connect("tok-b", same)
+	if _, err := mcp.CallCustomMethod[*taskIDParams, *taskAnswer](ctx, other, "tasks/get", &taskIDParams{TaskID: got.TaskID}); err == nil || !strings.Contains(err.Error(), "task not found") {
+		t.Fatalf("another token's tasks/get: %v", err)
 	}
 }
