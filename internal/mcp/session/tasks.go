@@ -225,6 +225,11 @@ func (l *live) startTask(reqCtx context.Context, req *mcp.CallToolRequest, tr *t
 	if !ok || t.Op != api.OpDelegate {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("tool %s does not run as a task (only harness_delegate does): call it without task", errcode.Clip(name, 128))}
 	}
+	// Refused as the blocking call is, before anything runs: a caller
+	// without the grant gets no task.
+	if err := l.permit(l.grant(), t.Name, api.FacadeNamespace, t.Class); err != nil {
+		return l.refuse(t.Name, err), nil
+	}
 	args := objectArgs(req.Params.Arguments)
 	var da api.DelegateArgs
 	_ = json.Unmarshal(args, &da) // Validate, in callFacade, says what is wrong with them

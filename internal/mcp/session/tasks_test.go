@@ -510,3 +510,26 @@ func TestScenario_DelegateTaskAsksEachPromptOnce(t *testing.T) {
 		t.Fatalf("asked %d times, answers %+v", asked, answers)
 	}
 }
+
+// TestScenario_DelegateTaskWithoutWriteIsRefusedUntasked: a caller
+// without write is refused as the blocking call is, and no task is made.
+func TestScenario_DelegateTaskWithoutWriteIsRefusedUntasked(t *testing.T) {
+	e := newTaskEnv(t)
+	e.auth.Add("tok-r", "viewer", "read")
+	id, _ := e.m.Authenticate("tok-r", false)
+	c := e.dial(t, id, withTasks)
+	var res struct {
+		IsError           bool           `json:"isError"`
+		StructuredContent map[string]any `json:"structuredContent"`
+		Task              any            `json:"task"`
+	}
+	c.result(c.call("tools/call", `{"name":"harness_delegate","arguments":{"name":"dev","prompt":"x"},"task":{}}`), &res)
+	if !res.IsError || res.StructuredContent["code"] != "not_permitted" || res.Task != nil {
+		t.Fatalf("a read-only caller's task: %+v", res)
+	}
+	var list taskListResult
+	c.result(c.call("tasks/list", `{}`), &list)
+	if len(list.Tasks) != 0 || len(e.ops.ops(api.OpDelegate)) != 0 {
+		t.Fatalf("tasks %+v, delegate calls %d", list.Tasks, len(e.ops.ops(api.OpDelegate)))
+	}
+}
