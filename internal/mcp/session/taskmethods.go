@@ -20,6 +20,7 @@ import (
 
 // The tasks/* methods of the protocol, served to the owner of each task
 // (tasks.go); anyone else's task id is as unknown as a made-up one.
+
 // taskIDParams are the params of tasks/get, tasks/result and tasks/cancel.
 type taskIDParams struct {
 	mcp.ParamsBase

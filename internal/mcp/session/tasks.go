@@ -60,6 +60,9 @@ const (
 	taskRetention  = 5 * time.Minute
 	taskPoll       = 500 * time.Millisecond
 	taskListPage   = 50
+	// maxRunningTasks bounds one caller's tasks that have not ended: each
+	// holds two goroutines and a wait on an agent.
+	maxRunningTasks = 32
 	// watchSlice bounds one wait of the watcher, so it looks again at a
 	// task that ended without it.
 	watchSlice = 30 * time.Second
@@ -162,6 +165,19 @@ func (ts *tasks) own(owner, id string) (*task, bool) {
 	return t, true
 }
 
+// runningLocked counts owner's tasks that have not ended.
+func (ts *tasks) runningLocked(owner string) int {
+	n := 0
+	for _, t := range ts.all {
+		t.mu.Lock()
+		if t.owner == owner && !terminal(t.status) {
+			n++
+		}
+		t.mu.Unlock()
+	}
+	return n
+}
+
 // pruneLocked forgets finished tasks whose ttl and retention are over.
 func (ts *tasks) pruneLocked(now time.Time) {
 	for id, t := range ts.all {
@@ -261,6 +277,11 @@ func (l *live) startTask(reqCtx context.Context, req *mcp.CallToolRequest, tr *t
 	ts := &l.m.tasks
 	ts.mu.Lock()
 	ts.pruneLocked(now)
+	if n := ts.runningLocked(tk.owner); n >= maxRunningTasks {
+		ts.mu.Unlock()
+		cancelAll()
+		return l.refuse(t.Name, errcode.Errorf(errcode.Busy, "harness_delegate: this caller has %d delegation tasks running, the most it may: wait for one or cancel it", n)), nil
+	}
 	if ts.all == nil {
 		ts.all = map[string]*task{}
 	}

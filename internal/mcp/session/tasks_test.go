@@ -533,3 +533,26 @@ func TestScenario_DelegateTaskWithoutWriteIsRefusedUntasked(t *testing.T) {
 		t.Fatalf("tasks %+v, delegate calls %d", list.Tasks, len(e.ops.ops(api.OpDelegate)))
 	}
 }
+
+// TestScenario_ACallersRunningTasksAreBounded: past maxRunningTasks
+// running tasks a caller is told it is busy; another caller is not.
+func TestScenario_ACallersRunningTasksAreBounded(t *testing.T) {
+	e := newTaskEnv(t)
+	e.auth.Add("tok-a", "boss", "write", "read")
+	e.auth.Add("tok-b", "other", "write", "read")
+	ida, _ := e.m.Authenticate("tok-a", false)
+	idb, _ := e.m.Authenticate("tok-b", false)
+	a, b := e.dial(t, ida, withTasks), e.dial(t, idb, withTasks)
+	for range maxRunningTasks {
+		a.delegateTask(60000)
+	}
+	var res struct {
+		IsError           bool           `json:"isError"`
+		StructuredContent map[string]any `json:"structuredContent"`
+	}
+	a.result(a.call("tools/call", `{"name":"harness_delegate","arguments":{"name":"dev","prompt":"x"},"task":{}}`), &res)
+	if !res.IsError || res.StructuredContent["code"] != "busy" {
+		t.Fatalf("task past the bound: %+v", res)
+	}
+	b.delegateTask(60000)
+}
