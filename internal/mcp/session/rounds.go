@@ -60,14 +60,18 @@ type roundAsk struct {
 	answer chan mcp.InputResponse // nil sent: no answer
 }
 
-// statelessCall reports whether req came on a stateless request, whose
-// client may be asked only through input_required results.
+// statelessCall reports whether req came on a stateless request whose
+// client may be asked something, which it can only be through
+// input_required results.
 func (l *live) statelessCall(req *mcp.CallToolRequest) bool {
 	if !l.shared || req.Session == nil {
 		return false
 	}
 	ip := req.Session.InitializeParams()
-	return ip != nil && ip.ProtocolVersion >= "2026-07-28"
+	// A client that can be asked nothing is refused by the session's own
+	// back, as before, with no call detached from its request.
+	return ip != nil && ip.ProtocolVersion >= "2026-07-28" && ip.Capabilities != nil &&
+		(ip.Capabilities.Elicitation != nil || ip.Capabilities.Sampling != nil)
 }
 
 // callRounds runs an upstream call of a stateless request: run is the
