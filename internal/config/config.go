@@ -43,6 +43,7 @@ type Config struct {
 	Webhooks  map[string]*Webhook  // [webhook.NAME], by name (events.go)
 	Telemetry Telemetry            // [telemetry] (telemetry.go)
 	Web       Web                  // [web] (web.go)
+	Hosts     map[string]*Host     // [host.NAME], by name (hosts.go)
 	// Warnings are problems that do not stop the file from loading, each
 	// `FILE:LINE: KEY: message` (e.g. read_tools and write_tools overlap).
 	Warnings []string
@@ -353,6 +354,12 @@ func parse(path string, data []byte, incs []*Include) (*Config, error) {
 			d.telemetry(v, &cfg.Telemetry)
 		case "web":
 			d.web(v, &cfg.Web)
+		case "host":
+			for name, hv := range d.subtables([]string{k}, v) {
+				if h := d.host(name, hv); h != nil {
+					cfg.Hosts[name] = h
+				}
+			}
 		case "profile":
 			// Decoded below: membership checks need every harness.
 		default:
@@ -394,6 +401,7 @@ func empty() *Config {
 		Upstreams: map[string]*Upstream{},
 		Notifiers: map[string]*Notify{},
 		Webhooks:  map[string]*Webhook{},
+		Hosts:     map[string]*Host{},
 		Included:  map[string]string{},
 	}
 }
