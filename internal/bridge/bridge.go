@@ -69,6 +69,9 @@ func Serve(ctx context.Context, socket string, grant api.Grant, via string, in i
 	if err != nil {
 		return w.refuse(fmt.Errorf("daemon at %s closed the connection during the handshake: %w: %w", socket, err, errcode.ErrDaemonUnavailable))
 	}
+	if t == protocol.FrameWelcome && hello.Mode == protocol.ModeControl {
+		answer = stampGrant(answer, grant)
+	}
 	if err := w.write(t, answer); err != nil || t != protocol.FrameWelcome {
 		return err // a refusal of the hello is the daemon's to give; the client has it
 	}
@@ -76,6 +79,22 @@ func Serve(ctx context.Context, socket string, grant api.Grant, via string, in i
 		return relayControl(nc, in, w, grant)
 	}
 	return relayBytes(nc, in, out)
+}
+
+// stampGrant adds the key's grant to the daemon's welcome, so the client
+// knows what it may do before it tries; a welcome it cannot read passes
+// as it came (the client judges it).
+func stampGrant(welcome []byte, grant api.Grant) []byte {
+	var w protocol.Welcome
+	if json.Unmarshal(welcome, &w) != nil {
+		return welcome
+	}
+	w.Bridged, w.Grant = true, grant.Strings()
+	out, err := json.Marshal(w)
+	if err != nil {
+		return welcome
+	}
+	return out
 }
 
 // readHello reads the client's first frame, bounded by HelloTimeout.

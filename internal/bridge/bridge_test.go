@@ -45,3 +45,26 @@ func TestScenario_ABridgePairsDevicesWithinItsOwnGrant(t *testing.T) {
 		t.Errorf("devices with read: %v", err)
 	}
 }
+
+// TestScenario_ABridgeTellsTheClientItsKeysGrant: the welcome a control
+// client gets through the bridge says the key's classes, and keeps what
+// the daemon said.
+func TestScenario_ABridgeTellsTheClientItsKeysGrant(t *testing.T) {
+	g, err := api.ParseGrant([]string{"read", "input"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := stampGrant([]byte(`{"proto":"1.2","version":"v","pid":7}`), g)
+	var w struct {
+		Proto   string   `json:"proto"`
+		PID     int      `json:"pid"`
+		Bridged bool     `json:"bridged"`
+		Grant   []string `json:"grant"`
+	}
+	if err := json.Unmarshal(out, &w); err != nil || w.Proto != "1.2" || w.PID != 7 || !w.Bridged || len(w.Grant) != 2 {
+		t.Fatalf("welcome %s: %+v %v", out, w, err)
+	}
+	if got := stampGrant([]byte("not json"), g); string(got) != "not json" {
+		t.Fatalf("garbage welcome changed: %s", got)
+	}
+}

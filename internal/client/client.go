@@ -72,7 +72,13 @@ type subscription struct {
 // major the daemon does not speak wraps errcode.ErrVersionMismatch with the
 // daemon's message.
 func Dial(ctx context.Context, socket string) (*Client, error) {
-	nc, w, err := dial(ctx, socket, protocol.Hello{Mode: protocol.ModeControl})
+	return DialWith(ctx, socket, SSHOptions{})
+}
+
+// DialWith is Dial with a remote host's ssh settings (ignored for a
+// local socket).
+func DialWith(ctx context.Context, socket string, o SSHOptions) (*Client, error) {
+	nc, w, err := dialOpts(ctx, socket, o, protocol.Hello{Mode: protocol.ModeControl})
 	if err != nil {
 		return nil, err
 	}
@@ -102,8 +108,12 @@ func DialMCP(ctx context.Context, socket, token string, allowControl bool) (net.
 // straight from the conn, without buffering, so in MCP mode no byte of the
 // stream that follows is held back from the caller.
 func dial(ctx context.Context, socket string, hello protocol.Hello) (net.Conn, protocol.Welcome, error) {
+	return dialOpts(ctx, socket, SSHOptions{}, hello)
+}
+
+func dialOpts(ctx context.Context, socket string, o SSHOptions, hello protocol.Hello) (net.Conn, protocol.Welcome, error) {
 	var w protocol.Welcome
-	nc, err := connect(ctx, socket)
+	nc, err := connect(ctx, socket, o)
 	if err != nil {
 		return nil, w, err
 	}
@@ -119,9 +129,9 @@ func dial(ctx context.Context, socket string, hello protocol.Hello) (net.Conn, p
 
 // connect opens the socket, or the ssh connection to a remote daemon
 // (ssh.go) when socket is an ssh:// address.
-func connect(ctx context.Context, socket string) (net.Conn, error) {
+func connect(ctx context.Context, socket string, o SSHOptions) (net.Conn, error) {
 	if IsRemote(socket) {
-		return dialSSH(ctx, socket)
+		return dialSSH(ctx, socket, o)
 	}
 	if scheme, _, ok := strings.Cut(socket, "://"); ok {
 		return nil, fmt.Errorf("daemon address %s: a %s:// host is not served; use ssh://[user@]host[:port]: %w", socket, scheme, errcode.ErrInvalidArgument)
@@ -361,7 +371,7 @@ func CallOnce(ctx context.Context, socket, op string, args any, result any) erro
 	if err != nil {
 		return fmt.Errorf("call %s: %w", op, err)
 	}
-	nc, err := connect(ctx, socket)
+	nc, err := connect(ctx, socket, SSHOptions{})
 	if err != nil {
 		return err
 	}

@@ -73,15 +73,30 @@ func parseSSH(addr string) (sshTarget, error) {
 	return t, nil
 }
 
+// SSHOptions are a host's ssh settings beyond its address (a [host.NAME]
+// table): what `harness top` and the page use for a configured host.
+type SSHOptions struct {
+	// Identity is the private key ssh offers, and only it; "" leaves it
+	// to the user's ssh config and agent.
+	Identity string
+	// Socket is the remote daemon's control socket, for a key without a
+	// forced command (the remote command is then `harness --socket
+	// SOCKET bridge`).
+	Socket string
+}
+
 // sshArgv is the command that reaches the bridge on t: the ssh command
 // (HARNESS_SSH_COMMAND or "ssh"), no terminal (the protocol is binary),
 // and the remote command `harness bridge`.
-func sshArgv(t sshTarget) []string {
+func sshArgv(t sshTarget, o SSHOptions) []string {
 	argv := strings.Fields(os.Getenv(SSHCommandEnv))
 	if len(argv) == 0 {
 		argv = []string{"ssh"}
 	}
 	argv = append(argv, "-T", "-o", "BatchMode=yes")
+	if o.Identity != "" {
+		argv = append(argv, "-i", o.Identity, "-o", "IdentitiesOnly=yes")
+	}
 	if t.port != "" {
 		argv = append(argv, "-p", t.port)
 	}
@@ -89,19 +104,23 @@ func sshArgv(t sshTarget) []string {
 	if remote == "" {
 		remote = "harness"
 	}
-	return append(argv, "--", t.dest, remote, "bridge")
+	argv = append(argv, "--", t.dest, remote)
+	if o.Socket != "" {
+		argv = append(argv, "--socket", o.Socket)
+	}
+	return append(argv, "bridge")
 }
 
 // dialSSH starts ssh to addr and returns its stdin and stdout as a
 // net.Conn. The remote side is `harness bridge`, which speaks the socket
 // protocol on its stdio. Pipes are made with os.Pipe so that deadlines
 // work on them (the handshake and ctx cancellation rely on them).
-func dialSSH(ctx context.Context, addr string) (net.Conn, error) {
+func dialSSH(ctx context.Context, addr string, o SSHOptions) (net.Conn, error) {
 	t, err := parseSSH(addr)
 	if err != nil {
 		return nil, err
 	}
-	argv := sshArgv(t)
+	argv := sshArgv(t, o)
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("host %s: %w", addr, err)

@@ -65,6 +65,11 @@ type Welcome struct {
 	// FrameStdio. Absent (a 1.0 daemon, or no offer), the connection is a
 	// byte stream after the Welcome.
 	Handoff bool `json:"handoff,omitempty"`
+	// Bridged is set by an SSH bridge (docs/design/remote.md) on a control
+	// connection, with Grant the classes its key allows: a client (the
+	// page showing another host) greys out what the key may not do.
+	Bridged bool     `json:"bridged,omitempty"`
+	Grant   []string `json:"grant,omitempty"`
 }
 
 // Request is a control call. Args is always a JSON object by the time a
