@@ -365,11 +365,23 @@ func Run(ctx context.Context, opt Options) (err error) {
 	}
 	var httpErr chan error
 	var dash *web.Server
+	var remote *remoteFleets
 	if httpEP != nil || people != nil {
+		// Other machines' fleets, for the page: followed in the
+		// background, never on a request's path.
+		var observe func(api.Event)
+		if ntf != nil {
+			observe = ntf.Observe
+		}
+		remote = startRemoteFleets(ctl.Config(), observe, log)
+		defer remote.close()
 		// The operator token signs in to the dashboard as to MCP.
 		tok, err := httpmcp.LoadOrCreateOperatorToken(paths.StateDir)
 		if err == nil {
-			dash, err = newDashboard(webBackend{ctl: ctl, srv: srv}, tok, paths.StateDir, people, links, log)
+			dash, err = newDashboard(webBackend{ctl: ctl, srv: srv}, tok, paths.StateDir, people, links, remote.remotes(), log)
+		}
+		if dash != nil && remote != nil {
+			remote.dash.Store(dash)
 		}
 		if err != nil {
 			log.Error("web dashboard not served", logkey.Err, err)

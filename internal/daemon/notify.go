@@ -32,7 +32,12 @@ func newNotifier(ctl *control.Control, reaper *proctree.Reaper, own *ownership, 
 		base = web.dashURL
 	}
 	if base != "" {
-		dashboard = func(name string) string { return base + "h/" + name }
+		dashboard = func(name string) string {
+			if _, remote := isRemoteName(name); remote {
+				return base // another machine's row is on the fleet page
+			}
+			return base + "h/" + name
+		}
 		// Action links go to [web] public_url, else to that address,
 		// read at each message so a reload applies.
 		publicURL = func() string {
@@ -63,6 +68,10 @@ type notifySource struct{ ctl *control.Control }
 
 func (s notifySource) Harness(name string) (notify.HarnessInfo, bool) {
 	c := s.ctl
+	if host, ok := isRemoteName(name); ok {
+		h := c.Config().Hosts[host]
+		return notify.HarnessInfo{Remote: true}, h != nil && h.Notify
+	}
 	h, ok := c.HarnessConfig(name)
 	if !ok {
 		return notify.HarnessInfo{}, false

@@ -48,6 +48,10 @@ type HarnessInfo struct {
 	Project string
 	// Scheduled: it has a schedule, so every run of it is a job's run.
 	Scheduled bool
+	// Remote: the harness is another machine's ([host.NAME] notify),
+	// named "HOST:NAME"; its messages carry no action links (a link
+	// answers this machine's agents only).
+	Remote bool
 }
 
 // Source answers the notifier's questions about harnesses; the daemon
@@ -299,7 +303,7 @@ func (n *Notifier) dispatch(o Occurrence, info HarnessInfo) bool {
 		}
 		wanted = true
 		key := cooldownKey{name, o.Harness, o.Event, occurrenceKey(o)}
-		if w.sink.cfg.ActionLinks && o.Event == config.NotifyWaiting {
+		if w.sink.cfg.ActionLinks && o.Event == config.NotifyWaiting && !info.Remote {
 			// The links of an earlier message of a prompt that looks the
 			// same no longer answer: each prompt is news.
 			key.what += fmt.Sprintf("\x00%d", o.PromptID)
@@ -319,7 +323,7 @@ func (n *Notifier) dispatch(o Occurrence, info HarnessInfo) bool {
 	for _, w := range targets {
 		mm := *m
 		mm.Notifier = w.sink.cfg.Name
-		if w.sink.cfg.ActionLinks {
+		if w.sink.cfg.ActionLinks && !info.Remote {
 			mm.Actions = append(n.links(o, m, w.sink.cfg), mm.Actions...)
 		}
 		w.enqueue(&mm)

@@ -135,7 +135,7 @@ func (s *Server) waitingCount(r *http.Request) (int, error) {
 	if err := s.call(r.Context(), api.OpList, api.ListArgs{}, &units); err != nil {
 		return 0, err
 	}
-	n := 0
+	n := s.remoteWaiting()
 	for _, u := range units {
 		if u.Waiting() {
 			n++

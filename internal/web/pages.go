@@ -32,6 +32,7 @@ func parsePages() (*pages, error) {
 		"usd":      usd,
 		"hpath":    hpath,
 		"count":    count,
+		"hostPath": hostPath,
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)
@@ -191,7 +192,9 @@ type group struct {
 }
 
 type fleetView struct {
-	Groups  []group
+	Groups []group
+	// Hosts are the other machines' fleets (remotes.go).
+	Hosts   []hostSection
 	Count   int
 	Waiting int
 	Filter  string
@@ -259,6 +262,10 @@ func (s *Server) serveFleet(w http.ResponseWriter, r *http.Request, rq *request)
 	if err != nil {
 		s.failOp(w, r, err)
 		return
+	}
+	v.Hosts = s.remoteSections(rq, v.Filter)
+	for _, h := range v.Hosts {
+		v.Waiting += h.Waiting
 	}
 	p := s.newPage(rq, "Fleet", v)
 	if v.Filter == "" {

@@ -97,6 +97,9 @@ type Options struct {
 	// Links are the action links notifications carry (/a/ID, links.go);
 	// nil serves none.
 	Links *actionlink.Store
+	// Remotes are other machines' fleets shown beside this one's
+	// (remotes.go); nil shows none.
+	Remotes Remotes
 }
 
 // DefaultSessionTTL is how long a sign-in lasts unless configured.
@@ -272,6 +275,10 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 		}
 		if path == newPath {
 			s.serveNew(w, r, rq)
+			return
+		}
+		if strings.HasPrefix(path, "/host/") {
+			s.serveRemoteAction(w, r, rq)
 			return
 		}
 		name, action, ok := harnessPath(r.URL.EscapedPath())
