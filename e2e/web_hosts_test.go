@@ -1,0 +1,252 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// pageClient drives the page as its script does: a signed-in cookie,
+// the CSRF token of the page, fragments and POSTs with the CSRF header.
+type pageClient struct {
+	t    *testing.T
+	c    *http.Client
+	base string
+	csrf string
+}
+
+func newPageClient(t *testing.T, base, token string) *pageClient {
+	t.Helper()
+	c := freshClient()
+	if st, err := dashSignIn(context.Background(), c, base, token); err != nil || st != http.StatusSeeOther {
+		t.Fatalf("sign in: %d %v", st, err)
+	}
+	p := &pageClient{t: t, c: c, base: base}
+	_, body := p.get("/")
+	m := regexp.MustCompile(`name="csrf-token" content="([^"]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no CSRF token on the fleet page:\n%s", body)
+	}
+	p.csrf = m[1]
+	return p
+}
+
+func (p *pageClient) get(path string) (time.Duration, string) {
+	p.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, p.base+path, nil)
+	req.Header.Set("Accept", "text/x-fragment")
+	start := time.Now()
+	resp, err := p.c.Do(req)
+	if err != nil {
+		p.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	took := time.Since(start)
+	if resp.StatusCode != http.StatusOK {
+		p.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return took, string(b)
+}
+
+// post sends a page action and returns its status and body.
+func (p *pageClient) post(path, form string) (int, string, time.Duration) {
+	p.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, p.base+path, strings.NewReader(form))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-CSRF-Token", p.csrf)
+	req.Header.Set("Origin", p.base)
+	start := time.Now()
+	resp, err := p.c.Do(req)
+	if err != nil {
+		p.t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), time.Since(start)
+}
+
+// hostRows is the part of a fleet fragment that is host's section.
+func hostSection(fragment, host string) string {
+	i := strings.Index(fragment, `<section class="hostgroup" data-host="`+host+`"`)
+	if i < 0 {
+		return ""
+	}
+	rest := fragment[i:]
+	if j := strings.Index(rest, "</section>"); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
+}
+
+// silentPort accepts TCP connections and never says a word: an ssh to it
+// waits for a banner that never comes.
+func silentPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestScenario_EveryMachineInOnePage: a second daemon behind a real sshd
+// runs the demo agent; the local page, with [host.box] (a key granting
+// read,write,input), [host.ro] (a read key to the same daemon) and
+// [host.dead] (a port that accepts and never answers), lists box's fleet
+// with the waiting prompt and its choices, answers it there, starts and
+// stops a harness there; ro's buttons are disabled and, posted anyway,
+// refused by that host's bridge with its words; dead shows its error and
+// the page's requests never wait on it. A real Chromium shows the same.
+func TestScenario_EveryMachineInOnePage(t *testing.T) {
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("# before\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	remote := newFleet(t, fmt.Sprintf(`
+[harness.demo]
+cmd = %q
+args = ["demo-agent", "--step", "200ms"]
+agent = "demo"
+workdir = %q
+prompt = "Edit the README"
+enabled = true
+
+[harness.idle]
+cmd = "sleep"
+args = ["100000"]
+`, harnessBin, work))
+	bridge := func(grant string) string {
+		return fmt.Sprintf("%s --socket %s bridge --grant %s", harnessBin, remote.Socket, grant)
+	}
+	s := newSSHD(t, sshKey{Name: "writer", Command: bridge("read,write,input")}, sshKey{Name: "reader", Command: bridge("read")})
+	dead := silentPort(t)
+	f := newFleetOnEnv(t, operatorWeb+fmt.Sprintf(`
+[host.box]
+ssh = %q
+identity = %q
+
+[host.ro]
+ssh = %q
+identity = %q
+
+[host.dead]
+ssh = "ssh://%s@127.0.0.1:%d"
+identity = %q
+`, s.Host(), filepath.Join(s.Dir, "writer"), s.Host(), filepath.Join(s.Dir, "reader"), s.User, dead, filepath.Join(s.Dir, "reader")),
+		"HARNESS_SSH_COMMAND=ssh -F /dev/null -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR")
+	remote.waitAgent("demo", "waiting")
+	page := newPageClient(t, f.webBase(), strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token")))
+
+	// Every fragment the page fetches is timed: none may wait on dead.
+	var slowest time.Duration
+	fragment := func() string {
+		took, body := page.get("/?fragment=1")
+		slowest = max(slowest, took)
+		return body
+	}
+	var frag string
+	f.WaitFor("box's waiting demo agent on the page", 20*time.Second, func() bool {
+		frag = fragment()
+		return strings.Contains(hostSection(frag, "box"), `data-choice="Yes"`) && strings.Contains(hostSection(frag, "ro"), `data-name="demo"`)
+	})
+	box, ro := hostSection(frag, "box"), hostSection(frag, "ro")
+	if !strings.Contains(box, `class="unit remote is-waiting" data-host="box" data-name="demo"`) || !strings.Contains(box, "Allow edit to README.md?") {
+		t.Fatalf("box's section lacks the waiting demo row:\n%s", box)
+	}
+	if strings.Contains(box, "disabled") {
+		t.Fatalf("box's key grants write and input, yet a button is disabled:\n%s", box)
+	}
+	for _, want := range []string{`data-choice="Yes" disabled`, `data-act="start" disabled`, "this host's key grants read"} {
+		if !strings.Contains(ro, want) {
+			t.Fatalf("ro's section lacks %q:\n%s", want, ro)
+		}
+	}
+	if d := hostSection(frag, "dead"); !strings.Contains(d, `class="host-error"`) {
+		t.Fatalf("dead's section shows no error:\n%s", d)
+	}
+
+	// Tried anyway with the read key, the host's bridge refuses.
+	st, body, _ := page.post("/host/ro/h/demo/answer", "choice=Yes")
+	if st != http.StatusForbidden || !strings.Contains(body, "not_permitted") || !strings.Contains(body, "host ro") || !strings.Contains(body, "bridge grants") {
+		t.Fatalf("answer through ro: %d %s", st, body)
+	}
+	if st, body, _ := page.post("/host/ro/h/idle/start", ""); st != http.StatusForbidden || !strings.Contains(body, "not_permitted") {
+		t.Fatalf("start through ro: %d %s", st, body)
+	}
+	// The dead host's refusal comes at once, saying why.
+	st, body, took := page.post("/host/dead/h/idle/start", "")
+	if st == http.StatusOK || !strings.Contains(body, "not reachable") || took > 2*time.Second {
+		t.Fatalf("start on dead: %d in %s: %s", st, took, body)
+	}
+
+	// Answered through box, the remote agent goes on.
+	if st, body, _ := page.post("/host/box/h/demo/answer", "choice=Yes"); st != http.StatusOK {
+		t.Fatalf("answer through box: %d %s", st, body)
+	}
+	remote.waitAgent("demo", "ready", "working")
+	if st, body, _ := page.post("/host/box/h/idle/start", ""); st != http.StatusOK {
+		t.Fatalf("start through box: %d %s", st, body)
+	}
+	remote.waitState("idle", "running")
+	f.WaitFor("idle running on the page", 10*time.Second, func() bool {
+		return strings.Contains(hostSection(fragment(), "box"), `data-name="idle" data-state="running"`)
+	})
+	if st, body, _ := page.post("/host/box/h/idle/stop", ""); st != http.StatusOK {
+		t.Fatalf("stop through box: %d %s", st, body)
+	}
+	remote.waitState("idle", "stopped")
+
+	// Still dead, and never waited on.
+	if d := hostSection(fragment(), "dead"); !strings.Contains(d, `class="host-error"`) {
+		t.Fatalf("dead's section:\n%s", d)
+	}
+	if slowest > time.Second {
+		t.Fatalf("the slowest fleet fragment took %s with a silent host configured", slowest)
+	}
+	t.Logf("slowest fleet fragment: %s", slowest)
+
+	// A real browser shows the same sections, ro's start disabled.
+	ctx := newBrowser(t, 390, 844)
+	signIn(t, ctx, f.webBase(), strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token")))
+	browse(t, ctx, "the hosts' sections",
+		chromedp.WaitVisible(chromedp.CSS(`section.hostgroup[data-host="box"] tr.unit[data-name="demo"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`section.hostgroup[data-host="ro"] button[data-act="start"][disabled]`)),
+		chromedp.WaitVisible(chromedp.CSS(`section.hostgroup[data-host="dead"] .host-error`)),
+	)
+	saveScreenshotOf(t, ctx, "dashboard-hosts-phone.png")
+}
