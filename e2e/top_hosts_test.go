@@ -156,3 +156,50 @@ args = ["100000"]
 	p.keys("q")
 	p.waitText("top-exit=0", 10*time.Second)
 }
+
+// TestScenario_TopWithoutHostShowsTheConfiguredHosts: `harness top`
+// with no --host shows the config's [host.NAME] machines beside the local
+// fleet, as the page does, each through its own key (identity); attach
+// from a configured host's row reaches that host's program with that key.
+func TestScenario_TopWithoutHostShowsTheConfiguredHosts(t *testing.T) {
+	fb := newFleet(t, `
+[harness.web]
+cmd = "sh"
+args = ["-c", "echo web-of-b; while read l; do echo \"got:$l\"; done"]
+enabled = true
+`)
+	s := newSSHD(t, sshKey{Name: "key-b", Command: fmt.Sprintf("%s --socket %s bridge --grant read,write,input", harnessBin, fb.Socket)})
+	fa := newFleet(t, fmt.Sprintf(`
+[harness.only-a]
+cmd = "sleep"
+args = ["100000"]
+enabled = true
+
+[host.box]
+ssh = %q
+identity = %q
+`, s.Host(), filepath.Join(s.Dir, "key-b")))
+	fb.waitState("web", "running")
+	fa.waitState("only-a", "running")
+
+	p := newTmux(t, 120, 40)
+	p.typeLine(fmt.Sprintf("HARNESS_SSH_COMMAND='ssh -F /dev/null -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR' HARNESS_CONFIG=%s HARNESS_SOCKET=%s %s top; echo top-exit=$?", fa.Config, fa.Socket, harnessBin))
+	p.waitScreen("local and box rows", 20*time.Second, func(s string) bool {
+		return len(hostRow(s, "local", "only-a")) > 1 && len(hostRow(s, "box", "web")) > 1
+	})
+	for i := 0; !strings.Contains(p.screen(), "preview of box/web"); i++ {
+		if i > 10 {
+			t.Fatalf("the cursor never reached box/web:\n%s", p.screen())
+		}
+		p.keys("Down")
+		time.Sleep(150 * time.Millisecond)
+	}
+	p.keys("a")
+	p.waitScreen("box's program attached", 20*time.Second, func(s string) bool {
+		return strings.Contains(s, "web-of-b") && !strings.Contains(s, "preview of")
+	})
+	p.keys("C-]")
+	p.waitText("detached from box/web", 15*time.Second)
+	p.keys("q")
+	p.waitText("top-exit=0", 10*time.Second)
+}

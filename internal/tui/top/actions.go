@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -29,7 +30,7 @@ func ExecAttach(exe, socket string) func(unit string) tea.ExecCommand {
 // HostsAttach is RunHosts' attach: `exe --host ADDR attach UNIT` for an
 // ssh:// host, `exe --socket ADDR attach UNIT` for a local socket (with
 // HARNESS_HOST cleared, so the environment cannot send it elsewhere).
-func HostsAttach(exe string) func(addr, unit string) tea.ExecCommand {
+func HostsAttach(exe string, hosts []HostAddr) func(addr, unit string) tea.ExecCommand {
 	return func(addr, unit string) tea.ExecCommand {
 		flag := "--socket"
 		if client.IsRemote(addr) {
@@ -37,9 +38,36 @@ func HostsAttach(exe string) func(addr, unit string) tea.ExecCommand {
 		}
 		c := exec.Command(exe, flag, addr, "attach", unit)
 		c.Env = append(os.Environ(), "HARNESS_HOST=")
+		for _, h := range hosts {
+			if h.Addr == addr {
+				c.Env = append(c.Env, sshEnv(h.SSH)...)
+				break
+			}
+		}
 		c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
 		return attachCommand{c}
 	}
+}
+
+// sshEnv carries a host's ssh settings to a child `harness --host`: its
+// key on the ssh command line, its socket on the remote one.
+func sshEnv(o client.SSHOptions) []string {
+	var env []string
+	if o.Identity != "" {
+		cmd := os.Getenv(client.SSHCommandEnv)
+		if strings.TrimSpace(cmd) == "" {
+			cmd = "ssh"
+		}
+		env = append(env, client.SSHCommandEnv+"="+cmd+" -i "+o.Identity+" -o IdentitiesOnly=yes")
+	}
+	if o.Socket != "" {
+		bin := os.Getenv(client.RemoteBinaryEnv)
+		if bin == "" {
+			bin = "harness"
+		}
+		env = append(env, client.RemoteBinaryEnv+"="+bin+" --socket "+o.Socket)
+	}
+	return env
 }
 
 // attachCommand keeps the terminal ExecAttach gave it.

@@ -31,6 +31,9 @@ type HostAddr struct {
 	Label string
 	// Addr is the daemon's control socket or ssh:// address (internal/client).
 	Addr string
+	// SSH are the host's ssh settings (a [host.NAME] table's identity
+	// and socket).
+	SSH client.SSHOptions
 }
 
 // HostState is a host as the dashboard shows it: Down says why it has no
@@ -76,7 +79,7 @@ func DialFleets(ctx context.Context, addrs []HostAddr) (*Fleets, error) {
 			// A host that drops packets must not hold the others' view.
 			dctx, cancel := context.WithTimeout(ctx, hostDialTimeout)
 			defer cancel()
-			c, err := client.Dial(dctx, s.Addr)
+			c, err := client.DialWith(dctx, s.Addr, s.SSH)
 			if err != nil {
 				s.down = "unreachable: " + oneLine(err)
 				return
