@@ -202,11 +202,18 @@ type rig struct {
 
 const operatorToken = "op-secret-token"
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigWith(t, nil) }
+
+// newRigWith is newRig with tune applied to the Options.
+func newRigWith(t *testing.T, tune func(*Options)) *rig {
 	t.Helper()
 	r := &rig{t: t, b: newFake(), state: t.TempDir(), now: time.Now()}
-	srv, err := New(Options{Backend: r.b, OperatorToken: operatorToken, StateDir: r.state, SessionTTL: time.Hour,
-		Logger: slog.New(slog.DiscardHandler), Now: r.clock})
+	opt := Options{Backend: r.b, OperatorToken: operatorToken, StateDir: r.state, SessionTTL: time.Hour,
+		Logger: slog.New(slog.DiscardHandler), Now: r.clock}
+	if tune != nil {
+		tune(&opt)
+	}
+	srv, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
