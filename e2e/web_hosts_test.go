@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -124,20 +126,17 @@ func silentPort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// TestScenario_EveryMachineInOnePage: a second daemon behind a real sshd
-// runs the demo agent; the local page, with [host.box] (a key granting
-// read,write,input), [host.ro] (a read key to the same daemon) and
-// [host.dead] (a port that accepts and never answers), lists box's fleet
-// with the waiting prompt and its choices, answers it there, starts and
-// stops a harness there; ro's buttons are disabled and, posted anyway,
-// refused by that host's bridge with its words; dead shows its error and
-// the page's requests never wait on it. A real Chromium shows the same.
-func TestScenario_EveryMachineInOnePage(t *testing.T) {
+// hostsRig is a second daemon (the demo agent asking to edit, an idle
+// harness) behind a real sshd with a write key and a read key, and the
+// local daemon whose page has [host.box] (the write key, notify),
+// [host.ro] (the read key) and [host.dead] (a port that accepts and never
+// answers), with a json notification sink on hook.
+func hostsRig(t *testing.T) (remote *fleet, s *sshd, f *fleet, hook *hookReceiver) {
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("# before\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	remote := newFleet(t, fmt.Sprintf(`
+	remote = newFleet(t, fmt.Sprintf(`
 [harness.demo]
 cmd = %q
 args = ["demo-agent", "--step", "200ms"]
@@ -153,12 +152,19 @@ args = ["100000"]
 	bridge := func(grant string) string {
 		return fmt.Sprintf("%s --socket %s bridge --grant %s", harnessBin, remote.Socket, grant)
 	}
-	s := newSSHD(t, sshKey{Name: "writer", Command: bridge("read,write,input")}, sshKey{Name: "reader", Command: bridge("read")})
+	s = newSSHD(t, sshKey{Name: "writer", Command: bridge("read,write,input")}, sshKey{Name: "reader", Command: bridge("read")})
 	dead := silentPort(t)
-	f := newFleetOnEnv(t, operatorWeb+fmt.Sprintf(`
+	hook = newHookReceiver(t)
+	f = newFleetOnEnv(t, operatorWeb+fmt.Sprintf(`
+[notify.hook]
+url = "%s/hook"
+format = "json"
+on = ["waiting"]
+
 [host.box]
 ssh = %q
 identity = %q
+notify = true
 
 [host.ro]
 ssh = %q
@@ -167,9 +173,26 @@ identity = %q
 [host.dead]
 ssh = "ssh://%s@127.0.0.1:%d"
 identity = %q
-`, s.Host(), filepath.Join(s.Dir, "writer"), s.Host(), filepath.Join(s.Dir, "reader"), s.User, dead, filepath.Join(s.Dir, "reader")),
-		"HARNESS_SSH_COMMAND=ssh -F /dev/null -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR")
+`, hook.URL, s.Host(), filepath.Join(s.Dir, "writer"), s.Host(), filepath.Join(s.Dir, "reader"), s.User, dead, filepath.Join(s.Dir, "reader")),
+		// The cheapest key exchange: the tests share two loaded cores.
+		"HARNESS_SSH_COMMAND=ssh -F /dev/null -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o KexAlgorithms=curve25519-sha256")
+	return remote, s, f, hook
+}
+
+// TestScenario_EveryMachineInOnePage: a second daemon behind a real sshd
+// runs the demo agent; the local page, with [host.box] (a key granting
+// read,write,input), [host.ro] (a read key to the same daemon) and
+// [host.dead] (a port that accepts and never answers), lists box's fleet
+// with the waiting prompt and its choices, answers it there, starts and
+// stops a harness there; ro's buttons are disabled and, posted anyway,
+// refused by that host's bridge with its words; dead shows its error and
+// the page's requests never wait on it. A real Chromium shows the same.
+func TestScenario_EveryMachineInOnePage(t *testing.T) {
+	t0 := time.Now()
+	stage := func(what string) { t.Logf("%6.2fs %s", time.Since(t0).Seconds(), what) }
+	remote, s, f, hook := hostsRig(t)
 	remote.waitAgent("demo", "waiting")
+	stage("both daemons and sshd up")
 	page := newPageClient(t, f.webBase(), strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token")))
 
 	// Every fragment the page fetches is timed: none may wait on dead.
@@ -184,6 +207,7 @@ identity = %q
 		frag = fragment()
 		return strings.Contains(hostSection(frag, "box"), `data-choice="Yes"`) && strings.Contains(hostSection(frag, "ro"), `data-name="demo"`)
 	})
+	stage("box and ro on the page")
 	box, ro := hostSection(frag, "box"), hostSection(frag, "ro")
 	if !strings.Contains(box, `class="unit remote is-waiting" data-host="box" data-name="demo"`) || !strings.Contains(box, "Allow edit to README.md?") {
 		t.Fatalf("box's section lacks the waiting demo row:\n%s", box)
@@ -231,6 +255,30 @@ identity = %q
 	}
 	remote.waitState("idle", "stopped")
 
+	stage("answered, started, stopped")
+	// box notifies: its agent waiting again reaches the local sink, once
+	// (ro, the same daemon without notify, sends nothing), with commands
+	// that answer it there.
+	remote.waitAgent("demo", "ready")
+	remote.MustRun("send", "demo", "Edit it again", "--enter")
+	got := hook.waitOn(t, "/hook", "Allow edit to README.md?", 1)
+	var m notifyMessage
+	if err := json.Unmarshal([]byte(got[0].Body), &m); err != nil {
+		t.Fatal(err)
+	}
+	wantCmd := fmt.Sprintf("harness --host '%s' answer demo Yes", s.Host())
+	if m.Event != "waiting" || m.Harness != "box:demo" || m.Host != "box" || m.Title != "demo is waiting for you on box" ||
+		!slices.ContainsFunc(m.Actions, func(a struct {
+			Label   string `json:"label"`
+			Command string `json:"command"`
+		}) bool {
+			return a.Command == wantCmd
+		}) {
+		t.Fatalf("box's waiting message: %s", got[0].Body)
+	}
+	remote.MustRun("answer", "demo", "No")
+	stage("notified")
+
 	// Still dead, and never waited on.
 	if d := hostSection(fragment(), "dead"); !strings.Contains(d, `class="host-error"`) {
 		t.Fatalf("dead's section:\n%s", d)
@@ -240,13 +288,25 @@ identity = %q
 	}
 	t.Logf("slowest fleet fragment: %s", slowest)
 
-	// A real browser shows the same sections, ro's start disabled.
+	t.Cleanup(func() { stage("cleaned up") })
+}
+
+// TestScenario_EveryMachineInOnePageInABrowser: in a real Chromium at a
+// phone's size, the page shows box's and ro's rows and dead's error, ro's
+// buttons disabled; a click on box's start starts the harness there.
+func TestScenario_EveryMachineInOnePageInABrowser(t *testing.T) {
+	remote, _, f, _ := hostsRig(t)
 	ctx := newBrowser(t, 390, 844)
 	signIn(t, ctx, f.webBase(), strings.TrimSpace(f.MustRun("--state-dir", f.State, "mcp", "token")))
 	browse(t, ctx, "the hosts' sections",
-		chromedp.WaitVisible(chromedp.CSS(`section.hostgroup[data-host="box"] tr.unit[data-name="demo"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`section.hostgroup[data-host="ro"] button[data-act="start"][disabled]`)),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-live="1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`section.hostgroup[data-host="box"] tr.unit[data-name="idle"] button[data-act="start"]:not([disabled])`)),
+		chromedp.WaitVisible(chromedp.CSS(`section.hostgroup[data-host="ro"] tr.unit[data-name="idle"] button[data-act="start"][disabled]`)),
 		chromedp.WaitVisible(chromedp.CSS(`section.hostgroup[data-host="dead"] .host-error`)),
 	)
 	saveScreenshotOf(t, ctx, "dashboard-hosts-phone.png")
+	browse(t, ctx, "start idle on box", clickLive(`section.hostgroup[data-host="box"] tr.unit[data-name="idle"] button[data-act="start"]`))
+	remote.waitState("idle", "running")
+	browse(t, ctx, "box's idle running, live",
+		chromedp.WaitVisible(chromedp.CSS(`section.hostgroup[data-host="box"] tr.unit[data-name="idle"][data-state="running"]`)))
 }

@@ -70,7 +70,10 @@ func (s notifySource) Harness(name string) (notify.HarnessInfo, bool) {
 	c := s.ctl
 	if host, ok := isRemoteName(name); ok {
 		h := c.Config().Hosts[host]
-		return notify.HarnessInfo{Remote: true}, h != nil && h.Notify
+		if h == nil || !h.Notify {
+			return notify.HarnessInfo{}, false
+		}
+		return notify.HarnessInfo{Remote: true, HostName: host, HostAddr: h.SSH, Unit: strings.TrimPrefix(name, host+":")}, true
 	}
 	h, ok := c.HarnessConfig(name)
 	if !ok {

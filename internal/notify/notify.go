@@ -52,6 +52,10 @@ type HarnessInfo struct {
 	// named "HOST:NAME"; its messages carry no action links (a link
 	// answers this machine's agents only).
 	Remote bool
+	// For a remote harness: its host's name and address, and its own name
+	// there; the message is titled and its commands written for it
+	// (`harness --host ADDR answer NAME …`).
+	HostName, HostAddr, Unit string
 }
 
 // Source answers the notifier's questions about harnesses; the daemon
@@ -381,15 +385,19 @@ func CooledDown(last, now time.Time, cooldown time.Duration) bool {
 // build is the message of o, masked.
 func (n *Notifier) build(o Occurrence, info HarnessInfo) *Message {
 	mask := n.opt.Mask
-	m := &Message{Event: o.Event, Harness: o.Harness, Project: info.Project, Host: n.opt.Host,
-		Time: o.Time, Title: o.Harness + " " + titles[o.Event], Reason: mask(o.Reason), State: o.State,
+	host, unit := n.opt.Host, o.Harness
+	if info.Remote {
+		host, unit = info.HostName, info.Unit
+	}
+	m := &Message{Event: o.Event, Harness: o.Harness, Project: info.Project, Host: host,
+		Time: o.Time, Title: unit + " " + titles[o.Event], Reason: mask(o.Reason), State: o.State,
 		RunID: o.RunID, ExitCode: o.ExitCode, Signal: o.Signal, WaitingFor: o.WaitingFor,
 		Prompt: mask(o.Prompt), Suggested: mask(o.Suggested), Until: o.Until, Diff: o.Diff}
 	if m.Time.IsZero() {
 		m.Time = n.opt.Now()
 	}
-	if n.opt.Host != "" {
-		m.Title += " on " + n.opt.Host
+	if host != "" {
+		m.Title += " on " + host
 	}
 	for _, c := range o.Choices {
 		m.Choices = append(m.Choices, mask(c))
@@ -403,7 +411,14 @@ func (n *Notifier) build(o Occurrence, info HarnessInfo) *Message {
 	if n.opt.Dashboard != nil {
 		dash = n.opt.Dashboard(o.Harness)
 	}
-	m.Actions = actions(o.Event, o.Harness, m.Choices, m.Suggested, dash)
+	m.Actions = actions(o.Event, unit, m.Choices, m.Suggested, dash)
+	if info.Remote {
+		for i := range m.Actions {
+			if rest, ok := strings.CutPrefix(m.Actions[i].Command, "harness "); ok {
+				m.Actions[i].Command = "harness --host " + shellQuote(info.HostAddr) + " " + rest
+			}
+		}
+	}
 	return m
 }
 
