@@ -265,6 +265,7 @@ func (s *Server) serveFleet(w http.ResponseWriter, r *http.Request, rq *request)
 	}
 	v.Hosts = s.remoteSections(rq, v.Filter)
 	for _, h := range v.Hosts {
+		v.Count += h.Count
 		v.Waiting += h.Waiting
 	}
 	p := s.newPage(rq, "Fleet", v)
