@@ -304,7 +304,7 @@ func TestScenario_EveryMachineInOnePageInABrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`section.hostgroup[data-host="ro"] tr.unit[data-name="idle"] button[data-act="start"][disabled]`)),
 		chromedp.WaitVisible(chromedp.CSS(`section.hostgroup[data-host="dead"] .host-error`)),
 	)
-	saveScreenshotOf(t, ctx, "dashboard-hosts-phone.png")
+	saveScreenshotOf(t, ctx, "dashboard-hosts-390x844.png")
 	browse(t, ctx, "start idle on box", clickLive(`section.hostgroup[data-host="box"] tr.unit[data-name="idle"] button[data-act="start"]`))
 	remote.waitState("idle", "running")
 	browse(t, ctx, "box's idle running, live",

@@ -139,8 +139,12 @@ func (s *Server) remoteWaiting() int {
 // RemoteChanged tells the open pages that host's fleet changed: they
 // fetch their live part again, as for a local event.
 func (s *Server) RemoteChanged(host string) {
-	s.hub.publish(api.Event{Kind: "host", Unit: "host:" + host, Time: s.now()})
+	s.hub.publish(api.Event{Kind: hostEvent, Unit: "host:" + host, Time: s.now()})
 }
+
+// hostEvent is the kind of the event stream's "a host's fleet changed"
+// (the script fetches the fleet and the waiting count again).
+const hostEvent = "host"
 
 // remoteActions are what a remote row may do: the page's own actions
 // but the ones that need a page of the harness (send, review).

@@ -148,7 +148,7 @@
     stale();
     try {
       var ev = JSON.parse(e.data);
-      if (ev.kind === 'agent' || ev.kind === 'state' || ev.kind === 'exit' || ev.kind === 'reload') recount();
+      if (ev.kind === 'agent' || ev.kind === 'state' || ev.kind === 'exit' || ev.kind === 'reload' || ev.kind === 'host') recount();
     } catch (err) { recount(); }
   }
 
