@@ -152,7 +152,7 @@ args = ["100000"]
 	bridge := func(grant string) string {
 		return fmt.Sprintf("%s --socket %s bridge --grant %s", harnessBin, remote.Socket, grant)
 	}
-	s = newSSHD(t, sshKey{Name: "writer", Command: bridge("read,write,input")}, sshKey{Name: "reader", Command: bridge("read")})
+	s = newSSHD(t, sshKey{Name: "writer", Command: bridge("read,write,input") + " --key writer"}, sshKey{Name: "reader", Command: bridge("read")})
 	dead := silentPort(t)
 	hook = newHookReceiver(t)
 	f = newFleetOnEnv(t, operatorWeb+fmt.Sprintf(`
@@ -255,6 +255,16 @@ func TestScenario_EveryMachineInOnePage(t *testing.T) {
 	}
 	remote.waitState("idle", "stopped")
 
+	// This daemon's audit log has the page's actions on box's rows, and
+	// ro's refusal with its code; box's own log has them as its key.
+	es := f.audit()
+	if !hasAudit(es, "answer", "box:demo", "page", "token:operator") || !hasAudit(es, "start", "box:idle", "page", "token:operator") ||
+		!slices.ContainsFunc(es, func(e auditEntry) bool { return e.Op == "answer" && e.Target == "ro:demo" && e.Outcome == "not_permitted" }) {
+		t.Fatalf("the local audit log: %+v", es)
+	}
+	if !slices.ContainsFunc(remote.audit(), func(e auditEntry) bool { return e.Op == "start" && e.Target == "idle" && e.Actor == "ssh:writer" }) {
+		t.Fatalf("box's audit log: %+v", remote.audit())
+	}
 	stage("answered, started, stopped")
 	// box notifies: its agent waiting again reaches the local sink, once
 	// (ro, the same daemon without notify, sends nothing), with commands

@@ -39,6 +39,16 @@ func (c *Control) auditCall(caller api.Caller, op string, args json.RawMessage, 
 	c.record(caller, op, auditTarget(args), err)
 }
 
+// AuditRemote records an operation a door of this daemon sent to another
+// machine's daemon (the page acting on a [host.NAME] row): target is
+// "HOST:NAME". That host's own log records it too, as its SSH key.
+func (c *Control) AuditRemote(caller api.Caller, op, target string, err error) {
+	if c.opt.Audit == nil || !audited(op) {
+		return
+	}
+	c.record(caller, op, target, err)
+}
+
 func (c *Control) record(caller api.Caller, op, target string, err error) {
 	c.opt.Audit.Record(api.AuditEntry{
 		Time: time.Now().UTC(), Actor: caller.AuditActor(os.Getuid()), Door: caller.AuditDoor(),

@@ -373,7 +373,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		if ntf != nil {
 			observe = ntf.Observe
 		}
-		remote = startRemoteFleets(ctl.Config(), observe, log)
+		remote = startRemoteFleets(ctl, observe, log)
 		defer remote.close()
 		// The operator token signs in to the dashboard as to MCP.
 		tok, err := httpmcp.LoadOrCreateOperatorToken(paths.StateDir)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"slices"
 	"strings"
@@ -9,7 +10,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
-	"github.com/harness-dev/harness/internal/config"
+	"github.com/harness-dev/harness/internal/control"
 	"github.com/harness-dev/harness/internal/hosts"
 	"github.com/harness-dev/harness/internal/web"
 )
@@ -21,11 +22,13 @@ import (
 type remoteFleets struct {
 	pool *hosts.Pool
 	dash atomic.Pointer[web.Server]
+	ctl  *control.Control
 }
 
 // startRemoteFleets starts following cfg's hosts; nil when it has none.
 // observe takes a notify host's events, its units named "HOST:NAME".
-func startRemoteFleets(cfg *config.Config, observe func(api.Event), log *slog.Logger) *remoteFleets {
+func startRemoteFleets(ctl *control.Control, observe func(api.Event), log *slog.Logger) *remoteFleets {
+	cfg := ctl.Config()
 	if len(cfg.Hosts) == 0 {
 		return nil
 	}
@@ -41,7 +44,7 @@ func startRemoteFleets(cfg *config.Config, observe func(api.Event), log *slog.Lo
 		list = append(list, hosts.Host{Name: n, Addr: h.SSH, SSH: client.SSHOptions{Identity: h.Identity, Socket: h.Socket}})
 		notify[n] = h.Notify
 	}
-	r := &remoteFleets{}
+	r := &remoteFleets{ctl: ctl}
 	opt := hosts.Options{Hosts: list, Logger: log,
 		OnChange: func(host string) {
 			if d := r.dash.Load(); d != nil {
@@ -85,9 +88,18 @@ func (r *remoteFleets) Fleets() []web.RemoteFleet {
 	return out
 }
 
-// Call runs op on host.
-func (r *remoteFleets) Call(ctx context.Context, host, op string, args, result any) error {
-	return r.pool.Call(ctx, host, op, args, result)
+// Call runs op on host, and records it in this daemon's audit log as
+// the page's caller did it to "HOST:NAME".
+func (r *remoteFleets) Call(ctx context.Context, caller api.Caller, host, op string, args, result any) error {
+	err := r.pool.Call(ctx, host, op, args, result)
+	var named struct {
+		Name string `json:"name"`
+	}
+	if b, merr := json.Marshal(args); merr == nil {
+		_ = json.Unmarshal(b, &named)
+	}
+	r.ctl.AuditRemote(caller, op, host+":"+named.Name, err)
+	return err
 }
 
 // isRemoteName reports whether a notified harness name is another

@@ -26,8 +26,9 @@ import (
 type Remotes interface {
 	// Fleets are every host's last view, at once.
 	Fleets() []RemoteFleet
-	// Call runs op on host's daemon (bounded), decoding into result.
-	Call(ctx context.Context, host, op string, args, result any) error
+	// Call runs op on host's daemon (bounded) for caller (the page's
+	// session, for this daemon's audit log), decoding into result.
+	Call(ctx context.Context, caller api.Caller, host, op string, args, result any) error
 }
 
 // RemoteFleet is one host's fleet as last heard.
@@ -181,7 +182,7 @@ func (s *Server) serveRemoteAction(w http.ResponseWriter, r *http.Request, rq *r
 		args = map[string]string{"name": name, "choice": c}
 	}
 	var res json.RawMessage
-	if err := s.opt.Remotes.Call(r.Context(), host, a.op, args, &res); err != nil {
+	if err := s.opt.Remotes.Call(r.Context(), s.callerOf(rq), host, a.op, args, &res); err != nil {
 		s.log.Info("dashboard action on a host failed", logkey.Host, host, logkey.Op, a.op, logkey.Harness, name, logkey.Err, err)
 		s.failOp(w, r, err)
 		return

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/dashtoken"
 	"github.com/harness-dev/harness/internal/errcode"
 )
@@ -30,7 +31,10 @@ func (f *fakeRemotes) Fleets() []RemoteFleet {
 	}
 }
 
-func (f *fakeRemotes) Call(_ context.Context, host, op string, args, _ any) error {
+func (f *fakeRemotes) Call(_ context.Context, c api.Caller, host, op string, args, _ any) error {
+	if c.Door != api.DoorPage && c.Door != api.DoorDevice {
+		return errcode.Errorf(errcode.Internal, "caller %+v is not the page's", c)
+	}
 	b, _ := json.Marshal(args)
 	f.mu.Lock()
 	f.calls = append(f.calls, host+" "+op+" "+string(b))
