@@ -293,6 +293,25 @@ func TestScenario_EveryMachineInOnePage(t *testing.T) {
 	if d := hostSection(fragment(), "dead"); !strings.Contains(d, `class="host-error"`) {
 		t.Fatalf("dead's section:\n%s", d)
 	}
+	// A reload that drops ro and dead drops their sections; box stays.
+	cfg, err := os.ReadFile(f.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := string(cfg[:strings.Index(string(cfg), "[host.ro]")])
+	if err := os.WriteFile(f.Config, []byte(kept), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.MustRun("reload")
+	// box's rows stay shown while it reconnects.
+	f.WaitFor("ro and dead gone from the page", 10*time.Second, func() bool {
+		frag := fragment()
+		if hostSection(frag, "box") != "" && !strings.Contains(hostSection(frag, "box"), `data-name="demo"`) {
+			t.Fatalf("box's rows went away on a reload that kept it:\n%s", hostSection(frag, "box"))
+		}
+		return hostSection(frag, "ro") == "" && hostSection(frag, "dead") == ""
+	})
+	stage("reloaded")
 	if slowest > time.Second {
 		t.Fatalf("the slowest fleet fragment took %s with a silent host configured", slowest)
 	}

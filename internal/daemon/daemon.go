@@ -205,6 +205,8 @@ func Run(ctx context.Context, opt Options) (err error) {
 	// Control exists only later; a held-back tool reported before it
 	// does reaches it at its next listing.
 	var ctlRef atomic.Pointer[control.Control]
+	// The page's other machines ([host.NAME]), once the page exists.
+	var remoteRef atomic.Pointer[remoteFleets]
 	brk := broker.New(log, broker.Options{
 		ConnectTimeout: opt.UpstreamConnectTimeout,
 		Mask:           masker.Func(),
@@ -316,6 +318,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 				applyLive(cfg.Daemon, mgr, calls)
 				mgr.Refresh()
 			}
+			if r := remoteRef.Load(); r != nil {
+				r.apply(cfg)
+			}
 			// watch_config or the prompt directories may have changed.
 			// Not inline: the watcher itself may be the one reloading.
 			go watch.reset()
@@ -374,6 +379,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 			observe = ntf.Observe
 		}
 		remote = startRemoteFleets(ctl, observe, log)
+		remoteRef.Store(remote)
 		defer remote.close()
 		// The operator token signs in to the dashboard as to MCP.
 		tok, err := httpmcp.LoadOrCreateOperatorToken(paths.StateDir)

@@ -4,69 +4,115 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
+	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/hosts"
 	"github.com/harness-dev/harness/internal/web"
 )
 
 // remoteFleets follows the machines of the [host.NAME] tables for the
 // page (docs/design/web.md): their fleets through the SSH bridge, and
-// their events to the notifier for a host with notify = true. The hosts
-// are read at start; a reload does not change them.
+// their events to the notifier for a host with notify = true. A reload
+// that changes the tables follows the new ones (a new pool; the old one
+// ends in the background, as an ssh may take a moment to exit).
 type remoteFleets struct {
-	pool *hosts.Pool
-	dash atomic.Pointer[web.Server]
-	ctl  *control.Control
+	dash    atomic.Pointer[web.Server]
+	ctl     *control.Control
+	observe func(api.Event)
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	pool   *hosts.Pool // nil without hosts
+	hosts  map[string]config.Host
+	closed bool // the daemon is ending: a late reload starts nothing
 }
 
-// startRemoteFleets starts following cfg's hosts; nil when it has none.
-// observe takes a notify host's events, its units named "HOST:NAME".
+// startRemoteFleets starts following the config's hosts (none is fine: a
+// reload may add some). observe takes a notify host's events, its units
+// named "HOST:NAME".
 func startRemoteFleets(ctl *control.Control, observe func(api.Event), log *slog.Logger) *remoteFleets {
-	cfg := ctl.Config()
-	if len(cfg.Hosts) == 0 {
-		return nil
+	r := &remoteFleets{ctl: ctl, observe: observe, log: log}
+	r.apply(ctl.Config())
+	return r
+}
+
+// apply follows cfg's hosts, unless they are the ones followed already.
+func (r *remoteFleets) apply(cfg *config.Config) {
+	want := map[string]config.Host{}
+	for n, h := range cfg.Hosts {
+		want[n] = *h
 	}
-	names := make([]string, 0, len(cfg.Hosts))
-	for n := range cfg.Hosts {
-		names = append(names, n)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || (maps.Equal(want, r.hosts) && (r.pool != nil || len(want) == 0)) {
+		return
 	}
-	slices.Sort(names)
+	opt := r.options(want)
+	if old := r.pool; old != nil {
+		opt.Last = map[string]hosts.View{}
+		for _, v := range old.Views() {
+			opt.Last[v.Name] = v
+		}
+		go old.Close()
+	}
+	r.hosts, r.pool = want, nil
+	if len(want) > 0 {
+		r.pool = hosts.Start(opt)
+	}
+	if d := r.dash.Load(); d != nil {
+		d.RemoteChanged("")
+	}
+}
+
+func (r *remoteFleets) options(want map[string]config.Host) hosts.Options {
 	var list []hosts.Host
-	notify := map[string]bool{}
-	for _, n := range names {
-		h := cfg.Hosts[n]
+	for _, n := range slices.Sorted(maps.Keys(want)) {
+		h := want[n]
 		list = append(list, hosts.Host{Name: n, Addr: h.SSH, SSH: client.SSHOptions{Identity: h.Identity, Socket: h.Socket}})
-		notify[n] = h.Notify
 	}
-	r := &remoteFleets{ctl: ctl}
-	opt := hosts.Options{Hosts: list, Logger: log,
+	opt := hosts.Options{Hosts: list, Logger: r.log,
 		OnChange: func(host string) {
 			if d := r.dash.Load(); d != nil {
 				d.RemoteChanged(host)
 			}
 		},
 	}
-	if observe != nil {
+	if r.observe != nil {
 		opt.OnEvent = func(host string, ev api.Event) {
-			if notify[host] && ev.Unit != "" {
+			if want[host].Notify && ev.Unit != "" {
 				ev.Unit = host + ":" + ev.Unit
-				observe(ev)
+				r.observe(ev)
 			}
 		}
 	}
-	r.pool = hosts.Start(opt)
-	return r
+	return opt
+}
+
+func (r *remoteFleets) current() *hosts.Pool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pool
 }
 
 func (r *remoteFleets) close() {
-	if r != nil {
-		r.pool.Close()
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	p := r.pool
+	r.pool, r.closed = nil, true
+	r.mu.Unlock()
+	if p != nil {
+		p.Close()
 	}
 }
 
@@ -80,7 +126,11 @@ func (r *remoteFleets) remotes() web.Remotes {
 
 // Fleets are the hosts' last views.
 func (r *remoteFleets) Fleets() []web.RemoteFleet {
-	vs := r.pool.Views()
+	p := r.current()
+	if p == nil {
+		return nil
+	}
+	vs := p.Views()
 	out := make([]web.RemoteFleet, len(vs))
 	for i, v := range vs {
 		out[i] = web.RemoteFleet{Name: v.Name, Addr: v.Addr, Units: v.Units, Read: v.Read, Bridged: v.Bridged, Grant: v.Grant, Err: v.Err}
@@ -91,7 +141,11 @@ func (r *remoteFleets) Fleets() []web.RemoteFleet {
 // Call runs op on host, and records it in this daemon's audit log as
 // the page's caller did it to "HOST:NAME".
 func (r *remoteFleets) Call(ctx context.Context, caller api.Caller, host, op string, args, result any) error {
-	err := r.pool.Call(ctx, host, op, args, result)
+	p := r.current()
+	if p == nil {
+		return errcode.Errorf(errcode.InvalidArgument, "no host %s: the config names none", errcode.Quote(host))
+	}
+	err := p.Call(ctx, host, op, args, result)
 	var named struct {
 		Name string `json:"name"`
 	}

@@ -67,6 +67,10 @@ type Options struct {
 	// not block.
 	OnEvent func(host string, ev api.Event)
 	Logger  *slog.Logger
+	// Last are views to start from, by host name (a previous pool's, when
+	// the hosts are reconfigured): their units show, with their age,
+	// until the host answers again.
+	Last map[string]View
 }
 
 // View is a host as the page shows it.
@@ -133,6 +137,9 @@ func Start(opt Options) *Pool {
 	for _, hc := range opt.Hosts {
 		h := &host{Host: hc, kick: make(chan struct{}, 1)}
 		h.view = View{Name: hc.Name, Addr: hc.Addr, Err: "connecting"}
+		if last, ok := opt.Last[hc.Name]; ok && last.Addr == hc.Addr {
+			h.view.Units, h.view.Read = last.Units, last.Read
+		}
 		p.hosts[hc.Name] = h
 		p.order = append(p.order, h)
 		p.wg.Add(1)

@@ -204,6 +204,9 @@ func TestScenario_ASilentOrGarbageHostNeverHoldsTheCaller(t *testing.T) {
 	c := make(changes, 1)
 	opt := fast(Host{Name: "silent", Addr: lns[0].Addr().String()}, Host{Name: "garbage", Addr: lns[1].Addr().String()})
 	opt.OnChange = c.on
+	// silent was heard from before (a previous pool): its rows stay shown.
+	read := time.Now().Add(-time.Minute)
+	opt.Last = map[string]View{"silent": {Addr: lns[0].Addr().String(), Units: json.RawMessage(`[{"name":"web"}]`), Read: read}}
 	p := Start(opt)
 	defer p.Close()
 
@@ -213,7 +216,8 @@ func TestScenario_ASilentOrGarbageHostNeverHoldsTheCaller(t *testing.T) {
 	if took := time.Since(start); took > 100*time.Millisecond {
 		t.Fatalf("Views and Call took %s", took)
 	}
-	if len(vs) != 2 || vs[0].Name != "silent" || vs[0].Err == "" || !errors.Is(err, errcode.ErrDaemonUnavailable) {
+	if len(vs) != 2 || vs[0].Name != "silent" || vs[0].Err == "" || string(vs[0].Units) != `[{"name":"web"}]` || !vs[0].Read.Equal(read) ||
+		vs[1].Units != nil || !errors.Is(err, errcode.ErrDaemonUnavailable) {
 		t.Fatalf("views %+v, call %v", vs, err)
 	}
 	until(t, p, c, "silent says it did not answer", func(v View) bool {
