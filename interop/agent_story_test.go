@@ -36,6 +36,10 @@ type storyRow struct {
 	// trust is the choice that trusts the folder in the program's first
 	// dialog, "" when it asks none (or the row's HOME pre-answers it).
 	trust string
+	// retryAfter is the model server's retry-after on the usage limit,
+	// for a program that retries it by itself showing nothing until it
+	// gives up (Cline: six tries, two minutes with its own backoff).
+	retryAfter time.Duration
 }
 
 // storyRows are the agents whose real programs the story drives. Each
@@ -56,6 +60,8 @@ var storyRows = []storyRow{
 	// the 15-minute default instead (an open defect of the adapter's reset
 	// rule), so the row checks limited and held, not the hold's end.
 	{spec: agentSpec{"copilot", "@github/copilot", "copilot", nil, "/ commands"}, trust: "Yes, and remember this folder for future sessions", noUntil: true},
+	// Cline retries the limit six times before it shows it.
+	{spec: agentSpec{"cline", "cline", "cline", nil, "Act (Tab)"}, retryAfter: 500 * time.Millisecond},
 	// pi runs its tools unasked, by design.
 	{spec: agentSpec{"pi", "@mariozechner/pi-coding-agent", "pi", nil, "escape interrupt"}, noPermission: true},
 }
@@ -150,7 +156,7 @@ func tellStory(t *testing.T, row storyRow) {
 	// programs retry it by themselves for minutes.
 	reset := time.Now().Add(time.Hour).Truncate(time.Minute)
 	limit := make(chan struct{})
-	rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: reset}, Until: limit},
+	rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: reset, RetryAfter: row.retryAfter}, Until: limit},
 		modelapi.Turn{Text: "It was the story file."})
 	rf.askAndSee(af, "Go on with the story.")
 	// Qwen Code waits a minute or more before it shows its first retry.
