@@ -36,6 +36,10 @@ func init() {
 			Wiring:      clineWiring,
 			Transcripts: clineTranscripts,
 			HasSession:  func(func(string) string, string) bool { return false },
+			// An Enter in the same write as a bracketed paste is not
+			// taken for a submit (3.0.65: the prompt stayed in its
+			// input box); written apart, once it drew the paste, it is.
+			EnterAfterPaste: 50 * time.Millisecond,
 			Rules: []Rule{
 				{
 					Name: "permission", State: api.AgentWaiting, WaitingFor: api.WaitingPermission,
