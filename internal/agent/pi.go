@@ -30,6 +30,7 @@ func init() {
 			Name:        Pi,
 			Commands:    []string{"pi"},
 			Transcripts: piTranscripts,
+			NoWiring:    "pi has no MCP client, by design: harness's MCP server cannot be given to it",
 			Rules: []Rule{
 				{
 					Name: "usage limit", State: api.AgentLimited, Region: piLastBlocks, Message: true,
