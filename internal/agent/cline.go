@@ -121,36 +121,41 @@ func clineArgv(o RunOptions) ([]string, error) {
 	return args, nil
 }
 
-// clineJobResult reads `cline --json PROMPT`: one JSON object a line;
-// the session's id, the answer's text and the usage are read from
-// whichever lines carry them, an error line makes the run's error.
+// clineJobResult reads `cline --json PROMPT` (3.0.65): one event a line,
+// ending with a run_result (finishReason, text, usage with the cost,
+// model), or run_aborted; an error event carries a failure's message.
+// Its output names no session: the run's session comes from its
+// transcript.
 func clineJobResult(out []byte) (JobResult, error) {
 	var r JobResult
+	found := false
 	for _, m := range jsonValues(out) {
-		for _, k := range []string{"sessionId", "session_id"} {
-			if s := str(m, k); s != "" {
-				r.SessionID = s
-			}
-		}
-		if t := str(m, "text"); t != "" && str(m, "type") != "error" {
-			r.Result = t
-		}
-		if u := obj(m, "usage"); u != nil {
+		switch str(m, "type") {
+		case "run_result":
+			found = true
+			r.Result, r.Model = str(m, "text"), str(obj(m, "model"), "id")
+			u := obj(m, "usage")
 			r.Usage = Usage{Input: int64(num(u, "inputTokens")), Output: int64(num(u, "outputTokens")),
 				CacheRead: int64(num(u, "cacheReadTokens")), CacheWrite: int64(num(u, "cacheWriteTokens"))}
 			r.CostUSD = num(u, "totalCost")
-		}
-		if str(m, "type") == "error" || str(m, "error") != "" {
-			msg := str(m, "message")
-			if msg == "" {
-				msg = str(m, "error")
+			if f := str(m, "finishReason"); f != "completed" {
+				r.IsError = true
+				if r.Result == "" {
+					r.Result = "finished: " + f
+				}
 			}
-			r.IsError, r.Result = true, msg
-			r.Limited = isUsageLimit(msg)
+		case "run_aborted", "error":
+			found, r.IsError = true, true
+			if msg := str(m, "message"); msg != "" {
+				r.Result = msg
+			}
 		}
 	}
-	if r.SessionID == "" {
-		return r, fmt.Errorf("cline: no session in the job's output")
+	if !found {
+		return r, fmt.Errorf("cline: no run_result in the job's output")
+	}
+	if r.IsError {
+		r.Limited = isUsageLimit(r.Result)
 	}
 	return r, nil
 }

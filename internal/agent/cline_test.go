@@ -156,3 +156,18 @@ func TestScenario_AScreenNoRuleMatchesIsTheFloorForEveryAdapter(t *testing.T) {
 		}
 	}
 }
+
+func TestScenario_ClineJobResult(t *testing.T) {
+	out, err := os.ReadFile(filepath.Join("testdata", "jobs", "cline-ok.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := MustLookup(Cline).JobResult(out)
+	if err != nil || r.Result != "Done." || r.Usage != (Usage{Input: 10, Output: 5}) || r.Model != "test-model" || r.IsError {
+		t.Errorf("job %+v %v", r, err)
+	}
+	r, err = MustLookup(Cline).JobResult([]byte(`{"type":"error","message":"You exceeded your current quota."}` + "\n"))
+	if err != nil || !r.IsError || !r.Limited {
+		t.Errorf("a job that met its limit: %+v %v", r, err)
+	}
+}
