@@ -123,9 +123,9 @@ func clineArgv(o RunOptions) ([]string, error) {
 
 // clineJobResult reads `cline --json PROMPT` (3.0.65): one event a line,
 // ending with a run_result (finishReason, text, usage with the cost,
-// model), or run_aborted; an error event carries a failure's message.
-// Its output names no session: the run's session comes from its
-// transcript.
+// model; a failure's finishReason is "error" and its text the message),
+// or run_aborted; stderr has the failure again as an error event. Its
+// output names no session: the run's session comes from its transcript.
 func clineJobResult(out []byte) (JobResult, error) {
 	var r JobResult
 	found := false
@@ -156,6 +156,9 @@ func clineJobResult(out []byte) (JobResult, error) {
 	}
 	if r.IsError {
 		r.Limited = isUsageLimit(r.Result)
+		if r.Limited {
+			r.Until, _ = ParseReset(r.Result, time.Now())
+		}
 	}
 	return r, nil
 }

@@ -166,8 +166,12 @@ func TestScenario_ClineJobResult(t *testing.T) {
 	if err != nil || r.Result != "Done." || r.Usage != (Usage{Input: 10, Output: 5}) || r.Model != "test-model" || r.IsError {
 		t.Errorf("job %+v %v", r, err)
 	}
-	r, err = MustLookup(Cline).JobResult([]byte(`{"type":"error","message":"You exceeded your current quota."}` + "\n"))
-	if err != nil || !r.IsError || !r.Limited {
+	// A usage limit it retried six times, as 3.0.65 ends such a job.
+	if out, err = os.ReadFile(filepath.Join("testdata", "jobs", "cline-limit.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	r, err = MustLookup(Cline).JobResult(out)
+	if err != nil || !r.IsError || !r.Limited || r.Until.IsZero() || !strings.Contains(r.Result, "exceeded your current quota") {
 		t.Errorf("a job that met its limit: %+v %v", r, err)
 	}
 }
