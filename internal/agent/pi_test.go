@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/harness-dev/harness/internal/api"
 )
@@ -89,5 +91,22 @@ func TestScenario_PiJobAndTranscript(t *testing.T) {
 	}
 	if c, ok := a.TranscriptCost(tr, map[string]Price{"test-": {Input: 1e6}}); !ok || c != float64(tr.Usage.Input) {
 		t.Errorf("cost by the harness's prices %v %v", c, ok)
+	}
+}
+
+// At 120 columns the error breaks between "resets" and its time: the
+// reset is read across the rows.
+func TestScenario_PiReadsAResetBrokenAcrossRows(t *testing.T) {
+	now := time.Date(2026, 12, 6, 10, 2, 0, 0, time.UTC)
+	s := Screen{Shown: true, Paste: true, Lines: []string{
+		" Go on.", "",
+		" Error: 429 You exceeded your current quota, please check your plan and billing details. Usage limit reached, resets",
+		" 11:02am.", "",
+		strings.Repeat("─", 120), "", strings.Repeat("─", 120),
+		"/work", "↑20 ↓10 $0.000 0.0%/128k (auto)                  test-model",
+	}}
+	st := MustLookup(Pi).Classify(s, now)
+	if st.AgentState != api.AgentLimited || st.Until == nil || st.Until.Format("15:04") != "11:02" {
+		t.Errorf("%+v", st)
 	}
 }
