@@ -22,7 +22,9 @@ import (
 type storyRow struct {
 	spec agentSpec
 	// noPermission: the program never asks before running a tool (pi, by
-	// design): the story's permission steps are left out.
+	// design): the story's permission steps are left out, the tool runs
+	// unasked, and the row runs with approval = "auto" (its adapter
+	// refuses "ask").
 	noPermission bool
 	// noUntil: the program says a usage limit is reached but not when it
 	// resets.
@@ -34,11 +36,15 @@ type storyRow struct {
 	// trust is the choice that trusts the folder in the program's first
 	// dialog, "" when it asks none (or the row's HOME pre-answers it).
 	trust string
+	// retryAfter is the model server's retry-after on the usage limit,
+	// for a program that retries it by itself showing nothing until it
+	// gives up (Cline: six tries, two minutes with its own backoff).
+	retryAfter time.Duration
 }
 
 // storyRows are the agents whose real programs the story drives. Each
-// runs with approval = "ask" (the adapter's mapping must make it ask)
-// and resume = true.
+// runs with approval = "ask" (the adapter's mapping must make it ask;
+// "auto" for a noPermission row) and resume = true.
 var storyRows = []storyRow{
 	{spec: agentSpec{"claude-code", "@anthropic-ai/claude-code", "claude", nil, "❯"}},
 	{spec: agentSpec{"codex", "@openai/codex", "codex", []string{"--no-daemon"}, "Ask Codex"}},
@@ -54,6 +60,10 @@ var storyRows = []storyRow{
 	// the 15-minute default instead (an open defect of the adapter's reset
 	// rule), so the row checks limited and held, not the hold's end.
 	{spec: agentSpec{"copilot", "@github/copilot", "copilot", nil, "/ commands"}, trust: "Yes, and remember this folder for future sessions", noUntil: true},
+	// Cline retries the limit six times before it shows it.
+	{spec: agentSpec{"cline", "cline", "cline", nil, "Act (Tab)"}, retryAfter: 500 * time.Millisecond},
+	// pi runs its tools unasked, by design.
+	{spec: agentSpec{"pi", "@mariozechner/pi-coding-agent", "pi", nil, "escape interrupt"}, noPermission: true},
 }
 
 // TestAgentStory drives each agent program through the one story: its
@@ -77,7 +87,11 @@ func tellStory(t *testing.T, row storyRow) {
 	if row.entry != "" {
 		spec.args = append([]string{filepath.Join(interopDir, "tui", "node_modules", row.entry)}, spec.args...)
 	}
-	rf := newRunFleet(t, spec, "resume = true\napproval = \"ask\"\nmcp_wire = false\n"+row.keys)
+	approval := "ask"
+	if row.noPermission {
+		approval = "auto"
+	}
+	rf := newRunFleet(t, spec, "resume = true\napproval = \""+approval+"\"\nmcp_wire = false\n"+row.keys)
 	if out, errOut, code := rf.Run("start", "a"); code != 0 {
 		t.Fatalf("start: %s%s", out, errOut)
 	}
@@ -104,10 +118,7 @@ func tellStory(t *testing.T, row storyRow) {
 
 	const first = "Make the story file for me."
 	hold := make(chan struct{})
-	turn := modelapi.Turn{Text: "Let me make the story file.", Chunks: 2, Hold: hold}
-	if !row.noPermission {
-		turn.Shell = "touch story-file"
-	}
+	turn := modelapi.Turn{Text: "Let me make the story file.", Chunks: 2, Hold: hold, Shell: "touch story-file"}
 	rf.api.Script(turn, modelapi.Turn{Text: "Made the story file."})
 	rf.askAndSee(af, first)
 	af.waitState("working")
@@ -128,10 +139,8 @@ func tellStory(t *testing.T, row storyRow) {
 	}
 	af.screenHas("the answer", "Made the story file")
 	af.waitState("ready")
-	if !row.noPermission {
-		if _, err := os.Stat(filepath.Join(rf.work, "story-file")); err != nil {
-			t.Errorf("the approved command did not run: %v", err)
-		}
+	if _, err := os.Stat(filepath.Join(rf.work, "story-file")); err != nil {
+		t.Errorf("the command did not run: %v", err)
 	}
 
 	tr := af.waitTurns(func(tr api.TurnsResult) bool {
@@ -147,7 +156,7 @@ func tellStory(t *testing.T, row storyRow) {
 	// programs retry it by themselves for minutes.
 	reset := time.Now().Add(time.Hour).Truncate(time.Minute)
 	limit := make(chan struct{})
-	rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: reset}, Until: limit},
+	rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: reset, RetryAfter: row.retryAfter}, Until: limit},
 		modelapi.Turn{Text: "It was the story file."})
 	rf.askAndSee(af, "Go on with the story.")
 	// Qwen Code waits a minute or more before it shows its first retry.

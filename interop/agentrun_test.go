@@ -38,7 +38,7 @@ type runFleet struct {
 
 // newRunFleet writes a config for harness "a" running spec's agent with
 // keys (TOML lines) and starts a daemon on it; nothing is started.
-func newRunFleet(t *testing.T, spec agentSpec, keys string) *runFleet {
+func newRunFleet(t *testing.T, spec agentSpec, keys string, daemonArgs ...string) *runFleet {
 	t.Helper()
 	srv, err := modelapi.Start()
 	if err != nil {
@@ -73,7 +73,7 @@ env = { %s }
 stop_grace = 3
 %s
 `, tuiBin(t, spec.bin), strings.Join(quoted, ", "), rf.work, strings.Join(kv, ", "), keys)
-	rf.fleet = newFleetAt(t, dir, rf.config)
+	rf.fleet = newFleetAt(t, dir, rf.config, daemonArgs...)
 	t.Cleanup(rf.checkNothingLeft)
 	return rf
 }

@@ -103,15 +103,15 @@ func newFleet(t *testing.T, config string) *fleet {
 }
 
 // newFleetAt is newFleet on a given directory, for configs that must name
-// the daemon's socket before it starts.
-func newFleetAt(t *testing.T, dir, config string) *fleet {
+// the daemon's socket before it starts; args go to the daemon.
+func newFleetAt(t *testing.T, dir, config string, args ...string) *fleet {
 	t.Helper()
 	f := &fleet{fleettest.NewFleet(t, harnessBin, dir, cleanEnv())}
 	f.WriteConfig(config)
 	f.Start(func() bool {
 		_, _, code := f.Run("daemon-info")
 		return code == 0
-	})
+	}, args...)
 	return f
 }
 

@@ -57,6 +57,9 @@ func describeCmd(g *globals) *cobra.Command {
 			if d.Agent != "" {
 				fmt.Fprintf(w, "agent:          %s\n", agentText(d.AgentView))
 			}
+			if sc := d.AgentScreen; sc != nil && !sc.Recognised {
+				fmt.Fprintf(w, "agent screen:   not recognised since %s: %s\n", when(sc.UnrecognisedSince), sc.Note)
+			}
 			if d.Config.Hooks != nil && !*d.Config.Hooks {
 				fmt.Fprintf(w, "hooks:          off (state from the screen only)\n")
 			}

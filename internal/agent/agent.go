@@ -129,6 +129,9 @@ type Adapter struct {
 	// configuration format, merged with the user's configuration and never
 	// written over it. Nil: the agent is not wired.
 	Wiring func(spec WireSpec) (Wiring, error)
+	// NoWiring, for an agent with no Wiring, says why (pi: no MCP client,
+	// by design): the daemon logs it where it would have wired the run.
+	NoWiring string
 	// HasSession reports whether a run in dir, with the environment
 	// getenv reads (HOME and the agent's own variables), has a
 	// conversation to continue (RunOptions.Continue): an agent that fails

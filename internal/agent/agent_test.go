@@ -16,6 +16,8 @@ func TestScenario_TheCommandNamesTheAgent(t *testing.T) {
 		"/usr/local/bin/claude":            ClaudeCode,
 		"node_modules/.bin/codex":          Codex,
 		"gemini":                           Gemini,
+		"pi":                               Pi,
+		"/usr/bin/cline":                   Cline,
 		"/opt/gemini-cli/bundle/gemini.js": Gemini,
 		"npx":                              Generic,
 		"sh":                               Generic,
@@ -26,7 +28,7 @@ func TestScenario_TheCommandNamesTheAgent(t *testing.T) {
 			t.Errorf("Infer(%q) = %q, want %q", cmd, got, want)
 		}
 	}
-	if got, want := Names(), []string{ClaudeCode, Codex, Copilot, Demo, Gemini, Generic, OpenCode, QwenCode}; !slices.Equal(got, want) {
+	if got, want := Names(), []string{ClaudeCode, Cline, Codex, Copilot, Demo, Gemini, Generic, OpenCode, Pi, QwenCode}; !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
 	if _, ok := Lookup("cursor"); ok {

@@ -31,3 +31,17 @@ func pick(prices map[string]Price, model string) (Price, bool) {
 	}
 	return best, found
 }
+
+// TranscriptCost is what a transcript's session cost: by prices (the
+// harness's own table) when it names the model, else as the agent's own
+// records say (pi and Cline write each request's cost), else by the
+// adapter's price table.
+func (a *Adapter) TranscriptCost(t Transcript, prices map[string]Price) (float64, bool) {
+	if _, ok := pick(prices, t.Model); ok {
+		return a.Cost(t.Model, t.Usage, prices)
+	}
+	if t.CostKnown {
+		return t.CostUSD, true
+	}
+	return a.Cost(t.Model, t.Usage, nil)
+}

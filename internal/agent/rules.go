@@ -57,6 +57,10 @@ type Rule struct {
 	// one matching After down (the latest turn, or the dialog below its
 	// question); nil reads the whole screen.
 	After *regexp.Regexp
+	// Region, when set, picks the rows the rule reads instead of After,
+	// for a screen where no row marks the latest turn (pi's last block of
+	// output above its input box); nil from it: the rule does not match.
+	Region func(lines []string) []string
 	// When: every pattern matches at least one row. Unless: none does.
 	When, Unless []*regexp.Regexp
 	// Prompt, when set, matches the row (anywhere on the screen) the
@@ -139,6 +143,9 @@ func res(ss ...string) []*regexp.Regexp {
 
 // region is the rows r reads.
 func (r *Rule) region(lines []string) []string {
+	if r.Region != nil {
+		return r.Region(lines)
+	}
 	if r.After == nil {
 		return lines
 	}

@@ -24,6 +24,10 @@ type Transcript struct {
 	Turns     []Turn
 	// LastAPIError is the last error the agent logged for a model request.
 	LastAPIError string
+	// CostUSD is what the session cost as the agent's records say, when
+	// CostKnown (TranscriptCost).
+	CostUSD   float64
+	CostKnown bool
 	// Path is the file read; Truncated says only its tail was read.
 	Path      string
 	Truncated bool

@@ -15,7 +15,7 @@ const (
 // against its own directory.
 type NewArgs struct {
 	Name  string `json:"name" jsonschema:"the harness's name: letters, digits, - and _" mcp:"required,minLength=1"`
-	Agent string `json:"agent,omitempty" jsonschema:"a known agent (harness_agents lists them): claude-code, codex, gemini, opencode, qwen-code, copilot, demo"`
+	Agent string `json:"agent,omitempty" jsonschema:"a known agent (harness_agents lists them): claude-code, codex, gemini, opencode, qwen-code, copilot, cline, pi, demo"`
 	// Cmd and Args run any program: a session with write may make agents
 	// only (running any program is input, as harness_run is).
 	Cmd  string   `json:"cmd,omitempty" mcp:"-: any program is more than write (harness run is input); a session makes known agents"`

@@ -60,6 +60,25 @@ type Description struct {
 	// Sandbox is what the current run's sandbox reached and refused
 	// (docs/sandbox.md); absent for an unconfined run.
 	Sandbox *SandboxView `json:"sandbox,omitempty"`
+	// AgentScreen is how the agent's adapter read the current run's
+	// screen at its last look (docs/design/agents.md); absent for a
+	// generic harness, an upstream, or a run whose screen was not read yet.
+	AgentScreen *AgentScreen `json:"agent_screen,omitempty"`
+}
+
+// AgentScreen says whether an agent's adapter recognised what the
+// program shows: a version whose screens differ from those the adapter
+// knows reads as working or ready from activity, never waiting, and
+// says so here.
+type AgentScreen struct {
+	// Recognised: a rule of the adapter read the screen at the last look.
+	Recognised bool `json:"recognised"`
+	// Rule names that rule ("prompt", "permission", …).
+	Rule string `json:"rule,omitempty"`
+	// UnrecognisedSince is when the looks that matched no rule began.
+	UnrecognisedSince *time.Time `json:"unrecognised_since,omitempty"`
+	// Note says what an unrecognised screen means for the state.
+	Note string `json:"note,omitempty"`
 }
 
 // SandboxView is a run's sandbox as describe shows it: the levels reached

@@ -358,7 +358,7 @@ func TestParseErrors(t *testing.T) {
 			"harness.toml:8: harness.b.idle_after: must be a number of seconds, not a string",
 			"harness.toml:11: harness.c.term_size: must be a string, not an integer"}},
 		{"agent keys", "[harness.a]\ncmd='x'\nagent='cursor'\nmcp_wire='no'\n[harness.b]\ncmd='x'\nagent=1\nhooks=0\n", []string{
-			`harness.toml:3: harness.a.agent: unknown agent "cursor" (want one of "claude-code", "codex", "copilot", "demo", "gemini", "generic", "opencode", "qwen-code")`,
+			`harness.toml:3: harness.a.agent: unknown agent "cursor" (want one of "claude-code", "cline", "codex", "copilot", "demo", "gemini", "generic", "opencode", "pi", "qwen-code")`,
 			"harness.toml:4: harness.a.mcp_wire: must be true or false, not a string",
 			"harness.toml:7: harness.b.agent: must be a string, not an integer",
 			"harness.toml:8: harness.b.hooks: must be true or false, not an integer"}},

@@ -56,7 +56,7 @@ func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResul
 		}
 		return api.AnswerResult{}, fmt.Errorf("%s: %w", a.Name, err)
 	}
-	t, err := encodeSend(api.SendArgs{Keys: keys}, false, 0)
+	t, err := encodeSend(answerSend(keys), false, 0)
 	if err != nil {
 		return api.AnswerResult{}, fmt.Errorf("harness %s: %w", a.Name, err)
 	}
@@ -73,6 +73,18 @@ func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResul
 	}
 	res.After = maskAgent(m, settleAfterAnswer(ctx, u, as, AnswerSettle))
 	return res, nil
+}
+
+// answerSend is what typing keys takes: a dialog answered by a letter
+// of its own (Cline's "[y] Approve [n] Deny", Rule.Keys) gets the letter
+// typed as text, which is no key name.
+func answerSend(keys []string) api.SendArgs {
+	if len(keys) == 1 && len(keys[0]) == 1 && keys[0][0] > ' ' && keys[0][0] < 0x7f {
+		if _, named := keySeq(keys[0]); !named {
+			return api.SendArgs{Text: keys[0]}
+		}
+	}
+	return api.SendArgs{Keys: keys}
 }
 
 // quotePrompt names a prompt in an error.

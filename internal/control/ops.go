@@ -71,7 +71,21 @@ func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description,
 		d.Sandbox = &api.SandboxView{FS: sb.Levels.FS, Network: sb.Levels.Network, Tmp: sb.Levels.Tmp,
 			Missing: sb.Levels.Missing, Denied: sb.Denied(), LastDenied: sb.LastDenied()}
 	}
+	if run, read := u.sup.AgentScreenRead(); read.Looked && run == st.RunID && st.HasRun() {
+		d.AgentScreen = agentScreenView(d.Agent, read)
+	}
 	return d, nil
+}
+
+// agentScreenView is describe's agent_screen of a read.
+func agentScreenView(agent string, r supervise.ScreenRead) *api.AgentScreen {
+	v := &api.AgentScreen{Recognised: r.Rule != "", Rule: r.Rule}
+	if !v.Recognised {
+		v.UnrecognisedSince = timePtr(r.Unrecognised)
+		v.Note = fmt.Sprintf("the %s adapter does not recognise this screen (another version of the program?): "+
+			"its state is working or ready from activity, never waiting", agent)
+	}
+	return v
 }
 
 // processView shows the spawn configuration; env_file is a path, never

@@ -83,7 +83,7 @@ func (c *Control) storeTranscript(h *config.Harness, ad *agent.Adapter, id uint6
 			ra.ToolCalls = append(ra.ToolCalls, api.RunToolCall{Name: tc.Name, Outcome: tc.Outcome})
 		}
 	}
-	if cost, ok := ad.Cost(tr.Model, tr.Usage, h.Prices); ok {
+	if cost, ok := ad.TranscriptCost(tr, h.Prices); ok {
 		ra.CostUSD = cost
 	}
 	if err := c.opt.Runs.SetAgent(id, ra); err != nil {
@@ -205,7 +205,7 @@ func (c *Control) turnsResult(a api.TurnsArgs, h *config.Harness, ad *agent.Adap
 		Tokens: turnTokens(tr.Usage), LastAPIError: m(clipText(tr.LastAPIError)), Truncated: tr.Truncated,
 		Turns: []api.TurnInfo{},
 	}
-	if cost, ok := ad.Cost(tr.Model, tr.Usage, h.Prices); ok {
+	if cost, ok := ad.TranscriptCost(tr, h.Prices); ok {
 		res.CostUSD = &cost
 	}
 	limit := a.Limit

@@ -25,6 +25,10 @@ func (c *Control) wireAgent(name string, h *config.Harness, uc *supervise.UnitCo
 		return nil
 	}
 	a := agent.MustLookup(h.Agent)
+	if a.Wiring == nil && a.NoWiring != "" && h.MCPWire {
+		c.log.Info("agent wiring left out", logkey.Unit, name, logkey.Reason, a.NoWiring)
+		return nil
+	}
 	spec := agent.WireSpec{
 		Harness: name, Exe: c.opt.Exe, MCP: h.MCPWire, Hooks: h.Hooks,
 		Env: h.Env, ReadFile: os.ReadFile,

@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,8 @@ type agentTracker struct {
 	// hookWait is a waiting state a hook told, held for HookWaitGrace
 	// until the screen shows its dialog.
 	hookWait *AgentStatus
+	// read is how the adapter read the run's screen at the last look.
+	read ScreenRead
 	// session and transcript are the run's agent session as its hooks
 	// said (AgentSession).
 	session, transcript string
@@ -156,6 +159,7 @@ func (t *agentTracker) begin(run uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.run, t.shown, t.raw, t.cand = run, false, false, nil
+	t.read = ScreenRead{}
 	t.restart = restartWatch{}
 	t.hookState, t.hookWait, t.session, t.transcript = "", nil, "", ""
 	if t.timer != nil {
@@ -252,6 +256,7 @@ func (t *agentTracker) check() {
 		defer t.lookAgainLocked(LinePoll)
 	}
 	st := t.statusLocked(a, s)
+	t.noteReadLocked(a, s, now)
 	cur := t.view.Load()
 	if hw := t.hookWait; hw != nil && st.AgentState != api.AgentWaiting {
 		if left := HookWaitGrace - now.Sub(t.hookAt); left > 0 {
@@ -410,6 +415,59 @@ func (u *Unit) AgentSession() (run uint64, session, transcript string) {
 	u.agent.mu.Lock()
 	defer u.agent.mu.Unlock()
 	return u.agent.run, u.agent.session, u.agent.transcript
+}
+
+// ScreenRead is how an agent's adapter read the current run's screen at
+// the last look (describe's agent_screen): the rule that matched, or
+// since when none has (a version of the program whose screens differ
+// from those the adapter knows: its state is then the floor, working or
+// ready from activity, never waiting).
+type ScreenRead struct {
+	// Looked: the screen of this run was read with rules at least once.
+	Looked bool
+	// Rule is the name of the rule that matched at the last look, ""
+	// when none did.
+	Rule string
+	// Unrecognised is when the looks that matched no rule began (zero
+	// while the last look matched one).
+	Unrecognised time.Time
+}
+
+// noteReadLocked records which rule of a read s (a screen shown and not
+// blank: a starting agent is no unknown screen).
+func (t *agentTracker) noteReadLocked(a *agent.Adapter, s agent.Screen, now time.Time) {
+	if len(a.Rules) == 0 || !s.Shown || blankRows(s.Lines) {
+		return
+	}
+	t.read.Looked = true
+	if r, ok := a.Rule(s); ok {
+		t.read.Rule, t.read.Unrecognised = r.Name, time.Time{}
+		return
+	}
+	if t.read.Rule != "" || t.read.Unrecognised.IsZero() {
+		t.read.Rule, t.read.Unrecognised = "", now
+	}
+}
+
+// AgentScreenRead returns how the adapter read the current run's screen
+// at its last look, and the run it is of (0 before the first run or for
+// an upstream).
+func (u *Unit) AgentScreenRead() (run uint64, r ScreenRead) {
+	if u.agent == nil {
+		return 0, ScreenRead{}
+	}
+	u.agent.mu.Lock()
+	defer u.agent.mu.Unlock()
+	return u.agent.run, u.agent.read
+}
+
+func blankRows(lines []string) bool {
+	for _, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // statusLocked classifies s with a.

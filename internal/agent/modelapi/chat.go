@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -168,6 +169,9 @@ func chatError(w http.ResponseWriter, e *Error) {
 	}
 	if !e.Retried {
 		w.Header().Set("x-should-retry", "false")
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("retry-after-ms", strconv.FormatInt(e.RetryAfter.Milliseconds(), 10))
 	}
 	jsonError(w, status, map[string]any{"error": body})
 }

@@ -90,6 +90,11 @@ type Error struct {
 	// per-day QuotaFailure and RetryInfo).
 	UsageLimit bool
 	ResetAt    time.Time
+	// RetryAfter, when set, says so in the answer's retry-after-ms
+	// header (Chat Completions): an agent that retries a usage limit by
+	// itself (Cline, six times) waits that long between tries instead of
+	// its own backoff (two minutes in all for Cline).
+	RetryAfter time.Duration
 	// Retried leaves a 429 to the agent's own retries: no x-should-retry
 	// "false" (Claude Code 2.1.328 then retries it ten times, showing
 	// "retrying in 2s · attempt 3/10").

@@ -3,6 +3,7 @@ package modelapi
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 )
@@ -97,8 +98,62 @@ wire_api = "responses"
 			}},
 			"model": "mock/" + ChatModel, "small_model": "mock/" + ChatModel,
 		})
+	case "pi":
+		// A provider of its own (models.json) as the default; PI_OFFLINE
+		// keeps it from downloading its helper binaries. The model has a
+		// price, so that its session records carry a cost.
+		env["PI_OFFLINE"] = "1"
+		dir := filepath.Join(home, ".pi", "agent")
+		if err := writeJSON(filepath.Join(dir, "settings.json"), map[string]any{
+			"defaultProvider": "mock", "defaultModel": ChatModel,
+		}); err != nil {
+			return nil, err
+		}
+		return env, writeJSON(filepath.Join(dir, "models.json"), map[string]any{"providers": map[string]any{
+			"mock": map[string]any{"baseUrl": s.URL + "/v1", "api": "openai-completions", "apiKey": TestKey,
+				"models": []any{map[string]any{"id": ChatModel, "name": "Test model",
+					"cost": map[string]any{"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}}}},
+		}})
+	case "cline":
+		// What `cline auth -p openai -k KEY -m MODEL -b URL` writes, and
+		// global settings without auto-update or telemetry (whether it
+		// asks before a tool is the harness's approval); no promo screen.
+		// Its hub daemon listens on a port of its own: the default one
+		// (25463) is every HOME's, and a test's Cline would find another
+		// test's hub there.
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		env["CLINE_HUB_PORT"] = port
+		env["CLINE_DISABLE_CLINE_PASS_NOTICE"] = "1"
+		env["CLINE_NO_AUTO_UPDATE"] = "1"
+		dir := filepath.Join(home, ".cline", "data", "settings")
+		if err := writeJSON(filepath.Join(dir, "global-settings.json"), map[string]any{
+			"autoUpdateEnabled": false, "telemetryOptOut": true,
+		}); err != nil {
+			return nil, err
+		}
+		return env, writeJSON(filepath.Join(dir, "providers.json"), map[string]any{
+			"version": 1, "lastUsedProvider": "openai-compatible", "modes": map[string]any{},
+			"providers": map[string]any{"openai-compatible": map[string]any{
+				"settings":  map[string]any{"provider": "openai-compatible", "apiKey": TestKey, "model": ChatModel, "baseUrl": s.URL + "/v1"},
+				"updatedAt": "2026-01-01T00:00:00.000Z", "tokenSource": "manual",
+			}},
+		})
 	}
 	return nil, fmt.Errorf("modelapi: no setup for agent %q", agent)
+}
+
+// freePort is a loopback port nothing listens on now.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("modelapi: %w", err)
+	}
+	defer ln.Close()
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	return port, err
 }
 
 func writeJSON(path string, v any) error {
