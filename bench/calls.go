@@ -52,12 +52,16 @@ func runCallsOf(ctx context.Context, o options, up callUpstream, bin, tmp string
 	// The typed echo has no annotations, so it is a write tool: the
 	// operator token gets write, and the bridges --allow-control.
 	cfg := "[daemon]\nmcp_http = \"127.0.0.1:0\"\nmcp_http_operator_allow = [\"read\", \"write\"]\n\n[mcp.up]\n" + tomlCommand(upCmd, upArgs)
+	cfg += sleepers(o.CallFleet, o.StopGrace)
 	d, err := startDaemon(ctx, o, bin, tmp, "calls-"+up.kind, cfg)
 	if err != nil {
 		return err
 	}
 	defer d.close()
 	if err := d.waitUpstreams(ctx, 1); err != nil {
+		return err
+	}
+	if err := d.startFleet(ctx, o.CallFleet); err != nil {
 		return err
 	}
 	relay, err := startRelay(ctx, bin, up.kind, d.dir)

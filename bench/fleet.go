@@ -19,9 +19,7 @@ import (
 func fleetConfig(o options, bin, tag string) (string, []string) {
 	var b strings.Builder
 	b.WriteString("[daemon]\nmcp_http = \"127.0.0.1:0\"\n")
-	for i := range o.Harnesses {
-		fmt.Fprintf(&b, "\n[harness.h%03d]\ncmd = \"sleep\"\nargs = [\"100000\"]\nstop_grace = %d\n", i, o.StopGrace)
-	}
+	b.WriteString(sleepers(o.Harnesses, o.StopGrace))
 	var names []string
 	for i := range o.Upstreams {
 		name := fmt.Sprintf("%s-u%d", tag, i)
@@ -29,6 +27,27 @@ func fleetConfig(o options, bin, tag string) (string, []string) {
 		fmt.Fprintf(&b, "\n[mcp.u%d]\ncmd = %q\nargs = [\"demo-upstream\", \"--name\", %q]\n", i, bin, name)
 	}
 	return b.String(), names
+}
+
+// sleepers is the config of n `sleep 100000` harnesses, not enabled.
+func sleepers(n, stopGrace int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "\n[harness.h%03d]\ncmd = \"sleep\"\nargs = [\"100000\"]\nstop_grace = %d\n", i, stopGrace)
+	}
+	return b.String()
+}
+
+// startFleet starts every harness (n of them) and waits until all run: the
+// fleet part 1 measures its paths beside.
+func (d *benchDaemon) startFleet(ctx context.Context, n int) error {
+	if n == 0 {
+		return nil
+	}
+	if _, err := d.cli(ctx, "start", "--all"); err != nil {
+		return err
+	}
+	return d.waitRunning(ctx, n, 60*time.Second)
 }
 
 // runFleet is parts 2 and 3 on one daemon carrying the whole fleet.

@@ -88,20 +88,29 @@ func refuseFull(w http.ResponseWriter, wait time.Duration, limit int) {
 }
 
 // begin and done bracket one request to a bound session; a session with a
-// request in flight (a tool call, an open GET stream) is not idle.
-func (h *handler) begin(b *binding) {
+// request in flight (a tool call, an open GET stream) is not idle. post
+// says the request is a POST, which also holds off the idle timer.
+func (h *handler) begin(b *binding, post bool) {
 	h.mu.Lock()
 	h.clock++
 	b.used = h.clock
 	b.last = time.Now()
 	b.active++
+	if post {
+		b.posts++
+		b.posted = b.last
+	}
 	h.mu.Unlock()
 }
 
-func (h *handler) done(b *binding) {
+func (h *handler) done(b *binding, post bool) {
 	h.mu.Lock()
 	b.active--
 	b.last = time.Now()
+	if post {
+		b.posts--
+		b.posted = b.last
+	}
 	h.mu.Unlock()
 }
 

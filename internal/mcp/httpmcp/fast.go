@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/mcp/jsonl"
 	"github.com/harness-dev/harness/internal/mcp/session"
 	"github.com/harness-dev/harness/internal/traceparent"
@@ -52,18 +51,7 @@ func (h *handler) serveFast(w http.ResponseWriter, r *http.Request, s *shared, b
 	if !ok {
 		return false
 	}
-	answer := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result))
-	answer = append(answer, `{"jsonrpc":"2.0","id":`...)
-	answer = append(answer, id...)
-	answer = append(answer, `,"result":`...)
-	answer = append(answer, result...)
-	answer = append(answer, '}')
-	hdr := w.Header()
-	hdr.Set("Cache-Control", "no-cache, no-transform")
-	hdr.Set("Content-Type", "application/json")
-	if _, err := w.Write(answer); err != nil {
-		h.log.Debug("writing a tool result", logkey.Remote, r.RemoteAddr, logkey.Err, err)
-	}
+	h.writeResult(w, r, id, result)
 	return true
 }
 
@@ -73,7 +61,7 @@ func (h *handler) serveFast(w http.ResponseWriter, r *http.Request, s *shared, b
 // method, and no Mcp-Param headers (which the go-sdk checks against the
 // tool's schema).
 func fastHeaders(hdr http.Header) bool {
-	if mt, _, err := mime.ParseMediaType(hdr.Get("Content-Type")); err != nil || mt != "application/json" {
+	if !jsonBody(hdr) {
 		return false
 	}
 	if hdr.Get("Mcp-Method") != "tools/call" {
@@ -86,6 +74,12 @@ func fastHeaders(hdr http.Header) bool {
 	}
 	jsonOK, streamOK := accepts(hdr.Values("Accept"))
 	return jsonOK && streamOK
+}
+
+// jsonBody reports whether the request declares a JSON body.
+func jsonBody(hdr http.Header) bool {
+	mt, _, err := mime.ParseMediaType(hdr.Get("Content-Type"))
+	return err == nil && mt == "application/json"
 }
 
 // accepts reads an Accept header as the go-sdk does: which of JSON and

@@ -113,8 +113,10 @@ func NewHandler(opt Options) http.Handler {
 		h.operator = &sum
 	}
 	h.sdk = mcp.NewStreamableHTTPHandler(h.getServer, &mcp.StreamableHTTPOptions{
-		Logger:         log,
-		SessionTimeout: opt.IdleTimeout,
+		Logger: log,
+		// No SessionTimeout: its timer is reset only by requests the
+		// go-sdk serves, and the fast path serves calls beside it, so the
+		// handler keeps the idle timer (sessionfast.go).
 		// ServeHTTP has checked Host and Origin already, by the same rule
 		// but case-insensitively (the go-sdk refuses "LOCALHOST").
 		DisableLocalhostProtection: true,
@@ -170,6 +172,12 @@ type binding struct {
 	used   uint64    // handler.clock when its latest request started
 	last   time.Time // when its latest request started or ended
 	active int       // its requests in flight (an open GET stream counts)
+	posts  int       // its POSTs in flight, which hold off the idle timer
+	posted time.Time // when its latest POST started or ended
+	idle   *time.Timer
+	// fast is its server's tools/call fast path (sessionfast.go); nil:
+	// none. Set at binding.
+	fast *session.HTTPFast
 }
 
 type ctxKey int
@@ -259,8 +267,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, strings.ToLower(http.StatusText(status)), status)
 			return
 		}
-		h.begin(b)
-		defer h.done(b)
+		post := r.Method == http.MethodPost
+		h.begin(b, post)
+		defer h.done(b, post)
+		if h.serveSessionFast(w, r, b, sid, body) {
+			return
+		}
 		h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), boundKey, b)))
 		if r.Method == http.MethodDelete && findSession(b.server, sid) == nil {
 			h.forget(sid) // the client ended its session
@@ -389,6 +401,9 @@ func (h *handler) closeSession(sid string, b *binding) {
 
 func (h *handler) forget(sid string) {
 	h.mu.Lock()
+	if b := h.bound[sid]; b != nil && b.idle != nil {
+		b.idle.Stop()
+	}
 	delete(h.bound, sid)
 	h.mu.Unlock()
 }
@@ -409,11 +424,17 @@ func (h *handler) bindNew(hdr http.Header, status int, ns *newSession) {
 	if sid == "" || status >= 300 || ns.server == nil {
 		return
 	}
+	var fast *session.HTTPFast
+	if fs, ok := h.opt.Sessions.(FastSessions); ok {
+		fast = fs.HTTPFastFor(ns.server)
+	}
 	h.mu.Lock()
 	h.unreserveLocked(ns) // the binding counts from here
 	h.clock++
-	nb := &binding{caller: ns.c, server: ns.server, used: h.clock, last: time.Now()}
+	now := time.Now()
+	nb := &binding{caller: ns.c, server: ns.server, used: h.clock, last: now, posted: now, fast: fast}
 	h.bound[sid] = nb
+	h.armIdleLocked(sid, nb)
 	evicted := h.evictLocked(sid, nb)
 	h.mu.Unlock()
 	h.log.Info("HTTP session started", logkey.Harness, ns.c.id.Harness, logkey.Operator, ns.c.operator)

@@ -28,15 +28,16 @@ import (
 // here. Everything else is the go-sdk's as before.
 
 // HTTPFast is the fast path of the stateless requests one shared server
-// (NewSharedServer) serves.
+// (NewSharedServer) serves, or of the calls of one HTTP session's server
+// (NewServer; SessionCall, fastsession.go).
 type HTTPFast struct {
 	l  *live
 	fu FastUpstreams
 }
 
-// HTTPFastFor returns the fast path of s, a server NewSharedServer built,
-// or nil when there is none (the fast path is off, or s is not this
-// Manager's).
+// HTTPFastFor returns the fast path of s, a server NewSharedServer or
+// NewServer built, or nil when there is none (the fast path is off, or s
+// is not this Manager's).
 func (m *Manager) HTTPFastFor(s *mcp.Server) *HTTPFast {
 	fu, ok := m.ups.(FastUpstreams)
 	if !ok || m.fastOff.Load() {
@@ -45,7 +46,7 @@ func (m *Manager) HTTPFastFor(s *mcp.Server) *HTTPFast {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for l := range m.live {
-		if l.server == s && l.shared {
+		if l.server == s && !l.owned {
 			return &HTTPFast{l: l, fu: fu}
 		}
 	}
@@ -113,6 +114,9 @@ func fastStateless(params json.RawMessage, version string) (statelessParams, boo
 // (the client went away), as a go-sdk handler's does.
 func (f *HTTPFast) Call(ctx context.Context, version, name, traceHeader string, params json.RawMessage) (result []byte, ok bool) {
 	l := f.l
+	if !l.shared {
+		return nil, false
+	}
 	sp, ok := fastStateless(params, version)
 	if !ok || sp.Name != name || !l.fastTool(name) || l.isHeaded(name) {
 		return nil, false

@@ -401,7 +401,7 @@ func (m *Manager) buildWith(id Identity, versions []string) *live {
 	})
 	// taskCapsMiddleware wraps the answers completionsCapMiddleware edits
 	// in place, so it runs outside it.
-	l.server.AddReceivingMiddleware(l.recordMiddleware, l.callMiddleware, l.firstListMiddleware, l.taskCapsMiddleware, l.completionsCapMiddleware)
+	l.server.AddReceivingMiddleware(l.recordMiddleware, l.callMiddleware, l.firstListMiddleware, l.taskCapsMiddleware, l.completionsCapMiddleware, l.levelMiddleware)
 	l.addTaskMethods()
 	return l
 }
@@ -438,6 +438,9 @@ type live struct {
 	// of other transports); fast its calls the fast path took (fast.go).
 	ss   atomic.Pointer[mcp.ServerSession]
 	fast fastCalls
+	// logLevelSet: the client set a log level (levelMiddleware), so an
+	// HTTP session's calls keep the go-sdk path (fastsession.go).
+	logLevelSet atomic.Bool
 
 	// listedOnce is set by the session's first tools/list, which waits for
 	// starting upstreams (firstListMiddleware).
