@@ -46,7 +46,7 @@ func (r *recorder) take() []api.CallRecord {
 // newFastEnv is newEnv with a real broker behind the sessions and one
 // process-like upstream "up" (the demo upstream, on OS pipes as a child's
 // stdio are), the fast path on or off.
-func newFastEnv(t *testing.T, fast bool) (*env, *broker.Broker, *recorder) {
+func newFastEnv(t *testing.T, fast bool, opts ...func(*Options, *http.Server)) (*env, *broker.Broker, *recorder) {
 	t.Helper()
 	t.Setenv("FAST_TEST_SECRET", fastSecret)
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -83,7 +83,7 @@ func newFastEnv(t *testing.T, fast bool) (*env, *broker.Broker, *recorder) {
 			t.Fatal("timed out waiting for the upstream to connect")
 		}
 	}
-	e := newEnvWith(t, b)
+	e := newEnvWith(t, b, opts...)
 	e.sessions.SetFastPath(fast)
 	rec := &recorder{}
 	e.sessions.SetCallRecorder(rec)
@@ -116,11 +116,18 @@ var fastCalls = []struct {
 // with the fast path on exactly the calls to listed upstream tools were
 // forwarded as bytes.
 func TestScenario_AStatelessHTTPCallAnswersAsTheGoSDKPathDoes(t *testing.T) {
+	sameAnswersOnBothPaths(t, func(e *env) (*mcp.ClientSession, error) { return e.connectStateless(t, "tok-web") })
+}
+
+// sameAnswersOnBothPaths makes fastCalls through sessions connect opens,
+// with the fast path on and off, and compares answers and call log rows.
+func sameAnswersOnBothPaths(t *testing.T, connect func(*env) (*mcp.ClientSession, error)) {
+	t.Helper()
 	answers := map[bool][]string{}
 	rows := map[bool][]api.CallRecord{}
 	for _, fast := range []bool{false, true} {
 		e, b, rec := newFastEnv(t, fast)
-		cs, err := e.connectStateless(t, "tok-web")
+		cs, err := connect(e)
 		if err != nil {
 			t.Fatal(err)
 		}
