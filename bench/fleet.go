@@ -155,13 +155,18 @@ func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) erro
 	}
 	cli, help, in, raw := summarize(cliLat), summarize(helpLat), summarize(inLat), summarize(rawLat)
 	mc, ht := summarize(mcpLat), summarize(httpLat)
-	rep.metric(p2, "`harness list --json` via CLI (new process each), p50 / p99", "%s / %s (n=%d)", us(cli.P50), us(cli.P99), cli.N)
+	rep.metric(p2, "`harness list --json` via CLI (new process each), p50 / p99 / max", "%s / %s / %s (n=%d)", us(cli.P50), us(cli.P99), us(cli.Max), cli.N)
 	rep.metric(p2, "list via internal/client in process, decoded into rows, p50 / p99", "%s / %s (n=%d)", us(in.P50), us(in.P99), in.N)
 	rep.metric(p2, "list via internal/client in process, the raw answer `list --json` prints, p50 / p99", "%s / %s (n=%d)", us(raw.P50), us(raw.P99), raw.N)
 	rep.metric("3", "`harness_list` via `harness mcp` session, p50 / p99", "%s / %s (n=%d)", us(mc.P50), us(mc.P99), mc.N)
 	rep.metric("3", "`harness_list` via HTTP session, p50 / p99", "%s / %s (n=%d)", us(ht.P50), us(ht.P99), ht.N)
 	rep.metric("3", "`harness --help` (process start, no daemon), p50 / p99", "%s / %s (n=%d)", us(help.P50), us(help.P99), help.N)
 	rep.metric("3", "CLI process start + handshake (CLI p50 - in-process p50)", "%s", us(cli.P50-in.P50))
+
+	o.progress("part 2: the fleet page")
+	if err := fleetPage(ctx, d, o.Harnesses, 20, rep, p2); err != nil {
+		return fmt.Errorf("fleet page: %w", err)
+	}
 
 	// Process count: many sessions each call every upstream; the daemon
 	// must still run one process per upstream.
@@ -203,6 +208,14 @@ func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) erro
 	rep.target(fmt.Sprintf("`stop --all` <= stop_grace + 2 s = %s", limit), max(cliStop, allDown) <= limit, "%s", us(max(cliStop, allDown)))
 	rep.target(fmt.Sprintf("%d upstreams make %d upstream processes", o.Upstreams, o.Upstreams), procs == o.Upstreams,
 		"%d processes", procs)
+	if o.Harnesses >= 1000 {
+		// The 1,000-harness fleet's own targets.
+		rep.target("1,000 harnesses: `start --all` until all run <= 2 s", allUp <= 2*time.Second, "%s", us(allUp))
+		rep.target("1,000 harnesses: `stop --all` until none runs <= 0.5 s", allDown <= 500*time.Millisecond, "%s", us(allDown))
+		rep.target("1,000 harnesses: `list --json` CLI median <= 25 ms, max <= 100 ms", cli.P50 <= 25*time.Millisecond && cli.Max <= 100*time.Millisecond,
+			"%s / %s", us(cli.P50), us(cli.Max))
+		rep.target("1,000 harnesses: daemon RSS <= 150 MiB", worst <= 150<<10, "%.1f MiB", mib(worst))
+	}
 	return nil
 }
 

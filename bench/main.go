@@ -145,7 +145,7 @@ func main() {
 	o := defaults(quick)
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
-	parts := fs.String("parts", "calls,fleet,calllog,top,attach,sandbox", "parts to run: calls (part 1), fleet (parts 2, 2b and 3), tui (part 2b alone), calllog (part 4), top (part 5), attach (part 6), notify (part 8, on request), agent (part 9: agent state latency and rule CPU, on request), sandbox (part 10: a sandboxed start next to a plain one, the egress proxy)")
+	parts := fs.String("parts", "calls,fleet,calllog,top,attach,sandbox", "parts to run: calls (part 1), fleet (parts 2, 2b and 3), fleet2 (parts 2 and 3 without 2b), tui (part 2b alone), calllog (part 4), top (part 5), attach (part 6), notify (part 8, on request), agent (part 9: agent state latency and rule CPU, on request), sandbox (part 10: a sandboxed start next to a plain one, the egress proxy)")
 	paths := fs.String("paths", strings.Join(pathOrder, ","), "paths of part 1 (the targets need a, a1, r, r', b and b')")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	callUps := fs.String("call-upstreams", strings.Join(o.CallUpstreams, ","), "upstreams part 1 calls, one after the other: demo (harness demo-upstream's echo), typed (an echo with a typed input schema and no annotations)")
@@ -236,7 +236,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 			return rep, fmt.Errorf("part 1: %w", err)
 		}
 	}
-	if o.Parts["fleet"] {
+	if o.Parts["fleet"] || o.Parts["fleet2"] {
 		if err := runFleet(ctx, o, bin, tmp, rep); err != nil {
 			return rep, fmt.Errorf("parts 2 and 3: %w", err)
 		}

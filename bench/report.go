@@ -10,14 +10,14 @@ import (
 
 // stats summarises one set of latency samples.
 type stats struct {
-	N        int
-	P50, P99 time.Duration
+	N             int
+	P50, P99, Max time.Duration
 }
 
 // summarize sorts samples in place and takes nearest-rank percentiles.
 func summarize(samples []time.Duration) stats {
 	slices.Sort(samples)
-	return stats{N: len(samples), P50: pct(samples, 0.50), P99: pct(samples, 0.99)}
+	return stats{N: len(samples), P50: pct(samples, 0.50), P99: pct(samples, 0.99), Max: pct(samples, 1)}
 }
 
 func pct(sorted []time.Duration, p float64) time.Duration {

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// fleetPage is part 2's fleet page: the operator signs in to the
+// dashboard (served beside /mcp), then GET / is timed runs times as a
+// browser asks for it (Accept-Encoding: gzip, the bytes as they cross the
+// wire) and as a client that takes no encoding; interleaved.
+func fleetPage(ctx context.Context, d *benchDaemon, harnesses, runs int, rep *report, part string) error {
+	if d.info.MCPURL == "" {
+		return fmt.Errorf("daemon has no mcp_url (mcp_http unset?)")
+	}
+	tok, err := d.cli(ctx, "mcp", "token")
+	if err != nil {
+		return err
+	}
+	base := strings.TrimSuffix(d.info.MCPURL, "/mcp")
+	jar, _ := cookiejar.New(nil)
+	tr := &http.Transport{DisableCompression: true} // the bench asks, and counts wire bytes
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Jar: jar, Transport: tr}
+	resp, err := c.PostForm(base+"/login", url.Values{"token": {strings.TrimSpace(string(tok))}})
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("sign-in to the dashboard: %s", resp.Status)
+	}
+	get := func(enc string) (time.Duration, int, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/", nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		req.Header.Set("Accept", "text/html")
+		if enc != "" {
+			req.Header.Set("Accept-Encoding", enc)
+		}
+		t0 := time.Now()
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, 0, err
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("GET /: %s", resp.Status)
+		}
+		return time.Since(t0), int(n), err
+	}
+	var gz, plain []time.Duration
+	gzBytes, plainBytes := 0, 0
+	for range runs {
+		lat, n, err := get("gzip")
+		if err != nil {
+			return err
+		}
+		gz, gzBytes = append(gz, lat), n
+		if lat, n, err = get(""); err != nil {
+			return err
+		}
+		plain, plainBytes = append(plain, lat), n
+	}
+	g, p := summarize(gz), summarize(plain)
+	rep.metric(part, "fleet page GET / as a browser asks (gzip): median / max, bytes on the wire", "%s / %s, %d KB (n=%d)", us(g.P50), us(g.Max), gzBytes/1000, g.N)
+	rep.metric(part, "fleet page GET / without compression: median / max, bytes", "%s / %s, %d KB (n=%d)", us(p.P50), us(p.Max), plainBytes/1000, p.N)
+	rep.target(fmt.Sprintf("fleet page at %d harnesses: median <= 150 ms (gzip)", harnesses), g.P50 <= 150*time.Millisecond, "%s", us(g.P50))
+	rep.target("fleet page: <= 600 KB on the wire (gzip)", gzBytes <= 600_000, "%d KB (%d KB uncompressed)", gzBytes/1000, plainBytes/1000)
+	return nil
+}
