@@ -37,6 +37,7 @@ type fakeBackend struct {
 	grant   api.Grant
 	viewer  *fakeViewer
 	attachs []api.AttachArgs
+	many    int // when set, list answers this many running sleepers
 }
 
 func newFake() *fakeBackend {
@@ -53,6 +54,13 @@ func (b *fakeBackend) Call(_ context.Context, c api.Caller, op string, args json
 	}
 	switch op {
 	case api.OpList:
+		if b.many > 0 {
+			rows := make([]map[string]any, b.many)
+			for i := range rows {
+				rows[i] = map[string]any{"name": fmt.Sprintf("h%04d", i), "state": "running", "activity": "quiet"}
+			}
+			return rows, nil
+		}
 		return []map[string]any{
 			{"name": "a", "state": "stopped", "project": "p", "restart_count": 2, "hold": map[string]any{"reason": "hours", "note": "outside 09:00-18:00"}},
 			{"name": "w", "state": "running", "agent_state": "waiting", "prompt": "Allow Bash?", "choices": []string{"Yes", "No"}},

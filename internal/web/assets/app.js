@@ -216,16 +216,18 @@
     if (f.method.toLowerCase() !== 'post' || f.getAttribute('action') === '/logout' || f.id === 'new-agent') return;
     e.preventDefault();
     var body = new URLSearchParams(new FormData(f));
-    var buttons = f.querySelectorAll('button');
+    // The fleet's rows share one form: the pressed button names the action.
+    var action = (e.submitter && e.submitter.getAttribute('formaction')) || f.getAttribute('action');
+    var buttons = e.submitter && e.submitter.hasAttribute('formaction') ? [e.submitter] : f.querySelectorAll('button');
     buttons.forEach(function (b) { b.disabled = true; });
-    fetch(f.getAttribute('action'), {
+    fetch(action, {
       method: 'POST', credentials: 'same-origin', body: body,
       headers: { 'X-CSRF-Token': csrf, 'Content-Type': 'application/x-www-form-urlencoded' }
     }).then(function (r) {
       return r.text().then(function (t) {
         if (!r.ok) { say(t.trim() || r.statusText, true); return; }
         if (f.id === 'review') { reviewSent(t); return; }
-        say((f.getAttribute('action').split('/').pop()) + ': done');
+        say((action.split('/').pop()) + ': done');
         if (f.id === 'send') { var i = f.querySelector('input[name="text"]'); if (i) i.value = ''; }
         refresh();
       });
