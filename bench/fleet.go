@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +52,37 @@ func (d *benchDaemon) startFleet(ctx context.Context, n int) error {
 	return d.waitRunning(ctx, n, 60*time.Second)
 }
 
+// spawnFloor starts n `sleep 100000` at once from this program (one
+// goroutine each, as start --all starts units), then kills and reaps them
+// all: how long each takes is the machine's floor under start --all and
+// stop --all.
+func spawnFloor(ctx context.Context, n int) (start, kill time.Duration, err error) {
+	cmds := make([]*exec.Cmd, n)
+	errs := make(chan error, n)
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for i := range cmds {
+		cmds[i] = exec.Command("sleep", "100000")
+		wg.Add(1)
+		go func(c *exec.Cmd) { defer wg.Done(); errs <- c.Start() }(cmds[i])
+	}
+	wg.Wait()
+	start = time.Since(t0)
+	close(errs)
+	for e := range errs {
+		err = errors.Join(err, e)
+	}
+	t0 = time.Now()
+	for _, c := range cmds {
+		if c.Process != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = c.Process.Kill(); _ = c.Wait() }()
+		}
+	}
+	wg.Wait()
+	return start, time.Since(t0), err
+}
+
 // runFleet is parts 2 and 3 on one daemon carrying the whole fleet.
 func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) error {
 	cfg, upNames := fleetConfig(o, bin, fmt.Sprintf("bench-fleet-%d", os.Getpid()))
@@ -67,6 +100,15 @@ func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) erro
 		rep.metric(p2, "daemon RSS, idle (all stopped)", "%.1f MiB", mib(rss))
 	}
 
+	// The floor under start --all and stop --all: as many sleepers
+	// started (and killed) by this program, no daemon.
+	o.progress("part 2: the spawn floor")
+	spawnFloor, killFloor, err := spawnFloor(ctx, o.Harnesses)
+	if err != nil {
+		return err
+	}
+	rep.metric(p2, fmt.Sprintf("floor: %d `sleep` processes started at once by the bench (exec.Cmd.Start, no PTY) / killed and reaped", o.Harnesses), "%s / %s", us(spawnFloor), us(killFloor))
+
 	// start --all until every harness is running.
 	o.progress("part 2: start --all")
 	t0 := time.Now()
@@ -78,7 +120,7 @@ func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) erro
 		return err
 	}
 	allUp := time.Since(t0)
-	rep.metric(p2, "`start --all`: CLI returned / all running", "%s / %s", us(cliDone), us(allUp))
+	rep.metric(p2, "`start --all`: CLI returned / all running (all running / the spawn floor)", "%s / %s (%.1fx)", us(cliDone), us(allUp), float64(allUp)/float64(spawnFloor))
 	time.Sleep(500 * time.Millisecond) // let the spawn burst settle before measuring RSS
 	rss, _, err := rssKiB(pid)
 	if err != nil {
@@ -199,7 +241,7 @@ func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) erro
 		return err
 	}
 	allDown := time.Since(t0)
-	rep.metric(p2, fmt.Sprintf("`stop --all` (stop_grace = %d s): CLI returned / none running", o.StopGrace), "%s / %s", us(cliStop), us(allDown))
+	rep.metric(p2, fmt.Sprintf("`stop --all` (stop_grace = %d s): CLI returned / none running (none running / the kill floor)", o.StopGrace), "%s / %s (%.1fx)", us(cliStop), us(allDown), float64(allDown)/float64(killFloor))
 
 	worst := max(rss, rss2)
 	rep.target(fmt.Sprintf("daemon RSS at %d harnesses < 80 MiB", o.Harnesses), worst < 80<<10, "%.1f MiB", mib(worst))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
@@ -15,13 +16,20 @@ import (
 // blocks on a stream: a stream whose queue is full is marked to resync
 // (its page fetches everything again), so one slow browser costs nothing
 // but its own freshness.
+//
+// Each event is encoded once, here, into the frame every stream writes as
+// it is: with many pages open, an event costs one encoding and a write
+// per page, not an encoding per page.
 type hub struct {
 	mu   sync.Mutex
 	subs map[*stream]struct{}
+	// gen counts the events published: a page's live part rendered at one
+	// generation is every page's at that generation (fragments.go).
+	gen atomic.Uint64
 }
 
 type stream struct {
-	ch     chan api.Event
+	ch     chan []byte   // encoded "unit" frames
 	resync chan struct{} // capacity 1: events were dropped
 }
 
@@ -39,11 +47,20 @@ func (h *hub) run(ctx context.Context, events <-chan api.Event) {
 }
 
 func (h *hub) publish(ev api.Event) {
+	h.gen.Add(1)
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return // an api.Event always encodes
+	}
+	frame := make([]byte, 0, len(data)+len("event: unit\ndata: \n\n"))
+	frame = append(frame, "event: unit\ndata: "...)
+	frame = append(frame, data...)
+	frame = append(frame, "\n\n"...)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for st := range h.subs {
 		select {
-		case st.ch <- ev:
+		case st.ch <- frame:
 		default:
 			select {
 			case st.resync <- struct{}{}:
@@ -54,7 +71,7 @@ func (h *hub) publish(ev api.Event) {
 }
 
 func (h *hub) add() *stream {
-	st := &stream{ch: make(chan api.Event, eventBuffer), resync: make(chan struct{}, 1)}
+	st := &stream{ch: make(chan []byte, eventBuffer), resync: make(chan struct{}, 1)}
 	h.mu.Lock()
 	h.subs[st] = struct{}{}
 	h.mu.Unlock()
@@ -96,6 +113,13 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rq *request
 		}
 		return rc.Flush() == nil
 	}
+	writeFrame := func(frame []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := w.Write(frame); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
 	if !write("retry: 1000\n: signed in as %s\n\n", rq.sess.who()) {
 		return
 	}
@@ -110,9 +134,8 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rq *request
 		case <-rq.sess.revoked:
 			_ = write("event: signedout\ndata: {}\n\n")
 			return
-		case ev := <-st.ch:
-			data, err := json.Marshal(ev)
-			if err != nil || !write("event: unit\ndata: %s\n\n", data) {
+		case frame := <-st.ch:
+			if !writeFrame(frame) {
 				return
 			}
 		case <-st.resync:

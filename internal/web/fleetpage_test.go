@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/harness-dev/harness/internal/api"
 )
 
 // TestScenario_ALargeFleetPageIsSmallAndCompressed: the fleet page
@@ -79,5 +81,63 @@ func TestScenario_ALargeFleetPageIsSmallAndCompressed(t *testing.T) {
 	}
 	if !strings.Contains(page, `formaction="/h/h0007/stop"`) {
 		t.Error("row h0007 has no stop button")
+	}
+}
+
+// TestScenario_ManyPagesShareOneRenderingOfTheFleetPerEvent: pages of two
+// sign-ins fetch the fleet's live part after the same event and the fleet
+// is listed once for both; the next event makes the next fetch list it
+// again, and every open stream gets the event's frame as it was encoded.
+func TestScenario_ManyPagesShareOneRenderingOfTheFleetPerEvent(t *testing.T) {
+	r := newRig(t)
+	r.b.many = 50
+	lists := func() int {
+		r.b.mu.Lock()
+		defer r.b.mu.Unlock()
+		n := 0
+		for _, c := range r.b.calls {
+			if strings.HasPrefix(c, "list ") {
+				n++
+			}
+		}
+		return n
+	}
+	var pages []*http.Client
+	for range 2 {
+		c := r.client()
+		r.signIn(c, operatorToken)
+		pages = append(pages, c)
+	}
+	before := lists()
+	var first string
+	for i, c := range pages {
+		st, body, _ := r.page(c, "/?fragment=1")
+		if st != 200 || !strings.Contains(body, `data-name="h0049"`) {
+			t.Fatalf("page %d: fragment %d", i, st)
+		}
+		if i == 0 {
+			first = body
+		} else if body != first {
+			t.Error("two pages got different fragments at the same generation")
+		}
+	}
+	if n := lists() - before; n != 1 {
+		t.Fatalf("two pages listed the fleet %d times for one generation, want once", n)
+	}
+
+	streams := []*stream{r.srv.hub.add(), r.srv.hub.add()}
+	r.b.events <- api.Event{Kind: "state", Unit: "h0001", State: "stopped"}
+	var frames [][]byte
+	for _, st := range streams {
+		frames = append(frames, <-st.ch)
+		r.srv.hub.remove(st)
+	}
+	if !strings.HasPrefix(string(frames[0]), "event: unit\ndata: {") || &frames[0][0] != &frames[1][0] {
+		t.Errorf("the event's frame %q was not encoded once for both streams", frames[0])
+	}
+	r.page(pages[1], "/?fragment=1")
+	r.page(pages[0], "/?fragment=1")
+	if n := lists() - before; n != 2 {
+		t.Fatalf("after an event the pages listed the fleet %d times in all, want 2", n)
 	}
 }

@@ -320,6 +320,10 @@ func (s *Server) serveFleet(w http.ResponseWriter, r *http.Request, rq *request)
 		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
 		return
 	}
+	if r.URL.Query().Get("fragment") != "" && r.URL.Query().Get("q") == "" {
+		s.serveFleetFragment(w, r, rq)
+		return
+	}
 	v, err := s.fleet(r.Context(), r.URL.Query().Get("q"))
 	if err != nil {
 		s.failOp(w, r, err)

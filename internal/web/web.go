@@ -138,6 +138,7 @@ type Server struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	hub     *hub
+	frags   *fragCache // the fleet's live part as last rendered (fragments.go)
 	hubDone chan struct{}
 
 	mu       sync.Mutex
@@ -181,6 +182,7 @@ func New(opt Options) (*Server, error) {
 		ctx:      ctx,
 		cancel:   cancel,
 		hub:      newHub(),
+		frags:    &fragCache{},
 		hubDone:  make(chan struct{}),
 		sessions: map[string]*session{},
 		streams:  streamCount{perCredential: map[string]int{}},
