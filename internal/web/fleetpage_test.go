@@ -141,3 +141,22 @@ func TestScenario_ManyPagesShareOneRenderingOfTheFleetPerEvent(t *testing.T) {
 		t.Fatalf("after an event the pages listed the fleet %d times in all, want 2", n)
 	}
 }
+
+// TestScenario_AFleetRowEscapesWhatAnAgentOrConfigWrote: names,
+// descriptions, prompts and states with markup in them reach the row as
+// text, in attributes and in content alike.
+func TestScenario_AFleetRowEscapesWhatAnAgentOrConfigWrote(t *testing.T) {
+	evil := `"><script>alert(1)</script>'`
+	u := unitView{UnitInfo: api.UnitInfo{Name: "x" + evil, State: "running" + evil, Description: evil, Activity: evil, Schedule: "@daily"},
+		AgentState: "waiting", Prompt: evil}
+	row := string(fleetRows([]unitView{u}, true))
+	if strings.Contains(row, "<script") || strings.Contains(row, `'>`) {
+		t.Fatalf("markup reached the row unescaped:\n%s", row)
+	}
+	if n := strings.Count(row, "&lt;script&gt;"); n < 6 {
+		t.Errorf("the text shows %d times escaped, want every field:\n%s", n, row)
+	}
+	if !strings.Contains(row, `data-act="trigger"`) || !strings.Contains(row, `formaction="/h/x%22%3E%3Cscript%3Ealert%281%29%3C%2Fscript%3E%27/start"`) {
+		t.Errorf("the row's actions:\n%s", row)
+	}
+}

@@ -14,8 +14,9 @@ import (
 // The fleet's live part (GET /?fragment=1), shared by every open page.
 // Each event marks every page stale and each fetches the part again, so
 // with many pages open one event would render the fleet once per page.
-// Unfiltered, the part is the same for every page with the same write
-// grant (it carries no token: the rows' buttons submit a form outside it),
+// Unfiltered and with no other hosts' sections, the part is the same for
+// every page with the same write grant (it carries no token: the rows'
+// buttons submit a form outside it),
 // so it is rendered once per event generation (hub.gen) and served to the
 // others as rendered, compressed once too.
 
@@ -38,7 +39,15 @@ type fragEntry struct {
 	gz   []byte // body gzip-compressed; nil when too small to gain
 }
 
-// serveFleetFragment answers GET /?fragment=1 with no filter.
+// hasRemotes reports whether the fleet shows other hosts' sections: their
+// rows carry the session's token and the session's grant on each host, so
+// a part with them is rendered for each page.
+func (s *Server) hasRemotes() bool {
+	return s.opt.Remotes != nil && len(s.opt.Remotes.Fleets()) > 0
+}
+
+// serveFleetFragment answers GET /?fragment=1 with no filter and no
+// other hosts.
 func (s *Server) serveFleetFragment(w http.ResponseWriter, r *http.Request, rq *request) {
 	write := rq.may(api.Write)
 	e := &s.frags.entries[boolIndex(write)]

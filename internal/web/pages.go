@@ -36,6 +36,7 @@ func parsePages() (*pages, error) {
 		"hpath":    hpath,
 		"count":    count,
 		"hostPath": hostPath,
+		"rows":     fleetRows,
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)
@@ -320,7 +321,7 @@ func (s *Server) serveFleet(w http.ResponseWriter, r *http.Request, rq *request)
 		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
 		return
 	}
-	if r.URL.Query().Get("fragment") != "" && r.URL.Query().Get("q") == "" {
+	if r.URL.Query().Get("fragment") != "" && r.URL.Query().Get("q") == "" && !s.hasRemotes() {
 		s.serveFleetFragment(w, r, rq)
 		return
 	}
