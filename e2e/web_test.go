@@ -290,6 +290,15 @@ func TestScenario_DashboardInABrowser(t *testing.T) {
 	}
 	t.Logf("CLI stop took %v; the page showed it %v after the CLI began", cli, time.Since(start))
 
+	// The row's start button (a button of the page's one action form)
+	// starts it again, and the row shows it running.
+	browse(t, ctx, "press the worker row's start",
+		clickLive(`tr[data-name="worker"] button[data-act="start"]`),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-name="worker"][data-state="running"]`)))
+	f.waitState("worker", "running")
+	f.MustRun("stop", "worker")
+	f.waitState("worker", "stopped")
+
 	// A POST without the CSRF token is refused, and changes nothing.
 	if st := postStatus(t, ctx, "/h/echo/stop", "", false); st != 403 {
 		t.Fatalf("POST /h/echo/stop without CSRF = %d, want 403", st)
