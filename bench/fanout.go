@@ -20,11 +20,31 @@ import (
 // `triggers` times with 1 page and with `pages` pages open; the daemon's
 // CPU per trigger is read from /proc around each, so what one more page
 // costs an event is (CPU at pages - CPU at 1) / (pages - 1).
-func fanOut(ctx context.Context, d *benchDaemon, c *http.Client, base string, pages, triggers int, rep *report, part string) error {
+func fanOut(ctx context.Context, d *benchDaemon, base, opTok string, pages, triggers int, rep *report, part string) error {
+	// A sign-in holds at most 8 streams and a credential 32: each page
+	// signs in, half with the operator token and half with a dashboard
+	// token.
+	dash, err := d.cli(ctx, "mcp", "token", "--dashboard", "--grant", "read")
+	if err != nil {
+		return err
+	}
+	var clients []*http.Client
+	for i := range pages {
+		tok := opTok
+		if i%2 == 1 {
+			tok = strings.TrimSpace(string(dash))
+		}
+		c, closeIdle, err := signedIn(base, tok)
+		if err != nil {
+			return err
+		}
+		defer closeIdle()
+		clients = append(clients, c)
+	}
 	per := map[int]time.Duration{}
 	lastFrame := map[int]time.Duration{}
 	for _, n := range []int{1, pages} {
-		cpu, lat, err := fanOutAt(ctx, d, c, base, n, triggers)
+		cpu, lat, err := fanOutAt(ctx, d, clients[:n], base, triggers)
 		if err != nil {
 			return fmt.Errorf("%d pages: %w", n, err)
 		}
@@ -39,14 +59,15 @@ func fanOut(ctx context.Context, d *benchDaemon, c *http.Client, base string, pa
 	return nil
 }
 
-// fanOutAt opens n pages and times triggers stop+start cycles of h000.
-func fanOutAt(ctx context.Context, d *benchDaemon, c *http.Client, base string, n, triggers int) (cpuPer, lastP50 time.Duration, err error) {
+// fanOutAt opens a page per client and times triggers stop+start cycles of h000.
+func fanOutAt(ctx context.Context, d *benchDaemon, clients []*http.Client, base string, triggers int) (cpuPer, lastP50 time.Duration, err error) {
+	n := len(clients)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var got atomic.Int64 // "running" frames of h000 seen, over all pages
 	var wg sync.WaitGroup
 	opened := make(chan error, n)
-	for range n {
+	for _, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

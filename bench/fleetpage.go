@@ -24,19 +24,11 @@ func fleetPage(ctx context.Context, d *benchDaemon, harnesses, runs int, rep *re
 		return err
 	}
 	base := strings.TrimSuffix(d.info.MCPURL, "/mcp")
-	jar, _ := cookiejar.New(nil)
-	tr := &http.Transport{DisableCompression: true} // the bench asks, and counts wire bytes
-	defer tr.CloseIdleConnections()
-	c := &http.Client{Jar: jar, Transport: tr}
-	resp, err := c.PostForm(base+"/login", url.Values{"token": {strings.TrimSpace(string(tok))}})
+	c, closeIdle, err := signedIn(base, strings.TrimSpace(string(tok)))
 	if err != nil {
 		return err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("sign-in to the dashboard: %s", resp.Status)
-	}
+	defer closeIdle()
 	get := func(enc string) (time.Duration, int, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/", nil)
 		if err != nil {
@@ -74,7 +66,28 @@ func fleetPage(ctx context.Context, d *benchDaemon, harnesses, runs int, rep *re
 	g, p := summarize(gz), summarize(plain)
 	rep.metric(part, "fleet page GET / as a browser asks (gzip): median / max, bytes on the wire", "%s / %s, %d KB (n=%d)", us(g.P50), us(g.Max), gzBytes/1000, g.N)
 	rep.metric(part, "fleet page GET / without compression: median / max, bytes", "%s / %s, %d KB (n=%d)", us(p.P50), us(p.Max), plainBytes/1000, p.N)
+	if err := fanOut(ctx, d, base, strings.TrimSpace(string(tok)), 50, 10, rep, part); err != nil {
+		return fmt.Errorf("event fan-out: %w", err)
+	}
 	rep.target(fmt.Sprintf("fleet page at %d harnesses: median <= 150 ms (gzip)", harnesses), g.P50 <= 150*time.Millisecond, "%s", us(g.P50))
 	rep.target("fleet page: <= 600 KB on the wire (gzip)", gzBytes <= 600_000, "%d KB (%d KB uncompressed)", gzBytes/1000, plainBytes/1000)
 	return nil
+}
+
+// signedIn is a dashboard client of its own (a cookie jar, a transport
+// that leaves encodings to the caller) signed in with tok.
+func signedIn(base, tok string) (*http.Client, func(), error) {
+	jar, _ := cookiejar.New(nil)
+	tr := &http.Transport{DisableCompression: true} // the bench asks, and counts wire bytes
+	c := &http.Client{Jar: jar, Transport: tr}
+	resp, err := c.PostForm(base+"/login", url.Values{"token": {tok}})
+	if err != nil {
+		return nil, nil, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("sign-in to the dashboard: %s", resp.Status)
+	}
+	return c, tr.CloseIdleConnections, nil
 }
