@@ -94,12 +94,23 @@ func runAgent(ctx context.Context, o options, bin, tmp string, rep *report) erro
 	n := agentTransitions(o)
 	part := fmt.Sprintf("9 (agent state, %d transitions)", n)
 	marks := filepath.Join(tmp, "agent-redraws")
-	d, err := startDaemon(ctx, o, bin, tmp, "agent", fmt.Sprintf(
-		"[harness.a]\ncmd = %q\nargs = [\"-serve-agent\", %q]\nagent = \"claude-code\"\nmcp_wire = false\nidle_after = 0.1\nstop_grace = 1\n", exe, marks))
+	cfg := fmt.Sprintf("[harness.a]\ncmd = %q\nargs = [\"-serve-agent\", %q]\nagent = \"claude-code\"\nmcp_wire = false\nidle_after = 0.1\nstop_grace = 1\n", exe, marks)
+	// -agent-drawing: that many claude-code agents redraw a clock once a
+	// second while the transitions are timed.
+	for i := range o.AgentDrawing {
+		cfg += fmt.Sprintf("\n[harness.c%03d]\ncmd = %q\nargs = [\"-serve-agent\", \"clock\"]\nagent = \"claude-code\"\nmcp_wire = false\nidle_after = 0.5\nstop_grace = 1\nenabled = true\n", i, exe)
+	}
+	if o.AgentDrawing > 0 {
+		part = fmt.Sprintf("9 (agent state, %d transitions, %d other agents drawing)", n, o.AgentDrawing)
+	}
+	d, err := startDaemon(ctx, o, bin, tmp, "agent", cfg)
 	if err != nil {
 		return err
 	}
 	defer d.close()
+	if err := d.waitRunning(ctx, o.AgentDrawing, 2*time.Minute); err != nil {
+		return err
+	}
 	sub, err := client.Dial(ctx, d.socket)
 	if err != nil {
 		return err

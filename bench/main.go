@@ -73,6 +73,7 @@ type options struct {
 	DaemonEnv     []string      // extra KEY=VALUE for the daemons (and what they spawn)
 	LogCalls      int           // timed calls per variant per round of part 4
 	CallFleet     int           // sleepers running in part 1's daemon while it is measured
+	AgentDrawing  int           // part 9: agents redrawing while its transitions are timed
 }
 
 // defaults returns the full-size options, or the -quick ones.
@@ -152,6 +153,7 @@ func main() {
 	fs.IntVar(&o.Calls, "calls", o.Calls, "timed calls per session per round (part 1)")
 	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "interleaved measurement rounds (part 1)")
 	fs.IntVar(&o.Warmup, "warmup", o.Warmup, "untimed calls per session before measuring")
+	fs.IntVar(&o.AgentDrawing, "agent-drawing", 0, "part 9: claude-code agents redrawing a clock once a second while the screen changes are timed")
 	fs.IntVar(&o.CallFleet, "call-fleet", 0, "sleeping harnesses running in part 1's daemon while its paths are measured (the issue's 1,000-agent condition)")
 	fs.IntVar(&o.Harnesses, "harnesses", o.Harnesses, "harnesses in the fleet daemon (part 2)")
 	fs.IntVar(&o.Upstreams, "upstreams", o.Upstreams, "upstreams in the fleet daemon (part 2)")
