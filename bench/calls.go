@@ -305,6 +305,7 @@ func callTargets(o options, rep *report) {
 	}
 	for _, kind := range o.CallUpstreams {
 		issue35Targets(o, kind, rep)
+		httpTargets(o, kind, rep)
 	}
 
 }
@@ -341,6 +342,36 @@ func issue35Targets(o options, kind string, rep *report) {
 		rep.target(fmt.Sprintf("fast path, %s: (c) p50, 1 session <= 1.5x (a)", kind), r <= 1.5,
 			"%.2fx (c %s, a %s); daemon CPU per call %s, client %s; the HTTP relay in its place: %s",
 			r, us(c.Stats.P50), us(a.Stats.P50), us(c.CPU.Daemon), us(c.CPU.Client), floor)
+	}
+}
+
+// httpTargets are the HTTP and bridge targets of a fleet-sized run (its
+// -call-fleet harnesses running): (c) and (c') within 2.2x (a), beside
+// the HTTP relay (h), their floor; (b') within 150 µs of (a).
+func httpTargets(o options, kind string, rep *report) {
+	a, okA := rep.callOf(kind, 1, "a")
+	if !okA {
+		return
+	}
+	beside := ""
+	if o.CallFleet > 0 {
+		beside = fmt.Sprintf(", %d harnesses running", o.CallFleet)
+	}
+	floor := "not measured"
+	if h, ok := rep.callOf(kind, 1, "h"); ok {
+		floor = fmt.Sprintf("%.2fx", float64(h.Stats.P50)/float64(a.Stats.P50))
+	}
+	for _, p := range []string{"c", "c'"} {
+		if c, ok := rep.callOf(kind, 1, p); ok {
+			r := float64(c.Stats.P50) / float64(a.Stats.P50)
+			rep.target(fmt.Sprintf("%s: (%s) p50 <= 2.2x (a)%s", kind, p, beside), r <= 2.2,
+				"%.2fx (%s %s, a %s; daemon CPU per call %s); the HTTP relay (h): %s", r, p, us(c.Stats.P50), us(a.Stats.P50), us(c.CPU.Daemon), floor)
+		}
+	}
+	if b, ok := rep.callOf(kind, 1, "b'"); ok {
+		over := b.Stats.P50 - a.Stats.P50
+		rep.target(fmt.Sprintf("%s: (b') p50 <= (a) + 150 µs%s", kind, beside), over <= 150*time.Microsecond,
+			"+%s (b' %s, a %s)", us(over), us(b.Stats.P50), us(a.Stats.P50))
 	}
 }
 

@@ -68,7 +68,7 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"RSS, idle", "RSS, all running", "start --all", "list --json", "in process",
-		"via `harness mcp`", "via HTTP", "upstream processes", "stop --all",
+		"via `harness mcp`", "via HTTP", "upstream processes", "stop --all", "fleet page GET /", "event fan-out", "spawn floor",
 		"call log off", "call log on", "call log on, call_log_args",
 		"state change to the row on screen", "stopped harness selected", "running harness selected", "every second", "ticker", "per TUI harness", "idle on its dialog"} {
 		found := false
@@ -88,10 +88,12 @@ func TestQuickRun(t *testing.T) {
 	if part4 != 3 {
 		t.Errorf("%d part 4 rows, want 3 (call log off, on, on with call_log_args)", part4)
 	}
-	// 13, part 10's sandboxed start against a plain one, and the fast
-	// path's four for each upstream of part 1 at sessions 1 and 8: (b')
-	// over (a), daemon CPU, throughput at 8, (c) against (a).
-	if want := 14 + 4*len(o.CallUpstreams); len(rep.Targets) != want {
+	// 13, part 10's sandboxed start against a plain one, part 2's fleet
+	// page (time, bytes) and event fan-out, the fast path's four for each
+	// upstream of part 1 at sessions 1 and 8: (b') over (a), daemon CPU,
+	// throughput at 8, (c) against (a); and the HTTP and bridge targets'
+	// three: (c), (c') against (a), (b') over (a).
+	if want := 17 + 7*len(o.CallUpstreams); len(rep.Targets) != want {
 		t.Errorf("%d target rows, want %d", len(rep.Targets), want)
 	}
 	for _, tg := range rep.Targets {
