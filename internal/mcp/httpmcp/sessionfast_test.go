@@ -91,7 +91,7 @@ func TestScenario_ASessionThatCanBeAskedOrSetALogLevelKeepsTheGoSDKPath(t *testi
 // go-sdk's own timer never sees them); once the session is left alone for
 // the timeout, it ends.
 func TestScenario_ABusySessionOnTheFastPathOutlivesItsIdleTimeout(t *testing.T) {
-	const idle = 300 * time.Millisecond
+	const idle = 750 * time.Millisecond
 	e, b, _ := newFastEnv(t, true, func(o *Options, _ *http.Server) { o.IdleTimeout = idle })
 	cs := e.mustConnect(t, "tok-web")
 	before := b.FastCalls()
