@@ -204,6 +204,35 @@ func runAgent(ctx context.Context, o options, bin, tmp string, rep *report) erro
 	rep.metric(part, "screen change -> `agent` event p50 / p99", "%s / %s", us(sa.P50), us(sa.P99))
 	rep.metric(part, "agent event vs busy event, p50 / p99 ratio", "%s / %s", ratio(float64(sa.P50), float64(sb.P50)), ratio(float64(sa.P99), float64(sb.P99)))
 	rep.target("screen change -> agent event p99 <= 250 ms", sa.P99 <= 250*time.Millisecond, "%s (p50 %s)", us(sa.P99), us(sa.P50))
+
+	// A hook to its event: the agent's hook call (as `harness hook` makes
+	// it, with the run's token, here in process so that no process start
+	// is timed) until the `agent` event it causes, alternating a prompt
+	// submitted (working) and the end of a turn (ready).
+	token, err := runToken(ctx, d, "a")
+	if err != nil {
+		return err
+	}
+	o.progress("part 9: %d hooks to agent events", n)
+	var toHook []time.Duration
+	for i := range n {
+		ev, want := "UserPromptSubmit", api.AgentWorking
+		if i%2 == 1 {
+			ev, want = "Stop", api.AgentReady
+		}
+		t0 := time.Now()
+		if err := d.ctl.Call(ctx, api.OpHook, api.HookArgs{Event: ev, Token: token, Payload: []byte(`{"session_id":"bench"}`)}, &api.HookResult{}); err != nil {
+			return fmt.Errorf("hook %s: %w", ev, err)
+		}
+		at, err := next(agentIs(want))
+		if err != nil {
+			return fmt.Errorf("hook %d (%s): %w", i, ev, err)
+		}
+		toHook = append(toHook, at.Sub(t0))
+	}
+	sh := summarize(toHook)
+	rep.metric(part, "hook call -> `agent` event p50 / p99", "%s / %s", us(sh.P50), us(sh.P99))
+	rep.target("hook -> agent event p99 <= 20 ms", sh.P99 <= 20*time.Millisecond, "%s (p50 %s)", us(sh.P99), us(sh.P50))
 	d.close()
 	return runAgentCPU(ctx, o, bin, tmp, exe, rep)
 }
@@ -252,6 +281,25 @@ func runAgentCPU(ctx context.Context, o options, bin, tmp, exe string, rep *repo
 	rep.target(fmt.Sprintf("CPU of %d idle agents (rules, state tracking) < 1%% of a core", o.Harnesses), float64(idle) < 0.01*float64(o.TopIdle),
 		"%.2f%% of a core", 100*float64(idle)/float64(o.TopIdle))
 	return nil
+}
+
+// runToken reads HARNESS_MCP_TOKEN from the environment of harness
+// name's process, as its hooks have it.
+func runToken(ctx context.Context, d *benchDaemon, name string) (string, error) {
+	var u api.UnitInfo
+	if err := d.ctl.Call(ctx, api.OpDescribe, api.NameArg{Name: name}, &u); err != nil {
+		return "", err
+	}
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", u.PID))
+	if err != nil {
+		return "", err
+	}
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "HARNESS_MCP_TOKEN="); ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("harness %s (pid %d) has no HARNESS_MCP_TOKEN", name, u.PID)
 }
 
 // readMarks reads the redraw times -serve-agent noted.
