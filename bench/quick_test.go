@@ -89,11 +89,11 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("%d part 4 rows, want 3 (call log off, on, on with call_log_args)", part4)
 	}
 	// 13, part 10's sandboxed start against a plain one, part 2's fleet
-	// page (time, bytes) and event fan-out, the fast path's four for each
+	// page (time, bytes, first paint) and event fan-out, the fast path's four for each
 	// upstream of part 1 at sessions 1 and 8: (b') over (a), daemon CPU,
 	// throughput at 8, (c) against (a); and the HTTP and bridge targets'
 	// three: (c), (c') against (a), (b') over (a).
-	if want := 17 + 7*len(o.CallUpstreams); len(rep.Targets) != want {
+	if want := 18 + 7*len(o.CallUpstreams); len(rep.Targets) != want {
 		t.Errorf("%d target rows, want %d", len(rep.Targets), want)
 	}
 	for _, tg := range rep.Targets {

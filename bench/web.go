@@ -47,25 +47,11 @@ func webKeys(ctx context.Context, d *benchDaemon, floor string, warmup, keys int
 		return nil, nil, nil, err
 	}
 	defer os.RemoveAll(profile)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 900),
-	)
-	defer cancelAlloc()
-	bctx, cancelTab := chromedp.NewContext(alloc)
-	defer cancelTab()
-	if err := chromedp.Do(bctx); err != nil {
-		return nil, nil, nil, fmt.Errorf("start chromium: %w", err)
+	bctx, cancelBrowser, err := newChromium(ctx, profile)
+	if err != nil {
+		return nil, nil, nil, err
 	}
+	defer cancelBrowser()
 	tctx, cancel := context.WithTimeout(bctx, 60*time.Second+time.Duration(warmup+keys)*100*time.Millisecond)
 	defer cancel()
 	if err := chromedp.Do(tctx,
@@ -225,3 +211,28 @@ const webKeysJS = `(async (warmup, keys) => {
   WebSocket.prototype.send = send;
   return { trips: out, split };
 })(%d, %d)`
+
+// newChromium starts a headless Chromium on profile and returns a tab's
+// context; cancel ends the browser.
+func newChromium(ctx context.Context, profile string) (context.Context, func(), error) {
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1280, 900),
+	)
+	bctx, cancelTab := chromedp.NewContext(alloc)
+	cancel := func() { cancelTab(); cancelAlloc() }
+	if err := chromedp.Do(bctx); err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("start chromium: %w", err)
+	}
+	return bctx, cancel, nil
+}
