@@ -154,7 +154,7 @@ func main() {
 	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "interleaved measurement rounds (part 1)")
 	fs.IntVar(&o.Warmup, "warmup", o.Warmup, "untimed calls per session before measuring")
 	fs.IntVar(&o.AgentDrawing, "agent-drawing", 0, "part 9: claude-code agents redrawing a clock once a second while the screen changes are timed")
-	fs.IntVar(&o.CallFleet, "call-fleet", 0, "sleeping harnesses running in part 1's daemon while its paths are measured (the issue's 1,000-agent condition)")
+	fs.IntVar(&o.CallFleet, "call-fleet", 0, "sleeping harnesses running in part 1's daemon while its paths are measured, e.g. 1000")
 	fs.IntVar(&o.Harnesses, "harnesses", o.Harnesses, "harnesses in the fleet daemon (part 2)")
 	fs.IntVar(&o.Upstreams, "upstreams", o.Upstreams, "upstreams in the fleet daemon (part 2)")
 	fs.IntVar(&o.ListRuns, "list-runs", o.ListRuns, "`harness list --json` CLI invocations")
