@@ -71,6 +71,11 @@ func TestScenario_OtherHostsFleetsShowBesideTheLocalOneAndActThere(t *testing.T)
 	if !strings.Contains(body, "(3) Fleet") {
 		t.Fatal("the title does not count the hosts' waiting agents")
 	}
+	// The live part the page fetches after an event has the hosts too
+	// (it is not the one rendering shared by every page).
+	if _, live, _ := r.page(c, "/?fragment=1"); !strings.Contains(sectionOf(live, "box"), `action="/host/box/h/agent/answer"`) {
+		t.Fatalf("the live part lacks box's section:\n%s", live)
+	}
 	hdr := map[string]string{"X-CSRF-Token": csrf}
 	if st, b := r.post(c, "/host/box/h/agent/answer", url.Values{"choice": {"Yes"}}, hdr); st != http.StatusOK || !strings.Contains(b, `"ok":true`) {
 		t.Fatalf("answer on box = %d %s", st, b)
