@@ -84,6 +84,21 @@ func TestScenario_ASessionThatCanBeAskedOrSetALogLevelKeepsTheGoSDKPath(t *testi
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("a raw session call: %d %s, want 200 application/json", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
+
+	// A call that asks for a task is the go-sdk's (with its task kept).
+	before = b.FastCalls()
+	req, _ = http.NewRequest(http.MethodPost, e.url, strings.NewReader(`{"jsonrpc":"2.0","id":"x2","method":"tools/call","params":{"name":"up__echo","arguments":{"text":"task"},"task":{"ttl":60000}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(protocolVersionHeader, "2025-11-25")
+	req.Header.Set(sessionIDHeader, sid)
+	if resp, err = httpClient(t, "tok-web").Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n := b.FastCalls() - before; n != 0 || resp.Header.Get("Content-Type") == "application/json" {
+		t.Errorf("a call asking for a task: %d forwarded as bytes, answered as %q", n, resp.Header.Get("Content-Type"))
+	}
 }
 
 // TestScenario_ABusySessionOnTheFastPathOutlivesItsIdleTimeout: calls the
