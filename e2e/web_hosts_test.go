@@ -259,7 +259,9 @@ func TestScenario_EveryMachineInOnePage(t *testing.T) {
 	// ro's refusal with its code; box's own log has them as its key.
 	es := f.audit()
 	if !hasAudit(es, "answer", "box:demo", "page", "token:operator") || !hasAudit(es, "start", "box:idle", "page", "token:operator") ||
-		!slices.ContainsFunc(es, func(e auditEntry) bool { return e.Op == "answer" && e.Target == "ro:demo" && e.Outcome == "not_permitted" }) {
+		!slices.ContainsFunc(es, func(e auditEntry) bool {
+			return e.Op == "answer" && e.Target == "ro:demo" && e.Outcome == "not_permitted"
+		}) {
 		t.Fatalf("the local audit log: %+v", es)
 	}
 	if !slices.ContainsFunc(remote.audit(), func(e auditEntry) bool { return e.Op == "start" && e.Target == "idle" && e.Actor == "ssh:writer" }) {

@@ -25,7 +25,9 @@ func (u *askingUps) Tools(string) []broker.Tool {
 	return []broker.Tool{{Tool: &mcp.Tool{Name: "up__ask", InputSchema: map[string]any{"type": "object"}}, Key: "up", Class: api.Read}}
 }
 
-func (u *askingUps) Known(_, name string) (bool, bool) { return strings.HasPrefix(name, "up__"), name == "up__ask" }
+func (u *askingUps) Known(_, name string) (bool, bool) {
+	return strings.HasPrefix(name, "up__"), name == "up__ask"
+}
 
 func (u *askingUps) WaitStarting(context.Context, string) {}
 
