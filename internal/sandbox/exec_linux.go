@@ -32,7 +32,7 @@ func Exec(args []string) int {
 	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
 		return fail(fmt.Errorf("spec: %w", err))
 	}
-	if err := apply(spec); err != nil {
+	if err := apply(spec, args[1]); err != nil {
 		return fail(err)
 	}
 	err := syscall.Exec(args[1], args[2:], os.Environ())
@@ -44,8 +44,9 @@ func fail(err error) int {
 	return ExitSetup
 }
 
-// apply sets the sandbox up in this process, which the exec keeps.
-func apply(spec Spec) error {
+// apply sets the sandbox up in this process, which the exec keeps: prog
+// is the program it will exec.
+func apply(spec Spec, prog string) error {
 	if spec.Net != "" {
 		if err := loopbackUp(); err != nil {
 			return fmt.Errorf("network namespace: %w", err)
@@ -55,6 +56,13 @@ func apply(spec Spec) error {
 				return fmt.Errorf("egress proxy: %w", err)
 			}
 		}
+	}
+	if spec.Tmp != "" {
+		// Before Landlock, which forbids changing the mounts.
+		if err := privateTmp(spec); err != nil {
+			return fmt.Errorf("private /tmp: %w", err)
+		}
+		spec.RW = append(spec.RW, tmpPath)
 	}
 	if spec.FS {
 		if err := restrictFiles(spec); err != nil {
@@ -239,12 +247,25 @@ func ABI() (int, error) {
 	return int(v), nil
 }
 
+// probeNoMount is the probe's exit status when the namespaces work but a
+// mount over /tmp in them does not.
+const probeNoMount = 3
+
 // probeChild is the shim's probe, run in new namespaces: it reports
-// success when it can bring the loopback up.
+// success when it can bring the loopback up and mount over /tmp (its own
+// /tmp over itself: nothing changes, and the namespace ends with it).
 func probeChild() int {
 	if err := loopbackUp(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		fmt.Fprintln(os.Stderr, "make / private:", err)
+		return probeNoMount
+	}
+	if err := unix.Mount(tmpPath, tmpPath, "", unix.MS_BIND, ""); err != nil {
+		fmt.Fprintln(os.Stderr, "bind /tmp:", err)
+		return probeNoMount
 	}
 	return 0
 }
