@@ -59,8 +59,14 @@ func TestAgent_RealAgentsFinishATurnInsideTheSandbox(t *testing.T) {
 	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
 			t.Parallel()
-			outside := t.TempDir()
-			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: spec.agent == "codex"}, nil, outsideTmp(t), "",
+			dir := outsideTmp(t)
+			// Beside the workdir, not below /tmp: Landlock, not the
+			// private /tmp, must be what stops the write.
+			outside := filepath.Join(dir, "outside")
+			if err := os.Mkdir(outside, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: spec.agent == "codex"}, nil, dir, "",
 				`sandbox = { fs = "workdir", network = "allow", allow = ["{API}"] }`)
 			switch spec.agent {
 			case "claude-code":
