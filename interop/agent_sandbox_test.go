@@ -110,8 +110,7 @@ func TestAgent_RealAgentsFinishATurnInsideTheSandbox(t *testing.T) {
 }
 
 // TestAgent_ASandboxedResumedAgentRemembers: with resume = true inside fs
-// = "workdir", network = "allow" (the model API allowed from the agent's
-// environment), after `harness restart` the agent's next request carries
+// = "workdir", network = "allow", after `harness restart` the agent's next request carries
 // the earlier turn: its session files, in its own state directories, were
 // written inside the sandbox and read back by the next run.
 func TestAgent_ASandboxedResumedAgentRemembers(t *testing.T) {
@@ -119,7 +118,9 @@ func TestAgent_ASandboxedResumedAgentRemembers(t *testing.T) {
 	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
 			t.Parallel() // each agent has its own daemon, model server, HOME and workdir
-			rf := newRunFleet(t, spec, "resume = true\nmcp_wire = false\n"+`sandbox = { fs = "workdir", network = "allow" }`)
+			// Listed: Codex's provider is in its config.toml, which the
+			// agent's API from its environment does not see.
+			rf := newRunFleet(t, spec, "resume = true\nmcp_wire = false\n"+`sandbox = { fs = "workdir", network = "allow", allow = ["{API}"] }`)
 			rf.api.Script(modelapi.Turn{Text: "Noted the word."}, modelapi.Turn{Text: "It was papaya."})
 			if out, errOut, code := rf.Run("start", "a"); code != 0 {
 				t.Fatalf("start: %s%s", out, errOut)
