@@ -17,6 +17,17 @@ import (
 // the program never runs unconfined.
 const ExitSetup = 126
 
+// init runs the shim as soon as this package is initialised, when the
+// binary was started as `harness sandbox-exec ...`: before the packages
+// that sort after it (most of the daemon's, and the heavy third-party
+// ones) are initialised, which would add their start-up to every
+// sandboxed spawn (docs/design/sandbox.md). It never returns then.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == Subcommand {
+		os.Exit(Exec(os.Args[2:]))
+	}
+}
+
 // Exec is the shim, `harness sandbox-exec SPEC PROG ARGV0 ARGS...`: it
 // applies SPEC and execs PROG with ARGV0 ARGS... in its place. It returns
 // only on failure, with the exit status.
