@@ -66,7 +66,11 @@ func TestAgent_RealAgentsFinishATurnInsideTheSandbox(t *testing.T) {
 			if err := os.Mkdir(outside, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: spec.agent == "codex"}, nil, dir, "",
+			// Gemini CLI trusted beforehand: where it reads harness's
+			// wiring (a root-only path, as here), a prompt sent right
+			// after its trust dialog was answered never reached the
+			// model, unconfined as well as sandboxed.
+			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: spec.agent != "claude-code"}, nil, dir, "",
 				`sandbox = { fs = "workdir", network = "allow", allow = ["{API}"] }`)
 			switch spec.agent {
 			case "claude-code":
@@ -74,9 +78,6 @@ func TestAgent_RealAgentsFinishATurnInsideTheSandbox(t *testing.T) {
 				af.answer(w, "Yes, I trust this folder", "Down")
 				w = af.waitAgent("the API key dialog", func(w agentWait) bool { return w.WaitingFor == "choice" })
 				af.answer(w, "Yes", "Up")
-			case "gemini":
-				w := af.waitState("waiting")
-				af.answer(w, w.Choices[0])
 			}
 			af.waitState("ready")
 			var d api.Description
@@ -89,10 +90,11 @@ func TestAgent_RealAgentsFinishATurnInsideTheSandbox(t *testing.T) {
 			escape := filepath.Join(outside, "escaped-by-agent")
 			af.api.Script(modelapi.Turn{Shell: "touch made-by-agent; touch " + escape}, modelapi.Turn{Text: "Done."})
 			af.ask("Make the files")
-			w := af.waitState("waiting")
-			if w.WaitingFor != "permission" || len(w.Choices) < 2 {
-				t.Fatalf("permission: %+v\nscreen %s", w, af.lastScreen())
-			}
+			// Wired, Gemini CLI's hook tells the permission before its
+			// screen shows the choices.
+			w := af.waitAgent("the permission with its choices", func(w agentWait) bool {
+				return w.WaitingFor == "permission" && len(w.Choices) >= 2
+			})
 			af.answer(w, w.Choices[0])
 			af.mainRequest(1) // the prompt's, then the tool result's
 			af.waitState("ready")
