@@ -171,6 +171,9 @@ func TestScenario_SandboxedAgentWritesOnlyInItsWorkdirAndCannotReadSSHKeys(t *te
 		sb.FilesDenied == "" || sb.Denied != 0 {
 		t.Fatalf("describe's sandbox: %+v", sb)
 	}
+	if out := f.MustRun("describe", "boxed"); !strings.Contains(out, "sandbox:        files landlock-v") {
+		t.Errorf("describe's text shows no sandbox:\n%s", out)
+	}
 	// Its /tmp is its own where the machine permits a mount namespace:
 	// writable, its writes in the harness's directory, the shared /tmp
 	// out of sight; else only TMPDIR is its own and /tmp is unwritable.
