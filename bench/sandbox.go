@@ -19,7 +19,7 @@ import (
 )
 
 // sandboxRounds is how many starts part 10 times per variant.
-const sandboxRounds = 10
+const sandboxRounds = 20
 
 // runSandbox is part 10: start to first screen of a harness under fs =
 // "workdir", network = "allow" next to the same harness unconfined, in

@@ -17,6 +17,7 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/client"
+	"github.com/harness-dev/harness/internal/fleettest"
 	"github.com/harness-dev/harness/internal/sandbox"
 	"github.com/harness-dev/harness/internal/testenv"
 )
@@ -36,15 +37,62 @@ func needSandbox(t *testing.T, userns bool) {
 }
 
 // sandboxBox is a workdir, an outside directory and a fake HOME with an
-// SSH key, for a harness that probes them.
+// SSH key, for a harness that probes them, and a file in the shared /tmp.
 type sandboxBox struct {
-	work, outside, home string
+	work, outside, home, shared string
+}
+
+// outsideTmp is a new directory below the user's cache directory, not
+// /tmp, for the fleet and box of a test: a sandboxed run gets a private
+// /tmp only when nothing it needs lies below /tmp. Its name is short: the
+// daemon's socket goes below it.
+func outsideTmp(t *testing.T) string {
+	t.Helper()
+	base, err := os.UserCacheDir()
+	if err == nil {
+		err = os.MkdirAll(base, 0o700)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(base, "he-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// newFleetIn is newFleet on the daemon files in dir.
+func newFleetIn(t *testing.T, dir, config string) *fleet {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet{Fleet: fleettest.NewFleet(t, harnessBin, dir, daemonEnv())}
+	f.WriteConfig(config)
+	f.start()
+	t.Cleanup(f.checkCgroupGone)
+	t.Cleanup(f.Stop)
+	return f
 }
 
 func newSandboxBox(t *testing.T) sandboxBox {
 	t.Helper()
-	root := t.TempDir()
+	return newSandboxBoxIn(t, t.TempDir())
+}
+
+// newSandboxBoxIn is a box below root.
+func newSandboxBoxIn(t *testing.T, root string) sandboxBox {
+	t.Helper()
 	b := sandboxBox{work: filepath.Join(root, "work"), outside: filepath.Join(root, "outside"), home: filepath.Join(root, "home")}
+	shared, err := os.CreateTemp("/tmp", "harness-e2e-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared.Close()
+	b.shared = shared.Name()
+	t.Cleanup(func() { os.Remove(b.shared) })
 	for _, d := range []string{b.work, b.outside, filepath.Join(b.home, ".ssh")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -67,10 +115,15 @@ func (b sandboxBox) probeScript() string {
 		`ln -s $HOME/.ssh/id_ed25519 link && (cat link >/dev/null 2>&1 && echo symlink-ok >> $r || echo symlink-refused >> $r)`,
 		`ln $HOME/.ssh/id_ed25519 hard 2>/dev/null && echo hardlink-ok >> $r || echo hardlink-refused >> $r`,
 		`echo t > $TMPDIR/t 2>/dev/null && echo tmpdir-ok >> $r || echo tmpdir-refused >> $r`,
+		`echo t > /tmp/` + b.tmpName() + ` 2>/dev/null && echo tmp-write-ok >> $r || echo tmp-write-refused >> $r`,
+		`test -e ` + b.shared + ` && echo shared-tmp-visible >> $r || echo shared-tmp-hidden >> $r`,
 		`touch done`,
 		`exec sleep 600`,
 	}, "\n")
 }
+
+// tmpName is the file the probe writes in /tmp, unique to the box.
+func (b sandboxBox) tmpName() string { return filepath.Base(b.shared) + "-written" }
 
 func (b sandboxBox) harness(name, sandboxTable string) string {
 	return fmt.Sprintf("[harness.%s]\ncmd = \"sh\"\nargs = [\"-c\", %q]\nworkdir = %q\nenv = { HOME = %q }\nstop_grace = 1\n%s\n",
@@ -100,8 +153,9 @@ func describeSandbox(f *fleet, name string) *api.SandboxView {
 
 func TestScenario_SandboxedAgentWritesOnlyInItsWorkdirAndCannotReadSSHKeys(t *testing.T) {
 	needSandbox(t, false)
-	b := newSandboxBox(t)
-	f := newFleet(t, b.harness("boxed", `sandbox = { fs = "workdir" }`))
+	dir := outsideTmp(t)
+	b := newSandboxBoxIn(t, filepath.Join(dir, "box"))
+	f := newFleetIn(t, filepath.Join(dir, "d"), b.harness("boxed", `sandbox = { fs = "workdir" }`))
 	f.MustRun("start", "boxed")
 	got := b.result(f)
 	for _, want := range []string{"write-inside-ok", "write-outside-refused", "read-ssh-refused", "symlink-refused", "hardlink-refused", "tmpdir-ok"} {
@@ -113,8 +167,41 @@ func TestScenario_SandboxedAgentWritesOnlyInItsWorkdirAndCannotReadSSHKeys(t *te
 		t.Error("a file was written outside the workdir")
 	}
 	sb := describeSandbox(f, "boxed")
-	if sb == nil || !strings.HasPrefix(sb.FS, "landlock-v") || sb.Network != "host" || sb.Missing != "" {
+	if sb == nil || !strings.HasPrefix(sb.FS, "landlock-v") || sb.Network != "host" || sb.Missing != "" ||
+		sb.FilesDenied == "" || sb.Denied != 0 {
 		t.Fatalf("describe's sandbox: %+v", sb)
+	}
+	if out := f.MustRun("describe", "boxed"); !strings.Contains(out, "sandbox:        files landlock-v") {
+		t.Errorf("describe's text shows no sandbox:\n%s", out)
+	}
+	// Its /tmp is its own where the machine permits a mount namespace:
+	// writable, its writes in the harness's directory, the shared /tmp
+	// out of sight; else only TMPDIR is its own and /tmp is unwritable.
+	shared := filepath.Join("/tmp", b.tmpName())
+	private := filepath.Join(f.State, "sandbox", "boxed", "tmp", b.tmpName())
+	switch sb.Tmp {
+	case sandbox.TmpLevelMount:
+		for _, want := range []string{"tmp-write-ok", "shared-tmp-hidden"} {
+			if !strings.Contains(got, want+"\n") {
+				t.Errorf("the sandboxed probe found %q, want %s", got, want)
+			}
+		}
+		if _, err := os.Stat(private); err != nil {
+			t.Errorf("the write to /tmp is not in the private directory: %v", err)
+		}
+	case sandbox.TmpLevelDir:
+		if err := osexec.Command("unshare", "-Urm", "mount", "--bind", "/tmp", "/tmp").Run(); err == nil {
+			t.Errorf("describe's tmp is %q where a mount namespace is permitted", sb.Tmp)
+		}
+		if !strings.Contains(got, "tmp-write-refused\n") {
+			t.Errorf("the sandboxed probe found %q, want tmp-write-refused", got)
+		}
+	default:
+		t.Errorf("describe's tmp: %q", sb.Tmp)
+	}
+	if _, err := os.Stat(shared); err == nil {
+		os.Remove(shared)
+		t.Error("the sandboxed probe wrote in the shared /tmp")
 	}
 }
 
@@ -123,7 +210,8 @@ func TestScenario_UnsandboxedHarnessIsUnchanged(t *testing.T) {
 	f := newFleet(t, b.harness("free", ""))
 	f.MustRun("start", "free")
 	got := b.result(f)
-	for _, want := range []string{"write-inside-ok", "write-outside-ok", "read-ssh-ok", "symlink-ok", "hardlink-ok"} {
+	t.Cleanup(func() { os.Remove(filepath.Join("/tmp", b.tmpName())) })
+	for _, want := range []string{"write-inside-ok", "write-outside-ok", "read-ssh-ok", "symlink-ok", "hardlink-ok", "tmp-write-ok", "shared-tmp-visible"} {
 		if !strings.Contains(got, want+"\n") {
 			t.Errorf("the unsandboxed probe found %q, want %s", got, want)
 		}
@@ -237,12 +325,19 @@ func sandboxAllow(t *testing.T, daemonArgs ...string) {
 // answered.
 func TestScenario_SandboxedHarnessStillReachesTheDaemonOverMCP(t *testing.T) {
 	needSandbox(t, true)
-	work := t.TempDir()
+	dir := outsideTmp(t) // a private /tmp, the harness binary bound back read-only
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	script := fmt.Sprintf("printf '%%s\\n' '%s' | timeout 20 %s mcp > result 2>&1; touch done; exec sleep 600", init, harnessBin)
-	f := newFleet(t, fmt.Sprintf("[harness.mcpbox]\ncmd = \"sh\"\nargs = [\"-c\", %q]\nworkdir = %q\nstop_grace = 1\nsandbox = { fs = \"workdir\", network = \"none\" }\n", script, work))
+	f := newFleetIn(t, filepath.Join(dir, "d"), fmt.Sprintf("[harness.mcpbox]\ncmd = \"sh\"\nargs = [\"-c\", %q]\nworkdir = %q\nstop_grace = 1\nsandbox = { fs = \"workdir\", network = \"none\" }\n", script, work))
 	f.MustRun("start", "mcpbox")
 	if got := waitResult(f, work); !strings.Contains(got, `"serverInfo"`) {
 		t.Fatalf("harness mcp from inside the sandbox: %q", got)
+	}
+	if sb := describeSandbox(f, "mcpbox"); sb == nil || sb.Tmp != sandbox.TmpLevelMount {
+		t.Fatalf("describe's sandbox: %+v", sb)
 	}
 }

@@ -16,25 +16,61 @@ import (
 	"github.com/harness-dev/harness/internal/testenv"
 )
 
-// Claude Code and Codex each finish a turn with an approved
-// shell tool call inside fs = "workdir", network = "allow" (the model
-// server on the host's loopback reached through the egress proxy): the
-// command's write in the workdir lands, its write outside fails, and
-// describe shows the levels reached (docs/sandbox.md). Gemini CLI 0.61.0
-// is not here yet: sandboxed (fs alone, or network alone) it draws its
-// prompt but never submits a sent one, which it does unconfined.
-func TestAgent_RealAgentsFinishATurnInsideTheSandbox(t *testing.T) {
+// needAgentSandbox skips (fails under HARNESS_CI) where the kernel lacks
+// what fs = "workdir", network = "allow" needs.
+func needAgentSandbox(t *testing.T) {
+	t.Helper()
 	if abi, _ := sandbox.ABI(); abi < 1 {
 		testenv.Missing(t, "Landlock", "the sandbox confines files with it")
 	}
 	if err := exec.Command("unshare", "-Urn", "true").Run(); err != nil {
 		testenv.Missing(t, "unprivileged user and network namespaces", err.Error())
 	}
-	for _, spec := range []agentSpec{claudeSpec, codexSpec} {
+}
+
+// outsideTmp is a new directory below the user's cache directory, not
+// /tmp, for an agent's fleet, HOME and workdir: with nothing it needs
+// below /tmp, a sandboxed run gets a private /tmp.
+func outsideTmp(t *testing.T) string {
+	t.Helper()
+	base, err := os.UserCacheDir()
+	if err == nil {
+		err = os.MkdirAll(base, 0o700)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(base, "hi-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// Claude Code, Codex and Gemini CLI each finish a turn with an approved
+// shell tool call inside fs = "workdir", network = "allow" (the model
+// server on the host's loopback reached through the egress proxy): the
+// command's write in the workdir lands, its write outside fails, and
+// describe shows the levels reached, a private /tmp among them
+// (docs/sandbox.md).
+func TestAgent_RealAgentsFinishATurnInsideTheSandbox(t *testing.T) {
+	needAgentSandbox(t)
+	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
 			t.Parallel()
-			outside := t.TempDir()
-			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: spec.agent == "codex"}, nil, t.TempDir(), "",
+			dir := outsideTmp(t)
+			// Beside the workdir, not below /tmp: Landlock, not the
+			// private /tmp, must be what stops the write.
+			outside := filepath.Join(dir, "outside")
+			if err := os.Mkdir(outside, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// Gemini CLI trusted beforehand: where it reads harness's
+			// wiring (a root-only path, as here), a prompt sent right
+			// after its trust dialog was answered never reached the
+			// model, unconfined as well as sandboxed.
+			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: spec.agent != "claude-code"}, nil, dir, "",
 				`sandbox = { fs = "workdir", network = "allow", allow = ["{API}"] }`)
 			switch spec.agent {
 			case "claude-code":
@@ -42,24 +78,23 @@ func TestAgent_RealAgentsFinishATurnInsideTheSandbox(t *testing.T) {
 				af.answer(w, "Yes, I trust this folder", "Down")
 				w = af.waitAgent("the API key dialog", func(w agentWait) bool { return w.WaitingFor == "choice" })
 				af.answer(w, "Yes", "Up")
-			case "gemini":
-				w := af.waitState("waiting")
-				af.answer(w, w.Choices[0])
 			}
 			af.waitState("ready")
 			var d api.Description
 			af.MustJSON(&d, "describe", af.name)
-			if d.Sandbox == nil || !strings.HasPrefix(d.Sandbox.FS, "landlock-v") || d.Sandbox.Network != "netns+proxy" {
+			if d.Sandbox == nil || !strings.HasPrefix(d.Sandbox.FS, "landlock-v") || d.Sandbox.Network != "netns+proxy" ||
+				d.Sandbox.Tmp != sandbox.TmpLevelMount {
 				t.Fatalf("describe's sandbox: %+v", d.Sandbox)
 			}
 
 			escape := filepath.Join(outside, "escaped-by-agent")
 			af.api.Script(modelapi.Turn{Shell: "touch made-by-agent; touch " + escape}, modelapi.Turn{Text: "Done."})
 			af.ask("Make the files")
-			w := af.waitState("waiting")
-			if w.WaitingFor != "permission" || len(w.Choices) < 2 {
-				t.Fatalf("permission: %+v\nscreen %s", w, af.lastScreen())
-			}
+			// Wired, Gemini CLI's hook tells the permission before its
+			// screen shows the choices.
+			w := af.waitAgent("the permission with its choices", func(w agentWait) bool {
+				return w.WaitingFor == "permission" && len(w.Choices) >= 2
+			})
 			af.answer(w, w.Choices[0])
 			af.mainRequest(1) // the prompt's, then the tool result's
 			af.waitState("ready")
@@ -72,6 +107,41 @@ func TestAgent_RealAgentsFinishATurnInsideTheSandbox(t *testing.T) {
 			if reqs := af.api.Requests(); !slices.ContainsFunc(reqs, func(r modelapi.Request) bool { return strings.Contains(string(r.Body), "touch made-by-agent") }) {
 				t.Errorf("no request carried the tool call's result")
 			}
+		})
+	}
+}
+
+// TestAgent_ASandboxedResumedAgentRemembers: with resume = true inside fs
+// = "workdir", network = "allow", after `harness restart` the agent's next request carries
+// the earlier turn: its session files, in its own state directories, were
+// written inside the sandbox and read back by the next run.
+func TestAgent_ASandboxedResumedAgentRemembers(t *testing.T) {
+	needAgentSandbox(t)
+	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
+		t.Run(spec.agent, func(t *testing.T) {
+			t.Parallel() // each agent has its own daemon, model server, HOME and workdir
+			// Listed: Codex's provider is in its config.toml, which the
+			// agent's API from its environment does not see.
+			rf := newRunFleet(t, spec, "resume = true\nmcp_wire = false\n"+`sandbox = { fs = "workdir", network = "allow", allow = ["{API}"] }`)
+			rf.api.Script(modelapi.Turn{Text: "Noted the word."}, modelapi.Turn{Text: "It was papaya."})
+			if out, errOut, code := rf.Run("start", "a"); code != 0 {
+				t.Fatalf("start: %s%s", out, errOut)
+			}
+			af := rf.agent()
+			rf.askAndSee(af, "Remember the word PAPAYA-7731.")
+			af.screenHas("the answer", "Noted the word")
+			var d api.Description
+			rf.MustJSON(&d, "describe", "a")
+			if d.Sandbox == nil || !strings.HasPrefix(d.Sandbox.FS, "landlock-v") || d.Sandbox.Network != "netns+proxy" {
+				t.Fatalf("describe's sandbox: %+v", d.Sandbox)
+			}
+			if out, errOut, code := rf.Run("restart", "a"); code != 0 {
+				t.Fatalf("restart: %s%s", out, errOut)
+			}
+			if r := rf.askAndSee(af, "Tell me the word I gave you."); !strings.Contains(string(r.Body), "PAPAYA-7731") {
+				t.Errorf("after restart the sandboxed agent's request lacks the earlier turn: %.400s", r.Body)
+			}
+			af.screenHas("the second answer", "It was papaya")
 		})
 	}
 }

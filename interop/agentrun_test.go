@@ -72,7 +72,8 @@ workdir = %q
 env = { %s }
 stop_grace = 3
 %s
-`, tuiBin(t, spec.bin), strings.Join(quoted, ", "), rf.work, strings.Join(kv, ", "), keys)
+`, tuiBin(t, spec.bin), strings.Join(quoted, ", "), rf.work, strings.Join(kv, ", "),
+		strings.ReplaceAll(keys, "{API}", strings.TrimPrefix(srv.URL, "http://"))) // {API}: a sandbox's allow list
 	rf.fleet = newFleetAt(t, dir, rf.config, daemonArgs...)
 	t.Cleanup(rf.checkNothingLeft)
 	return rf

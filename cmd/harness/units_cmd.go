@@ -84,6 +84,9 @@ func describeCmd(g *globals) *cobra.Command {
 			if len(d.Config.Ports) > 0 {
 				fmt.Fprintf(w, "ports:          %s\n", portsText(d.Config.Ports))
 			}
+			if d.Sandbox != nil {
+				fmt.Fprintf(w, "sandbox:        %s\n", sandboxText(d.Sandbox))
+			}
 			fmt.Fprintf(w, "restart:        %s (delay %gs, stop grace %gs)\nmcp_allow:      %s\nconfig_changed: %v\n",
 				d.Config.Restart, d.Config.RestartDelayS, d.Config.StopGraceS, strings.Join(d.Config.MCPAllow, ","), d.ConfigChanged)
 			if len(d.Grant) > 0 {
@@ -207,6 +210,26 @@ func worktreeText(wt *api.WorktreeView) string {
 }
 
 // holdText renders a hold as "hours until 2026-12-07 08:00 (outside hours Mon-Fri 08:00-19:00)".
+// sandboxText is the levels a run's sandbox reached and what it refused
+// (docs/sandbox.md).
+func sandboxText(sb *api.SandboxView) string {
+	s := "files " + sb.FS + ", network " + sb.Network
+	if sb.Tmp != "" {
+		s += ", /tmp " + sb.Tmp
+	}
+	if sb.Missing != "" {
+		s += "; missing: " + sb.Missing
+	}
+	s += fmt.Sprintf("; %d refused by the proxy", sb.Denied)
+	if sb.LastDenied != "" {
+		s += " (last " + sb.LastDenied + ")"
+	}
+	if sb.FilesDenied != "" {
+		s += "; file refusals " + sb.FilesDenied
+	}
+	return s
+}
+
 func holdText(h *api.Hold) string {
 	s := string(h.Reason)
 	if h.Until != nil {

@@ -83,15 +83,18 @@ type AgentScreen struct {
 
 // SandboxView is a run's sandbox as describe shows it: the levels reached
 // (fs "landlock-v7", "off" or "none" when asked for and not reached;
-// network "host", "netns", "netns+proxy" or "none"), why a level is
-// missing, and what it was refused.
+// network "host", "netns", "netns+proxy" or "none"; tmp "mount" for a
+// private /tmp, "dir" for only a private TMPDIR), why a level is missing,
+// and what it was refused: Denied and LastDenied are the egress proxy's
+// refusals; FilesDenied says why file refusals are not counted.
 type SandboxView struct {
-	FS         string `json:"fs"`
-	Network    string `json:"network"`
-	Tmp        string `json:"tmp,omitempty"`
-	Missing    string `json:"missing,omitempty"`
-	Denied     int64  `json:"denied"`
-	LastDenied string `json:"last_denied,omitempty"`
+	FS          string `json:"fs"`
+	Network     string `json:"network"`
+	Tmp         string `json:"tmp,omitempty"`
+	Missing     string `json:"missing,omitempty"`
+	Denied      int64  `json:"denied"`
+	LastDenied  string `json:"last_denied,omitempty"`
+	FilesDenied string `json:"files_denied,omitempty"`
 }
 
 // ResourceEvents count what the limits of a run's cgroup did.

@@ -16,6 +16,7 @@ import (
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/runs"
+	"github.com/harness-dev/harness/internal/sandbox"
 	"github.com/harness-dev/harness/internal/supervise"
 )
 
@@ -70,6 +71,9 @@ func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description,
 	if sb := st.Sandbox; sb != nil && st.HasRun() {
 		d.Sandbox = &api.SandboxView{FS: sb.Levels.FS, Network: sb.Levels.Network, Tmp: sb.Levels.Tmp,
 			Missing: sb.Levels.Missing, Denied: sb.Denied(), LastDenied: sb.LastDenied()}
+		if fs := sb.Levels.FS; fs != sandbox.FSOff && fs != sandbox.FSNotBuilt {
+			d.Sandbox.FilesDenied = sandbox.FilesDenials
+		}
 	}
 	if run, read := u.sup.AgentScreenRead(); read.Looked && run == st.RunID && st.HasRun() {
 		d.AgentScreen = agentScreenView(d.Agent, read)

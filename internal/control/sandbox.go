@@ -16,8 +16,9 @@ import (
 // sandboxPolicy is what h's sandbox asks of each run (docs/sandbox.md):
 // the configured keys, the default deny list with the daemon's state
 // directory (every harness's worktree and wiring is below it), the
-// agent's own state paths, a private TMPDIR, and the agent's model API
-// for network = "allow".
+// agent's own state paths, a private /tmp (or TMPDIR), the socket to
+// keep in sight, and the agent's model API for network =
+// "allow".
 func (c *Control) sandboxPolicy(name string, h *config.Harness) sandbox.Policy {
 	s := h.Sandbox
 	if !s.Active() {
@@ -31,6 +32,11 @@ func (c *Control) sandboxPolicy(name string, h *config.Harness) sandbox.Policy {
 		if dir := c.agentDir(name); dir != "" {
 			pol.Read = append(pol.Read, dir) // its wiring: MCP config, hooks
 		}
+	}
+	if sock := c.opt.SocketPath; sock != "" {
+		// Its `harness mcp` and hooks dial the socket: a private /tmp
+		// must not hide it.
+		pol.Keep = append(pol.Keep, sock)
 	}
 	ad := agent.MustLookup(h.Agent)
 	pol.StateDirs, pol.StateFiles = slices.Clone(ad.Sandbox.State), slices.Clone(ad.Sandbox.StateFiles)

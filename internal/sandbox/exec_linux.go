@@ -17,6 +17,17 @@ import (
 // the program never runs unconfined.
 const ExitSetup = 126
 
+// init runs the shim as soon as this package is initialised, when the
+// binary was started as `harness sandbox-exec ...`: before the packages
+// that sort after it (most of the daemon's, and the heavy third-party
+// ones) are initialised, which would add their start-up to every
+// sandboxed spawn (docs/design/sandbox.md). It never returns then.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == Subcommand {
+		os.Exit(Exec(os.Args[2:]))
+	}
+}
+
 // Exec is the shim, `harness sandbox-exec SPEC PROG ARGV0 ARGS...`: it
 // applies SPEC and execs PROG with ARGV0 ARGS... in its place. It returns
 // only on failure, with the exit status.
@@ -32,7 +43,7 @@ func Exec(args []string) int {
 	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
 		return fail(fmt.Errorf("spec: %w", err))
 	}
-	if err := apply(spec); err != nil {
+	if err := apply(spec, args[1]); err != nil {
 		return fail(err)
 	}
 	err := syscall.Exec(args[1], args[2:], os.Environ())
@@ -44,8 +55,9 @@ func fail(err error) int {
 	return ExitSetup
 }
 
-// apply sets the sandbox up in this process, which the exec keeps.
-func apply(spec Spec) error {
+// apply sets the sandbox up in this process, which the exec keeps: prog
+// is the program it will exec.
+func apply(spec Spec, prog string) error {
 	if spec.Net != "" {
 		if err := loopbackUp(); err != nil {
 			return fmt.Errorf("network namespace: %w", err)
@@ -55,6 +67,13 @@ func apply(spec Spec) error {
 				return fmt.Errorf("egress proxy: %w", err)
 			}
 		}
+	}
+	if spec.Tmp != "" {
+		// Before Landlock, which forbids changing the mounts.
+		if err := privateTmp(spec); err != nil {
+			return fmt.Errorf("private /tmp: %w", err)
+		}
+		spec.RW = append(spec.RW, tmpPath)
 	}
 	if spec.FS {
 		if err := restrictFiles(spec); err != nil {
@@ -239,12 +258,25 @@ func ABI() (int, error) {
 	return int(v), nil
 }
 
+// probeNoMount is the probe's exit status when the namespaces work but a
+// mount over /tmp in them does not.
+const probeNoMount = 3
+
 // probeChild is the shim's probe, run in new namespaces: it reports
-// success when it can bring the loopback up.
+// success when it can bring the loopback up and mount over /tmp (its own
+// /tmp over itself: nothing changes, and the namespace ends with it).
 func probeChild() int {
 	if err := loopbackUp(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		fmt.Fprintln(os.Stderr, "make / private:", err)
+		return probeNoMount
+	}
+	if err := unix.Mount(tmpPath, tmpPath, "", unix.MS_BIND, ""); err != nil {
+		fmt.Fprintln(os.Stderr, "bind /tmp:", err)
+		return probeNoMount
 	}
 	return 0
 }

@@ -51,12 +51,16 @@ type Policy struct {
 	Required bool     // refuse the start when a level cannot be reached
 	// StateDirs are the agent's own writable state directories (the
 	// adapter names them; made if missing), StateFiles its state files;
-	// TmpDir is the run's private temporary directory (TMPDIR).
+	// TmpDir is the run's private temporary directory: mounted over /tmp
+	// where a mount namespace is permitted, else only TMPDIR.
 	StateDirs  []string
 	StateFiles []string
 	TmpDir     string
 	// Read are readable even within Deny: the run's wiring files.
 	Read []string
+	// Keep are more paths the run must still reach (the daemon's socket):
+	// one below /tmp keeps /tmp shared (Place).
+	Keep []string
 }
 
 // Active reports whether p confines anything.
@@ -68,15 +72,28 @@ func (p *Policy) Active() bool {
 type Levels struct {
 	FS      string `json:"fs"`      // "landlock-vN", "off" or "none"
 	Network string `json:"network"` // "host", "netns", "netns+proxy" or "none"
-	Tmp     string `json:"tmp,omitempty"`
+	// Tmp is TmpLevelMount (a private /tmp) or TmpLevelDir (only TMPDIR).
+	Tmp string `json:"tmp,omitempty"`
 	// Missing says why a level asked for was not reached.
 	Missing string `json:"missing,omitempty"`
 }
+
+// Private temporary directory levels (Levels.Tmp).
+const (
+	TmpLevelMount = "mount" // the run's directory is mounted over /tmp, TMPDIR=/tmp
+	TmpLevelDir   = "dir"   // /tmp stays shared and unwritable; TMPDIR is the run's directory
+)
+
+// FilesDenials is what describe says of file refusals: the kernel tells
+// only the audit subsystem about a Landlock denial, so harness cannot
+// count them (docs/design/sandbox.md).
+const FilesDenials = "not counted: the kernel reports Landlock denials only to the audit log"
 
 // Caps is what this machine offers, probed once (Probe).
 type Caps struct {
 	Landlock int    // Landlock ABI; 0 without
 	UserNS   bool   // user and network namespaces may be made unprivileged
+	MountNS  bool   // ... and in them a mount over /tmp
 	Why      string // why something is missing
 }
 
@@ -99,7 +116,11 @@ func Plan(p *Policy, caps Caps) (Spec, Levels, error) {
 			spec.Read = p.Read
 			if p.TmpDir != "" {
 				spec.RW = append(spec.RW, p.TmpDir)
-				lv.Tmp = "dir"
+				lv.Tmp = TmpLevelDir
+				if caps.MountNS {
+					spec.Tmp = p.TmpDir
+					lv.Tmp = TmpLevelMount
+				}
 			}
 		} else {
 			lv.FS = FSNotBuilt
@@ -134,6 +155,34 @@ func why(c Caps) string {
 	return " (" + c.Why + ")"
 }
 
+// tmpPath is the shared temporary directory a run may get its own over.
+const tmpPath = "/tmp"
+
+// Place settles the private /tmp at the spawn, when the run's workdir,
+// HOME and program are known: it is mounted only when none of them nor
+// of p's paths lies below /tmp, since Landlock rules reach down through
+// mounts and the private /tmp's would grant everything bound below it.
+// Otherwise the run keeps only its TMPDIR (lv.Tmp "dir"); the returned
+// path says why, "" when nothing changed.
+func Place(spec *Spec, lv *Levels, p *Policy, workdir, home, prog string) string {
+	if spec.Tmp == "" {
+		return ""
+	}
+	need := []string{workdir, home, prog}
+	for _, l := range [][]string{p.RW, p.StateDirs, p.StateFiles, p.Read, p.Keep} {
+		for _, x := range l {
+			need = append(need, expandHome(x, home))
+		}
+	}
+	for _, n := range need {
+		if n != "" && filepath.IsAbs(n) && within(resolve(n), tmpPath) {
+			spec.Tmp, lv.Tmp = "", TmpLevelDir
+			return n
+		}
+	}
+	return ""
+}
+
 // Spec is what the shim applies, passed to it as JSON.
 type Spec struct {
 	FS   bool     `json:"fs,omitempty"`   // Landlock: write only Dir and RW, read all but Deny
@@ -148,10 +197,13 @@ type Spec struct {
 	// NetAllow it hands a listener on 127.0.0.1:ProxyPort to the daemon on
 	// fd 3.
 	Net string `json:"net,omitempty"`
+	// Tmp, when set, is mounted over /tmp in a mount namespace of the
+	// run's own (started in new user and mount namespaces).
+	Tmp string `json:"tmp,omitempty"`
 }
 
 // Namespaced reports whether the shim must start in new namespaces.
-func (s Spec) Namespaced() bool { return s.Net != "" }
+func (s Spec) Namespaced() bool { return s.Net != "" || s.Tmp != "" }
 
 // expandHome expands a leading "~" in p to home.
 func expandHome(p, home string) string {

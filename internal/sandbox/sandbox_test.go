@@ -62,3 +62,29 @@ func TestReadRootsLeaveOnlyTheDeniedPathUnreadable(t *testing.T) {
 		t.Errorf("the denied path's parent is not listable: %v", list)
 	}
 }
+
+func TestScenario_APrivateTmpIsMountedOnlyWhenNothingTheRunNeedsLiesBelowTmp(t *testing.T) {
+	pol := &Policy{FS: FSWorkdir, TmpDir: "/s/sandbox/a/tmp", StateDirs: []string{"~/.claude"}, Keep: []string{"/run/h/harness.sock"}}
+	spec, lv, err := Plan(pol, Caps{Landlock: 7, UserNS: true, MountNS: true})
+	if err != nil || spec.Tmp != "/s/sandbox/a/tmp" || lv.Tmp != TmpLevelMount || !spec.Namespaced() || spec.Net != "" {
+		t.Fatalf("with a mount namespace: %+v %+v %v", spec, lv, err)
+	}
+	if why := Place(&spec, &lv, pol, "/src/app", "/home/u", "/usr/bin/claude"); why != "" || spec.Tmp == "" {
+		t.Fatalf("nothing below /tmp, yet %q", why)
+	}
+	for _, c := range []struct{ work, home, sock string }{
+		{"/tmp/app", "/home/u", "/run/h/harness.sock"},
+		{"/src/app", "/tmp/home", "/run/h/harness.sock"}, // ~/.claude too
+		{"/src/app", "/home/u", "/tmp/h/harness.sock"},
+	} {
+		s, l, p := spec, lv, *pol
+		p.Keep = []string{c.sock}
+		if why := Place(&s, &l, &p, c.work, c.home, "/usr/bin/claude"); why == "" || s.Tmp != "" || l.Tmp != TmpLevelDir || s.Namespaced() {
+			t.Errorf("%+v: kept the mount (%q): %+v %+v", c, why, s, l)
+		}
+	}
+	spec, lv, _ = Plan(pol, Caps{Landlock: 7})
+	if spec.Tmp != "" || lv.Tmp != TmpLevelDir || !slices.Contains(spec.RW, "/s/sandbox/a/tmp") {
+		t.Fatalf("without a mount namespace: %+v %+v", spec, lv)
+	}
+}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -19,8 +20,9 @@ var (
 )
 
 // Probe is what this machine offers, found once per process: the Landlock
-// ABI, and whether the shim can start in new user and network namespaces
-// (tried for real: sysctls, AppArmor and seccomp all have a say).
+// ABI, whether the shim can start in new user and network namespaces, and
+// mount over /tmp in them (tried for real: sysctls, AppArmor and seccomp
+// all have a say).
 func Probe() Caps {
 	probeOnce.Do(func() { probed = probe() })
 	return probed
@@ -40,20 +42,29 @@ func probe() Caps {
 	}
 	cmd := exec.Command(exe, Subcommand, "--probe")
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
-	namespaces(cmd.SysProcAttr)
+	namespaces(cmd.SysProcAttr, true)
 	out, err := cmd.CombinedOutput()
-	if err != nil {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		c.UserNS, c.MountNS = true, true
+	case errors.As(err, &ee) && ee.ExitCode() == probeNoMount:
+		c.UserNS = true
+		c.Why = fmt.Sprintf("mount namespace: %s", out)
+	default:
 		c.Why = fmt.Sprintf("namespaces: %v %s", err, out)
-		return c
 	}
-	c.UserNS = true
 	return c
 }
 
-// namespaces makes a spawn with attrs start in new user, mount and
-// network namespaces, as the same user and group inside.
-func namespaces(attrs *syscall.SysProcAttr) {
-	attrs.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWNS
+// namespaces makes a spawn with attrs start in new user and mount
+// namespaces, and a network namespace with net, as the same user and
+// group inside.
+func namespaces(attrs *syscall.SysProcAttr, net bool) {
+	attrs.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS
+	if net {
+		attrs.Cloneflags |= syscall.CLONE_NEWNET
+	}
 	uid, gid := os.Getuid(), os.Getgid()
 	attrs.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	attrs.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
@@ -97,7 +108,7 @@ func Wrap(cmd *exec.Cmd, attrs *syscall.SysProcAttr, spec Spec) (*Wrapped, error
 	args := append([]string{exe, Subcommand, string(js), cmd.Path}, cmd.Args...)
 	cmd.Path, cmd.Args = exe, args
 	if spec.Namespaced() {
-		namespaces(attrs)
+		namespaces(attrs, spec.Net != "")
 	}
 	return w, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -55,12 +56,13 @@ func (s *SandboxRun) LastDenied() string {
 func sameSandbox(a, b sandbox.Policy) bool {
 	return a.FS == b.FS && a.Network == b.Network && a.Required == b.Required && a.TmpDir == b.TmpDir &&
 		slices.Equal(a.Allow, b.Allow) && slices.Equal(a.RW, b.RW) && slices.Equal(a.Deny, b.Deny) &&
-		slices.Equal(a.StateDirs, b.StateDirs) && slices.Equal(a.StateFiles, b.StateFiles) && slices.Equal(a.Read, b.Read)
+		slices.Equal(a.StateDirs, b.StateDirs) && slices.Equal(a.StateFiles, b.StateFiles) && slices.Equal(a.Read, b.Read) &&
+		slices.Equal(a.Keep, b.Keep)
 }
 
 func cloneSandbox(p sandbox.Policy) sandbox.Policy {
 	p.Allow, p.RW, p.Deny, p.StateDirs = slices.Clone(p.Allow), slices.Clone(p.RW), slices.Clone(p.Deny), slices.Clone(p.StateDirs)
-	p.Read, p.StateFiles = slices.Clone(p.Read), slices.Clone(p.StateFiles)
+	p.Read, p.StateFiles, p.Keep = slices.Clone(p.Read), slices.Clone(p.StateFiles), slices.Clone(p.Keep)
 	return p
 }
 
@@ -74,6 +76,9 @@ func (a *actor) sandboxSpawn(p *proc, cmd *exec.Cmd, attrs *syscall.SysProcAttr)
 		return nil
 	}
 	spec, lv, err := sandbox.Plan(&pol, sandbox.Probe())
+	if why := sandbox.Place(&spec, &lv, &pol, cmd.Dir, envHome(cmd.Env), cmd.Path); why != "" {
+		a.deps.Logger.Info("supervise: sandbox keeps the shared /tmp, with a private TMPDIR", logkey.Run, p.run, logkey.Path, why)
+	}
 	s := &SandboxRun{Levels: lv, emitted: map[string]time.Time{}}
 	p.sbx = s
 	if err != nil {
@@ -101,6 +106,16 @@ func (a *actor) sandboxSpawn(p *proc, cmd *exec.Cmd, attrs *syscall.SysProcAttr)
 	}
 	s.wrapped = w
 	return nil
+}
+
+// envHome is HOME as env sets it (its last), else the daemon's.
+func envHome(env []string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], "HOME="); ok {
+			return v
+		}
+	}
+	return os.Getenv("HOME")
 }
 
 // sandboxStarted follows the start attempt: on success the proxy is
