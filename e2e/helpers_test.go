@@ -24,6 +24,10 @@ import (
 // drive it exactly as a user would.
 var harnessBin string
 
+// buildTags are the build tags of harnessBin: "tailnet" when the tests
+// run with that tag (tailnet_test.go), so the binary has its node.
+var buildTags string
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(runChild(mode)) // a harness of some test: this binary re-executed
@@ -41,7 +45,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	harnessBin = filepath.Join(dir, "harness")
-	build := exec.Command("go", "build", "-o", harnessBin, "../cmd/harness")
+	build := exec.Command("go", "build", "-tags", buildTags, "-o", harnessBin, "../cmd/harness")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build harness:", err)

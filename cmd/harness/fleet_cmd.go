@@ -94,6 +94,12 @@ func daemonInfoCmd(g *globals) *cobra.Command {
 			if res.WebFingerprint != "" {
 				fmt.Fprintf(w, "web cert:  SHA-256 %s\n", res.WebFingerprint)
 			}
+			if res.TailnetURL != "" {
+				fmt.Fprintf(w, "tailnet:   %s\n", res.TailnetURL)
+			}
+			if res.TailnetError != "" {
+				fmt.Fprintf(w, "tailnet error: %s\n", res.TailnetError)
+			}
 			if res.WebError != "" {
 				fmt.Fprintf(w, "web error: %s\n", res.WebError)
 			}

@@ -26,6 +26,7 @@ const (
 	DoorPage    Door = "page"    // the web dashboard, signed in with a token
 	DoorDevice  Door = "device"  // the web dashboard, a paired device
 	DoorLink    Door = "link"    // an action link of a notification
+	DoorTailnet Door = "tailnet" // the web dashboard, a tailnet login
 	DoorSSH     Door = "ssh"     // the SSH bridge (harness --host)
 	DoorWebhook Door = "webhook" // a webhook trigger
 )
@@ -37,7 +38,7 @@ type Caller struct {
 	// Harness is the attributed harness of an MCP session, "" when unattributed.
 	Harness string
 	// Door and Actor name the caller in the audit log: Actor is
-	// "device:NAME", "token:ID", "harness:NAME", "ssh:KEY-COMMENT" or
+	// "device:NAME", "token:ID", "tailnet:LOGIN", "harness:NAME", "ssh:KEY-COMMENT" or
 	// "cli:UID". Empty, they are derived from Kind (AuditDoor, AuditActor).
 	Door  Door
 	Actor string

@@ -91,6 +91,12 @@ type DaemonInfo struct {
 	// certificate that does not load, an address taken); the rest of the
 	// daemon serves on.
 	WebError string `json:"web_error,omitempty"`
+	// TailnetURL is the page's address on the tailnet ([web] tailnet),
+	// once the node is up; TailnetError says why it is not (a refused
+	// auth key, an unreachable control server, a build without tailnet
+	// support). The rest of the daemon serves on either way.
+	TailnetURL   string `json:"tailnet_url,omitempty"`
+	TailnetError string `json:"tailnet_error,omitempty"`
 }
 
 // TelemetryInfo counts what the OTLP export sent and lost

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/url"
+	"reflect"
 	"strings"
 )
 
@@ -22,10 +23,29 @@ type Web struct {
 	// QR codes are built on it, and its host is accepted in Host and
 	// Origin beside the listener's own.
 	PublicURL string
+	// Tailnet (tailnet, default off) joins a tailnet as a node of its own
+	// and serves the page for people there (tailnet.go).
+	Tailnet *Tailnet
+	// Users ([web.users]: "login" = "read,input") are the tailnet logins
+	// the page lets in, each with its grant; any other login is refused.
+	Users map[string][]string
 }
 
 // TLSOn reports whether the listener for people serves TLS.
 func (w Web) TLSOn() bool { return w.TLS == TLSAuto || w.TLSCert != "" }
+
+// SameListeners reports whether w and o serve people the same way: a
+// change of listener, certificate, public_url or tailnet applies when the
+// daemon restarts, while users (grants read at each request) apply at once.
+func (w Web) SameListeners(o Web) bool {
+	a, b := w, o
+	a.Users, b.Users = nil, nil
+	a.Tailnet, b.Tailnet = nil, nil
+	if (w.Tailnet == nil) != (o.Tailnet == nil) || (w.Tailnet != nil && *w.Tailnet != *o.Tailnet) {
+		return false
+	}
+	return reflect.DeepEqual(a, b)
+}
 
 // TLSAuto is [web] tls = "auto": a self-signed certificate in the state dir.
 const TLSAuto = "auto"
@@ -60,6 +80,10 @@ func (d *decoder) web(v any, out *Web) {
 				}
 				out.PublicURL = strings.TrimRight(s, "/")
 			}
+		case "tailnet":
+			out.Tailnet = d.tailnet(kp, val)
+		case "users":
+			out.Users = d.webUsers(kp, val)
 		default:
 			d.unknown(kp, val)
 		}

@@ -114,6 +114,9 @@ type Options struct {
 	// Devices pairs and ends the devices of the listener for people
 	// (devices.go); nil when [web] listen is not set.
 	Devices Devices
+	// Tailnet is daemon_info's view of the tailnet node ([web] tailnet):
+	// its URL, and why it is not up; nil without one.
+	Tailnet func() (url, failure string)
 	// Reaper starts the children control runs itself (git, for worktrees)
 	// when the daemon reaps adopted orphans: an unregistered child's exit
 	// status may be taken by it, and its Wait then fails (ECHILD). Nil:

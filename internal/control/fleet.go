@@ -223,7 +223,7 @@ func (c *Control) apply(cfg *config.Config, boot bool) (api.ReloadResult, error)
 		return res, err
 	}
 	restartOnly := !boot && c.cfg.Daemon.MCPHTTP != cfg.Daemon.MCPHTTP
-	webRestart := !boot && c.cfg.Web != cfg.Web
+	webRestart := !boot && !c.cfg.Web.SameListeners(cfg.Web)
 	c.cfg = cfg
 	c.holds.maxAgents.Store(int64(cfg.Daemon.MaxConcurrentAgents))
 	commitPrompts()

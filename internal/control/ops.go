@@ -489,7 +489,13 @@ func (c *Control) DaemonInfo(ctx context.Context, _ api.NoArgs) (api.DaemonInfo,
 	if c.opt.Devices != nil {
 		webURL, webFP, webErr = c.opt.Devices.Info()
 	}
+	var tnURL, tnErr string
+	if c.opt.Tailnet != nil {
+		tnURL, tnErr = c.opt.Tailnet()
+	}
 	return api.DaemonInfo{
+		TailnetURL:     tnURL,
+		TailnetError:   tnErr,
 		WebURL:         webURL,
 		WebFingerprint: webFP,
 		WebError:       webErr,

@@ -176,6 +176,14 @@ func Run(ctx context.Context, opt Options) (err error) {
 		devices = people
 		defer people.shutdown(context.Background())
 	}
+	// The tailnet node (docs/design/web.md): it joins once the dashboard
+	// exists, in the background; a refused key stops this door only.
+	tn := newTailnetDoor(cfg.Web, paths.StateDir)
+	defer tn.close(context.Background())
+	var tnInfo func() (string, string)
+	if tn != nil {
+		tnInfo = tn.info
+	}
 	// The action links notifications carry (docs/design/events.md), served
 	// by the dashboard on whichever listeners serve it.
 	links := actionlink.New(nil)
@@ -230,7 +238,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		}
 	}()
 	newNtf := func(c *control.Control) control.Notifier {
-		ntf = newNotifier(c, reaper, own, instance, masker, httpEP, people, links, log)
+		ntf = newNotifier(c, reaper, own, instance, masker, httpEP, people, tn, links, log)
 		return ntf
 	}
 	var wh *webhookListener
@@ -330,6 +338,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		Ownership:    own.info,
 		DashboardURL: dashURL,
 		Devices:      devices,
+		Tailnet:      tnInfo,
 		Reaper:       reaper,
 		NewNotifier:  newNtf,
 		NewWebhooks:  newWh,
@@ -371,7 +380,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 	var httpErr chan error
 	var dash *web.Server
 	var remote *remoteFleets
-	if httpEP != nil || people != nil {
+	if httpEP != nil || people != nil || tn != nil {
 		// Other machines' fleets, for the page: followed in the
 		// background, never on a request's path.
 		var observe func(api.Event)
@@ -384,7 +393,7 @@ func Run(ctx context.Context, opt Options) (err error) {
 		// The operator token signs in to the dashboard as to MCP.
 		tok, err := httpmcp.LoadOrCreateOperatorToken(paths.StateDir)
 		if err == nil {
-			dash, err = newDashboard(webBackend{ctl: ctl, srv: srv}, tok, paths.StateDir, people, links, remote.remotes(), log)
+			dash, err = newDashboard(webBackend{ctl: ctl, srv: srv}, tok, paths.StateDir, people, tn, links, remote.remotes(), log)
 		}
 		if dash != nil && remote != nil {
 			remote.dash.Store(dash)
@@ -399,6 +408,9 @@ func Run(ctx context.Context, opt Options) (err error) {
 		}
 		if people != nil && dash != nil {
 			people.serve(dash, log)
+		}
+		if tn != nil && dash != nil {
+			tn.start(dash, log)
 		}
 	}
 	log.Info("daemon serving", logkey.Socket, paths.Socket, logkey.Config, paths.Config, logkey.StateDir, paths.StateDir, logkey.PID, os.Getpid(), logkey.Version, opt.Version)
@@ -458,6 +470,9 @@ loop:
 		// Its event streams and terminals never go idle: end them first,
 		// or Shutdown would wait for them until ctx ends.
 		dash.Close()
+	}
+	if err := tn.close(sctx); err != nil {
+		log.Error("tailnet node shutdown", logkey.Err, err)
 	}
 	if people != nil {
 		if err := people.shutdown(sctx); err != nil {

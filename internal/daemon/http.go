@@ -77,11 +77,14 @@ func (e *httpEndpoint) serve(mgr *session.Manager, tok string, maxMessage func()
 // for people share (one set of sessions). Its streams hold their
 // connections while a page is open: they may take a quarter of a
 // listener's, so agents' MCP calls and sign-ins always find one.
-func newDashboard(dash web.Backend, tok, stateDir string, people *peopleListener, links *actionlink.Store, remotes web.Remotes, log *slog.Logger) (*web.Server, error) {
+func newDashboard(dash webBackend, tok, stateDir string, people *peopleListener, tn *tailnetDoor, links *actionlink.Store, remotes web.Remotes, log *slog.Logger) (*web.Server, error) {
 	maxStreams := min(web.DefaultMaxStreams, max(1, httpmcp.DefaultMaxConns()/4))
 	opt := web.Options{Backend: dash, OperatorToken: tok, StateDir: stateDir, Logger: log, MaxStreams: maxStreams, Links: links, Remotes: remotes}
 	if people != nil && people.store != nil {
 		opt.Devices, opt.Hosts = people.store, people.hosts
+	}
+	if tn != nil {
+		opt.TailnetUsers, opt.TailnetHosts = tailnetUsers(dash.ctl), tn.hosts
 	}
 	w, err := web.New(opt)
 	if err != nil {

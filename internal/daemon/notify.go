@@ -17,26 +17,35 @@ import (
 // newNotifier builds the notifier (docs/design/events.md) on control's view of the
 // fleet, masking with the daemon's one masker (docs/design/masking.md), with a link to the
 // harness's dashboard page (docs/design/web.md) when the HTTP listener serves one.
-func newNotifier(ctl *control.Control, reaper *proctree.Reaper, own *ownership, instance string, m *mask.Masker, web *httpEndpoint, people *peopleListener, links *actionlink.Store, log *slog.Logger) *notify.Notifier {
+func newNotifier(ctl *control.Control, reaper *proctree.Reaper, own *ownership, instance string, m *mask.Masker, web *httpEndpoint, people *peopleListener, tn *tailnetDoor, links *actionlink.Store, log *slog.Logger) *notify.Notifier {
 	host, _ := os.Hostname()
 	var dashboard func(string) string
 	var publicURL func() string
 	// The page's address for a person: the listener for people's (its
-	// public_url, else its own address), else the dashboard on the MCP
-	// HTTP listener.
-	base := ""
+	// public_url, else its own address), else the tailnet node's once it
+	// is up, else the dashboard on the MCP HTTP listener.
+	fixed := ""
 	switch {
 	case people != nil && people.url != "":
-		base = strings.TrimSuffix(people.url, "/") + "/"
+		fixed = strings.TrimSuffix(people.url, "/") + "/"
 	case web != nil:
-		base = web.dashURL
+		fixed = web.dashURL
 	}
-	if base != "" {
-		dashboard = func(name string) string {
-			if _, remote := isRemoteName(name); remote {
-				return base // another machine's row is on the fleet page
+	base := func() string {
+		if people == nil || people.url == "" {
+			if u := tn.url(); u != "" {
+				return strings.TrimSuffix(u, "/") + "/"
 			}
-			return base + "h/" + name
+		}
+		return fixed
+	}
+	if fixed != "" || tn != nil {
+		dashboard = func(name string) string {
+			b := base()
+			if _, remote := isRemoteName(name); remote || b == "" {
+				return b // another machine's row is on the fleet page
+			}
+			return b + "h/" + name
 		}
 		// Action links go to [web] public_url, else to that address,
 		// read at each message so a reload applies.
@@ -44,7 +53,7 @@ func newNotifier(ctl *control.Control, reaper *proctree.Reaper, own *ownership, 
 			if p := ctl.Config().Web.PublicURL; p != "" {
 				return p
 			}
-			return base
+			return base()
 		}
 	} else {
 		links = nil // no page serves them

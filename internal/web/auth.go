@@ -33,6 +33,7 @@ type session struct {
 	operator bool   // signed in with the operator token
 	tokenID  string // else the dashboard token's id
 	device   string // else the paired device's name
+	tailnet  string // else the tailnet login (tailnet.go)
 	// revoked is closed when the device is revoked; nil (never ready) for
 	// a token's session.
 	revoked <-chan struct{}
@@ -50,6 +51,9 @@ func (s *session) credential() string {
 	if s.device != "" {
 		return "device:" + s.device
 	}
+	if s.tailnet != "" {
+		return "tailnet:" + s.tailnet
+	}
 	return "token:" + s.tokenID
 }
 
@@ -60,6 +64,9 @@ func (s *session) who() string {
 	}
 	if s.device != "" {
 		return "device " + s.device
+	}
+	if s.tailnet != "" {
+		return "tailnet " + s.tailnet
 	}
 	return "dashboard token " + s.tokenID
 }
@@ -94,6 +101,15 @@ func (s *Server) session(r *http.Request) (*session, api.Grant, bool) {
 	}
 	if sess.operator {
 		return sess, s.b.OperatorGrant(), true
+	}
+	if sess.tailnet != "" {
+		g, ok := s.liveTailnetSession(r, sess)
+		if !ok {
+			s.endSession(sess)
+			s.log.Info("tailnet session ended: another login, or no grant now", logkey.Session, sess.who())
+			return nil, api.Grant{}, false
+		}
+		return sess, g, true
 	}
 	if sess.device != "" {
 		g, ok := s.opt.Devices.Live(sess.device, remoteHost(r))

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -155,7 +156,11 @@ func (s *Server) knownHost(hostport string) bool {
 		host = h
 	}
 	host = strings.Trim(host, "[]")
-	for _, h := range s.opt.Hosts {
+	hosts := s.opt.Hosts
+	if s.opt.TailnetHosts != nil {
+		hosts = append(slices.Clip(hosts), s.opt.TailnetHosts()...)
+	}
+	for _, h := range hosts {
 		if h != "" && strings.EqualFold(h, host) {
 			return true
 		}

@@ -100,6 +100,12 @@ type Options struct {
 	// Remotes are other machines' fleets shown beside this one's
 	// (remotes.go); nil shows none.
 	Remotes Remotes
+	// TailnetUsers is a tailnet login's grant ([web.users]), asked at
+	// every request of the tailnet node (tailnet.go); nil lets no login in.
+	TailnetUsers func(login string) (api.Grant, bool)
+	// TailnetHosts are the tailnet node's names and addresses, accepted
+	// in Host and Origin; known only once the node is up.
+	TailnetHosts func() []string
 }
 
 // DefaultSessionTTL is how long a sign-in lasts unless configured.
@@ -228,6 +234,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusForbidden, "cross-origin requests are refused")
 		return
 	}
+	if s.refuseUnknownLogin(w, r) {
+		return
+	}
 	path := r.URL.Path
 	if s.serveApp(w, r) {
 		return
@@ -256,7 +265,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveSignedIn routes the pages that need a session.
 func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 	sess, grant, ok := s.session(r)
-	if !ok {
+	if login, on := tailnetLogin(r); on {
+		sess, grant, ok = s.tailnetSession(w, r, login, sess, grant, ok)
+	} else if !ok {
 		sess, grant, ok = s.deviceSession(w, r)
 	}
 	if !ok {
@@ -372,6 +383,9 @@ func (s *Server) callerOf(rq *request) api.Caller {
 	c.Door, c.Actor = api.DoorPage, rq.sess.credential()
 	if rq.sess.device != "" {
 		c.Door = api.DoorDevice
+	}
+	if rq.sess.tailnet != "" {
+		c.Door = api.DoorTailnet
 	}
 	return c
 }
