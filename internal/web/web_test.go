@@ -37,7 +37,8 @@ type fakeBackend struct {
 	grant   api.Grant
 	viewer  *fakeViewer
 	attachs []api.AttachArgs
-	many    int // when set, list answers this many running sleepers
+	many    int          // when set, list answers this many running sleepers
+	callers []api.Caller // of each call, in order
 }
 
 func newFake() *fakeBackend {
@@ -48,6 +49,7 @@ func newFake() *fakeBackend {
 func (b *fakeBackend) Call(_ context.Context, c api.Caller, op string, args json.RawMessage) (any, error) {
 	b.mu.Lock()
 	b.calls = append(b.calls, op+" "+string(args))
+	b.callers = append(b.callers, c)
 	b.mu.Unlock()
 	if c.Kind != api.Dashboard {
 		return nil, errors.New("caller is not the dashboard")
