@@ -4,7 +4,7 @@
 // request is handed on with the login the tailnet says sent it (WhoIs);
 // what that login may do is the caller's to decide.
 //
-// tsnet adds about 26 MB to the binary, so it is built only with the
+// tsnet adds about 27 MB to the binary, so it is built only with the
 // build tag "tailnet" (node.go); without it Start reports that this
 // build has no tailnet (off.go).
 package tailnet
