@@ -42,27 +42,6 @@ type sandboxBox struct {
 	work, outside, home, shared string
 }
 
-// outsideTmp is a new directory below the user's cache directory, not
-// /tmp, for the fleet and box of a test: a sandboxed run gets a private
-// /tmp only when nothing it needs lies below /tmp. Its name is short: the
-// daemon's socket goes below it.
-func outsideTmp(t *testing.T) string {
-	t.Helper()
-	base, err := os.UserCacheDir()
-	if err == nil {
-		err = os.MkdirAll(base, 0o700)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp(base, "he-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 // newFleetIn is newFleet on the daemon files in dir.
 func newFleetIn(t *testing.T, dir, config string) *fleet {
 	t.Helper()
@@ -153,7 +132,7 @@ func describeSandbox(f *fleet, name string) *api.SandboxView {
 
 func TestScenario_SandboxedAgentWritesOnlyInItsWorkdirAndCannotReadSSHKeys(t *testing.T) {
 	needSandbox(t, false)
-	dir := outsideTmp(t)
+	dir := testenv.DirOutsideTmp(t, "he-")
 	b := newSandboxBoxIn(t, filepath.Join(dir, "box"))
 	f := newFleetIn(t, filepath.Join(dir, "d"), b.harness("boxed", `sandbox = { fs = "workdir" }`))
 	f.MustRun("start", "boxed")
@@ -325,7 +304,7 @@ func sandboxAllow(t *testing.T, daemonArgs ...string) {
 // answered.
 func TestScenario_SandboxedHarnessStillReachesTheDaemonOverMCP(t *testing.T) {
 	needSandbox(t, true)
-	dir := outsideTmp(t) // a private /tmp, the harness binary bound back read-only
+	dir := testenv.DirOutsideTmp(t, "he-") // a private /tmp, the harness binary bound back read-only
 	work := filepath.Join(dir, "work")
 	if err := os.Mkdir(work, 0o700); err != nil {
 		t.Fatal(err)

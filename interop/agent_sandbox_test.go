@@ -28,26 +28,6 @@ func needAgentSandbox(t *testing.T) {
 	}
 }
 
-// outsideTmp is a new directory below the user's cache directory, not
-// /tmp, for an agent's fleet, HOME and workdir: with nothing it needs
-// below /tmp, a sandboxed run gets a private /tmp.
-func outsideTmp(t *testing.T) string {
-	t.Helper()
-	base, err := os.UserCacheDir()
-	if err == nil {
-		err = os.MkdirAll(base, 0o700)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp(base, "hi-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 // Claude Code, Codex and Gemini CLI each finish a turn with an approved
 // shell tool call inside fs = "workdir", network = "allow" (the model
 // server on the host's loopback reached through the egress proxy): the
@@ -59,7 +39,7 @@ func TestAgent_RealAgentsFinishATurnInsideTheSandbox(t *testing.T) {
 	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
 		t.Run(spec.agent, func(t *testing.T) {
 			t.Parallel()
-			dir := outsideTmp(t)
+			dir := testenv.DirOutsideTmp(t, "hi-")
 			// Beside the workdir, not below /tmp: Landlock, not the
 			// private /tmp, must be what stops the write.
 			outside := filepath.Join(dir, "outside")

@@ -75,3 +75,24 @@ func Check(what, why string) (line string, fail bool) {
 	}
 	return msg + " (scripts/test installs it); skipping", false
 }
+
+// DirOutsideTmp is a new directory below the user's cache directory, not
+// /tmp, removed when t ends: a sandboxed run gets a private /tmp only when
+// nothing it needs (its fleet's files, HOME, workdir) lies below /tmp.
+// prefix keeps its name short: a daemon's socket may go below it.
+func DirOutsideTmp(t testing.TB, prefix string) string {
+	t.Helper()
+	base, err := os.UserCacheDir()
+	if err == nil {
+		err = os.MkdirAll(base, 0o700)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(base, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
