@@ -51,6 +51,10 @@ func init() {
 			// quiet (the paste handled, its timer set), for the timer to
 			// be due, and for them to go quiet again (0.61.0).
 			EnterAfterPaste: 50 * time.Millisecond,
+			// Even so, on a loaded machine (CI, a resumed session), a
+			// prompt was seen left in its input box, the Enter gone into
+			// it. An Enter on its empty input does nothing.
+			EnterAgain: 3 * time.Second,
 			Prices: map[string]Price{
 				"gemini-2.5-pro":   {Input: 1.25, Output: 10, CacheRead: 0.31},
 				"gemini-2.5-flash": {Input: 0.30, Output: 2.5, CacheRead: 0.075},

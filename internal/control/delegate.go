@@ -65,21 +65,30 @@ func (c *Control) Delegate(ctx context.Context, a api.DelegateArgs) (api.Delegat
 	// after it.
 	changed := u.sup.AgentChanged()
 	t := typing(a.Prompt, []string{enterKey}, u.sup.Term().BracketedPaste(), ad.EnterAfterPaste)
-	if _, err := u.sup.Type(ctx, t); err != nil {
+	if _, err := c.typeSend(ctx, u, t); err != nil {
 		return res, fmt.Errorf("delegate %s: type the prompt: %w", a.Name, notRunning(u, err))
 	}
 	res.Typed = true
 	u.log.Event(run, fmt.Sprintf("delegated prompt typed (%d bytes)", t.Len()))
 	c.log.Info("delegated prompt typed", logkey.Unit, u.name, logkey.Run, run, logkey.Bytes, t.Len())
 
-	// The turn ends when the agent is ready again after it left ready. A
-	// quick turn can go and come back between two looks: two changes seen
-	// since the prompt, and ready now, is a turn too.
+	// The turn ends when the agent is ready again after it left ready, and
+	// stays ready for turnSettle. A quick turn can go and come back between
+	// two looks: two changes seen since the prompt, and ready now, is a
+	// turn too. Ready for a moment is not the end: an agent whose
+	// permission was just answered can show its prompt before it runs the
+	// tool and asks the model again (Claude Code did on a loaded machine).
 	busy, changes := false, 0
+	var settled <-chan time.Time
 	for {
 		select {
 		case <-changed:
 			changes++
+		case <-settled:
+			res.Status = api.DelegateCompleted
+			res.Answer, res.Note = c.lastAnswer(ctx, u.name, run, a.Prompt)
+			res.Diff = c.delegateDiff(ctx, u)
+			return res, nil
 		case <-ctx.Done():
 			if err := parent.Err(); err != nil {
 				return res, fmt.Errorf("delegate %s: %w", a.Name, err) // the caller went away
@@ -95,21 +104,22 @@ func (c *Control) Delegate(ctx context.Context, a api.DelegateArgs) (api.Delegat
 		res.Agent = maskAgent(c.Masker(), as.AgentView)
 		switch as.AgentState {
 		case api.AgentWorking, api.AgentWaiting:
-			busy = true
+			busy, settled = true, nil
 			continue
 		case api.AgentLimited, api.AgentError:
 			res.Status = api.DelegateFailed
 			return res, nil
 		case api.AgentReady:
-			if busy || changes >= 2 {
-				res.Status = api.DelegateCompleted
-				res.Answer, res.Note = c.lastAnswer(ctx, u.name, run, a.Prompt)
-				res.Diff = c.delegateDiff(ctx, u)
-				return res, nil
+			if (busy || changes >= 2) && settled == nil {
+				settled = time.After(turnSettle)
 			}
 		}
 	}
 }
+
+// turnSettle is how long an agent must stay ready for its delegated turn
+// to count as done.
+const turnSettle = 1500 * time.Millisecond
 
 // delegateTimeout is timeout_s as a duration, within its bounds.
 func delegateTimeout(s float64) (time.Duration, error) {

@@ -107,6 +107,43 @@ func typing(text string, keys []string, paste bool, enterAfter time.Duration) su
 	return supervise.Typing{Data: data[:split:split], Submit: data[split:], SubmitAfter: enterAfter}
 }
 
+// typeSend types t into u's terminal (supervise.Unit.Type). For an agent
+// whose Enter after a paste may end up in the paste (agent.Adapter.
+// EnterAgain), a send with its Enter apart then waits for the agent to
+// leave ready: if it is still ready EnterAgain after the Enter, the Enter
+// is written once more. The wait ends early when the agent's state
+// changes, its run ends or ctx ends.
+func (c *Control) typeSend(ctx context.Context, u *unit, t supervise.Typing) (uint64, error) {
+	again := u.sup.Adapter().EnterAgain
+	if again <= 0 || len(t.Submit) == 0 {
+		return u.sup.Type(ctx, t)
+	}
+	changed := u.sup.AgentChanged() // before the send: a change after it is seen
+	run, err := u.sup.Type(ctx, t)
+	if err != nil {
+		return run, err
+	}
+	timer := time.NewTimer(again)
+	defer timer.Stop()
+	for {
+		if as := u.sup.AgentStatus(); as.RunID != run || as.AgentState != api.AgentReady {
+			return run, nil
+		}
+		select {
+		case <-changed:
+			changed = u.sup.AgentChanged()
+		case <-ctx.Done():
+			return run, nil // the send itself went in
+		case <-timer.C:
+			if _, err := u.sup.Type(ctx, supervise.Typing{Data: []byte(enterKey)}); err != nil {
+				return run, fmt.Errorf("the agent stayed ready after its Enter, and the second one failed: %w", err)
+			}
+			c.log.Warn("the agent stayed ready after a send's Enter; it was written again", logkey.Unit, u.name, logkey.Run, run, logkey.Waited, again)
+			return run, nil
+		}
+	}
+}
+
 // encodeText is text as typed: a bracketed paste when the program asked
 // for it, the text itself otherwise.
 func encodeText(text string, paste bool) []byte {
@@ -129,7 +166,7 @@ func (c *Control) Send(ctx context.Context, a api.SendArgs) (api.SendResult, err
 	if err != nil {
 		return api.SendResult{}, fmt.Errorf("harness %s: %w", a.Name, err)
 	}
-	run, err := u.sup.Type(ctx, t)
+	run, err := c.typeSend(ctx, u, t)
 	if err != nil {
 		return api.SendResult{}, notRunning(u, err)
 	}

@@ -66,7 +66,7 @@ func (c *Control) typePrompt(u *unit, run uint64, text string) {
 	if u.sup.Status().RunID != run {
 		return // the run ended meanwhile
 	}
-	if _, err := u.sup.Type(context.Background(), t); err != nil {
+	if _, err := c.typeSend(context.Background(), u, t); err != nil {
 		u.log.Event(run, fmt.Sprintf("prompt not typed: %v", err))
 		c.log.Error("type prompt", logkey.Unit, u.name, logkey.Run, run, logkey.Err, err)
 		return

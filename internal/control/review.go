@@ -177,7 +177,7 @@ func (c *Control) typeReview(u *unit, run uint64) {
 		return
 	}
 	t := typing(m.text(u.sup.Term().BracketedPaste()), []string{enterKey}, u.sup.Term().BracketedPaste(), u.sup.Adapter().EnterAfterPaste)
-	if _, err := u.sup.Type(context.Background(), t); err != nil {
+	if _, err := c.typeSend(context.Background(), u, t); err != nil {
 		m.err = fmt.Errorf("review of %s not typed: %w", u.name, notRunning(u, err))
 		u.log.Event(run, fmt.Sprintf("review not typed: %v", err))
 		c.log.Error("type review", logkey.Unit, u.name, logkey.Run, run, logkey.Err, err)
