@@ -87,9 +87,10 @@ type Adapter struct {
 	// set off); supervise.Typing bounds each wait. Zero: text and Enter go
 	// in one write, as a terminal sends them.
 	EnterAfterPaste time.Duration
-	// EnterAgain: when the agent is still ready this long after a send's
-	// Enter written apart (EnterAfterPaste), the Enter went into its input
-	// as a newline or was lost, and is written once more. Only for an agent
+	// EnterAgain: when the agent's state (ready, or limited) has not
+	// changed this long after a send's Enter written apart
+	// (EnterAfterPaste), the Enter went into its input as a newline or was
+	// lost, and is written once more. Only for an agent
 	// to which an Enter on an emptied input does nothing, so that a send
 	// it did take, but showed late, comes to no harm.
 	EnterAgain time.Duration

@@ -71,8 +71,20 @@ func opencodeUntil(text string, now time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	retry, _, _ = strings.Cut(retry, "attempt")
-	return ParseReset("in "+retry, now)
+	t, ok := ParseReset("in "+retry, now)
+	if !ok || t.Sub(now) < opencodeOwnBackoff {
+		// Without a retry-after opencode backs off by itself, seconds at
+		// a time: that countdown says nothing of when the limit resets,
+		// and a hold that short let the harness start again at once (seen
+		// in CI).
+		return time.Time{}, false
+	}
+	return t, true
 }
+
+// opencodeOwnBackoff: a retry countdown shorter than this is opencode's
+// own backoff, not a provider's retry-after.
+const opencodeOwnBackoff = time.Minute
 
 // sideways answers a dialog whose choices are on one row, moved between
 // with Left and Right: from the choice the cursor is on, or, when the

@@ -144,3 +144,16 @@ func TestScenario_OpencodeTranscriptFromItsDatabase(t *testing.T) {
 		t.Errorf("a truncated database read as %+v", tr)
 	}
 }
+
+// TestScenario_OpencodesOwnBackoffIsNoReset: a usage limit's reset is
+// read from the message, else from a retry countdown that came from the
+// provider (an hour); opencode's own backoff of seconds is no reset.
+func TestScenario_OpencodesOwnBackoffIsNoReset(t *testing.T) {
+	now := time.Date(2026, 12, 6, 11, 53, 0, 0, time.UTC)
+	if _, ok := opencodeUntil("You exceeded your current quota, please check your pla [retrying in 2s attempt #1]", now); ok {
+		t.Error("a 2 s backoff was taken for the reset")
+	}
+	if got, ok := opencodeUntil("… Usa… [retrying in 1h 58m attempt #1]", now); !ok || got.Sub(now) < time.Hour {
+		t.Errorf("the provider's retry-after: %v %v", got, ok)
+	}
+}

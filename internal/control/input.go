@@ -109,16 +109,18 @@ func typing(text string, keys []string, paste bool, enterAfter time.Duration) su
 
 // typeSend types t into u's terminal (supervise.Unit.Type). For an agent
 // whose Enter after a paste may end up in the paste (agent.Adapter.
-// EnterAgain), a send with its Enter apart then waits for the agent to
-// leave ready: if it is still ready EnterAgain after the Enter, the Enter
-// is written once more. The wait ends early when the agent's state
-// changes, its run ends or ctx ends.
+// EnterAgain), a send with its Enter apart to an agent at its input
+// (ready, or limited: a resumed run may still show its limit) then waits
+// for the agent's state to change: if it has not EnterAgain after the
+// Enter, the Enter is written once more. The wait ends early when the
+// state changes, the run ends or ctx ends.
 func (c *Control) typeSend(ctx context.Context, u *unit, t supervise.Typing) (uint64, error) {
 	again := u.sup.Adapter().EnterAgain
-	if again <= 0 || len(t.Submit) == 0 {
+	changed := u.sup.AgentChanged() // before the send: a change after it is seen
+	before := u.sup.AgentStatus().AgentState
+	if again <= 0 || len(t.Submit) == 0 || before != api.AgentReady && before != api.AgentLimited {
 		return u.sup.Type(ctx, t)
 	}
-	changed := u.sup.AgentChanged() // before the send: a change after it is seen
 	run, err := u.sup.Type(ctx, t)
 	if err != nil {
 		return run, err
@@ -126,7 +128,7 @@ func (c *Control) typeSend(ctx context.Context, u *unit, t supervise.Typing) (ui
 	timer := time.NewTimer(again)
 	defer timer.Stop()
 	for {
-		if as := u.sup.AgentStatus(); as.RunID != run || as.AgentState != api.AgentReady {
+		if as := u.sup.AgentStatus(); as.RunID != run || as.AgentState != before {
 			return run, nil
 		}
 		select {
@@ -136,9 +138,9 @@ func (c *Control) typeSend(ctx context.Context, u *unit, t supervise.Typing) (ui
 			return run, nil // the send itself went in
 		case <-timer.C:
 			if _, err := u.sup.Type(ctx, supervise.Typing{Data: []byte(enterKey)}); err != nil {
-				return run, fmt.Errorf("the agent stayed ready after its Enter, and the second one failed: %w", err)
+				return run, fmt.Errorf("the agent's state did not change after its Enter, and the second one failed: %w", err)
 			}
-			c.log.Warn("the agent stayed ready after a send's Enter; it was written again", logkey.Unit, u.name, logkey.Run, run, logkey.Waited, again)
+			c.log.Warn("the agent's state did not change after a send's Enter; it was written again", logkey.Unit, u.name, logkey.Run, run, logkey.State, string(before), logkey.Waited, again)
 			return run, nil
 		}
 	}
