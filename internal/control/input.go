@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -118,7 +119,10 @@ func (c *Control) typeSend(ctx context.Context, u *unit, t supervise.Typing) (ui
 	again := u.sup.Adapter().EnterAgain
 	changed := u.sup.AgentChanged() // before the send: a change after it is seen
 	before := u.sup.AgentStatus().AgentState
-	if again <= 0 || len(t.Submit) == 0 || before != api.AgentReady && before != api.AgentLimited {
+	// A slash command may open a dialog the rules do not know, where a
+	// second Enter would choose something: it gets none.
+	command := bytes.HasPrefix(bytes.TrimPrefix(t.Data, []byte(pasteStart)), []byte("/"))
+	if again <= 0 || len(t.Submit) == 0 || command || before != api.AgentReady && before != api.AgentLimited {
 		return u.sup.Type(ctx, t)
 	}
 	run, err := u.sup.Type(ctx, t)
