@@ -94,6 +94,16 @@ type Adapter struct {
 	// to which an Enter on an emptied input does nothing, so that a send
 	// it did take, but showed late, comes to no harm.
 	EnterAgain time.Duration
+	// AnswerAfter: the agent drops the keys that answer a dialog when they
+	// come within this long of the dialog's draw (a guard against keys
+	// meant for what was on screen before), so `answer` waits until the
+	// dialog has been seen this long before it types.
+	AnswerAfter time.Duration
+	// AnswerAgain: the agent may drop an answer's keys for other reasons
+	// of its own, silently; when the same dialog is still on screen this
+	// long after an answer was typed, it is typed once more, with the keys
+	// for where the dialog's cursor is then.
+	AnswerAgain time.Duration
 
 	// Sandbox is what a sandboxed run of the agent needs
 	// (docs/sandbox.md).

@@ -39,6 +39,13 @@ func init() {
 				APIEnv:     []string{"ANTHROPIC_BASE_URL"}, DefaultAPI: "api.anthropic.com:443"},
 			// Its terminal probe after the first frame (deadline 2 s).
 			KeysAfter: 2 * time.Second,
+			// 2.1.328 refuses a dialog's keys within 150 ms of its draw,
+			// 600 ms when the person was typing as it came, and within
+			// 150 ms of the process waking from a stall; it also takes the
+			// first key on a dialog not wholly in view to scroll it there.
+			// Each refusal is silent.
+			AnswerAfter: 700 * time.Millisecond,
+			AnswerAgain: 2 * time.Second,
 			Rules: []Rule{
 				{
 					Name: "folder trust", State: api.AgentWaiting, WaitingFor: api.WaitingTrust,

@@ -49,20 +49,25 @@ func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResul
 		return api.AnswerResult{}, errcode.Errorf(errcode.InvalidArgument, "%s: %s does not offer %s: its choices are %s",
 			a.Name, m.String(quotePrompt(as.Prompt)), errcode.Quote(m.String(a.Choice)), m.String(agent.ListChoices(choices)))
 	}
-	keys, err := as.Rule.AnswerKeys(i, as.Selected, len(choices))
-	if err != nil {
-		if errors.Is(err, agent.ErrNoCursor) {
-			return api.AnswerResult{}, errcode.ErrBusy.Errorf("%s: the dialog's cursor is not on any choice yet; look again and retry", a.Name)
-		}
+	ad := u.sup.Adapter()
+	if as, err = awaitAnswerable(ctx, u, as, ad.AnswerAfter); err != nil {
 		return api.AnswerResult{}, fmt.Errorf("%s: %w", a.Name, err)
 	}
-	t, err := encodeSend(answerSend(keys), false, 0)
+	run, keys, t, err := typeAnswer(ctx, u, as, i)
 	if err != nil {
-		return api.AnswerResult{}, fmt.Errorf("harness %s: %w", a.Name, err)
+		return api.AnswerResult{}, fmt.Errorf("%s: %w", a.Name, err)
 	}
-	run, err := u.sup.Type(ctx, t)
-	if err != nil {
-		return api.AnswerResult{}, notRunning(u, err)
+	if again := ad.AnswerAgain; again > 0 {
+		if now := settleAfterAnswer(ctx, u, as, again); now.PromptID == as.PromptID {
+			// The same dialog: its keys were dropped.
+			as = u.sup.AgentStatus()
+			if as.PromptID == now.PromptID && as.RunID == run {
+				if _, keys, t, err = typeAnswer(ctx, u, as, i); err != nil {
+					return api.AnswerResult{}, fmt.Errorf("%s: the dialog stayed after its answer, and typing it again failed: %w", a.Name, err)
+				}
+				c.log.Warn("a dialog stayed after its answer; it was typed again", logkey.Unit, u.name, logkey.Run, run, logkey.Waited, again)
+			}
+		}
 	}
 	caller := callerOf(ctx)
 	c.log.Info("prompt answered", logkey.Unit, u.name, logkey.Run, run, logkey.Bytes, t.Len(),
@@ -73,6 +78,50 @@ func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResul
 	}
 	res.After = maskAgent(m, settleAfterAnswer(ctx, u, as, AnswerSettle))
 	return res, nil
+}
+
+// awaitAnswerable waits until the dialog as shows has been seen for
+// guard (Adapter.AnswerAfter), and returns it as it is then: the same
+// prompt, its cursor perhaps moved. Another prompt by then is
+// not_waiting.
+func awaitAnswerable(ctx context.Context, u *unit, as supervise.AgentStatus, guard time.Duration) (supervise.AgentStatus, error) {
+	wait := time.Until(as.PromptAt.Add(guard))
+	if guard <= 0 || as.PromptAt.IsZero() || wait <= 0 {
+		return as, nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		return as, fmt.Errorf("waiting for the dialog to take keys: %w", ctx.Err())
+	}
+	now := u.sup.AgentStatus()
+	if now.RunID != as.RunID || now.PromptID != as.PromptID || now.Rule == nil {
+		return as, errcode.ErrNotWaiting.Errorf("no longer on the prompt answered: its agent (%s) moved on before the dialog took keys", as.Agent)
+	}
+	return now, nil
+}
+
+// typeAnswer types the keys that pick choice i on the dialog as shows,
+// from where its cursor is.
+func typeAnswer(ctx context.Context, u *unit, as supervise.AgentStatus, i int) (uint64, []string, supervise.Typing, error) {
+	keys, err := as.Rule.AnswerKeys(i, as.Selected, len(as.Choices))
+	if err != nil {
+		if errors.Is(err, agent.ErrNoCursor) {
+			return 0, nil, supervise.Typing{}, errcode.ErrBusy.Errorf("the dialog's cursor is not on any choice yet; look again and retry")
+		}
+		return 0, nil, supervise.Typing{}, err
+	}
+	t, err := encodeSend(answerSend(keys), false, 0)
+	if err != nil {
+		return 0, nil, supervise.Typing{}, err
+	}
+	run, err := u.sup.Type(ctx, t)
+	if err != nil {
+		return run, nil, t, notRunning(u, err)
+	}
+	return run, keys, t, nil
 }
 
 // answerSend is what typing keys takes: a dialog answered by a letter

@@ -93,6 +93,8 @@ type AgentStatus struct {
 	// index of the choice the dialog's cursor is on, -1 if unknown.
 	Rule     *agent.Rule
 	Selected int
+	// PromptAt is when the waiting prompt (PromptID) was first seen.
+	PromptAt time.Time
 }
 
 func newAgentTracker(u *Unit, cfg UnitConfig, deps Deps) *agentTracker {
@@ -491,9 +493,9 @@ var promptSeq atomic.Uint64
 func (t *agentTracker) commitLocked(st *AgentStatus) {
 	if st.AgentState == api.AgentWaiting {
 		if cur := t.view.Load(); cur != nil && samePrompt(cur, st) {
-			st.PromptID = cur.PromptID
+			st.PromptID, st.PromptAt = cur.PromptID, cur.PromptAt
 		} else {
-			st.PromptID = promptSeq.Add(1)
+			st.PromptID, st.PromptAt = promptSeq.Add(1), t.now()
 		}
 	} else {
 		st.PromptID = 0
