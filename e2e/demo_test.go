@@ -116,6 +116,16 @@ func TestDemo_AnAgentWaitsIsAnsweredAndItsDiffIsShownThenNothingIsLeft(t *testin
 	if resp.StatusCode != 200 || !strings.Contains(string(page), "demo") || strings.Contains(string(page), `id="token"`) {
 		t.Fatalf("GET /h/demo after signing in: %d\n%s", resp.StatusCode, page)
 	}
+	// Its Turns section has the conversation from the agent's own record:
+	// the task, and the edit it made once allowed.
+	for _, want := range []string{"Turns · run", "Edited README.md", "edit_file"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the agent's page lacks %q in its turns:\n%s", want, page)
+		}
+	}
+	if strings.Contains(string(page), "keeps no transcripts") {
+		t.Errorf("the agent's page says it keeps no transcripts:\n%s", page)
+	}
 
 	// harness land merged the agent's edit into the repository's main.
 	repo := regexp.MustCompile(`worktree of the demo repository (\S+),`).FindStringSubmatch(text)[1]

@@ -107,8 +107,14 @@ func runDemo(cmd *cobra.Command, exitAfter, answerAfter time.Duration) error {
 		fmt.Fprintf(out, "harness demo: no git repository (%v): the agent works in a plain directory, with no worktree or diff\n", gitErr)
 	}
 	notifyFile := filepath.Join(dir, "notification.json")
+	// The agent's HOME, where it keeps its session records: the demo's
+	// own, removed with the rest.
+	agentHome := filepath.Join(dir, "home")
+	if err := os.MkdirAll(agentHome, 0o700); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
 	cfgText := strings.NewReplacer("{{EXE}}", tomlEscape(exe), "{{PROMPTS}}", tomlEscape(promptDir), "{{WORKSPACE}}", workspace,
-		"{{TASK}}", tomlEscape(demoTask), "{{NOTIFY}}", tomlEscape(notifyFile)).Replace(demoConfig)
+		"{{TASK}}", tomlEscape(demoTask), "{{NOTIFY}}", tomlEscape(notifyFile), "{{HOME}}", tomlEscape(agentHome)).Replace(demoConfig)
 	cfgPath := filepath.Join(dir, "harness.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		return fmt.Errorf("demo: %w", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,10 +20,18 @@ func demoAgentCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("sessions") {
+				// Where the demo adapter reads it, as agent CLIs keep
+				// their sessions under their HOME.
+				if home, err := os.UserHomeDir(); err == nil {
+					o.Sessions = filepath.Join(home, demoagent.SessionsDir)
+				}
+			}
 			return demoagent.Main(cmd.Context(), os.Stdin, os.Stdout, o)
 		},
 	}
 	cmd.Flags().StringVar(&o.File, "file", "README.md", "the file it asks to edit, in its working directory")
 	cmd.Flags().DurationVar(&o.Step, "step", time.Second, "how long each of its three steps of work takes")
+	cmd.Flags().StringVar(&o.Sessions, "sessions", "", "the directory it keeps its session records in (default ~/"+demoagent.SessionsDir+"; \"\" keeps none)")
 	return cmd
 }

@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"time"
 
 	"github.com/harness-dev/harness/internal/api"
 )
@@ -33,7 +36,8 @@ func init() {
 				{Name: "working", State: api.AgentWorking, When: res(`esc to interrupt\)\s*$`)},
 				{Name: "prompt", State: api.AgentReady, When: res(`^│ >`, `^\s*Enter to send · Ctrl-C to quit\s*$`)},
 			},
-			Argv: demoArgv,
+			Argv:        demoArgv,
+			Transcripts: demoTranscripts,
 		}
 	})
 }
@@ -45,4 +49,60 @@ func demoArgv(o RunOptions) ([]string, error) {
 		return nil, fmt.Errorf("agent %s: only an interactive prompt: %w", Demo, ErrUnsupported)
 	}
 	return nil, nil
+}
+
+// demoTranscripts: the demo agent keeps a file of JSON lines per run in
+// ~/.harness-demo/sessions (internal/demoagent's session.go, which
+// writes them): a session line naming its id and working directory, then
+// a line per user and assistant turn, an assistant's edit with its
+// outcome.
+var demoTranscripts = &TranscriptSource{
+	Find: func(home, workdir, session string, run RunSpan) string {
+		dir := filepath.Join(home, ".harness-demo", "sessions")
+		if ValidSession(session) {
+			if m, _ := filepath.Glob(filepath.Join(dir, "*-"+session+".jsonl")); len(m) > 0 {
+				return m[0]
+			}
+		}
+		return runFile(filepath.Join(dir, "*.jsonl"), workdir, run)
+	},
+	Read: readDemoTranscript,
+}
+
+func readDemoTranscript(data []byte) Transcript {
+	t := Transcript{Model: "scripted"}
+	jsonLines(data, func(b []byte) {
+		var r struct {
+			Type      string    `json:"type"`
+			ID        string    `json:"id"`
+			Timestamp time.Time `json:"timestamp"`
+			Text      string    `json:"text"`
+			Tool      *struct {
+				Name    string          `json:"name"`
+				Input   json.RawMessage `json:"input"`
+				Outcome string          `json:"outcome"`
+			} `json:"tool"`
+		}
+		if json.Unmarshal(b, &r) != nil {
+			return
+		}
+		switch r.Type {
+		case "session":
+			t.SessionID = r.ID
+		case "user", "assistant":
+			u := Turn{Time: r.Timestamp, Role: r.Type, Text: r.Text}
+			if r.Type == "assistant" {
+				u.Model = t.Model
+			}
+			if r.Tool != nil {
+				outcome := r.Tool.Outcome
+				if outcome != "ok" {
+					outcome = "error" // denied or failed: the edit did not happen
+				}
+				u.Tools = []ToolCall{{Name: r.Tool.Name, Input: string(r.Tool.Input), Outcome: outcome}}
+			}
+			t.Turns = append(t.Turns, u)
+		}
+	})
+	return t
 }

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -62,5 +64,46 @@ func TestScenario_DemoAgentTakesOnlyAnInteractivePrompt(t *testing.T) {
 	}
 	if Infer("harness") != Generic {
 		t.Error("the harness binary is inferred as the demo agent")
+	}
+}
+
+// TestScenario_TheDemoAgentsSessionRecordIsItsRunsTurns: a run's record
+// (as internal/demoagent writes it) is found among older runs' by its
+// working directory and time, and read as turns: the task, and the edit
+// said No to as a failed tool call.
+func TestScenario_TheDemoAgentsSessionRecordIsItsRunsTurns(t *testing.T) {
+	home, work := t.TempDir(), "/work/demo-wt"
+	dir := filepath.Join(home, ".harness-demo", "sessions")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	lines := func(at time.Time, id, cwd string) string {
+		ts := at.UTC().Format(time.RFC3339Nano)
+		return `{"type":"session","id":"` + id + `","cwd":"` + cwd + `","timestamp":"` + ts + `"}
+{"type":"user","timestamp":"` + ts + `","text":"Add a line"}
+{"type":"assistant","timestamp":"` + ts + `","text":"Not editing README.md: you said No.","tool":{"name":"edit_file","input":{"file":"README.md"},"outcome":"denied"}}
+`
+	}
+	for name, text := range map[string]string{
+		"20261206T100000-0123456789abcdef.jsonl": lines(start.Add(time.Second), "0123456789abcdef", work),
+		"20261206T100001-fedcba9876543210.jsonl": lines(start.Add(time.Second), "fedcba9876543210", "/elsewhere"),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := MustLookup(Demo).ReadTranscript(home, work, "", RunSpan{Start: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.SessionID != "0123456789abcdef" || len(tr.Turns) != 2 || tr.Turns[0].Role != "user" || tr.Turns[0].Text != "Add a line" {
+		t.Fatalf("transcript %+v", tr)
+	}
+	if tools := tr.Turns[1].Tools; len(tools) != 1 || tools[0].Name != "edit_file" || tools[0].Outcome != "error" || tools[0].Input != `{"file":"README.md"}` {
+		t.Fatalf("the refused edit: %+v", tools)
+	}
+	if _, err := MustLookup(Demo).ReadTranscript(home, "/nowhere", "", RunSpan{Start: start}); !errors.Is(err, ErrNoTranscript) {
+		t.Fatalf("another directory's run: %v", err)
 	}
 }

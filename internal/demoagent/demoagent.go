@@ -30,6 +30,9 @@ type Options struct {
 	File string
 	// Step is how long each of its three steps of work takes (default 1s).
 	Step time.Duration
+	// Sessions is the directory it keeps its conversation's record in, a
+	// file per run (session.go); "" keeps none.
+	Sessions string
 }
 
 // Line is the line a Yes appends to the file.
@@ -83,6 +86,9 @@ type agent struct {
 	spin    int
 	cursor  int
 	started time.Time
+	task    string
+	rec     *session
+	recErr  bool // the record failed once, and the screen said so
 }
 
 // steps are what it says while it works, one per Options.Step.
@@ -102,6 +108,12 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, size func() (cols, ro
 	if a.dir == "" {
 		a.dir, _ = os.Getwd()
 	}
+	rec, err := openSession(o.Sessions, a.dir)
+	if err != nil {
+		a.log = append(a.log, "● Keeping no record of this session: "+err.Error())
+	}
+	a.rec = rec
+	defer rec.close()
 	keys := make(chan []key)
 	readErr := make(chan error, 1)
 	go func() {
@@ -207,7 +219,8 @@ func (a *agent) key(k key) action {
 				return actNone
 			}
 			a.log = append(a.log, "> "+task)
-			a.mode, a.step, a.started = working, 0, time.Now()
+			a.mode, a.step, a.started, a.task = working, 0, time.Now(), task
+			a.record(record{Type: "user", Text: task})
 			return actWork
 		case keyBackspace:
 			if len(a.input) > 0 {
@@ -220,6 +233,7 @@ func (a *agent) key(k key) action {
 		if k.name == keyEsc {
 			a.log = append(a.log, "● Interrupted: nothing was changed")
 			a.mode = ready
+			a.record(record{Type: "assistant", Text: "Interrupted: nothing was changed."})
 			return actStop
 		}
 	case asking:
@@ -246,8 +260,11 @@ func (a *agent) key(k key) action {
 // answer acts on the dialog's choice under the cursor.
 func (a *agent) answer() {
 	a.mode = ready
+	edit := &toolRecord{Name: "edit_file", Input: map[string]string{"file": a.o.File}}
 	if a.cursor != 0 {
 		a.log = append(a.log, "● Not editing "+a.o.File+": you said No", "  Nothing was changed. What next?")
+		edit.Outcome = "denied"
+		a.record(record{Type: "assistant", Text: "Not editing " + a.o.File + ": you said No. Nothing was changed.", Tool: edit})
 		return
 	}
 	path := filepath.Join(a.o.Dir, a.o.File)
@@ -260,9 +277,22 @@ func (a *agent) answer() {
 	}
 	if err != nil {
 		a.log = append(a.log, "● Could not edit "+a.o.File+": "+err.Error())
+		edit.Outcome = "error"
+		a.record(record{Type: "assistant", Text: "Could not edit " + a.o.File + ": " + err.Error(), Tool: edit})
 		return
 	}
 	a.log = append(a.log, "● Edited "+a.o.File+" (+2 lines)", "  Done. What next?")
+	edit.Outcome = "ok"
+	a.record(record{Type: "assistant", Text: "Edited " + a.o.File + " (+2 lines). Done.", Tool: edit})
+}
+
+// record adds r to the session's record; the first failure is said on
+// screen, once.
+func (a *agent) record(r record) {
+	if err := a.rec.write(r); err != nil && !a.recErr {
+		a.recErr = true
+		a.log = append(a.log, "● Keeping no record of this session: "+err.Error())
+	}
 }
 
 var spinner = []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
