@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-		"sync"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
