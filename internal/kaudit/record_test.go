@@ -93,3 +93,23 @@ func TestRecord_UnpaddedMessagesSplit(t *testing.T) {
 		t.Fatalf("split: %+v", ms)
 	}
 }
+
+// BenchmarkTracker_PlaceAccessRecord is the daemon's cost of one
+// Landlock denial: split, parse and place on its run.
+func BenchmarkTracker_PlaceAccessRecord(b *testing.B) {
+	tr := newTracker(time.Now)
+	defer tr.add(10468, time.Unix(1796562677, 0), func(Denial) {})()
+	d, _ := ParseDomain(recAllocated)
+	tr.domainRecord(d)
+	dg := datagram(TypeLandlockAccess, recReadKey)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, m := range splitMessages(dg) {
+			a, err := ParseAccess(m.text)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tr.access(a)
+		}
+	}
+}

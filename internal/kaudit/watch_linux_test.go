@@ -25,11 +25,39 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // collected gathers a run's denials.
 type collected struct {
-	mu sync.Mutex
-	ds []kaudit.Denial
+	mu      sync.Mutex
+	ds      []kaudit.Denial
+	changed chan struct{} // closed and replaced at each denial
 }
 
-func (c *collected) on(d kaudit.Denial) { c.mu.Lock(); c.ds = append(c.ds, d); c.mu.Unlock() }
+func newCollected() *collected { return &collected{changed: make(chan struct{})} }
+
+func (c *collected) on(d kaudit.Denial) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ds = append(c.ds, d)
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// wait waits until n denials came, woken by each.
+func (c *collected) wait(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		c.mu.Lock()
+		got, wake := len(c.ds), c.changed
+		c.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-wake:
+		case <-deadline:
+			t.Fatalf("%d refusals told within 10 s, want %d", got, n)
+		}
+	}
+}
 
 func (c *collected) paths() []string {
 	c.mu.Lock()
@@ -69,6 +97,7 @@ func needLandlock7(t *testing.T) {
 	}
 }
 
+// waitFor polls the watcher's status, which comes with no event.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -106,9 +135,11 @@ func TestWatcher_ARunIsToldItsFileRefusals(t *testing.T) {
 	}
 	script := "cat ~/.ssh/id_ed25519 >/dev/null 2>&1; echo y 2>/dev/null >> " + outside + "; true"
 	boxed(t, w, home, work, script, nil) // a sandboxed program of no run: told to nobody
-	var mine collected
+	mine := newCollected()
 	boxed(t, w, home, work, script, mine.on)
-	waitFor(t, "two refusals", func() bool { return len(mine.paths()) >= 2 })
+	exited := time.Now()
+	mine.wait(t, 2)
+	t.Logf("both refusals told %v after the boxed program exited", time.Since(exited))
 	if got := mine.paths(); !slices.Equal(got, []string{key, outside}) {
 		t.Fatalf("told %q, want %q", got, []string{key, outside})
 	}
