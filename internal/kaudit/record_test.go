@@ -19,7 +19,7 @@ const (
 	recMakeReg    = `audit(1796562677.152:17): domain=18f041170 blockers=fs.make_reg path="/tmp/auditexp" dev="vda" ino=9995920`
 	recDealloc    = `audit(1796562677.216:19): domain=18f041170 status=deallocated denials=5`
 	recSyscall    = `audit(1796562677.152:14): arch=c000003e syscall=257 success=no exit=-13 a0=ffffff9c a1=7fff053eea6d a2=0 a3=0 items=0 ppid=10468 pid=10473 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm="cat" exe="/usr/bin/cat" key=(null)`
-	recConfigOff  = `audit(1796562700.001:30): op=set audit_enabled=0 old=1 auid=4294967295 ses=4294967295 res=1`
+	recConfigOff  = `audit(1796563518.248:132): op=set audit_enabled=0 old=1 auid=4294967295 ses=4294967295 res=1`
 	domainOfTests = 0x18f041170
 )
 
