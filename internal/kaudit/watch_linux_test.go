@@ -1,6 +1,7 @@
 package kaudit_test
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +21,19 @@ import (
 	"github.com/harness-dev/harness/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// statusMode makes the test binary print a new Watcher's status and exit
+// (run as another user).
+const statusMode = "KAUDIT_TEST_PRINT_STATUS"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(statusMode) == "1" {
+		w := kaudit.Start(quiet, kaudit.Options{})
+		fmt.Print(w.Status().Why)
+		w.Close()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -172,4 +186,45 @@ func TestWatcher_FollowsAuditBeingTurnedOnAndOff(t *testing.T) {
 	waitFor(t, "the off status", func() bool { return w.Status().Why == kaudit.WhyAuditOff })
 	kaudittest.Switch(t, true)
 	waitFor(t, "the on status", func() bool { return w.Status().Counting })
+}
+
+// A daemon that is not root cannot read audit's records: it says so, and
+// what it would take.
+func TestWatcher_ADaemonWithoutRootSaysWhyNothingIsCounted(t *testing.T) {
+	if os.Getuid() != 0 {
+		w := kaudit.Start(quiet, kaudit.Options{})
+		defer w.Close()
+		if s := w.Status(); s.Counting || s.Why != kaudit.WhyUnreadable {
+			t.Fatalf("status as uid %d: %+v", os.Getuid(), s)
+		}
+		return
+	}
+	// As root: this binary, copied where nobody may run it, run as nobody.
+	dir, err := os.MkdirTemp("", "kaudit-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "kaudit.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), statusMode+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("as nobody: %v: %s", err, out)
+	}
+	if got := string(out); got != kaudit.WhyUnreadable {
+		t.Fatalf("status as nobody: %q, want %q", got, kaudit.WhyUnreadable)
+	}
 }
