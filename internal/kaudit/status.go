@@ -24,6 +24,8 @@ const (
 	// audit is on (no CAP_AUDIT_CONTROL, or a container's pid namespace,
 	// where the kernel's pids are not the daemon's either).
 	WhyUnknown = "counted only while the kernel's audit is on (`auditctl -e 1`), which the daemon cannot ask: it needs CAP_AUDIT_CONTROL in the system's first pid namespace"
+	// WhyReadFailed: reading the records failed; the daemon's log says how.
+	WhyReadFailed = "not counted: reading the kernel's audit records failed (the daemon's log says why)"
 	// WhyClosed: the daemon is stopping.
 	WhyClosed = "not counted: the daemon is stopping"
 )

@@ -120,6 +120,7 @@ func (w *Watcher) run() {
 	defer close(w.done)
 	buf := make([]byte, 1<<16)
 	lastPoll := time.Now()
+	overruns := 0
 	for {
 		_ = w.mc.SetReadDeadline(time.Now().Add(w.opt.Poll))
 		n, err := w.mc.Read(buf)
@@ -127,6 +128,12 @@ func (w *Watcher) run() {
 			lastPoll = time.Now()
 			w.refresh()
 			w.t.expire()
+			if overruns > 0 {
+				// Said once a poll, not per overrun: a flood of other
+				// records must not flood the log too.
+				w.logger.Warn("kaudit: audit records lost, some file refusals uncounted (the socket's buffer overran)", logkey.Count, overruns)
+				overruns = 0
+			}
 		}
 		switch {
 		case err == nil:
@@ -135,11 +142,10 @@ func (w *Watcher) run() {
 		case errors.Is(err, os.ErrClosed):
 			return
 		case errors.Is(err, unix.ENOBUFS):
-			// The kernel dropped records for this socket: some refusals
-			// go uncounted.
-			w.logger.Warn("kaudit: audit records lost (the socket's buffer overran)")
+			overruns++
 		default:
 			w.logger.Error("kaudit: read audit records", logkey.Err, err)
+			w.setStatus(Status{Why: WhyReadFailed})
 			return
 		}
 	}
