@@ -282,7 +282,9 @@ func sandboxAllow(t *testing.T, daemonArgs ...string) {
 	for {
 		select {
 		case ev := <-events:
-			if ev.Kind != api.EventSandboxDenied || ev.Unit != "allowed" {
+			// A file refusal ("/path: fs.…") is an event too where another
+			// test has the kernel's audit on meanwhile: only hosts count here.
+			if ev.Kind != api.EventSandboxDenied || ev.Unit != "allowed" || strings.HasPrefix(ev.Message, "/") {
 				continue
 			}
 			if !strings.HasPrefix(ev.Message, other+": ") {
