@@ -20,10 +20,15 @@ const (
 	WhyUnreadable = "not counted: the kernel tells Landlock denials only to audit, whose records need root (CAP_AUDIT_READ) to read, and audit on (`auditctl -e 1`)"
 	// WhyNoAudit: the kernel was built without audit.
 	WhyNoAudit = "not counted: the kernel tells Landlock denials only to audit, and this kernel has none (CONFIG_AUDIT)"
+	// WhyPidNamespace: the records name pids of the system's first pid
+	// namespace, not the daemon's (a container).
+	WhyPidNamespace = "not counted: the daemon runs in a pid namespace of its own (a container?), and audit's records name the system's pids"
+	// WhyNetNamespace: the kernel multicasts audit's records only to
+	// sockets of the system's first network namespace.
+	WhyNetNamespace = "not counted: the daemon runs in a network namespace of its own (a container?), and the kernel sends audit's records only to the system's first one"
 	// WhyUnknown: the daemon reads the records but cannot ask whether
-	// audit is on (no CAP_AUDIT_CONTROL, or a container's pid namespace,
-	// where the kernel's pids are not the daemon's either).
-	WhyUnknown = "counted only while the kernel's audit is on (`auditctl -e 1`), which the daemon cannot ask: it needs CAP_AUDIT_CONTROL in the system's first pid namespace"
+	// audit is on (no CAP_AUDIT_CONTROL).
+	WhyUnknown = "counted only while the kernel's audit is on (`auditctl -e 1`), which the daemon cannot ask without CAP_AUDIT_CONTROL"
 	// WhyReadFailed: reading the records failed; the daemon's log says how.
 	WhyReadFailed = "not counted: reading the kernel's audit records failed (the daemon's log says why)"
 	// WhyClosed: the daemon is stopping.

@@ -41,6 +41,12 @@ type Watcher struct {
 func Start(logger *slog.Logger, opt Options) *Watcher {
 	opt.defaults()
 	w := &Watcher{t: newTracker(opt.Now), opt: opt, logger: logger, ctl: -1, done: make(chan struct{})}
+	if why := namespaceWhy(); why != "" {
+		w.setStatus(Status{Why: why})
+		logger.Info("kaudit: file refusals not counted", logkey.Reason, why)
+		close(w.done)
+		return w
+	}
 	mc, err := joinReadLog()
 	if err != nil {
 		why := WhyUnreadable
@@ -61,6 +67,53 @@ func Start(logger *slog.Logger, opt Options) *Watcher {
 	w.refresh()
 	go w.run()
 	return w
+}
+
+// The inodes of the system's first pid namespace (PROC_PID_INIT_INO,
+// fixed since Linux 3.8) and network namespace (PROC_NET_INIT_INO, fixed
+// since 6.18; numbered like any other before).
+const (
+	procPidInitIno = 0xEFFFFFFC
+	procNetInitIno = 0xEFFFFFF9
+)
+
+// namespaceWhy says why audit's records are of no use to this process,
+// "" when they are (or when it cannot tell): they name pids of the
+// system's first pid namespace, and the kernel multicasts them only to
+// sockets of its first network namespace.
+func namespaceWhy() string {
+	var self, init unix.Stat_t
+	if unix.Stat("/proc/self/ns/pid", &self) == nil && self.Ino != procPidInitIno {
+		return WhyPidNamespace
+	}
+	if unix.Stat("/proc/self/ns/net", &self) != nil || self.Ino == procNetInitIno {
+		return ""
+	}
+	// Pid 1's, where it may be read (not always, even as root).
+	if unix.Stat("/proc/1/ns/net", &init) == nil {
+		if self.Ino != init.Ino {
+			return WhyNetNamespace
+		}
+		return ""
+	}
+	if kernelAtLeast(6, 18) {
+		return WhyNetNamespace
+	}
+	return ""
+}
+
+// kernelAtLeast reports whether the running kernel's version is at least
+// major.minor.
+func kernelAtLeast(major, minor int) bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	var ma, mi int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }
 
 // joinReadLog opens a netlink audit socket in the read-log multicast

@@ -200,6 +200,33 @@ func TestWatcher_ADaemonWithoutRootSaysWhyNothingIsCounted(t *testing.T) {
 		return
 	}
 	// As root: this binary, copied where nobody may run it, run as nobody.
+	got := statusOfChild(t, &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}})
+	if got != kaudit.WhyUnreadable {
+		t.Fatalf("status as nobody: %q, want %q", got, kaudit.WhyUnreadable)
+	}
+}
+
+// A daemon in a container's pid or network namespace would count
+// nothing (the records name the system's pids, and reach only the
+// system's network namespace): it says so rather than a false 0.
+func TestWatcher_ADaemonInAContainersNamespaceSaysWhyNothingIsCounted(t *testing.T) {
+	if os.Getuid() != 0 {
+		testenv.Missing(t, "root", "the test starts its child in new namespaces")
+	}
+	for _, c := range []struct {
+		flags uintptr
+		want  string
+	}{{syscall.CLONE_NEWPID, kaudit.WhyPidNamespace}, {syscall.CLONE_NEWNET, kaudit.WhyNetNamespace}} {
+		if got := statusOfChild(t, &syscall.SysProcAttr{Cloneflags: c.flags}); got != c.want {
+			t.Errorf("status in a new namespace (%#x): %q, want %q", c.flags, got, c.want)
+		}
+	}
+}
+
+// statusOfChild is the status a Watcher started by a copy of this binary
+// with attrs says.
+func statusOfChild(t *testing.T, attrs *syscall.SysProcAttr) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "kaudit-")
 	if err != nil {
 		t.Fatal(err)
@@ -219,12 +246,10 @@ func TestWatcher_ADaemonWithoutRootSaysWhyNothingIsCounted(t *testing.T) {
 	cmd := exec.Command(exe)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), statusMode+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.SysProcAttr = attrs
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("as nobody: %v: %s", err, out)
+		t.Fatalf("the child: %v: %s", err, out)
 	}
-	if got := string(out); got != kaudit.WhyUnreadable {
-		t.Fatalf("status as nobody: %q, want %q", got, kaudit.WhyUnreadable)
-	}
+	return string(out)
 }
