@@ -147,7 +147,7 @@ func TestScenario_SandboxedAgentWritesOnlyInItsWorkdirAndCannotReadSSHKeys(t *te
 	}
 	sb := describeSandbox(f, "boxed")
 	if sb == nil || !strings.HasPrefix(sb.FS, "landlock-v") || sb.Network != "host" || sb.Missing != "" ||
-		sb.FilesDenied == "" || sb.Denied != 0 {
+		(sb.FilesDenied == "" && sb.FilesDeniedCount == nil) || sb.Denied != 0 {
 		t.Fatalf("describe's sandbox: %+v", sb)
 	}
 	if out := f.MustRun("describe", "boxed"); !strings.Contains(out, "sandbox:        files landlock-v") {
@@ -282,7 +282,9 @@ func sandboxAllow(t *testing.T, daemonArgs ...string) {
 	for {
 		select {
 		case ev := <-events:
-			if ev.Kind != api.EventSandboxDenied || ev.Unit != "allowed" {
+			// A file refusal ("/path: fs.…") is an event too where another
+			// test has the kernel's audit on meanwhile: only hosts count here.
+			if ev.Kind != api.EventSandboxDenied || ev.Unit != "allowed" || strings.HasPrefix(ev.Message, "/") {
 				continue
 			}
 			if !strings.HasPrefix(ev.Message, other+": ") {

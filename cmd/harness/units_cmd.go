@@ -224,7 +224,16 @@ func sandboxText(sb *api.SandboxView) string {
 	if sb.LastDenied != "" {
 		s += " (last " + sb.LastDenied + ")"
 	}
-	if sb.FilesDenied != "" {
+	if sb.FilesDeniedCount != nil {
+		s += fmt.Sprintf("; %d file refusals", *sb.FilesDeniedCount)
+		if sb.LastFileDenied != "" {
+			s += " (last " + sb.LastFileDenied + ")"
+		}
+	}
+	switch {
+	case sb.FilesDenied != "" && sb.FilesDeniedCount != nil:
+		s += ", " + sb.FilesDenied
+	case sb.FilesDenied != "":
 		s += "; file refusals " + sb.FilesDenied
 	}
 	return s

@@ -22,7 +22,8 @@ const (
 	// Message names the tool and what changed (docs/gateway.md).
 	EventToolChanged = "tool_changed"
 	// EventSandboxDenied: a sandboxed harness was refused a host (or a
-	// path); Message names it and why. Once per target per minute.
+	// path, as the kernel's audit tells it); Message is "TARGET: why"
+	// ("PATH: fs.read_file"). Once per target per minute.
 	EventSandboxDenied = "sandbox_denied"
 )
 

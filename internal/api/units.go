@@ -86,7 +86,9 @@ type AgentScreen struct {
 // network "host", "netns", "netns+proxy" or "none"; tmp "mount" for a
 // private /tmp, "dir" for only a private TMPDIR), why a level is missing,
 // and what it was refused: Denied and LastDenied are the egress proxy's
-// refusals; FilesDenied says why file refusals are not counted.
+// refusals; FilesDeniedCount and LastFileDenied the file refusals the
+// kernel's audit told of, present only while they are counted (never a
+// false 0); FilesDenied says why they are not counted (or may not be).
 type SandboxView struct {
 	FS          string `json:"fs"`
 	Network     string `json:"network"`
@@ -95,6 +97,11 @@ type SandboxView struct {
 	Denied      int64  `json:"denied"`
 	LastDenied  string `json:"last_denied,omitempty"`
 	FilesDenied string `json:"files_denied,omitempty"`
+	// FilesDeniedCount is set once file refusals are counted for the run.
+	FilesDeniedCount *int64 `json:"files_denied_count,omitempty"`
+	// LastFileDenied is the latest refused path: the file, or for a
+	// creation the directory it would be made in.
+	LastFileDenied string `json:"last_file_denied,omitempty"`
 }
 
 // ResourceEvents count what the limits of a run's cgroup did.

@@ -32,7 +32,7 @@ const (
 	// NotifyToolChanged: an upstream's tool changed since it was pinned
 	// and is held back until approved (docs/gateway.md).
 	NotifyToolChanged = "tool_changed"
-	// NotifySandboxDenied: a sandboxed harness was refused a host.
+	// NotifySandboxDenied: a sandboxed harness was refused a host or a file.
 	NotifySandboxDenied = "sandbox_denied"
 )
 

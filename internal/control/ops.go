@@ -72,7 +72,12 @@ func (c *Control) Describe(ctx context.Context, a api.NameArg) (api.Description,
 		d.Sandbox = &api.SandboxView{FS: sb.Levels.FS, Network: sb.Levels.Network, Tmp: sb.Levels.Tmp,
 			Missing: sb.Levels.Missing, Denied: sb.Denied(), LastDenied: sb.LastDenied()}
 		if fs := sb.Levels.FS; fs != sandbox.FSOff && fs != sandbox.FSNotBuilt {
-			d.Sandbox.FilesDenied = sandbox.FilesDenials
+			counting, why := sb.FilesCounted()
+			d.Sandbox.FilesDenied = why
+			if n := sb.FilesDenied(); counting || n > 0 {
+				d.Sandbox.FilesDeniedCount = &n
+				d.Sandbox.LastFileDenied = sb.LastFileDenied()
+			}
 		}
 	}
 	if run, read := u.sup.AgentScreenRead(); read.Looked && run == st.RunID && st.HasRun() {

@@ -23,6 +23,7 @@ import (
 	"github.com/harness-dev/harness/internal/calllog"
 	"github.com/harness-dev/harness/internal/config"
 	"github.com/harness-dev/harness/internal/control"
+	"github.com/harness-dev/harness/internal/kaudit"
 	"github.com/harness-dev/harness/internal/logkey"
 	"github.com/harness-dev/harness/internal/logs"
 	"github.com/harness-dev/harness/internal/mask"
@@ -193,6 +194,11 @@ func Run(ctx context.Context, opt Options) (err error) {
 	reaper.Start(rctx)
 	defer func() { rcancel(); reaper.Stop() }()
 
+	// Sandboxed runs' file refusals, as the kernel's audit tells them
+	// (docs/design/sandbox.md): read only, never turned on here.
+	fileDenials := kaudit.Start(log, kaudit.Options{})
+	defer fileDenials.Close()
+
 	tokens := supervise.NewTokens()
 	// The broker is control's UpstreamHooks as it is: each run reports its
 	// own start (an upstream that never completes initialize is a failed
@@ -306,15 +312,16 @@ func Run(ctx context.Context, opt Options) (err error) {
 		OAuth:        oauthStore,
 		NewDeps: func(name string, kind supervise.Kind) (supervise.Deps, error) {
 			return supervise.Deps{
-				Tokens:     tokens,
-				Reaper:     reaper,
-				Ledger:     ledger,
-				Cgroups:    own.tree,
-				Tracker:    own.tracker,
-				AwaitReady: kind == supervise.KindUpstream,
-				Instance:   instance,
-				Limits:     limits,
-				Logger:     log, // supervise adds the unit key itself
+				Tokens:      tokens,
+				Reaper:      reaper,
+				Ledger:      ledger,
+				Cgroups:     own.tree,
+				Tracker:     own.tracker,
+				AwaitReady:  kind == supervise.KindUpstream,
+				Instance:    instance,
+				Limits:      limits,
+				Logger:      log, // supervise adds the unit key itself
+				FileDenials: fileDenials,
 			}, nil
 		},
 		OnEvent: onEvent(srv, tel), // control feeds the notifier itself

@@ -221,10 +221,23 @@ func restrictFiles(spec Spec) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, rfd, 0, 0); errno != 0 {
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, rfd, restrictFlags(abi), 0); errno != 0 {
 		return fmt.Errorf("restrict self: %w", errno)
 	}
 	return nil
+}
+
+// restrictFlags are landlock_restrict_self's flags for ABI abi. From ABI 7
+// the kernel logs a domain's denials to audit, but by default only until
+// the first execve in it, and the shim's whole point is to exec: so ask
+// for the program's denials to be logged too (LOG_NEW_EXEC_ON), which is
+// what lets the daemon count them (internal/kaudit). With audit
+// off the kernel logs nothing whatever the flag (docs/design/sandbox.md).
+func restrictFlags(abi int) uintptr {
+	if abi >= 7 {
+		return unix.LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
+	}
+	return 0
 }
 
 // addRule grants rights beneath path.

@@ -84,9 +84,10 @@ const (
 	TmpLevelDir   = "dir"   // /tmp stays shared and unwritable; TMPDIR is the run's directory
 )
 
-// FilesDenials is what describe says of file refusals: the kernel tells
-// only the audit subsystem about a Landlock denial, so harness cannot
-// count them (docs/design/sandbox.md).
+// FilesDenials is what describe says of file refusals where nothing
+// follows the kernel's audit records (internal/kaudit) for the run: the
+// kernel tells only the audit subsystem about a Landlock denial
+// (docs/design/sandbox.md).
 const FilesDenials = "not counted: the kernel reports Landlock denials only to the audit log"
 
 // Caps is what this machine offers, probed once (Probe).

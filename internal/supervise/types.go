@@ -139,6 +139,10 @@ type Deps struct {
 	// the text read at spawn, for run. It is called on the actor: it
 	// must not block.
 	TypePrompt func(run uint64, text string)
+	// FileDenials, when set, follows each sandboxed run's file refusals
+	// (describe's files_denied_count, EventSandboxDenied); without it
+	// they are not counted, and describe says so.
+	FileDenials FileDenials
 }
 
 // Event kinds: the values of the wire's event kinds.
