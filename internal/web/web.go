@@ -318,6 +318,10 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
+	if strings.HasPrefix(path, "/host/") {
+		s.serveRemoteHarness(w, r, rq)
+		return
+	}
 	switch path {
 	case "/":
 		s.serveFleet(w, r, rq)
