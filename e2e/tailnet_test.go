@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -154,6 +155,50 @@ func (v *visitor) do(t *testing.T, method, u string, form url.Values) (int, stri
 	return resp.StatusCode, string(b)
 }
 
+// openEvents opens the page's event stream as the visitor and waits for
+// its greeting; the channel closes when the daemon ends the stream.
+func (v *visitor) openEvents(t *testing.T, ctx context.Context, base string) <-chan struct{} {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := *v.c
+	c.Timeout = 0 // a stream: ctx bounds it
+	resp, err := c.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatalf("the event stream over the tailnet: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		cancel()
+		resp.Body.Close()
+		t.Fatalf("the event stream over the tailnet: %d", resp.StatusCode)
+	}
+	greeted := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "signed in as") {
+				close(greeted)
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-ended })
+	select {
+	case <-greeted:
+	case <-ended:
+		t.Fatal("the event stream ended before its greeting")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event stream sent no greeting in 10 s")
+	}
+	return ended
+}
+
 // login is the visitor's login as the test control server names it.
 func (v *visitor) login(t *testing.T, ctx context.Context) string {
 	t.Helper()
@@ -249,6 +294,39 @@ func TestScenario_TailnetVisitorReadsTheFleetAndAnswersAPrompt(t *testing.T) {
 	if status, _ := stranger.do(t, "POST", info.URL+"/h/demo/answer", url.Values{"choice": {"No"}}); status != http.StatusForbidden {
 		t.Fatalf("POST answer from a login without a grant: %d", status)
 	}
+
+	// A reload that removes the login ends its open event stream within
+	// a second, and the log says why.
+	events := granted.openEvents(t, ctx, info.URL)
+	cfg, err := os.ReadFile(f.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant := fmt.Sprintf("%q = \"read,input\"\n", grantedLogin)
+	if !strings.Contains(string(cfg), grant) {
+		t.Fatalf("the config has no line %q:\n%s", grant, cfg)
+	}
+	written := time.Now()
+	if err := os.WriteFile(f.Config, []byte(strings.Replace(string(cfg), grant, "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The daemon's watcher may reload first: either way the stream ends
+	// within a second of the reload that took the grant.
+	f.MustRun("reload")
+	reloaded := time.Now()
+	select {
+	case <-events:
+		t.Logf("the removed login's event stream ended %s after the config was written (reload returned after %s)", time.Since(written), reloaded.Sub(written))
+	case <-time.After(time.Second):
+		t.Fatal("the removed login's event stream is open a second after the reload")
+	}
+	if !strings.Contains(f.Log(), `session="tailnet `+grantedLogin+`" path=/events`) {
+		t.Fatalf("the log does not say the stream ended:\n%s", f.Log())
+	}
+	if status, _ := granted.do(t, "GET", info.URL+"/", nil); status != http.StatusForbidden {
+		t.Fatalf("the removed login's next request: %d", status)
+	}
+
 	assertNoSecret(t, tailnetKey, f.State, f.LogPath)
 	for _, args := range [][]string{{"daemon-info", "--json"}, {"list", "--json"}} {
 		if out, errOut, _ := f.Run(args...); strings.Contains(out+errOut, tailnetKey) {
