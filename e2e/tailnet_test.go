@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -364,4 +365,38 @@ enabled = true
 	if out, _, _ := f.Run("daemon-info", "--json"); strings.Contains(out, wrong) {
 		t.Fatal("daemon-info shows the auth key")
 	}
+}
+
+// TestScenario_TailnetUnreachableControlServerLeavesTheDaemonUp: the
+// control URL is a local port nothing listens on; the daemon serves on
+// (its socket answers, its agents run), and daemon-info says within
+// seconds that the control server refused the connection and the node
+// keeps trying.
+func TestScenario_TailnetUnreachableControlServerLeavesTheDaemonUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	t.Setenv("HARNESS_E2E_TS_AUTHKEY", tailnetKey)
+	start := time.Now()
+	f := newFleet(t, tailnetConfig(closed, "${HARNESS_E2E_TS_AUTHKEY}", grantedLogin, "", "")+`
+[harness.ticker]
+cmd = "sh"
+args = ["-c", "while true; do sleep 1; done"]
+enabled = true
+`)
+	f.waitState("ticker", "running")
+	info := f.waitTailnet(false)
+	t.Logf("daemon-info's tailnet_error %s after the daemon was started: %s", time.Since(start), info.Error)
+	if info.URL != "" || !strings.Contains(info.Error, "connection refused") || !strings.Contains(info.Error, "still trying") || !strings.Contains(info.Error, closed) {
+		t.Fatalf("daemon-info's tailnet with an unreachable control server: %+v", info)
+	}
+	if out := f.MustRun("daemon-info"); !strings.Contains(out, "tailnet error: ") {
+		t.Fatalf("daemon-info does not say why:\n%s", out)
+	}
+	f.MustRun("restart", "ticker")
+	f.waitState("ticker", "running")
+	assertNoSecret(t, tailnetKey, f.State, f.LogPath)
 }
