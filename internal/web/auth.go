@@ -150,13 +150,18 @@ func (s *Server) grantInForce(r *http.Request, sess *session) (api.Grant, bool) 
 // that very request): false once sess was signed out, expired or ended,
 // or its credential is gone.
 func (s *Server) liveSession(r *http.Request, sess *session) (api.Grant, bool) {
-	s.mu.Lock()
-	live := s.sessions[sess.id] == sess && s.now().Before(sess.expires)
-	s.mu.Unlock()
-	if !live {
+	if !s.signedIn(sess) {
 		return api.Grant{}, false
 	}
 	return s.grantInForce(r, sess)
+}
+
+// signedIn reports whether sess is still a session: not signed out,
+// expired or ended.
+func (s *Server) signedIn(sess *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[sess.id] == sess && s.now().Before(sess.expires)
 }
 
 func (s *Server) endSession(sess *session) {

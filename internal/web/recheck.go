@@ -84,6 +84,15 @@ func (s *Server) recheckStreams(cause string) {
 
 // streamRefusal is why ls may no longer stay open, or "".
 func (s *Server) streamRefusal(ls *liveStream) string {
+	if ls.sess.device != "" {
+		// A device's grant changes only by its revocation, whose channel
+		// ends its streams by itself; Devices.Live would also note the
+		// device seen (a write of the store) at every recheck.
+		if !s.signedIn(ls.sess) {
+			return "signed out: " + ls.sess.who() + " is signed out or has no grant here now"
+		}
+		return ""
+	}
 	grant, ok := s.liveSession(ls.r, ls.sess)
 	if !ok {
 		return "signed out: " + ls.sess.who() + " is signed out or has no grant here now"
