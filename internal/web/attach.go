@@ -65,7 +65,7 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 	if rq.may(api.AttachClass(false)) {
 		needs = append(needs, api.AttachClass(false))
 	}
-	ls, release, ok := s.admitStream(w, r, rq, "terminal "+name, needs...)
+	ls, release, ok := s.admitStream(w, r, rq, needs...)
 	if !ok {
 		return
 	}

@@ -103,7 +103,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rq *request
 		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
 		return
 	}
-	ls, release, ok := s.admitStream(w, r, rq, "event stream", api.Read)
+	ls, release, ok := s.admitStream(w, r, rq, api.Read)
 	if !ok {
 		return
 	}

@@ -28,7 +28,6 @@ type liveStream struct {
 	sess  *session
 	r     *http.Request // the stream's request: its cookie, tailnet login and peer
 	needs []api.Class   // what the grant must still allow
-	what  string        // "event stream", "terminal NAME", for the log
 
 	once  sync.Once
 	ended chan struct{} // closed when the recheck ends the stream
@@ -48,8 +47,8 @@ func (ls *liveStream) reason() string { return ls.why }
 
 // trackStream lists an admitted stream for the recheck; untrack removes
 // it (the stream's release does both: see admitStream).
-func (s *Server) trackStream(rq *request, r *http.Request, what string, needs ...api.Class) *liveStream {
-	ls := &liveStream{sess: rq.sess, r: r, needs: needs, what: what, ended: make(chan struct{})}
+func (s *Server) trackStream(rq *request, r *http.Request, needs ...api.Class) *liveStream {
+	ls := &liveStream{sess: rq.sess, r: r, needs: needs, ended: make(chan struct{})}
 	s.mu.Lock()
 	s.live[ls] = struct{}{}
 	s.mu.Unlock()

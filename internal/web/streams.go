@@ -73,14 +73,14 @@ func (s *Server) openStream(sess *session) (release func(), err error) {
 // reports false. The stream is listed for the recheck with what it needs
 // of its grant (recheck.go): its ended channel closes when the grant no
 // longer covers needs. release gives the place back and unlists it.
-func (s *Server) admitStream(w http.ResponseWriter, r *http.Request, rq *request, what string, needs ...api.Class) (ls *liveStream, release func(), ok bool) {
+func (s *Server) admitStream(w http.ResponseWriter, r *http.Request, rq *request, needs ...api.Class) (ls *liveStream, release func(), ok bool) {
 	free, err := s.openStream(rq.sess)
 	if err != nil {
 		s.log.Warn("dashboard stream refused", logkey.Session, rq.sess.who(), logkey.Path, r.URL.Path, logkey.Remote, r.RemoteAddr, logkey.Err, err)
 		s.fail(w, r, http.StatusTooManyRequests, err.Error())
 		return nil, nil, false
 	}
-	ls = s.trackStream(rq, r, what, needs...)
+	ls = s.trackStream(rq, r, needs...)
 	return ls, func() {
 		s.untrackStream(ls)
 		free()
