@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"tailscale.com/envknob"
 	"tailscale.com/ipn/store/mem"
 	"tailscale.com/net/netns"
@@ -200,6 +202,43 @@ func (v *visitor) openEvents(t *testing.T, ctx context.Context, base string) <-c
 	return ended
 }
 
+// openTerminal opens name's terminal as the visitor, with the page's
+// CSRF token, and reads until it is attached; the channel gets the error
+// that ends it.
+func (v *visitor) openTerminal(t *testing.T, ctx context.Context, base, name, csrf string) <-chan error {
+	t.Helper()
+	c := *v.c
+	c.Timeout = 0
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/h/"+name+"/attach", &websocket.DialOptions{HTTPClient: &c})
+	if err != nil {
+		t.Fatalf("the terminal over the tailnet: %v", err)
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	hello, _ := json.Marshal(map[string]any{"csrf": csrf, "cols": 80, "rows": 24})
+	if err := ws.Write(ctx, websocket.MessageText, hello); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		typ, data, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("the terminal over the tailnet, before it was attached: %v", err)
+		}
+		if typ == websocket.MessageText && strings.Contains(string(data), `"attached"`) {
+			break
+		}
+	}
+	ended := make(chan error, 1)
+	go func() {
+		for {
+			if _, _, err := ws.Read(ctx); err != nil {
+				ended <- err
+				return
+			}
+		}
+	}()
+	return ended
+}
+
 // login is the visitor's login as the test control server names it.
 func (v *visitor) login(t *testing.T, ctx context.Context) string {
 	t.Helper()
@@ -296,9 +335,10 @@ func TestScenario_TailnetVisitorReadsTheFleetAndAnswersAPrompt(t *testing.T) {
 		t.Fatalf("POST answer from a login without a grant: %d", status)
 	}
 
-	// A reload that removes the login ends its open event stream within
-	// a second, and the log says why.
+	// A reload that removes the login ends its open event stream and
+	// its typing terminal within a second, and the log says why.
 	events := granted.openEvents(t, ctx, info.URL)
+	term := granted.openTerminal(t, ctx, info.URL, "demo", m[1])
 	cfg, err := os.ReadFile(f.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -320,6 +360,18 @@ func TestScenario_TailnetVisitorReadsTheFleetAndAnswersAPrompt(t *testing.T) {
 		t.Logf("the removed login's event stream ended %s after the config was written (reload returned after %s)", time.Since(written), reloaded.Sub(written))
 	case <-time.After(time.Second):
 		t.Fatal("the removed login's event stream is open a second after the reload")
+	}
+	select {
+	case err := <-term:
+		if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+			t.Fatalf("the removed login's terminal ended with %v", err)
+		}
+		t.Logf("the removed login's terminal ended %s after the config was written: %v", time.Since(written), err)
+	case <-time.After(time.Until(reloaded.Add(time.Second))):
+		t.Fatal("the removed login's terminal is open a second after the reload")
+	}
+	if !strings.Contains(f.Log(), `session="tailnet `+grantedLogin+`" path=/h/demo/attach`) {
+		t.Fatalf("the log does not say the terminal ended:\n%s", f.Log())
 	}
 	if !strings.Contains(f.Log(), `session="tailnet `+grantedLogin+`" path=/events`) {
 		t.Fatalf("the log does not say the stream ended:\n%s", f.Log())
