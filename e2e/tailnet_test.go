@@ -3,9 +3,12 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -17,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"tailscale.com/envknob"
 	"tailscale.com/ipn/store/mem"
 	"tailscale.com/net/netns"
@@ -154,6 +158,87 @@ func (v *visitor) do(t *testing.T, method, u string, form url.Values) (int, stri
 	return resp.StatusCode, string(b)
 }
 
+// openEvents opens the page's event stream as the visitor and waits for
+// its greeting; the channel closes when the daemon ends the stream.
+func (v *visitor) openEvents(t *testing.T, ctx context.Context, base string) <-chan struct{} {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := *v.c
+	c.Timeout = 0 // a stream: ctx bounds it
+	resp, err := c.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatalf("the event stream over the tailnet: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		cancel()
+		resp.Body.Close()
+		t.Fatalf("the event stream over the tailnet: %d", resp.StatusCode)
+	}
+	greeted := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "signed in as") {
+				close(greeted)
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-ended })
+	select {
+	case <-greeted:
+	case <-ended:
+		t.Fatal("the event stream ended before its greeting")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event stream sent no greeting in 10 s")
+	}
+	return ended
+}
+
+// openTerminal opens name's terminal as the visitor, with the page's
+// CSRF token, and reads until it is attached; the channel gets the error
+// that ends it.
+func (v *visitor) openTerminal(t *testing.T, ctx context.Context, base, name, csrf string) <-chan error {
+	t.Helper()
+	c := *v.c
+	c.Timeout = 0
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/h/"+name+"/attach", &websocket.DialOptions{HTTPClient: &c})
+	if err != nil {
+		t.Fatalf("the terminal over the tailnet: %v", err)
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	hello, _ := json.Marshal(map[string]any{"csrf": csrf, "cols": 80, "rows": 24})
+	if err := ws.Write(ctx, websocket.MessageText, hello); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		typ, data, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("the terminal over the tailnet, before it was attached: %v", err)
+		}
+		if typ == websocket.MessageText && strings.Contains(string(data), `"attached"`) {
+			break
+		}
+	}
+	ended := make(chan error, 1)
+	go func() {
+		for {
+			if _, _, err := ws.Read(ctx); err != nil {
+				ended <- err
+				return
+			}
+		}
+	}()
+	return ended
+}
+
 // login is the visitor's login as the test control server names it.
 func (v *visitor) login(t *testing.T, ctx context.Context) string {
 	t.Helper()
@@ -249,6 +334,52 @@ func TestScenario_TailnetVisitorReadsTheFleetAndAnswersAPrompt(t *testing.T) {
 	if status, _ := stranger.do(t, "POST", info.URL+"/h/demo/answer", url.Values{"choice": {"No"}}); status != http.StatusForbidden {
 		t.Fatalf("POST answer from a login without a grant: %d", status)
 	}
+
+	// A reload that removes the login ends its open event stream and
+	// its typing terminal within a second, and the log says why.
+	events := granted.openEvents(t, ctx, info.URL)
+	term := granted.openTerminal(t, ctx, info.URL, "demo", m[1])
+	cfg, err := os.ReadFile(f.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant := fmt.Sprintf("%q = \"read,input\"\n", grantedLogin)
+	if !strings.Contains(string(cfg), grant) {
+		t.Fatalf("the config has no line %q:\n%s", grant, cfg)
+	}
+	written := time.Now()
+	if err := os.WriteFile(f.Config, []byte(strings.Replace(string(cfg), grant, "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The daemon's watcher may reload first: either way the stream ends
+	// within a second of the reload that took the grant.
+	f.MustRun("reload")
+	reloaded := time.Now()
+	select {
+	case <-events:
+		t.Logf("the removed login's event stream ended %s after the config was written (reload returned after %s)", time.Since(written), reloaded.Sub(written))
+	case <-time.After(time.Second):
+		t.Fatal("the removed login's event stream is open a second after the reload")
+	}
+	select {
+	case err := <-term:
+		if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+			t.Fatalf("the removed login's terminal ended with %v", err)
+		}
+		t.Logf("the removed login's terminal ended %s after the config was written: %v", time.Since(written), err)
+	case <-time.After(time.Until(reloaded.Add(time.Second))):
+		t.Fatal("the removed login's terminal is open a second after the reload")
+	}
+	if !strings.Contains(f.Log(), `session="tailnet `+grantedLogin+`" path=/h/demo/attach`) {
+		t.Fatalf("the log does not say the terminal ended:\n%s", f.Log())
+	}
+	if !strings.Contains(f.Log(), `session="tailnet `+grantedLogin+`" path=/events`) {
+		t.Fatalf("the log does not say the stream ended:\n%s", f.Log())
+	}
+	if status, _ := granted.do(t, "GET", info.URL+"/", nil); status != http.StatusForbidden {
+		t.Fatalf("the removed login's next request: %d", status)
+	}
+
 	assertNoSecret(t, tailnetKey, f.State, f.LogPath)
 	for _, args := range [][]string{{"daemon-info", "--json"}, {"list", "--json"}} {
 		if out, errOut, _ := f.Run(args...); strings.Contains(out+errOut, tailnetKey) {
@@ -286,4 +417,38 @@ enabled = true
 	if out, _, _ := f.Run("daemon-info", "--json"); strings.Contains(out, wrong) {
 		t.Fatal("daemon-info shows the auth key")
 	}
+}
+
+// TestScenario_TailnetUnreachableControlServerLeavesTheDaemonUp: the
+// control URL is a local port nothing listens on; the daemon serves on
+// (its socket answers, its agents run), and daemon-info says within
+// seconds that the control server refused the connection and the node
+// keeps trying.
+func TestScenario_TailnetUnreachableControlServerLeavesTheDaemonUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	t.Setenv("HARNESS_E2E_TS_AUTHKEY", tailnetKey)
+	start := time.Now()
+	f := newFleet(t, tailnetConfig(closed, "${HARNESS_E2E_TS_AUTHKEY}", grantedLogin, "", "")+`
+[harness.ticker]
+cmd = "sh"
+args = ["-c", "while true; do sleep 1; done"]
+enabled = true
+`)
+	f.waitState("ticker", "running")
+	info := f.waitTailnet(false)
+	t.Logf("daemon-info's tailnet_error %s after the daemon was started: %s", time.Since(start), info.Error)
+	if info.URL != "" || !strings.Contains(info.Error, "connection refused") || !strings.Contains(info.Error, "still trying") || !strings.Contains(info.Error, closed) {
+		t.Fatalf("daemon-info's tailnet with an unreachable control server: %+v", info)
+	}
+	if out := f.MustRun("daemon-info"); !strings.Contains(out, "tailnet error: ") {
+		t.Fatalf("daemon-info does not say why:\n%s", out)
+	}
+	f.MustRun("restart", "ticker")
+	f.waitState("ticker", "running")
+	assertNoSecret(t, tailnetKey, f.State, f.LogPath)
 }

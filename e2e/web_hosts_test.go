@@ -136,7 +136,7 @@ func hostsRig(t *testing.T) (remote *fleet, s *sshd, f *fleet, hook *hookReceive
 	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("# before\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	remote = newFleet(t, fmt.Sprintf(`
+	return hostsRigWith(t, fmt.Sprintf(`
 [harness.demo]
 cmd = %q
 args = ["demo-agent", "--step", "200ms"]
@@ -149,6 +149,11 @@ enabled = true
 cmd = "sleep"
 args = ["100000"]
 `, harnessBin, work))
+}
+
+// hostsRigWith is hostsRig with remoteCfg as the second daemon's config.
+func hostsRigWith(t *testing.T, remoteCfg string) (remote *fleet, s *sshd, f *fleet, hook *hookReceiver) {
+	remote = newFleet(t, remoteCfg)
 	bridge := func(grant string) string {
 		return fmt.Sprintf("%s --socket %s bridge --grant %s", harnessBin, remote.Socket, grant)
 	}

@@ -76,13 +76,17 @@ func (n *Node) fail(err error) {
 // run brings the node up and serves on it.
 func (n *Node) run() {
 	defer close(n.done)
-	// Up waits as long as the control server is silent: say so after a
-	// while, and keep trying.
-	slow := time.AfterFunc(n.opt.UpTimeout, func() {
-		n.fail(fmt.Errorf("not up after %s: is the control server reachable?", n.opt.UpTimeout))
-	})
+	// Up waits as long as the control server cannot be reached, trying
+	// again and again: watchJoin says why meanwhile.
+	joined := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		n.watchJoin(joined)
+	}()
 	st, err := n.srv.Up(n.ctx)
-	slow.Stop()
+	close(joined)
+	<-watched // its last word comes before the node's own
 	if n.ctx.Err() != nil {
 		return
 	}
@@ -132,6 +136,75 @@ func (n *Node) run() {
 	n.shutdown = shutdown
 	n.mu.Unlock()
 	n.log.Info("tailnet node serving the page for people", logkey.URL, url)
+}
+
+// joinPoll is how often watchJoin asks tsnet how joining goes.
+const joinPoll = time.Second
+
+// watchJoin says in Info why the node is not up while Up waits: tsnet
+// keeps trying a control server it cannot reach and says why only in
+// its health messages (the last login error: a refused connection, a
+// name that does not resolve, a TLS failure), so they are read every
+// joinPoll and the latest login error is the node's failure at once; a
+// control server that accepts and never answers leaves no error, and
+// after UpTimeout the failure says so. Both stay until the node is up
+// (run clears them); tsnet goes on trying.
+func (n *Node) watchJoin(joined <-chan struct{}) {
+	tick := time.NewTicker(joinPoll)
+	defer tick.Stop()
+	slow := time.NewTimer(n.opt.UpTimeout)
+	defer slow.Stop()
+	said := ""
+	say := func(err error) {
+		if err.Error() != said {
+			said = err.Error()
+			n.fail(err)
+		}
+	}
+	for {
+		select {
+		case <-joined:
+			return
+		case <-n.ctx.Done():
+			return
+		case <-tick.C:
+			if why := n.joinError(); why != "" {
+				say(fmt.Errorf("not up yet, still trying: the control server %s: %s", n.controlName(), why))
+			}
+		case <-slow.C:
+			if said == "" {
+				say(fmt.Errorf("not up after %s: is the control server %s reachable?", n.opt.UpTimeout, n.controlName()))
+			}
+		}
+	}
+}
+
+// joinError is tsnet's latest login error while joining, "" for none.
+func (n *Node) joinError() string {
+	lc, err := n.srv.LocalClient()
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, joinPoll)
+	defer cancel()
+	st, err := lc.StatusWithoutPeers(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, h := range st.Health {
+		if _, why, ok := strings.Cut(h, "last login error was: "); ok {
+			return why
+		}
+	}
+	return ""
+}
+
+// controlName is the control server as the failure names it.
+func (n *Node) controlName() string {
+	if n.opt.ControlURL == "" {
+		return "(Tailscale's)"
+	}
+	return n.opt.ControlURL
 }
 
 // identify names each request's tailnet login (WhoIs) before the page

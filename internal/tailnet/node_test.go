@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,5 +120,108 @@ func TestScenario_TailnetRefusedKeyIsSaidWithoutTheKey(t *testing.T) {
 	}
 	if err := n.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// closedPort is a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}
+
+// silentPort is a loopback address that accepts connections and never
+// says a word.
+func silentPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-accepted
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// waitFailure waits until n's Info says why it is not up, or d passes.
+func waitFailure(t *testing.T, n *Node, d time.Duration) (string, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for range tick.C {
+		if u, failure := n.Info(); u != "" || failure != "" || time.Since(start) > d {
+			if u != "" {
+				t.Fatalf("the node is up at %s", u)
+			}
+			return failure, time.Since(start)
+		}
+	}
+	return "", 0
+}
+
+// TestScenario_TailnetUnreachableControlServerIsSaidInBoundedTime: the
+// control URL is a closed port: Start returns at once and Info says
+// within seconds that the connection was refused and the node still
+// tries; a control server that accepts and never answers is said to be
+// unreachable after UpTimeout. Close ends every goroutine (goleak)
+// though joining never finished.
+func TestScenario_TailnetUnreachableControlServerIsSaidInBoundedTime(t *testing.T) {
+	for _, c := range []struct {
+		name, url string
+		upTimeout time.Duration
+		want      string
+		within    time.Duration
+	}{
+		{"closed port", closedPort(t), DefaultUpTimeout, "connect: connection refused", 10 * time.Second},
+		{"silent port", silentPort(t), 2 * time.Second, "not up after 2s: is the control server http://127.0.0.1:", 10 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			n := Start(Options{Hostname: "harness", AuthKey: key, Dir: t.TempDir(), ControlURL: c.url, Serve: serve, UpTimeout: c.upTimeout,
+				Handler: http.NotFoundHandler(), Identify: func(r *http.Request, _ string) *http.Request { return r }})
+			if took := time.Since(start); took > time.Second {
+				t.Fatalf("Start took %s", took)
+			}
+			failure, took := waitFailure(t, n, c.within)
+			t.Logf("after %s: %q", took, failure)
+			if !strings.HasPrefix(failure, "tailnet: ") || !strings.Contains(failure, c.want) || strings.Contains(failure, key) {
+				t.Fatalf("Info's failure after %s: %q, want %q", took, failure, c.want)
+			}
+			closing := time.Now()
+			if err := n.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(closing); took > 5*time.Second {
+				t.Fatalf("Close took %s", took)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -57,7 +58,14 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
 		return
 	}
-	release, ok := s.admitStream(w, r, rq)
+	// A writer's stream needs input besides read: its raw bytes go only
+	// to someone who may type. Whether it is a writer is known before
+	// the hello, since it is the grant's alone.
+	needs := []api.Class{api.AttachClass(true)}
+	if rq.may(api.AttachClass(false)) {
+		needs = append(needs, api.AttachClass(false))
+	}
+	ls, release, ok := s.admitStream(w, r, rq, needs...)
 	if !ok {
 		return
 	}
@@ -83,6 +91,11 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 			// A revoked device's terminal ends now, idle or not.
 			s.log.Info("dashboard terminal ended: device revoked", logkey.Harness, name, logkey.Session, rq.sess.who())
 			c.Close(websocket.StatusPolicyViolation, "this device was revoked")
+			cancel()
+		case <-ls.ended:
+			// Idle or not: a reload or a revoked token took the grant
+			// it needs (recheck.go, which logged it).
+			c.Close(websocket.StatusPolicyViolation, closeReason(ls.reason()+": reload the page"))
 			cancel()
 		case <-ctx.Done():
 		}
@@ -118,7 +131,7 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 	defer v.Close()
 	s.log.Info("dashboard terminal attached", logkey.Harness, name, logkey.ReadOnly, !writer, logkey.Session, rq.sess.who())
 
-	go s.attachInput(ctx, cancel, c, v, r, name, writer)
+	go s.attachInput(ctx, cancel, c, v, r, rq.sess, name, writer)
 	var checked time.Time
 	for {
 		out, ev, err := v.Next(ctx)
@@ -139,7 +152,7 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 			// A sign-out or a revoked token ends the stream; a grant
 			// narrowed by a reload below input ends a raw one, whose
 			// bytes only a person who may type gets.
-			_, grant, ok := s.session(r)
+			grant, ok := s.liveSession(r, rq.sess)
 			if !ok || writer && !grant.Allows(api.FacadeNamespace, api.AttachClass(false)) {
 				s.log.Info("dashboard terminal ended: signed out or no longer granted input", logkey.Harness, name, logkey.Session, rq.sess.who())
 				c.Close(websocket.StatusPolicyViolation, "signed out, or the grant no longer includes input: reload the page")
@@ -158,6 +171,20 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, rq *request
 	}
 }
 
+// closeReason is why as a close frame carries it: at most 123 bytes, cut
+// at a character's start (a longer one fails the close).
+func closeReason(why string) string {
+	const limit = 123
+	if len(why) <= limit {
+		return why
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(why[cut]) {
+		cut--
+	}
+	return why[:cut]
+}
+
 func (s *Server) sendNotice(ctx context.Context, c *websocket.Conn, ev api.AttachEvent) bool {
 	data, err := json.Marshal(ev)
 	if err != nil {
@@ -172,7 +199,7 @@ func (s *Server) sendNotice(ctx context.Context, c *websocket.Conn, ev api.Attac
 // held back by the PTY's own pace (Input waits, bounded, for the write)
 // and by TCP; each is at most maxFrame. The session is checked again per
 // message: a sign-out or a revoked token stops the keys at once.
-func (s *Server) attachInput(ctx context.Context, cancel context.CancelFunc, c *websocket.Conn, v Viewer, r *http.Request, name string, writer bool) {
+func (s *Server) attachInput(ctx context.Context, cancel context.CancelFunc, c *websocket.Conn, v Viewer, r *http.Request, sess *session, name string, writer bool) {
 	defer cancel()
 	refused := 0
 	for {
@@ -180,7 +207,7 @@ func (s *Server) attachInput(ctx context.Context, cancel context.CancelFunc, c *
 		if err != nil {
 			return
 		}
-		_, grant, ok := s.session(r)
+		grant, ok := s.liveSession(r, sess)
 		if !ok {
 			c.Close(websocket.StatusPolicyViolation, "signed out")
 			return

@@ -99,38 +99,69 @@ func (s *Server) session(r *http.Request) (*session, api.Grant, bool) {
 	if sess == nil {
 		return nil, api.Grant{}, false
 	}
+	g, ok := s.grantInForce(r, sess)
+	if !ok {
+		return nil, api.Grant{}, false
+	}
+	return sess, g, true
+}
+
+// grantInForce is the grant sess has now, r being one of its requests:
+// the operator's live grant, or its credential's (a tailnet login's, a
+// device's, a dashboard token's) while the credential stands; a session
+// whose credential is gone is ended.
+func (s *Server) grantInForce(r *http.Request, sess *session) (api.Grant, bool) {
 	if sess.operator {
-		return sess, s.b.OperatorGrant(), true
+		return s.b.OperatorGrant(), true
 	}
 	if sess.tailnet != "" {
 		g, ok := s.liveTailnetSession(r, sess)
 		if !ok {
 			s.endSession(sess)
 			s.log.Info("tailnet session ended: another login, or no grant now", logkey.Session, sess.who())
-			return nil, api.Grant{}, false
+			return api.Grant{}, false
 		}
-		return sess, g, true
+		return g, true
 	}
 	if sess.device != "" {
 		g, ok := s.opt.Devices.Live(sess.device, remoteHost(r))
 		if !ok {
 			s.endSession(sess)
 			s.log.Info("device revoked; its session ended", logkey.Session, sess.who())
-			return nil, api.Grant{}, false
+			return api.Grant{}, false
 		}
-		return sess, g, true
+		return g, true
 	}
 	t, ok := s.tokens.Live(sess.tokenID)
 	if !ok {
 		s.endSession(sess)
 		s.log.Info("dashboard token revoked; its session ended", logkey.Session, sess.who())
-		return nil, api.Grant{}, false
+		return api.Grant{}, false
 	}
 	g, err := api.ParseGrant(t.Grant)
 	if err != nil {
-		return nil, api.Grant{}, false
+		return api.Grant{}, false
 	}
-	return sess, g, true
+	return g, true
+}
+
+// liveSession is the grant in force of sess, an open stream's session
+// (its request may carry no cookie: the session may have been opened by
+// that very request): false once sess was signed out, expired or ended,
+// or its credential is gone.
+func (s *Server) liveSession(r *http.Request, sess *session) (api.Grant, bool) {
+	if !s.signedIn(sess) {
+		return api.Grant{}, false
+	}
+	return s.grantInForce(r, sess)
+}
+
+// signedIn reports whether sess is still a session: not signed out,
+// expired or ended.
+func (s *Server) signedIn(sess *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[sess.id] == sess && s.now().Before(sess.expires)
 }
 
 func (s *Server) endSession(sess *session) {

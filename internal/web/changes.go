@@ -59,9 +59,16 @@ func lineNo(n int) string {
 // changes reads name's diff. A harness without a git checkout has no
 // section (None); any other refusal is shown as a line in it.
 func (s *Server) changes(ctx context.Context, name string) *changesView {
-	v := &changesView{Name: name}
 	var d api.Diff
-	if err := s.call(ctx, api.OpDiff, api.DiffArgs{Name: name}, &d); err != nil {
+	err := s.call(ctx, api.OpDiff, api.DiffArgs{Name: name}, &d)
+	return changesOf(name, d, err)
+}
+
+// changesOf is the view of the diff op's answer d, or of its refusal err
+// (a remote row's page reads its host's diff: remotepage.go).
+func changesOf(name string, d api.Diff, err error) *changesView {
+	v := &changesView{Name: name}
+	if err != nil {
 		if errcode.Of(err) == errcode.InvalidArgument && (strings.Contains(err.Error(), "not a git checkout") ||
 			strings.Contains(err.Error(), "no worktree and no workdir") || strings.Contains(err.Error(), "MCP upstream")) {
 			v.None = true

@@ -35,13 +35,21 @@ type stream struct {
 
 func newHub() *hub { return &hub{subs: map[*stream]struct{}{}} }
 
-func (h *hub) run(ctx context.Context, events <-chan api.Event) {
+// run publishes events until ctx ends; a reload also signals reloads
+// (capacity 1, never blocking: one pending recheck covers many reloads).
+func (h *hub) run(ctx context.Context, events <-chan api.Event, reloads chan<- struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case ev := <-events:
 			h.publish(ev)
+			if ev.Kind == api.EventReload {
+				select {
+				case reloads <- struct{}{}:
+				default:
+				}
+			}
 		}
 	}
 }
@@ -95,7 +103,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rq *request
 		s.fail(w, r, http.StatusForbidden, "this token's grant does not include read")
 		return
 	}
-	release, ok := s.admitStream(w, r, rq)
+	ls, release, ok := s.admitStream(w, r, rq, api.Read)
 	if !ok {
 		return
 	}
@@ -134,6 +142,11 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rq *request
 		case <-rq.sess.revoked:
 			_ = write("event: signedout\ndata: {}\n\n")
 			return
+		case <-ls.ended:
+			// Signed out by a reload or a revoked token, or the grant
+			// lost read: the page goes to the sign-in, which says why.
+			_ = write("event: signedout\ndata: {}\n\n")
+			return
 		case frame := <-st.ch:
 			if !writeFrame(frame) {
 				return
@@ -143,7 +156,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, rq *request
 				return
 			}
 		case <-tick.C:
-			if _, _, ok := s.session(r); !ok {
+			if _, ok := s.liveSession(r, rq.sess); !ok {
 				_ = write("event: signedout\ndata: {}\n\n")
 				return
 			}

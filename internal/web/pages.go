@@ -35,6 +35,7 @@ func parsePages() (*pages, error) {
 		"hpath":    hpath,
 		"count":    count,
 		"hostPath": hostPath,
+		"hostPage": hostPage,
 		"rows":     fleetRows,
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {

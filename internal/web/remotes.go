@@ -62,7 +62,12 @@ type hostSection struct {
 
 // hostPath is the path of an action on a remote row.
 func hostPath(host, name, action string) string {
-	return "/host/" + url.PathEscape(host) + "/h/" + url.PathEscape(name) + "/" + action
+	return hostPage(host, name) + "/" + action
+}
+
+// hostPage is the path of a remote row's page (remotepage.go).
+func hostPage(host, name string) string {
+	return "/host/" + url.PathEscape(host) + "/h/" + url.PathEscape(name)
 }
 
 // remoteSections are the hosts' sections, filtered like the local rows.
@@ -72,49 +77,55 @@ func (s *Server) remoteSections(rq *request, filter string) []hostSection {
 	}
 	var out []hostSection
 	for _, f := range s.opt.Remotes.Fleets() {
-		sec := hostSection{Name: f.Name, Addr: f.Addr, Err: f.Err, May: map[string]bool{}}
-		key := api.Grant{}
-		keyOK := true
-		if f.Bridged {
-			g, err := api.ParseGrant(f.Grant)
-			key, keyOK = g, err == nil
-			sec.KeyGrant = strings.Join(f.Grant, ",")
-			if sec.KeyGrant == "" {
-				sec.KeyGrant = "nothing"
-			}
-		}
-		for _, c := range []api.Class{api.Read, api.Write, api.Input} {
-			sec.May[string(c)] = rq.may(c) && (!f.Bridged || (keyOK && key.Allows(api.FacadeNamespace, c)))
-		}
-		if f.Err != "" && !f.Read.IsZero() {
-			sec.Age = roughDuration(s.now().Sub(f.Read))
-		}
-		var units []unitView
-		if len(f.Units) > 0 && json.Unmarshal(f.Units, &units) != nil {
-			sec.Err = "the host's list could not be read"
-		}
-		for _, u := range units {
-			if filter != "" && !matches(u, filter) && !strings.Contains(strings.ToLower(f.Name), strings.ToLower(filter)) {
-				continue
-			}
-			sec.Units = append(sec.Units, u)
-			sec.Count++
-			if u.Waiting() {
-				sec.Waiting++
-			}
-		}
-		slices.SortStableFunc(sec.Units, func(a, b unitView) int {
-			if a.Waiting() != b.Waiting() {
-				if a.Waiting() {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.Name, b.Name)
-		})
-		out = append(out, sec)
+		out = append(out, s.hostSection(rq, f, filter))
 	}
 	return out
+}
+
+// hostSection is f's section: its rows matching filter, and what they
+// may do for rq.
+func (s *Server) hostSection(rq *request, f RemoteFleet, filter string) hostSection {
+	sec := hostSection{Name: f.Name, Addr: f.Addr, Err: f.Err, May: map[string]bool{}}
+	key := api.Grant{}
+	keyOK := true
+	if f.Bridged {
+		g, err := api.ParseGrant(f.Grant)
+		key, keyOK = g, err == nil
+		sec.KeyGrant = strings.Join(f.Grant, ",")
+		if sec.KeyGrant == "" {
+			sec.KeyGrant = "nothing"
+		}
+	}
+	for _, c := range []api.Class{api.Read, api.Write, api.Input} {
+		sec.May[string(c)] = rq.may(c) && (!f.Bridged || (keyOK && key.Allows(api.FacadeNamespace, c)))
+	}
+	if f.Err != "" && !f.Read.IsZero() {
+		sec.Age = roughDuration(s.now().Sub(f.Read))
+	}
+	var units []unitView
+	if len(f.Units) > 0 && json.Unmarshal(f.Units, &units) != nil {
+		sec.Err = "the host's list could not be read"
+	}
+	for _, u := range units {
+		if filter != "" && !matches(u, filter) && !strings.Contains(strings.ToLower(f.Name), strings.ToLower(filter)) {
+			continue
+		}
+		sec.Units = append(sec.Units, u)
+		sec.Count++
+		if u.Waiting() {
+			sec.Waiting++
+		}
+	}
+	slices.SortStableFunc(sec.Units, func(a, b unitView) int {
+		if a.Waiting() != b.Waiting() {
+			if a.Waiting() {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return sec
 }
 
 // remoteWaiting is how many of the hosts' agents wait, as last heard.

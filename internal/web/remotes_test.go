@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,14 +25,14 @@ type fakeRemotes struct {
 }
 
 func (f *fakeRemotes) Fleets() []RemoteFleet {
-	units := json.RawMessage(`[{"name":"agent","state":"running","agent_state":"waiting","prompt":"Allow edit?","choices":["Yes","No"]},{"name":"idle","state":"stopped"}]`)
+	units := json.RawMessage(`[{"name":"agent","state":"running","agent":"claude","agent_state":"waiting","prompt":"Allow edit?","choices":["Yes","No"]},{"name":"idle","state":"stopped"}]`)
 	return []RemoteFleet{
 		{Name: "box", Addr: "ssh://me@box", Units: units, Read: f.read, Bridged: true, Grant: []string{"read", "write", "input"}},
 		{Name: "ro", Addr: "ssh://me@ro", Units: units, Read: f.read, Bridged: true, Grant: []string{"read"}, Err: "lost the connection"},
 	}
 }
 
-func (f *fakeRemotes) Call(_ context.Context, c api.Caller, host, op string, args, _ any) error {
+func (f *fakeRemotes) Call(_ context.Context, c api.Caller, host, op string, args, result any) error {
 	if c.Door != api.DoorPage && c.Door != api.DoorDevice {
 		return errcode.Errorf(errcode.Internal, "caller %+v is not the page's", c)
 	}
@@ -39,10 +40,25 @@ func (f *fakeRemotes) Call(_ context.Context, c api.Caller, host, op string, arg
 	f.mu.Lock()
 	f.calls = append(f.calls, host+" "+op+" "+string(b))
 	f.mu.Unlock()
+	read := op == api.OpScreen || op == api.OpTurns || op == api.OpDiff
+	if host == "ro" && read {
+		return fmt.Errorf("host ro is not reachable now (lost the connection): %w", errcode.ErrDaemonUnavailable)
+	}
 	if host == "ro" {
 		return errcode.Errorf(errcode.NotPermitted, "host ro: operation %s is write: needs write; this SSH key's bridge grants read", op)
 	}
+	if answer, ok := remoteAnswers[op]; ok && result != nil {
+		return json.Unmarshal([]byte(answer), result)
+	}
 	return nil
+}
+
+// remoteAnswers are box's answers to a remote row's page, each with
+// markup an agent could have written, which the page must show as text.
+var remoteAnswers = map[string]string{
+	api.OpScreen: `{"name":"agent","run_id":4,"cols":80,"rows":3,"activity":"idle","lines":["$ make <script>alert(1)</script>","ok box-screen-line",""]}`,
+	api.OpTurns:  `{"name":"agent","run_id":4,"agent":"claude","model":"m1","turns":[{"role":"user","text":"fix the <b>build</b>"},{"role":"assistant","text":"box-turn-answer done"}]}`,
+	api.OpDiff:   `{"base":"a","head":"b","base_ref":"main","files":[{"path":"x<y>.go","status":"modified","added":1,"deleted":0,"hunks":[{"old_start":1,"old_lines":1,"new_start":1,"new_lines":2,"lines":[" package x","+// box-diff-line <i>"]}]}]}`,
 }
 
 // TestScenario_OtherHostsFleetsShowBesideTheLocalOneAndActThere: the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/errcode"
 	"github.com/harness-dev/harness/internal/logkey"
 )
@@ -69,13 +70,19 @@ func (s *Server) openStream(sess *session) (release func(), err error) {
 }
 
 // admitStream takes a place for the request's stream, or answers 429 and
-// reports false.
-func (s *Server) admitStream(w http.ResponseWriter, r *http.Request, rq *request) (release func(), ok bool) {
-	release, err := s.openStream(rq.sess)
+// reports false. The stream is listed for the recheck with what it needs
+// of its grant (recheck.go): its ended channel closes when the grant no
+// longer covers needs. release gives the place back and unlists it.
+func (s *Server) admitStream(w http.ResponseWriter, r *http.Request, rq *request, needs ...api.Class) (ls *liveStream, release func(), ok bool) {
+	free, err := s.openStream(rq.sess)
 	if err != nil {
 		s.log.Warn("dashboard stream refused", logkey.Session, rq.sess.who(), logkey.Path, r.URL.Path, logkey.Remote, r.RemoteAddr, logkey.Err, err)
 		s.fail(w, r, http.StatusTooManyRequests, err.Error())
-		return nil, false
+		return nil, nil, false
 	}
-	return release, true
+	ls = s.trackStream(rq, r, needs...)
+	return ls, func() {
+		s.untrackStream(ls)
+		free()
+	}, true
 }

@@ -14,7 +14,7 @@ import (
 // (WithTailnetLogin). That login is the visitor's identity there, in
 // place of a token or a paired device: its grant is [web.users]'s, read
 // at every request, so a reload that removes a login shuts it out at its
-// next request. A login without a grant is refused everything but the
+// next request, and its open streams within a second (recheck.go). A login without a grant is refused everything but the
 // action links (the link alone is the permission) and the static assets.
 
 type tailnetKey struct{}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,17 +21,48 @@ const loginHeader = "X-Test-Tailnet-Login"
 // ann@example.com granted read,input and cat@example.com read.
 func tailnetRig(t *testing.T) *rig {
 	t.Helper()
+	return tailnetRigWith(t, newLoginTable(), slog.New(slog.DiscardHandler))
+}
+
+// loginTable is [web.users] as a reload changes it.
+type loginTable struct {
+	mu    sync.Mutex
+	users map[string][]string
+}
+
+func newLoginTable() *loginTable {
+	return &loginTable{users: map[string][]string{"ann@example.com": {"read", "input"}, "cat@example.com": {"read"}}}
+}
+
+// set gives login grant, or takes its grant away when grant is nil.
+func (l *loginTable) set(login string, grant []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if grant == nil {
+		delete(l.users, login)
+		return
+	}
+	l.users[login] = grant
+}
+
+func (l *loginTable) grant(login string) (api.Grant, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.users[login]
+	if !ok {
+		return api.Grant{}, false
+	}
+	g, err := api.ParseGrant(e)
+	return g, err == nil
+}
+
+// tailnetRigWith is tailnetRig with users as [web.users] and log as the
+// dashboard's log.
+func tailnetRigWith(t *testing.T, users *loginTable, log *slog.Logger) *rig {
+	t.Helper()
 	r := &rig{t: t, b: newFake(), state: t.TempDir(), now: time.Now()}
-	users := map[string][]string{"ann@example.com": {"read", "input"}, "cat@example.com": {"read"}}
-	srv, err := New(Options{Backend: r.b, StateDir: r.state, SessionTTL: time.Hour, Logger: slog.New(slog.DiscardHandler), Now: r.clock,
-		TailnetUsers: func(login string) (api.Grant, bool) {
-			e, ok := users[login]
-			if !ok {
-				return api.Grant{}, false
-			}
-			g, err := api.ParseGrant(e)
-			return g, err == nil
-		},
+	srv, err := New(Options{Backend: r.b, StateDir: r.state, SessionTTL: time.Hour, Logger: log, Now: r.clock,
+		TailnetUsers: users.grant,
 		TailnetHosts: func() []string { return []string{"harness.tail.example"} },
 	})
 	if err != nil {

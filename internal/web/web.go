@@ -146,10 +146,13 @@ type Server struct {
 	hub     *hub
 	frags   *fragCache // the fleet's live part as last rendered (fragments.go)
 	hubDone chan struct{}
+	// recheckDone closes when the recheck of open streams stops (recheck.go).
+	recheckDone chan struct{}
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	streams  streamCount // guarded by mu
+	streams  streamCount              // guarded by mu
+	live     map[*liveStream]struct{} // the open streams; guarded by mu
 }
 
 // New returns the dashboard. Close stops its event fan-out.
@@ -192,12 +195,20 @@ func New(opt Options) (*Server, error) {
 		hubDone:  make(chan struct{}),
 		sessions: map[string]*session{},
 		streams:  streamCount{perCredential: map[string]int{}},
+		live:     map[*liveStream]struct{}{},
+
+		recheckDone: make(chan struct{}),
 	}
 	events, unsubscribe := s.b.Subscribe()
+	reloads := make(chan struct{}, 1)
 	go func() {
 		defer close(s.hubDone)
 		defer unsubscribe()
-		s.hub.run(ctx, events)
+		s.hub.run(ctx, events, reloads)
+	}()
+	go func() {
+		defer close(s.recheckDone)
+		s.recheckLoop(ctx, reloads)
 	}()
 	return s, nil
 }
@@ -206,6 +217,7 @@ func New(opt Options) (*Server, error) {
 func (s *Server) Close() {
 	s.cancel()
 	<-s.hubDone
+	<-s.recheckDone
 }
 
 // securityHeaders go on every answer: no script but the dashboard's own
@@ -304,6 +316,10 @@ func (s *Server) serveSignedIn(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		s.fail(w, r, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	if strings.HasPrefix(path, "/host/") {
+		s.serveRemoteHarness(w, r, rq)
 		return
 	}
 	switch path {

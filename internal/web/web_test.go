@@ -37,8 +37,10 @@ type fakeBackend struct {
 	grant   api.Grant
 	viewer  *fakeViewer
 	attachs []api.AttachArgs
-	many    int          // when set, list answers this many running sleepers
-	callers []api.Caller // of each call, in order
+	many    int           // when set, list answers this many running sleepers
+	fresh   bool          // when set, each attach gets a viewer of its own
+	viewers []*fakeViewer // of each attach, when fresh
+	callers []api.Caller  // of each call, in order
 }
 
 func newFake() *fakeBackend {
@@ -125,6 +127,10 @@ func (b *fakeBackend) Attach(_ context.Context, _ api.Caller, a api.AttachArgs) 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.attachs = append(b.attachs, a)
+	if b.fresh {
+		b.viewer = newFakeViewer()
+		b.viewers = append(b.viewers, b.viewer)
+	}
 	if b.viewer == nil {
 		b.viewer = newFakeViewer()
 	}
