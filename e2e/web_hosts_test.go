@@ -293,6 +293,9 @@ func TestScenario_EveryMachineInOnePage(t *testing.T) {
 		}) {
 		t.Fatalf("box's waiting message: %s", got[0].Body)
 	}
+	// The message may be the first prompt's, sent before this one: the
+	// agent is asked again only once it waits again.
+	remote.waitAgent("demo", "waiting")
 	remote.MustRun("answer", "demo", "No")
 	stage("notified")
 

@@ -234,7 +234,17 @@ func (rf *runFleet) askAndSee(af *agentFleet, prompt string, states ...string) m
 		return r.Main && strings.Contains(string(r.Body), prompt)
 	})
 	if err != nil {
-		rf.t.Fatalf("the prompt %q never reached the model: %v\nscreen %s", prompt, err, af.lastScreen())
+		var reqs, sends []string
+		for _, q := range rf.api.Requests() {
+			reqs = append(reqs, fmt.Sprintf("%s %s main=%v %.200s", q.Method, q.Path, q.Main, q.Body))
+		}
+		for _, l := range strings.Split(rf.Log(), "\n") {
+			if strings.Contains(l, "input sent") || strings.Contains(l, "Enter") || strings.Contains(l, "paste") {
+				sends = append(sends, l)
+			}
+		}
+		rf.t.Fatalf("the prompt %q never reached the model: %v\nrequests:\n%s\nthe daemon's sends:\n%s\nscreen %s",
+			prompt, err, strings.Join(reqs, "\n"), strings.Join(sends, "\n"), af.lastScreen())
 	}
 	return r
 }
