@@ -128,9 +128,12 @@ func (af *agentFleet) promptRequest(before int, prompt string) modelapi.Request 
 		return strings.Contains(string(r.Body), strings.Trim(string(want), `"`))
 	})
 	if err != nil {
-		var waits []string // a send's waits for the agent to take its paste in that reached their bounds
+		// The send as the daemon logged it: the input, its waits for the
+		// agent to take the paste that reached their bounds, an Enter
+		// written again.
+		var waits []string
 		for _, l := range strings.Split(af.Log(), "\n") {
-			if strings.Contains(l, "after a paste") {
+			if strings.Contains(l, "after a paste") || strings.Contains(l, "input sent") || strings.Contains(l, "Enter") || strings.Contains(l, "agent state") {
 				waits = append(waits, l)
 			}
 		}

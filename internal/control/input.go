@@ -111,10 +111,14 @@ func typing(text string, keys []string, paste bool, enterAfter time.Duration) su
 // typeSend types t into u's terminal (supervise.Unit.Type). For an agent
 // whose Enter after a paste may end up in the paste (agent.Adapter.
 // EnterAgain), a send with its Enter apart to an agent at its input
-// (ready, or limited: a resumed run may still show its limit) then waits
-// for the agent's state to change: if it has not EnterAgain after the
-// Enter, the Enter is written once more. The wait ends early when the
-// state changes, the run ends or ctx ends.
+// (ready, or limited: a resumed run may still show its limit) then
+// watches how the adapter's rules read the screen. A rule reading it
+// working, waiting or in error means the send was taken. EnterAgain after
+// the Enter, a screen no rule reads (the text still in the input box,
+// where the ready rule's empty prompt is gone) or the limit still read as
+// before means it was not: the Enter is written once more. The floor's
+// working, a program merely busy, proves nothing: a loaded agent redraws
+// its input busily. The wait ends early when the run or ctx ends.
 func (c *Control) typeSend(ctx context.Context, u *unit, t supervise.Typing) (uint64, error) {
 	again := u.sup.Adapter().EnterAgain
 	changed := u.sup.AgentChanged() // before the send: a change after it is seen
@@ -132,7 +136,8 @@ func (c *Control) typeSend(ctx context.Context, u *unit, t supervise.Typing) (ui
 	timer := time.NewTimer(again)
 	defer timer.Stop()
 	for {
-		if as := u.sup.AgentStatus(); as.RunID != run || as.AgentState != before {
+		as := u.sup.AgentStatus()
+		if as.RunID != run || sendTaken(as) {
 			return run, nil
 		}
 		select {
@@ -141,13 +146,39 @@ func (c *Control) typeSend(ctx context.Context, u *unit, t supervise.Typing) (ui
 		case <-ctx.Done():
 			return run, nil // the send itself went in
 		case <-timer.C:
-			if _, err := u.sup.Type(ctx, supervise.Typing{Data: []byte(enterKey)}); err != nil {
-				return run, fmt.Errorf("the agent's state did not change after its Enter, and the second one failed: %w", err)
+			as := u.sup.AgentStatus()
+			if as.RunID != run || as.Rule != nil && (as.AgentState != before || before == api.AgentReady) {
+				return run, nil // a rule reads the screen: the input let go of the text
 			}
-			c.log.Warn("the agent's state did not change after a send's Enter; it was written again", logkey.Unit, u.name, logkey.Run, run, logkey.State, string(before), logkey.Waited, again)
+			if _, err := u.sup.Type(ctx, supervise.Typing{Data: []byte(enterKey)}); err != nil {
+				return run, fmt.Errorf("the agent did not take its send's Enter, and the second one failed: %w", err)
+			}
+			c.log.Warn("the agent did not take a send's Enter; it was written again", logkey.Unit, u.name, logkey.Run, run,
+				logkey.State, string(as.AgentState), logkey.Rule, ruleName(as), logkey.Waited, again)
 			return run, nil
 		}
 	}
+}
+
+// sendTaken reports whether the agent's state, as a rule reads it, shows
+// a send taken: working, waiting or in error.
+func sendTaken(as supervise.AgentStatus) bool {
+	if as.Rule == nil {
+		return false // the floor: busy or idle says nothing of the input
+	}
+	switch as.AgentState {
+	case api.AgentWorking, api.AgentWaiting, api.AgentError:
+		return true
+	}
+	return false
+}
+
+// ruleName names the rule that read as, "" for the floor.
+func ruleName(as supervise.AgentStatus) string {
+	if as.Rule == nil {
+		return ""
+	}
+	return as.Rule.Name
 }
 
 // encodeText is text as typed: a bracketed paste when the program asked

@@ -69,6 +69,7 @@ const (
 	Remote      = "remote"
 	Removed     = "removed"
 	Rows        = "rows"
+	Rule        = "rule"
 	Run         = "run"
 	Session     = "session"
 	Signal      = "signal"

@@ -1,0 +1,73 @@
+package control
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/testenv"
+)
+
+// lossyInput draws Gemini CLI's empty prompt (the adapter's ready rule),
+// takes a bracketed paste into its input box (a screen no rule reads),
+// and takes the first Enter after it as a newline in the box, as Gemini
+// 0.61.0 does within 40 ms of a paste; then, like a loaded agent
+// redrawing, it is busy for a second. Only a second Enter submits: the
+// box empties and it says what it got.
+const lossyInput = `import os, time, tty
+tty.setraw(0)
+os.write(1, b"\x1b[?2004h")
+def draw(*lines):
+    os.write(1, b"\x1b[2J\x1b[H" + "\r\n".join(lines).encode())
+draw(" > Type your message or @path/to/file")
+buf, text, enters = b"", None, 0
+while True:
+    buf += os.read(0, 4096)
+    while True:
+        s, e = buf.find(b"\x1b[200~"), buf.find(b"\x1b[201~")
+        if s >= 0 and e > s:
+            text, buf = buf[s+6:e].decode(), buf[:s] + buf[e+6:]
+            draw(" > " + text)
+        elif buf[:1] == b"\r" and text is not None:
+            buf = buf[1:]
+            enters += 1
+            if enters == 1:
+                draw(" > " + text, "   ")
+                end = time.time() + 1
+                while time.time() < end:
+                    pass
+            else:
+                draw("submitted: " + text, "", " > Type your message or @path/to/file")
+                text = None
+        elif buf[:1] == b"\r":
+            buf = buf[1:]
+        else:
+            break
+`
+
+// TestScenario_AGeminiPromptWhoseEnterWentIntoItsInputIsSubmitted: a send
+// whose Enter the agent took as a newline in its input box, and which
+// then stays busy, is submitted by the Enter written again: the busy
+// floor is no sign that the send was taken, only a rule reading the
+// screen is.
+func TestScenario_AGeminiPromptWhoseEnterWentIntoItsInputIsSubmitted(t *testing.T) {
+	testenv.Program(t, "python3")
+	script := filepath.Join(t.TempDir(), "lossy.py")
+	if err := os.WriteFile(script, []byte(lossyInput), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, "[harness.gem]\ncmd = \"python3\"\nargs = [\""+script+"\"]\nagent = \"gemini\"\nmcp_wire = false\nstop_grace = 2\n")
+	f.mustCall(api.OpStart, api.NamesArgs{Name: "gem"}, nil)
+	var w api.WaitResult
+	f.mustCall(api.OpWait, api.WaitArgs{Name: "gem", State: []api.AgentState{api.AgentReady}, TimeoutS: 30}, &w)
+	if w.TimedOut {
+		t.Fatalf("never ready:\n%s", f.screenOf("gem"))
+	}
+	f.mustCall(api.OpSend, api.SendArgs{Name: "gem", Text: "fix the bug", Enter: true}, nil)
+	screen := f.waitScreen("gem", "submitted: ")
+	if !strings.Contains(screen, "submitted: fix the bug") {
+		t.Fatalf("the screen after the send:\n%s", screen)
+	}
+}
