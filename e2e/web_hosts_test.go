@@ -210,7 +210,9 @@ func TestScenario_EveryMachineInOnePage(t *testing.T) {
 	var frag string
 	f.WaitFor("box's waiting demo agent on the page", 20*time.Second, func() bool {
 		frag = fragment()
-		return strings.Contains(hostSection(frag, "box"), `data-choice="Yes"`) && strings.Contains(hostSection(frag, "ro"), `data-name="demo"`)
+		// box and ro are two keys to one daemon, each read on its own
+		// schedule: both must have read the agent waiting.
+		return strings.Contains(hostSection(frag, "box"), `data-choice="Yes"`) && strings.Contains(hostSection(frag, "ro"), `data-choice="Yes"`)
 	})
 	stage("box and ro on the page")
 	box, ro := hostSection(frag, "box"), hostSection(frag, "ro")

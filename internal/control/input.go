@@ -112,8 +112,9 @@ func typing(text string, keys []string, paste bool, enterAfter time.Duration) su
 // whose Enter after a paste may end up in the paste (agent.Adapter.
 // EnterAgain), a send with its Enter apart to an agent at its input
 // (ready, or limited: a resumed run may still show its limit) then
-// watches how the adapter's rules read the screen. A rule reading it
-// working, waiting or in error means the send was taken. EnterAgain after
+// watches how the adapter's rules read the screen. A rule reading it (or
+// a hook telling it) working, waiting or in error means the send was
+// taken. EnterAgain after
 // the Enter, a screen no rule reads (the text still in the input box,
 // where the ready rule's empty prompt is gone) or the limit still read as
 // before means it was not: the Enter is written once more. The floor's
@@ -146,12 +147,17 @@ func (c *Control) typeSend(ctx context.Context, u *unit, t supervise.Typing) (ui
 		case <-ctx.Done():
 			return run, nil // the send itself went in
 		case <-timer.C:
+			if st := u.sup.Status(); st.RunID != run || !st.HasRun() {
+				return run, nil // the run ended: nothing to write to
+			}
 			as := u.sup.AgentStatus()
 			if as.RunID != run || as.Rule != nil && (as.AgentState != before || before == api.AgentReady) {
 				return run, nil // a rule reads the screen: the input let go of the text
 			}
 			if _, err := u.sup.Type(ctx, supervise.Typing{Data: []byte(enterKey)}); err != nil {
-				return run, fmt.Errorf("the agent did not take its send's Enter, and the second one failed: %w", err)
+				// The send itself went in; the run may have ended since.
+				c.log.Warn("the agent did not take a send's Enter, and writing it again failed", logkey.Unit, u.name, logkey.Run, run, logkey.Err, err)
+				return run, nil
 			}
 			c.log.Warn("the agent did not take a send's Enter; it was written again", logkey.Unit, u.name, logkey.Run, run,
 				logkey.State, string(as.AgentState), logkey.Rule, ruleName(as), logkey.Waited, again)
@@ -160,10 +166,10 @@ func (c *Control) typeSend(ctx context.Context, u *unit, t supervise.Typing) (ui
 	}
 }
 
-// sendTaken reports whether the agent's state, as a rule reads it, shows
-// a send taken: working, waiting or in error.
+// sendTaken reports whether the agent's state, as a rule reads it or
+// its hooks tell it, shows a send taken: working, waiting or in error.
 func sendTaken(as supervise.AgentStatus) bool {
-	if as.Rule == nil {
+	if as.Rule == nil && !as.Hook {
 		return false // the floor: busy or idle says nothing of the input
 	}
 	switch as.AgentState {

@@ -95,6 +95,9 @@ type AgentStatus struct {
 	Selected int
 	// PromptAt is when the waiting prompt (PromptID) was first seen.
 	PromptAt time.Time
+	// Hook says the state is the agent's own word, from a hook call,
+	// not read off its screen.
+	Hook bool
 }
 
 func newAgentTracker(u *Unit, cfg UnitConfig, deps Deps) *agentTracker {
@@ -367,7 +370,7 @@ func (t *agentTracker) hook(run uint64, sig agent.HookSignal) (AgentStatus, bool
 		return *cur, true
 	}
 	a := t.adapter.Load()
-	st := &AgentStatus{AgentView: api.AgentView{Agent: a.Name, AgentState: sig.State}, RunID: run, Selected: -1}
+	st := &AgentStatus{AgentView: api.AgentView{Agent: a.Name, AgentState: sig.State}, RunID: run, Selected: -1, Hook: true}
 	t.hookWait = nil
 	if sig.State == api.AgentLimited {
 		st.AgentMessage = sig.Message
