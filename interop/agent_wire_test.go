@@ -4,6 +4,7 @@ package interop
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -200,4 +201,56 @@ func rootOnlyDir(t *testing.T) string {
 		}
 	}
 	return dir
+}
+
+// TestAgent_AWiredGeminiTakesAPromptAfterItsTrustAnswer: a Gemini CLI
+// wired to harness's MCP server shows its folder-trust dialog; answered
+// with `harness answer`, it restarts, and the prompt that comes next
+// reaches the model once and its answer is shown: typed by harness as the
+// run's prompt (wired, Gemini draws its prompt before its trust dialog, and
+// the first typing went with the process the answer replaced), or sent
+// with `send --enter` once it is ready.
+func TestAgent_AWiredGeminiTakesAPromptAfterItsTrustAnswer(t *testing.T) {
+	for _, how := range []string{"the run's prompt", "sent once ready"} {
+		// Not parallel: checkNothingLeft counts every Gemini process.
+		t.Run(how, func(t *testing.T) {
+			began := time.Now()
+			t.Cleanup(func() { t.Logf("took %s", time.Since(began).Round(time.Second)) })
+			const prompt = "Say something after the trust answer"
+			var keys []string
+			if how == "the run's prompt" {
+				keys = append(keys, fmt.Sprintf("prompt = %q", prompt))
+			}
+			af := newAgentFleetEnv(t, geminiSpec, modelapi.AgentOptions{}, nil, rootOnlyDir(t), "", keys...)
+			t.Cleanup(func() {
+				if t.Failed() {
+					log := strings.Split(af.Log(), "\n")
+					t.Logf("the daemon's log, its end:\n%s", strings.Join(log[max(0, len(log)-60):], "\n"))
+				}
+			})
+			af.api.Script(modelapi.Turn{Text: "Trusted and answering."})
+			w := af.waitState("waiting")
+			if w.WaitingFor != "trust" || len(w.Choices) == 0 || !strings.HasPrefix(w.Choices[0], "Trust folder") {
+				t.Fatalf("first dialog: %+v", w)
+			}
+			before := len(af.api.Requests())
+			af.answer(w, w.Choices[0])
+			if how == "sent once ready" {
+				af.waitState("ready")
+				af.ask(prompt)
+			} else {
+				af.promptRequest(before, prompt)
+			}
+			af.screenHas("the answer", "Trusted and answering")
+			var asked []string
+			for _, r := range af.api.MainRequests() {
+				if n := strings.Count(string(r.Body), prompt); n > 0 {
+					asked = append(asked, fmt.Sprintf("%d in %s", n, r.Path))
+				}
+			}
+			if len(asked) != 1 || !strings.HasPrefix(asked[0], "1 in") {
+				t.Errorf("the prompt reached the model %v, want once", asked)
+			}
+		})
+	}
 }
