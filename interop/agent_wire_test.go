@@ -209,9 +209,10 @@ func rootOnlyDir(t *testing.T) string {
 // reaches the model once and its answer is shown: typed by harness as the
 // run's prompt (wired, Gemini draws its prompt before its trust dialog, and
 // the first typing went with the process the answer replaced), or sent
-// with `send --enter` once it is ready.
+// with `send --enter` once it is ready or right after the answer (while
+// it restarts).
 func TestAgent_AWiredGeminiTakesAPromptAfterItsTrustAnswer(t *testing.T) {
-	for _, how := range []string{"the run's prompt", "sent once ready"} {
+	for _, how := range []string{"the run's prompt", "sent once ready", "sent at once"} {
 		// Not parallel: checkNothingLeft counts every Gemini process.
 		t.Run(how, func(t *testing.T) {
 			began := time.Now()
@@ -235,10 +236,13 @@ func TestAgent_AWiredGeminiTakesAPromptAfterItsTrustAnswer(t *testing.T) {
 			}
 			before := len(af.api.Requests())
 			af.answer(w, w.Choices[0])
-			if how == "sent once ready" {
+			switch how {
+			case "sent once ready":
 				af.waitState("ready")
 				af.ask(prompt)
-			} else {
+			case "sent at once":
+				af.ask(prompt)
+			default:
 				af.promptRequest(before, prompt)
 			}
 			af.screenHas("the answer", "Trusted and answering")
