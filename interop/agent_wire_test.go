@@ -4,8 +4,10 @@ package interop
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,28 @@ import (
 	"github.com/harness-dev/harness/internal/api"
 )
 
+// wireRows are the agents with an MCP client, each started as in its
+// story row (storyRows: entry point, keys, trust dialog) and asking before
+// a tool as there. pi is not among them: it has no MCP client, by design
+// (its adapter's NoWiring).
+var wireRows = []storyRow{
+	{spec: claudeSpec}, {spec: codexSpec}, {spec: geminiSpec},
+	storyRowOf("opencode"), storyRowOf("qwen-code"), storyRowOf("copilot"), storyRowOf("cline"),
+}
+
+// storyRowOf is the story row of agent, with approval = "ask": Qwen Code's
+// own default has a classifier model judge each tool call, whose
+// requests would take the scripted turns.
+func storyRowOf(agent string) storyRow {
+	for _, r := range storyRows {
+		if r.spec.agent == agent {
+			r.keys = "approval = \"ask\"\n" + r.keys
+			return r
+		}
+	}
+	panic("no story row for " + agent)
+}
+
 // TestAgent_MCPWiringReachesHarness: a known agent run as a harness gets
 // harness's own MCP server as "harness" without anyone configuring it
 // (docs/design/agents.md, mcp_wire defaults to true). The scripted model asks each
@@ -21,28 +45,54 @@ import (
 // calls` attributed to that harness and run, and the tool's result (the
 // fleet's rows) is in the agent's next request to the model.
 func TestAgent_MCPWiringReachesHarness(t *testing.T) {
-	for _, spec := range []agentSpec{claudeSpec, codexSpec, geminiSpec} {
-		t.Run(spec.agent, func(t *testing.T) {
+	for _, row := range wireRows {
+		t.Run(row.spec.agent, func(t *testing.T) {
 			t.Parallel() // each agent has its own daemon, model server, HOME and workdir
-			// Claude Code defers MCP tools behind its ToolSearch tool by
-			// default; listed directly, the scripted model can call one.
+			began := time.Now()
+			t.Cleanup(func() { t.Logf("%s took %s", row.spec.agent, time.Since(began).Round(time.Second)) })
+			spec := row.spec
+			if row.entry != "" {
+				spec.args = append([]string{filepath.Join(interopDir, "tui", "node_modules", row.entry)}, spec.args...)
+			}
 			dir := t.TempDir()
 			if spec.agent == "gemini" {
 				dir = rootOnlyDir(t)
 			}
-			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: true}, map[string]string{"ENABLE_TOOL_SEARCH": "false"}, dir, "")
+			var keys []string
+			if row.keys != "" {
+				keys = append(keys, row.keys)
+			}
+			// Claude Code defers MCP tools behind its ToolSearch tool by
+			// default; listed directly, the scripted model can call one.
+			af := newAgentFleetEnv(t, spec, modelapi.AgentOptions{Trusted: true}, map[string]string{"ENABLE_TOOL_SEARCH": "false"}, dir, "", keys...)
+			t.Cleanup(func() {
+				if t.Failed() {
+					log := strings.Split(af.Log(), "\n")
+					t.Logf("the daemon's log, its end:\n%s", strings.Join(log[max(0, len(log)-60):], "\n"))
+				}
+			})
+			if row.trust != "" {
+				w := af.waitState("waiting")
+				if w.WaitingFor != "trust" || !slices.Contains(w.Choices, row.trust) {
+					t.Fatalf("first dialog: %+v", w)
+				}
+				if out, errOut, code := af.Run("answer", af.name, row.trust); code != 0 {
+					t.Fatalf("answer %q: exit %d: %s%s", row.trust, code, out, errOut)
+				}
+			}
 			af.api.Script(modelapi.Turn{Text: "Hello there."})
 			af.screenHas("its prompt", spec.prompt)
+			af.waitState("ready")
 			af.ask("Say hello")
 			first := af.mainRequest(0)
-			tool, err := first.ToolName("harness_list")
+			calls, err := harnessListCalls(first)
 			if err != nil {
-				t.Fatalf("the agent's request offers no harness tool: %v\n%s", err, first.Body)
+				t.Fatalf("the agent's request offers no harness tool: %v\n%.3000s", err, first.Body)
 			}
-			af.api.Script(modelapi.Turn{Tool: tool, Args: map[string]any{}}, modelapi.Turn{Text: "Listed the fleet."})
+			af.api.Script(append(calls, modelapi.Turn{Text: "Listed the fleet."})...)
 			af.waitState("ready")
 			af.ask("List the fleet")
-			next := af.mainRequestApproving(2)
+			next := af.mainRequestApproving(1 + len(calls))
 			if !strings.Contains(string(next.Body), "agent_state") {
 				t.Errorf("the request after the tool call does not carry harness_list's rows: %.2000s", next.Body)
 			}
@@ -60,6 +110,28 @@ func TestAgent_MCPWiringReachesHarness(t *testing.T) {
 			}
 		})
 	}
+}
+
+// harnessListCalls are the scripted model's turns that call harness_list
+// through the tools the agent's request r offers: the tool itself when it
+// is declared, else through the agent's deferred-tool bridge. Qwen Code
+// declares no MCP tool up front: it names them in a reminder and offers
+// tool_search to read a schema and tool_call to call it, which is what a
+// model must do there.
+func harnessListCalls(r modelapi.Request) ([]modelapi.Turn, error) {
+	tool, err := r.ToolName("harness_list")
+	if err == nil {
+		return []modelapi.Turn{{Tool: tool, Args: map[string]any{}}}, nil
+	}
+	names := r.ToolNames()
+	const deferred = "mcp__harness__harness_list"
+	if !slices.Contains(names, "tool_search") || !slices.Contains(names, "tool_call") || !strings.Contains(string(r.Body), `\"`+deferred+`\"`) {
+		return nil, err
+	}
+	return []modelapi.Turn{
+		{Tool: "tool_search", Args: map[string]any{"query": "select:" + deferred}},
+		{Tool: "tool_call", Args: map[string]any{"name": deferred, "arguments": map[string]any{}}},
+	}, nil
 }
 
 // mainRequestApproving waits for the agent's n-th main request like
@@ -87,7 +159,11 @@ func (af *agentFleet) mainRequestApproving(n int) modelapi.Request {
 		}
 		if r := af.row(); r.AgentState == "waiting" && len(r.Choices) > 0 && approved < 3 {
 			af.T.Logf("approving %q (%v)", r.Prompt, r.Choices)
-			af.answer(r, r.Choices[0])
+			// By meaning, with whatever keys the adapter knows for it
+			// (Cline's is y, not Enter).
+			if out, errOut, code := af.Run("answer", af.name, r.Choices[0]); code != 0 {
+				af.T.Fatalf("answer %q: exit %d: %s%s", r.Choices[0], code, out, errOut)
+			}
 			approved++
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -125,4 +201,60 @@ func rootOnlyDir(t *testing.T) string {
 		}
 	}
 	return dir
+}
+
+// TestAgent_AWiredGeminiTakesAPromptAfterItsTrustAnswer: a Gemini CLI
+// wired to harness's MCP server shows its folder-trust dialog; answered
+// with `harness answer`, it restarts, and the prompt that comes next
+// reaches the model once and its answer is shown: typed by harness as the
+// run's prompt (wired, Gemini draws its prompt before its trust dialog, and
+// the first typing went with the process the answer replaced), or sent
+// with `send --enter` once it is ready or right after the answer (while
+// it restarts).
+func TestAgent_AWiredGeminiTakesAPromptAfterItsTrustAnswer(t *testing.T) {
+	for _, how := range []string{"the run's prompt", "sent once ready", "sent at once"} {
+		// Not parallel: checkNothingLeft counts every Gemini process.
+		t.Run(how, func(t *testing.T) {
+			began := time.Now()
+			t.Cleanup(func() { t.Logf("took %s", time.Since(began).Round(time.Second)) })
+			const prompt = "Say something after the trust answer"
+			var keys []string
+			if how == "the run's prompt" {
+				keys = append(keys, fmt.Sprintf("prompt = %q", prompt))
+			}
+			af := newAgentFleetEnv(t, geminiSpec, modelapi.AgentOptions{}, nil, rootOnlyDir(t), "", keys...)
+			t.Cleanup(func() {
+				if t.Failed() {
+					log := strings.Split(af.Log(), "\n")
+					t.Logf("the daemon's log, its end:\n%s", strings.Join(log[max(0, len(log)-60):], "\n"))
+				}
+			})
+			af.api.Script(modelapi.Turn{Text: "Trusted and answering."})
+			w := af.waitState("waiting")
+			if w.WaitingFor != "trust" || len(w.Choices) == 0 || !strings.HasPrefix(w.Choices[0], "Trust folder") {
+				t.Fatalf("first dialog: %+v", w)
+			}
+			before := len(af.api.Requests())
+			af.answer(w, w.Choices[0])
+			switch how {
+			case "sent once ready":
+				af.waitState("ready")
+				af.ask(prompt)
+			case "sent at once":
+				af.ask(prompt)
+			default:
+				af.promptRequest(before, prompt)
+			}
+			af.screenHas("the answer", "Trusted and answering")
+			var asked []string
+			for _, r := range af.api.MainRequests() {
+				if n := strings.Count(string(r.Body), prompt); n > 0 {
+					asked = append(asked, fmt.Sprintf("%d in %s", n, r.Path))
+				}
+			}
+			if len(asked) != 1 || !strings.HasPrefix(asked[0], "1 in") {
+				t.Errorf("the prompt reached the model %v, want once", asked)
+			}
+		})
+	}
 }

@@ -65,9 +65,11 @@ func init() {
 				},
 				{
 					Name: "permission", State: api.AgentWaiting, WaitingFor: api.WaitingPermission,
-					After:  re(`Do you want to (?:proceed|make this edit|create|allow|run)`),
-					When:   res(`^\s*(?:❯\s*)?1\.\s+Yes`),
-					Prompt: re(`^\s*╌{10,}`), PromptNext: true,
+					After: re(`Do you want to (?:proceed|make this edit|create|allow|run)`),
+					When:  res(`^\s*(?:❯\s*)?1\.\s+Yes`),
+					// A command under a dashed rule; an MCP tool under
+					// "Tool use" ("harness — Harness List Tool: (MCP)").
+					Prompt: re(`^\s*(?:╌{10,}|Tool use\s*$)`), PromptNext: true,
 					Choice:  re(`^\s*(?:❯\s*)?\d+\.\s+(.+)$`),
 					Proceed: re(`^Yes$`),
 				},

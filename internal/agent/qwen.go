@@ -39,9 +39,11 @@ func init() {
 			Rules: []Rule{
 				{
 					Name: "permission", State: api.AgentWaiting, WaitingFor: api.WaitingPermission,
-					After:   re(`^\s*\?\s+\S`),
-					When:    res(`Allow execution of|Apply this change\?|Allow .*\?\s*$`, `1\.\s+Yes, allow once`),
-					Prompt:  re(`^\s*\?\s+Shell\s+(.+?)\s+\(.*\)\s*←?\s*$`),
+					After: re(`^\s*\?\s+\S`),
+					When:  res(`Allow execution of|Apply this change\?|Allow .*\?\s*$`, `1\.\s+Yes, allow once`),
+					// "? Shell COMMAND (description) ←", or for an MCP
+					// tool "? TOOL (SERVER MCP Server) {ARGS} ←".
+					Prompt:  re(`^\s*\?\s+(?:Shell\s+)?(.+?)\s+\(.*\)(?:\s+\{.*\})?\s*←?\s*$`),
 					Choice:  choice,
 					Proceed: re(`^Yes, allow once$`),
 				},

@@ -18,6 +18,11 @@ func TestScenario_QwenCodeScreens(t *testing.T) {
 			choices: []string{"Yes, allow once", "Always allow run 'touch *' commands in this project",
 				"Always allow run 'touch *' commands for this user", "No, suggest changes (esc)"},
 			selected: 0, suggested: "Yes, allow once"},
+		// An MCP tool's dialog names the tool (harness's harness_list).
+		{file: "permission-mcp", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "harness_list",
+			choices: []string{"Yes, allow once", "Always allow mcp__harness__harness_list in this project",
+				"Always allow mcp__harness__harness_list for this user", "No, suggest changes (esc)"},
+			selected: 0, suggested: "Yes, allow once"},
 		// Retrying a 429 by itself: limited, until the reset its message
 		// names, not its retry countdown.
 		{file: "limited-retrying", busy: true, state: api.AgentLimited, until: "09:13"},

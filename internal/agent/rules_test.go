@@ -86,6 +86,10 @@ func TestScenario_ClaudeCodeScreens(t *testing.T) {
 		{file: "permission-wrapped", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "touch made-by-a-rather-long-file-name-to-wrap",
 			choices: []string{"Yes", "Yes, and always allow access to /home/u/a-very-long-project-directory-name-for-a-test-of-wrapping/work-claude from this project",
 				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}, selected: 0, suggested: "Yes"},
+		// An MCP tool's dialog names the tool under "Tool use".
+		{file: "permission-mcp", state: api.AgentWaiting, waitingFor: api.WaitingPermission, prompt: "harness — Harness List Tool: (MCP)",
+			choices:  []string{"Yes", "Yes, and don't ask again for harness — Harness List commands in /tmp/TestAgent_MCPWiringReachesHarnesscla…", "No"},
+			selected: 0, suggested: "Yes"},
 		{file: "answered", state: api.AgentReady},
 		{file: "limited", state: api.AgentLimited, until: "23:30"},
 		// Its own retry countdown is no reset: the limit's is not known.

@@ -187,6 +187,38 @@ func ruleName(as supervise.AgentStatus) string {
 	return as.Rule.Name
 }
 
+// StartingWait bounds how long a send waits for a starting agent that
+// drops what is typed before it reads keys (agent.Adapter.KeysWithPaste).
+// Past it the send is typed anyway, as a terminal would.
+const StartingWait = 30 * time.Second
+
+// awaitKeys waits, for an agent that drops the keys typed while it is
+// starting (Gemini CLI before it reads keys, and between a trust answer
+// and its next process: a send right after `answer` was lost), until it
+// is no longer starting, StartingWait passed or ctx ended. The send is
+// encoded after it: the paste mode is the reading program's.
+func (c *Control) awaitKeys(ctx context.Context, u *unit) {
+	if !u.sup.Adapter().KeysWithPaste {
+		return
+	}
+	timer := time.NewTimer(StartingWait)
+	defer timer.Stop()
+	for {
+		changed := u.sup.AgentChanged()
+		if u.sup.AgentStatus().AgentState != api.AgentStarting {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			c.log.Warn("the agent was still starting; the send is typed anyway", logkey.Unit, u.name, logkey.Waited, StartingWait)
+			return
+		}
+	}
+}
+
 // encodeText is text as typed: a bracketed paste when the program asked
 // for it, the text itself otherwise.
 func encodeText(text string, paste bool) []byte {
@@ -205,6 +237,7 @@ func (c *Control) Send(ctx context.Context, a api.SendArgs) (api.SendResult, err
 	if err != nil {
 		return api.SendResult{}, err
 	}
+	c.awaitKeys(ctx, u)
 	t, err := encodeSend(a, u.sup.Term().BracketedPaste(), u.sup.Adapter().EnterAfterPaste)
 	if err != nil {
 		return api.SendResult{}, fmt.Errorf("harness %s: %w", a.Name, err)

@@ -1,7 +1,10 @@
 package control
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,4 +113,38 @@ func TestScenario_SendAndPromptToGeminiWriteTheEnterApart(t *testing.T) {
 // (a text without spaces: tr squeezes the one od shows).
 func odRow(s string) string {
 	return " " + strings.ReplaceAll(odChars(s), "\n", " ")
+}
+
+// TestScenario_ASendToAGeminiStillStartingWaitsUntilItReadsKeys: Gemini
+// CLI drops what is typed before it reads keys (its prompt drawn, paste
+// mode still off: starting), as between a trust answer and its next
+// process. A send then waits until the program turns paste mode on with
+// its reader, and is typed as a paste for it; typed at once, it would
+// have been plain keys in a terminal nobody read.
+func TestScenario_ASendToAGeminiStillStartingWaitsUntilItReadsKeys(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "go")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := `stty raw -echo opost; printf ' > Type your message\r\n'; read _ < ` + fifo + `; printf '\033[?2004h'; ` +
+		`while :; do dd bs=4096 count=1 2>/dev/null | od -An -c -w4096 | tr -s ' '; printf '\r'; done`
+	f := newFixture(t, "[harness.gem]\ncmd = \"sh\"\nargs = [\"-c\", \""+strings.ReplaceAll(script, `\`, `\\`)+"\"]\nagent = \"gemini\"\nstop_grace = 2\n")
+	f.mustCall(api.OpStart, api.NamesArgs{Name: "gem"}, nil)
+	f.waitScreen("gem", "Type your message")
+	sent := make(chan error, 1)
+	go func() { sent <- f.call(api.OpSend, api.SendArgs{Name: "gem", Text: "fix.the.bug", Enter: true}, nil) }()
+	// A send typed at once answers at once; one that waits does not
+	// answer before the program reads keys.
+	select {
+	case err := <-sent:
+		t.Fatalf("the send answered (%v) while the program read no keys", err)
+	case <-time.After(2 * time.Second):
+	}
+	if err := os.WriteFile(fifo, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	f.waitScreen("gem", strings.TrimSpace(odRow(pasteStart+"fix.the.bug"+pasteEnd)))
 }

@@ -434,6 +434,9 @@ func (r Request) ToolNames() []string {
 	for _, t := range tools {
 		tm, _ := t.(map[string]any)
 		n, _ := tm["name"].(string)
+		if fn, ok := tm["function"].(map[string]any); ok && n == "" { // OpenAI Chat Completions
+			n, _ = fn["name"].(string)
+		}
 		if sub, ok := tm["tools"].([]any); ok && tm["type"] == "namespace" { // OpenAI: Codex's MCP servers
 			for _, st := range sub {
 				sm, _ := st.(map[string]any)

@@ -220,4 +220,8 @@ func TestScenario_ATurnRepeatsUntilItIsClosed(t *testing.T) {
 	if rs := s.MainRequests(); len(rs) != 4 || rs[3].Turn != 1 {
 		t.Errorf("requests %+v", rs)
 	}
+	// Chat Completions names its tools in function.name.
+	if n, err := s.Requests()[0].ToolName("bash"); n != "bash" {
+		t.Errorf("ToolName = %q, %v", n, err)
+	}
 }
