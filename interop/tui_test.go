@@ -53,7 +53,7 @@ type tuiFleet struct {
 	*fleet
 	name   string
 	home   string
-	pkg    string // the agent's npm package, for the processes it leaves
+	pkg    string // the agent's npm package
 	events <-chan api.Event
 }
 
@@ -250,13 +250,13 @@ func (tf *tuiFleet) mustRunRaw() string {
 }
 
 // checkNothingLeft stops the daemon (which ends the agent's whole tree);
-// then no process may run from the agent's package or with its HOME
-// (Codex starts a background app-server daemon unless told --no-daemon).
-// The other agent's test may still run: its processes are not counted.
+// then no process may run with the fleet's HOME, in its environment or
+// its command line (Codex starts a background app-server daemon unless
+// told --no-daemon). Other tests run the same programs at the same time,
+// each with a HOME of its own: theirs are not counted, so a process is
+// told by its HOME, not by the program it runs.
 func (tf *tuiFleet) checkNothingLeft() {
 	tf.Stop() // cleanups run last-in first-out: this one before the fleet's
-	pkg := filepath.Join(interopDir, "tui", "node_modules", tf.pkg)
-	bin := filepath.Join(interopDir, "tui", "node_modules", ".bin", tf.name)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var left []string
@@ -268,7 +268,7 @@ func (tf *tuiFleet) checkNothingLeft() {
 			}
 			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 			environ, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-			if strings.Contains(string(cmdline), pkg) || strings.Contains(string(cmdline), bin) || strings.Contains(string(cmdline), tf.home) || strings.Contains(string(environ), "HOME="+tf.home+"\x00") {
+			if strings.Contains(string(cmdline), tf.home) || strings.Contains(string(environ), "HOME="+tf.home+"\x00") {
 				left = append(left, fmt.Sprintf("%d: %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
 			}
 		}

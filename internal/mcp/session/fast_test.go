@@ -242,6 +242,9 @@ func TestScenario_TheFastPathAnswersAsTheGoSDKPathDoes(t *testing.T) {
 		fe := newFastEnv(t, fast)
 		fe.auth.SetAllowed("web", "read", "up:write")
 		cs, _ := fe.connect(t, Identity{Harness: "web"})
+		// A call the moment the session is set up may still go the go-sdk
+		// way (answered the same): one first, not counted.
+		call(t, cs, "up__echo", `{"text":"first"}`)
 		before := fe.b.FastCalls()
 		wantFast := 0
 		for _, c := range fastCases {
@@ -279,8 +282,8 @@ func TestScenario_TheFastPathAnswersAsTheGoSDKPathDoes(t *testing.T) {
 			t.Errorf("%s %s: the go-sdk path answered\n%s\nthe fast path\n%s", c.name, c.args, answers[false][i], answers[true][i])
 		}
 	}
-	if len(rows[false]) != len(fastCases) || len(rows[true]) != len(fastCases) {
-		t.Fatalf("call log rows: %d (go-sdk path) and %d (fast path), want %d each", len(rows[false]), len(rows[true]), len(fastCases))
+	if want := len(fastCases) + 1; len(rows[false]) != want || len(rows[true]) != want { // the first call's too
+		t.Fatalf("call log rows: %d (go-sdk path) and %d (fast path), want %d each", len(rows[false]), len(rows[true]), want)
 	}
 	for i := range rows[false] {
 		a, _ := json.Marshal(rows[false][i])
