@@ -101,7 +101,9 @@ func (f *fleet) waitAgent(name string, states ...string) agentRow {
 	out, errOut, code := f.Run("wait", name, "--state", strings.Join(states, ","), "--timeout", "2m", "--json")
 	var w agentRow
 	if err := json.Unmarshal([]byte(out), &w); err != nil || code != 0 {
-		f.T.Fatalf("wait %s --state %v: exit %d (%v): %s%s\nscreen:\n%s", name, states, code, err, out, errOut, strings.Join(f.screenLines(name), "\n"))
+		log := strings.Split(f.Log(), "\n")
+		f.T.Fatalf("wait %s --state %v: exit %d (%v): %s%s\nscreen:\n%s\nthe daemon's log, its end:\n%s", name, states, code, err, out, errOut,
+			strings.Join(f.screenLines(name), "\n"), strings.Join(log[max(0, len(log)-40):], "\n"))
 	}
 	return w
 }

@@ -101,8 +101,8 @@ type Adapter struct {
 	AnswerAfter time.Duration
 	// AnswerAgain: the agent may drop an answer's keys for other reasons
 	// of its own, silently; when the same dialog is still on screen this
-	// long after an answer was typed, it is typed once more, with the keys
-	// for where the dialog's cursor is then.
+	// long after an answer was typed, it is typed again (at most three
+	// times), with the keys for where the dialog's cursor is then.
 	AnswerAgain time.Duration
 
 	// Sandbox is what a sandboxed run of the agent needs

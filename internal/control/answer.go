@@ -57,17 +57,20 @@ func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResul
 	if err != nil {
 		return api.AnswerResult{}, fmt.Errorf("%s: %w", a.Name, err)
 	}
-	if again := ad.AnswerAgain; again > 0 {
-		if now := settleAfterAnswer(ctx, u, as, again); now.PromptID == as.PromptID {
-			// The same dialog: its keys were dropped.
-			as = u.sup.AgentStatus()
-			if as.PromptID == now.PromptID && as.RunID == run {
-				if _, keys, t, err = typeAnswer(ctx, u, as, i); err != nil {
-					return api.AnswerResult{}, fmt.Errorf("%s: the dialog stayed after its answer, and typing it again failed: %w", a.Name, err)
-				}
-				c.log.Warn("a dialog stayed after its answer; it was typed again", logkey.Unit, u.name, logkey.Run, run, logkey.Waited, again)
-			}
+	for try := 1; ad.AnswerAgain > 0 && try <= answerRetypes; try++ {
+		now := settleAfterAnswer(ctx, u, as, ad.AnswerAgain)
+		if now.PromptID != as.PromptID || ctx.Err() != nil {
+			break
 		}
+		// The same dialog: its keys were dropped.
+		as = u.sup.AgentStatus()
+		if as.PromptID != now.PromptID || as.RunID != run {
+			break
+		}
+		if _, keys, t, err = typeAnswer(ctx, u, as, i); err != nil {
+			return api.AnswerResult{}, fmt.Errorf("%s: the dialog stayed after its answer, and typing it again failed: %w", a.Name, err)
+		}
+		c.log.Warn("a dialog stayed after its answer; it was typed again", logkey.Unit, u.name, logkey.Run, run, logkey.Waited, ad.AnswerAgain, logkey.Attempts, try)
 	}
 	caller := callerOf(ctx)
 	c.log.Info("prompt answered", logkey.Unit, u.name, logkey.Run, run, logkey.Bytes, t.Len(),
@@ -123,6 +126,12 @@ func typeAnswer(ctx context.Context, u *unit, as supervise.AgentStatus, i int) (
 	}
 	return run, keys, t, nil
 }
+
+// answerRetypes bounds how many times an answer is typed again on a
+// dialog that stays (agent.Adapter.AnswerAgain): a program that drops
+// keys while it scrolls its dialog into view, or after a stall, may drop
+// the second one too on a loaded machine.
+const answerRetypes = 3
 
 // answerSend is what typing keys takes: a dialog answered by a letter
 // of its own (Cline's "[y] Approve [n] Deny", Rule.Keys) gets the letter

@@ -30,9 +30,9 @@ printf '\033[2J\033[Hgot %s dropped %s\r\n\r\n❯ \r\n' "$k" "$n"
 exec sleep 100000
 `
 
-// dropScript drops the first answer typed on its dialog, which stays,
-// and takes the second.
-const dropScript = laterDialog + `dd bs=1 count=4 2>/dev/null >/dev/null
+// dropScript drops the first two answers typed on its dialog, which
+// stays, and takes the third.
+const dropScript = laterDialog + `dd bs=1 count=8 2>/dev/null >/dev/null
 k=$(dd bs=1 count=4 2>/dev/null | od -An -c)
 printf '\033[2J\033[Hgot %s\r\n\r\n❯ \r\n' "$k"
 exec sleep 100000
@@ -72,8 +72,8 @@ func TestScenario_AnAnswerTheMomentADialogShowsIsNotDropped(t *testing.T) {
 }
 
 // TestScenario_ADialogThatStaysAfterItsAnswerIsAnsweredAgain: when the
-// agent silently drops an answer and its dialog stays, the answer is
-// typed once more, and its result shows the agent past the dialog.
+// agent silently drops an answer, twice, and its dialog stays, the answer
+// is typed again, and its result shows the agent past the dialog.
 func TestScenario_ADialogThatStaysAfterItsAnswerIsAnsweredAgain(t *testing.T) {
 	f := startScript(t, dropScript)
 	start := time.Now()
@@ -84,6 +84,6 @@ func TestScenario_ADialogThatStaysAfterItsAnswerIsAnsweredAgain(t *testing.T) {
 	}
 	screen := f.waitScreen("claude", "got ")
 	if got := strings.Join(strings.Fields(strings.SplitN(screen, "\n", 2)[0]), " "); got != `got 033 [ A \r` {
-		t.Fatalf("the program read %q the second time, want Up and Enter", got)
+		t.Fatalf("the program read %q the third time, want Up and Enter", got)
 	}
 }
