@@ -55,7 +55,7 @@ func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResul
 	}
 	run, keys, t, err := typeAnswer(ctx, u, as, i)
 	if err != nil {
-		return api.AnswerResult{}, fmt.Errorf("%s: %w", a.Name, err)
+		return api.AnswerResult{}, answerErr(u, err)
 	}
 	for try := 1; ad.AnswerAgain > 0 && try <= answerRetypes; try++ {
 		now := settleAfterAnswer(ctx, u, as, ad.AnswerAgain)
@@ -67,9 +67,13 @@ func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResul
 		if as.PromptID != now.PromptID || as.RunID != run {
 			break
 		}
-		if _, keys, t, err = typeAnswer(ctx, u, as, i); err != nil {
-			return api.AnswerResult{}, fmt.Errorf("%s: the dialog stayed after its answer, and typing it again failed: %w", a.Name, err)
+		again, againKeys, againTyped, err := typeAnswer(ctx, u, as, i)
+		if err != nil {
+			// The answer itself was typed; the run may have ended since.
+			c.log.Warn("a dialog stayed after its answer, and typing it again failed", logkey.Unit, u.name, logkey.Run, run, logkey.Err, err)
+			break
 		}
+		run, keys, t = again, againKeys, againTyped
 		c.log.Warn("a dialog stayed after its answer; it was typed again", logkey.Unit, u.name, logkey.Run, run, logkey.Waited, ad.AnswerAgain, logkey.Attempts, try)
 	}
 	caller := callerOf(ctx)
@@ -122,9 +126,18 @@ func typeAnswer(ctx context.Context, u *unit, as supervise.AgentStatus, i int) (
 	}
 	run, err := u.sup.Type(ctx, t)
 	if err != nil {
-		return run, nil, t, notRunning(u, err)
+		return run, nil, t, err
 	}
 	return run, keys, t, nil
+}
+
+// answerErr is the error of an answer that could not be typed: the
+// harness's own not_running or busy, or what else went wrong, named.
+func answerErr(u *unit, err error) error {
+	if errors.Is(err, supervise.ErrNotRunning) || errors.Is(err, supervise.ErrInputBusy) || errors.Is(err, supervise.ErrInputTimeout) {
+		return notRunning(u, err)
+	}
+	return fmt.Errorf("%s: %w", u.name, err)
 }
 
 // answerRetypes bounds how many times an answer is typed again on a
