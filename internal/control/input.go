@@ -114,12 +114,12 @@ func typing(text string, keys []string, paste bool, enterAfter time.Duration) su
 // (ready, or limited: a resumed run may still show its limit) then
 // watches how the adapter's rules read the screen. A rule reading it (or
 // a hook telling it) working, waiting or in error means the send was
-// taken. EnterAgain after
-// the Enter, a screen no rule reads (the text still in the input box,
-// where the ready rule's empty prompt is gone) or the limit still read as
-// before means it was not: the Enter is written once more. The floor's
-// working, a program merely busy, proves nothing: a loaded agent redraws
-// its input busily. The wait ends early when the run or ctx ends.
+// taken. EnterAgain after the Enter, a screen no rule reads and no hook
+// told of (the text still in the input box, where the ready rule's empty
+// prompt is gone) or the limit still read as before means it was not:
+// the Enter is written once more. The floor's working, a program merely
+// busy, proves nothing: a loaded agent redraws its input busily. The
+// wait ends early when the run or ctx ends.
 func (c *Control) typeSend(ctx context.Context, u *unit, t supervise.Typing) (uint64, error) {
 	again := u.sup.Adapter().EnterAgain
 	changed := u.sup.AgentChanged() // before the send: a change after it is seen
@@ -151,8 +151,8 @@ func (c *Control) typeSend(ctx context.Context, u *unit, t supervise.Typing) (ui
 				return run, nil // the run ended: nothing to write to
 			}
 			as := u.sup.AgentStatus()
-			if as.RunID != run || as.Rule != nil && (as.AgentState != before || before == api.AgentReady) {
-				return run, nil // a rule reads the screen: the input let go of the text
+			if as.RunID != run || (as.Rule != nil || as.Hook) && (as.AgentState != before || before == api.AgentReady) {
+				return run, nil // a rule reads the screen, or a hook spoke: the input let go of the text
 			}
 			if _, err := u.sup.Type(ctx, supervise.Typing{Data: []byte(enterKey)}); err != nil {
 				// The send itself went in; the run may have ended since.
