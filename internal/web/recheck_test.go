@@ -2,13 +2,11 @@ package web
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,25 +14,8 @@ import (
 
 	"github.com/harness-dev/harness/internal/api"
 	"github.com/harness-dev/harness/internal/dashtoken"
+	"github.com/harness-dev/harness/internal/fleettest"
 )
-
-// logBuffer is a log the tests read while the dashboard writes it.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // sseClient is an open event stream of a page, read line by line.
 type sseClient struct {
@@ -160,7 +141,7 @@ func TestScenario_AReloadThatTakesATailnetLoginsGrantEndsItsStreamsWithinASecond
 	streamRecheck = time.Hour
 	defer func() { streamRecheck = old }()
 	users := newLoginTable()
-	logs := &logBuffer{}
+	logs := &fleettest.SyncBuffer{} // the dashboard writes it while the test reads
 	r := tailnetRigWith(t, users, slog.New(slog.NewTextHandler(logs, nil)))
 	r.b.mu.Lock()
 	r.b.fresh = true
