@@ -7,18 +7,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 // pageClient drives the page as its script does: a signed-in cookie,
@@ -94,38 +94,6 @@ func hostSection(fragment, host string) string {
 	return rest
 }
 
-// silentPort accepts TCP connections and never says a word: an ssh to it
-// waits for a banner that never comes.
-func silentPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // hostsRig is a second daemon (the demo agent asking to edit, an idle
 // harness) behind a real sshd with a write key and a read key, and the
 // local daemon whose page has [host.box] (the write key, notify),
@@ -158,7 +126,7 @@ func hostsRigWith(t *testing.T, remoteCfg string) (remote *fleet, s *sshd, f *fl
 		return fmt.Sprintf("%s --socket %s bridge --grant %s", harnessBin, remote.Socket, grant)
 	}
 	s = newSSHD(t, sshKey{Name: "writer", Command: bridge("read,write,input") + " --key writer"}, sshKey{Name: "reader", Command: bridge("read")})
-	dead := silentPort(t)
+	dead := testenv.SilentAddr(t)
 	hook = newHookReceiver(t)
 	f = newFleetOnEnv(t, operatorWeb+fmt.Sprintf(`
 [notify.hook]
@@ -176,7 +144,7 @@ ssh = %q
 identity = %q
 
 [host.dead]
-ssh = "ssh://%s@127.0.0.1:%d"
+ssh = "ssh://%s@%s"
 identity = %q
 `, hook.URL, s.Host(), filepath.Join(s.Dir, "writer"), s.Host(), filepath.Join(s.Dir, "reader"), s.User, dead, filepath.Join(s.Dir, "reader")),
 		// The cheapest key exchange: the tests share two loaded cores.

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,8 @@ import (
 	"tailscale.com/tstest/integration"
 	"tailscale.com/tstest/integration/testcontrol"
 	"tailscale.com/types/logger"
+
+	"github.com/harness-dev/harness/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -135,41 +136,6 @@ func closedPort(t *testing.T) string {
 	return "http://" + addr
 }
 
-// silentPort is a loopback address that accepts connections and never
-// says a word.
-func silentPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	accepted := make(chan struct{})
-	go func() {
-		defer close(accepted)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-accepted
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	return "http://" + ln.Addr().String()
-}
-
 // waitFailure waits until n's Info says why it is not up, or d passes.
 func waitFailure(t *testing.T, n *Node, d time.Duration) (string, time.Duration) {
 	t.Helper()
@@ -201,7 +167,7 @@ func TestScenario_TailnetUnreachableControlServerIsSaidInBoundedTime(t *testing.
 		within    time.Duration
 	}{
 		{"closed port", closedPort(t), DefaultUpTimeout, "connect: connection refused", 10 * time.Second},
-		{"silent port", silentPort(t), 2 * time.Second, "not up after 2s: is the control server http://127.0.0.1:", 10 * time.Second},
+		{"silent port", "http://" + testenv.SilentAddr(t), 2 * time.Second, "not up after 2s: is the control server http://127.0.0.1:", 10 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
