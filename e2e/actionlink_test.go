@@ -74,27 +74,19 @@ func hit(t *testing.T, method, url string) (int, string) {
 func demoLinksConfig(work, url string) string {
 	return fmt.Sprintf(`[daemon]
 mcp_http = "127.0.0.1:0"
-
-[harness.demo]
-cmd = %q
-args = ["demo-agent", "--step", "200ms"]
-agent = "demo"
-workdir = %q
-prompt = "Edit the README"
-enabled = true
-
+%[1]s
 [notify.json]
-url = "%[3]s/json"
+url = "%[2]s/json"
 on = ["waiting"]
 action_links = true
 
 [notify.ntfy]
-url = "%[3]s/ntfy"
+url = "%[2]s/ntfy"
 format = "ntfy"
 on = ["waiting"]
 action_links = true
 action_ttl = "5m"
-`, harnessBin, work, url)
+`, demoHarness(work, "Edit the README"), url)
 }
 
 // TestScenario_ALinkOfAnEarlierPromptIsGoneOnceAnotherIsOnScreen: the

@@ -80,14 +80,7 @@ func TestScenario_ADelegationTaskAsksTheCallerAndTheTraceLinksIt(t *testing.T) {
 	f := newFleet(t, fmt.Sprintf(`
 [telemetry]
 otlp_endpoint = %q
-
-[harness.demo]
-cmd = %q
-args = ["demo-agent", "--step", "200ms"]
-agent = "demo"
-workdir = %q
-enabled = true
-%s%s`, rcv.URL, harnessBin, work,
+%s%s%s`, rcv.URL, demoHarness(work, ""),
 		tokenHarness("boss", tokdir, `mcp_allow = ["read", "write", "input"]`),
 		tokenHarness("other", tokdir, `mcp_allow = ["read", "write", "input"]`)))
 	f.waitAgent("demo", "ready")

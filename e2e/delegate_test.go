@@ -28,19 +28,12 @@ func TestScenario_DelegatingToTheDemoAgentWaitsForItsTurn(t *testing.T) {
 	if err := os.WriteFile(readme, []byte("# before\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f := newFleet(t, fmt.Sprintf(`
-[harness.demo]
-cmd = %q
-args = ["demo-agent", "--step", "200ms"]
-agent = "demo"
-workdir = %q
-enabled = true
-
+	f := newFleet(t, fmt.Sprintf(`%s
 [harness.plain]
 cmd = "sleep"
 args = ["100000.4711"]
 enabled = true
-`, harnessBin, work))
+`, demoHarness(work, "")))
 	f.waitAgent("demo", "ready")
 
 	// The agent asks before it edits: the call times out on the question.

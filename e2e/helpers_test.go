@@ -264,3 +264,20 @@ func (f *fleet) checkCgroupGone() {
 	}
 	f.T.Errorf("daemon left its cgroup %s (%d processes in it, removal: %v)", dir, n, err)
 }
+
+// demoHarness is a [harness.demo] table: the demo agent (quick steps)
+// working in work, started with the daemon, typing prompt at its first
+// ready when prompt is not "".
+func demoHarness(work, prompt string) string {
+	s := fmt.Sprintf(`
+[harness.demo]
+cmd = %q
+args = ["demo-agent", "--step", "200ms"]
+agent = "demo"
+workdir = %q
+`, harnessBin, work)
+	if prompt != "" {
+		s += fmt.Sprintf("prompt = %q\n", prompt)
+	}
+	return s + "enabled = true\n"
+}

@@ -71,20 +71,12 @@ tailnet = { hostname = "harness", auth_key = %q, control_url = %q }
 %q = "read,input"
 `, key, controlURL, login)
 	if work != "" {
-		cfg += fmt.Sprintf(`
-[harness.demo]
-cmd = %q
-args = ["demo-agent", "--step", "200ms"]
-agent = "demo"
-workdir = %q
-prompt = "Edit the README"
-enabled = true
-
+		cfg += fmt.Sprintf(`%s
 [notify.json]
 url = "%s/json"
 on = ["waiting"]
 action_links = true
-`, harnessBin, work, notify)
+`, demoHarness(work, "Edit the README"), notify)
 	}
 	return cfg
 }

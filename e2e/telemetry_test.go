@@ -35,15 +35,7 @@ otlp_headers = { Authorization = "Bearer ${OTLP_TOKEN}" }
 env = { OTLP_TOKEN = %q }
 service_name = "harness-e2e"
 metric_interval_s = 1
-
-[harness.demo]
-cmd = %q
-args = ["demo-agent", "--step", "200ms"]
-agent = "demo"
-workdir = %q
-prompt = "Edit the README"
-enabled = true
-%s%s`, rcv.URL, secret, harnessBin, work, tokenHarness("caller", tokdir, ""), upstreamTable("up", "tel-up-"+filepath.Base(tokdir), "")))
+%s%s%s`, rcv.URL, secret, demoHarness(work, "Edit the README"), tokenHarness("caller", tokdir, ""), upstreamTable("up", "tel-up-"+filepath.Base(tokdir), "")))
 
 	f.waitAgent("demo", "waiting")
 	f.MustRun("answer", "demo", "Yes")

@@ -104,19 +104,11 @@ func hostsRig(t *testing.T) (remote *fleet, s *sshd, f *fleet, hook *hookReceive
 	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("# before\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return hostsRigWith(t, fmt.Sprintf(`
-[harness.demo]
-cmd = %q
-args = ["demo-agent", "--step", "200ms"]
-agent = "demo"
-workdir = %q
-prompt = "Edit the README"
-enabled = true
-
+	return hostsRigWith(t, fmt.Sprintf(`%s
 [harness.idle]
 cmd = "sleep"
 args = ["100000"]
-`, harnessBin, work))
+`, demoHarness(work, "Edit the README")))
 }
 
 // hostsRigWith is hostsRig with remoteCfg as the second daemon's config.
