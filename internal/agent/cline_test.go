@@ -22,7 +22,26 @@ func TestScenario_ClineScreens(t *testing.T) {
 			choices: []string{"Approve", "Deny"}, selected: -1, suggested: "Approve"},
 		// The reset is broken across two rows mid-word ("11:" / "06am.").
 		{file: "limited", state: api.AgentLimited, until: "11:06"},
+		{file: "first", state: api.AgentReady},
 	})
+}
+
+// With text in its input box Cline is not at an empty prompt: no rule
+// reads the screen, so a send whose Enter was lost is seen and its Enter
+// written again (Adapter.EnterAgain).
+func TestScenario_ClineWithTextInItsInputIsNotReadAsReady(t *testing.T) {
+	a := MustLookup(Cline)
+	for _, empty := range []string{"first", "ready"} {
+		if r, ok := a.Rule(fixture(t, Cline, empty)); !ok || r.Name != "prompt" {
+			t.Errorf("%s: its empty input box is not read as its prompt (rule %v)", empty, r)
+		}
+	}
+	if r, ok := a.Rule(fixture(t, Cline, "input-text")); ok {
+		t.Errorf("rule %q reads Cline's screen with text in its input box", r.Name)
+	}
+	if a.EnterAgain <= 0 {
+		t.Error("Cline has no EnterAgain: a lost Enter would leave the prompt in its box")
+	}
 }
 
 // Cline's dialog takes the choice's letter, not arrows and Enter.
