@@ -62,11 +62,13 @@ func init() {
 				},
 				{Name: "api error", State: api.AgentError, After: latest, Message: true, When: res(`^\s*\* Error: `)},
 				{Name: "working", State: api.AgentWorking, After: latest, When: res(`^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]\s|esc to cancel`)},
-				// Ready is its empty input box, which shows one of three
-				// placeholders (the first screen's, Act's or Plan's): with
-				// text in it no rule reads the screen, and a send's Enter
-				// that was lost is seen (Adapter.EnterAgain).
+				// Its empty input box shows one of three placeholders (the
+				// first screen's, Act's or Plan's). With text in it, it is
+				// still ready (a floor's working there, the program busy
+				// with a paste, would count as a turn begun), but a send's
+				// Enter that left it so was lost (Adapter.EnterAgain).
 				{Name: "prompt", State: api.AgentReady, When: res(`Plan .*Act \(Tab\)`, `^\s*❯ (?:Ask anything\.\.\.|Plan something\.\.\.|What can I do for you\?)\s*$`)},
+				{Name: "typed", State: api.AgentReady, Typed: true, When: res(`Plan .*Act \(Tab\)`)},
 			},
 			Argv:       clineArgv,
 			JobResult:  clineJobResult,

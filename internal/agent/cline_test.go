@@ -26,18 +26,18 @@ func TestScenario_ClineScreens(t *testing.T) {
 	})
 }
 
-// With text in its input box Cline is not at an empty prompt: no rule
-// reads the screen, so a send whose Enter was lost is seen and its Enter
-// written again (Adapter.EnterAgain).
-func TestScenario_ClineWithTextInItsInputIsNotReadAsReady(t *testing.T) {
+// With text in its input box Cline is ready, but the rule that reads it
+// says the text is typed and not sent, so a send whose Enter was lost is
+// seen and its Enter written again (Adapter.EnterAgain).
+func TestScenario_ClineWithTextInItsInputIsReadAsTyped(t *testing.T) {
 	a := MustLookup(Cline)
 	for _, empty := range []string{"first", "ready"} {
-		if r, ok := a.Rule(fixture(t, Cline, empty)); !ok || r.Name != "prompt" {
+		if r, ok := a.Rule(fixture(t, Cline, empty)); !ok || r.Typed {
 			t.Errorf("%s: its empty input box is not read as its prompt (rule %v)", empty, r)
 		}
 	}
-	if r, ok := a.Rule(fixture(t, Cline, "input-text")); ok {
-		t.Errorf("rule %q reads Cline's screen with text in its input box", r.Name)
+	if r, ok := a.Rule(fixture(t, Cline, "input-text")); !ok || !r.Typed || r.State != api.AgentReady {
+		t.Errorf("Cline's screen with text in its input box is not read as typed (rule %v)", r)
 	}
 	if a.EnterAgain <= 0 {
 		t.Error("Cline has no EnterAgain: a lost Enter would leave the prompt in its box")

@@ -84,6 +84,10 @@ type Rule struct {
 	// Message: the row of the first When pattern is the state's message
 	// (AgentMessage), for limited and error.
 	Message bool
+	// Typed: the screen shows text in the agent's input box, not yet
+	// sent. The state is the rule's (ready), but a send whose Enter leaves
+	// this screen was not taken (Adapter.EnterAgain).
+	Typed bool
 	// Until reads when a limited agent may go on, from the screen text.
 	Until func(text string, now time.Time) (time.Time, bool)
 	// Keys, when set, are the keys (send's names) that pick choice target

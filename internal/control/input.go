@@ -116,7 +116,8 @@ func typing(text string, keys []string, paste bool, enterAfter time.Duration) su
 // a hook telling it) working, waiting or in error means the send was
 // taken. EnterAgain after the Enter, a screen no rule reads and no hook
 // told of (the text still in the input box, where the ready rule's empty
-// prompt is gone) or the limit still read as before means it was not:
+// prompt is gone), one a Typed rule reads (the text in the box), or the
+// limit still read as before means it was not:
 // the Enter is written once more. The floor's working, a program merely
 // busy, proves nothing: a loaded agent redraws its input busily. The
 // wait ends early when the run or ctx ends.
@@ -151,7 +152,8 @@ func (c *Control) typeSend(ctx context.Context, u *unit, t supervise.Typing) (ui
 				return run, nil // the run ended: nothing to write to
 			}
 			as := u.sup.AgentStatus()
-			if as.RunID != run || (as.Rule != nil || as.Hook) && (as.AgentState != before || before == api.AgentReady) {
+			read := as.Hook || as.Rule != nil && !as.Rule.Typed
+			if as.RunID != run || read && (as.AgentState != before || before == api.AgentReady) {
 				return run, nil // a rule reads the screen, or a hook spoke: the input let go of the text
 			}
 			if _, err := u.sup.Type(ctx, supervise.Typing{Data: []byte(enterKey)}); err != nil {

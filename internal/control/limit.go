@@ -70,15 +70,9 @@ func (c *Control) onAgentLimit(u *unit, ev supervise.Event) {
 	switch {
 	case ev.Kind == api.EventAgent && ev.Agent != nil && ev.Agent.AgentState == api.AgentWorking:
 		// An interactive agent works once it has shown a prompt or a
-		// dialog (a resumed one busy drawing its old conversation, Codex,
-		// has not), and a rule reads its screen working or a hook says
-		// so: the floor's working is a program busy with a screen no
-		// rule reads, such as text pasted into its input box while the
-		// old limit message still shows (Cline). The status read here is
-		// the event's: events are told as each state is published.
-		as := u.sup.AgentStatus()
-		told := as.RunID == ev.RunID && (as.Rule != nil || as.Hook)
-		if u.readied.Load() == ev.RunID && told || h.IsJob() && h.AgentRun.HasPrompt() {
+		// dialog: a resumed one busy drawing its old conversation (Codex)
+		// has not.
+		if u.readied.Load() == ev.RunID || h.IsJob() && h.AgentRun.HasPrompt() {
 			u.worked.Store(ev.RunID)
 		}
 	case ev.Kind == api.EventAgent && ev.Agent != nil && ev.Agent.AgentState == api.AgentLimited:

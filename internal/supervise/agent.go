@@ -293,6 +293,7 @@ func (t *agentTracker) check() {
 	switch {
 	case cur != nil && sameAgent(cur, st):
 		t.cand = nil
+		t.refreshLocked(cur, st)
 	case len(a.Rules) == 0:
 		t.commitLocked(st) // busy/idle is debounced already
 	case t.cand != nil && sameAgent(t.cand, st):
@@ -484,6 +485,21 @@ func (t *agentTracker) statusLocked(a *agent.Adapter, s agent.Screen) *AgentStat
 		st.Selected = r.Selected(s.Lines)
 	}
 	return st
+}
+
+// refreshLocked puts st, which reads as the published cur does
+// (sameAgent), in cur's place when another rule read it: a text typed
+// into an input box that is still ready, but no longer by the rule that
+// reads the empty box. Whoever reads the status (a send's safety Enter,
+// an answer's keys) sees the rule that reads the screen now. Nothing a
+// subscriber sees changed: no event. A hook's word stays until a rule
+// reads the screen.
+func (t *agentTracker) refreshLocked(cur, st *AgentStatus) {
+	if cur.Rule == st.Rule || cur.Hook && st.Rule == nil {
+		return
+	}
+	st.PromptID, st.PromptAt = cur.PromptID, cur.PromptAt
+	t.view.Store(st)
 }
 
 // promptSeq numbers the waiting prompts of every harness of the daemon
