@@ -38,8 +38,10 @@ type unit struct {
 	// gone is set when the unit leaves the configuration.
 	gone atomic.Bool
 	// reading is set while a transcript of the unit is read into its run
-	// (turns.go): one read at a time.
+	// (turns.go): one read at a time. unread is the last reason one was
+	// not, with its run, logged once (turns.go).
 	reading atomic.Bool
+	unread  atomic.Pointer[string]
 	// queued is a job's firing waiting for its active run (jobs.go).
 	queued queuedFiring
 	// hold is the unit's last published hold (holds.go).

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -128,7 +129,8 @@ func (c *Control) recordTranscript(u *unit, h *config.Harness, run uint64, read,
 				tr = again
 			}
 		}
-		if err != nil {
+		if err = transcriptProblem(ad, tr, err); err != nil {
+			c.transcriptUnread(u, run, err)
 			return
 		}
 		c.storeTranscript(h, ad, run, tr)
@@ -139,6 +141,36 @@ func (c *Control) recordTranscript(u *unit, h *config.Harness, run uint64, read,
 	if !started {
 		u.reading.Store(false)
 	}
+}
+
+// transcriptProblem is why a transcript read gave the run nothing: the
+// read's error, or a file read whole in which the adapter found no record
+// it knows (no turn, no tokens, no model, no session), such as a program
+// version that writes another shape. nil when it gave something.
+func transcriptProblem(ad *agent.Adapter, tr agent.Transcript, err error) error {
+	if err != nil {
+		return err
+	}
+	if tr.Path != "" && len(tr.Turns) == 0 && tr.Usage == (agent.Usage{}) && tr.Model == "" && tr.SessionID == "" {
+		return fmt.Errorf("%s: no record of a shape agent %s writes", tr.Path, ad.Name)
+	}
+	return nil
+}
+
+// transcriptUnread logs why run's transcript was not read into it, once
+// per run and reason: a transcript that is locked, cut short or of a
+// shape the adapter does not know leaves the run's model, tokens and cost
+// empty, and the run goes on. One not written yet is no news.
+func (c *Control) transcriptUnread(u *unit, run uint64, err error) {
+	if errors.Is(err, agent.ErrNoTranscript) {
+		c.log.Debug("no transcript for the run yet", logkey.Unit, u.name, logkey.Run, run, logkey.Err, err)
+		return
+	}
+	key := fmt.Sprintf("%d %v", run, err)
+	if old := u.unread.Swap(&key); old != nil && *old == key {
+		return
+	}
+	c.log.Warn("the agent's transcript was not read: the run's model, tokens and cost stay empty", logkey.Unit, u.name, logkey.Run, run, logkey.Err, err)
 }
 
 // guardTranscript gives the loop guard the tool calls of run's transcript
