@@ -1,8 +1,10 @@
 package control
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -54,28 +56,14 @@ while True:
 // screen is) or idle (its ready rule no longer reads the screen, though
 // the state reads ready as before).
 func TestScenario_AGeminiPromptWhoseEnterWentIntoItsInputIsSubmitted(t *testing.T) {
-	testenv.Program(t, "python3")
-	script := filepath.Join(t.TempDir(), "lossy.py")
-	if err := os.WriteFile(script, []byte(lossyInput), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	for _, busy := range []string{"1", "0"} {
-		t.Run("busy "+busy+" s", func(t *testing.T) { lossySend(t, script, busy) })
-	}
-}
-
-func lossySend(t *testing.T, script, busy string) {
-	f := newFixture(t, "[harness.gem]\ncmd = \"python3\"\nargs = [\""+script+"\", \""+busy+"\"]\nagent = \"gemini\"\nmcp_wire = false\nstop_grace = 2\n")
-	f.mustCall(api.OpStart, api.NamesArgs{Name: "gem"}, nil)
-	var w api.WaitResult
-	f.mustCall(api.OpWait, api.WaitArgs{Name: "gem", State: []api.AgentState{api.AgentReady}, TimeoutS: 30}, &w)
-	if w.TimedOut {
-		t.Fatalf("never ready:\n%s", f.screenOf("gem"))
-	}
-	f.mustCall(api.OpSend, api.SendArgs{Name: "gem", Text: "fix the bug", Enter: true}, nil)
-	screen := f.waitScreen("gem", "submitted: ")
-	if !strings.Contains(screen, "submitted: fix the bug") {
-		t.Fatalf("the screen after the send:\n%s", screen)
+		t.Run("busy "+busy+" s", func(t *testing.T) {
+			f := readyFake(t, "gem", "gemini", lossyInput, busy)
+			f.mustCall(api.OpSend, api.SendArgs{Name: "gem", Text: "fix the bug", Enter: true}, nil)
+			if screen := f.waitScreen("gem", "submitted: "); !strings.Contains(screen, "submitted: fix the bug") {
+				t.Fatalf("the screen after the send:\n%s", screen)
+			}
+		})
 	}
 }
 
@@ -112,20 +100,32 @@ while True:
 // adapter reads as ready, typed), is submitted by the Enter written
 // again.
 func TestScenario_AClinePromptWhoseEnterWasLostIsSubmitted(t *testing.T) {
-	testenv.Program(t, "python3")
-	script := filepath.Join(t.TempDir(), "lost.py")
-	if err := os.WriteFile(script, []byte(lostEnter), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f := newFixture(t, "[harness.cl]\ncmd = \"python3\"\nargs = [\""+script+"\"]\nagent = \"cline\"\nmcp_wire = false\nstop_grace = 2\n")
-	f.mustCall(api.OpStart, api.NamesArgs{Name: "cl"}, nil)
-	var w api.WaitResult
-	f.mustCall(api.OpWait, api.WaitArgs{Name: "cl", State: []api.AgentState{api.AgentReady}, TimeoutS: 30}, &w)
-	if w.TimedOut {
-		t.Fatalf("never ready:\n%s", f.screenOf("cl"))
-	}
+	f := readyFake(t, "cl", "cline", lostEnter)
 	f.mustCall(api.OpSend, api.SendArgs{Name: "cl", Text: "fix the bug", Enter: true}, nil)
 	if screen := f.waitScreen("cl", "submitted: "); !strings.Contains(screen, "submitted: fix the bug") {
 		t.Fatalf("the screen after the send:\n%s", screen)
 	}
+}
+
+// readyFake starts a harness NAME of agent running a python3 script (a
+// fake of the agent's screens) with args, and waits until it is ready.
+func readyFake(t *testing.T, name, agent, script string, args ...string) *fixture {
+	t.Helper()
+	testenv.Program(t, "python3")
+	path := filepath.Join(t.TempDir(), "fake.py")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	argv := strconv.Quote(path)
+	for _, a := range args {
+		argv += ", " + strconv.Quote(a)
+	}
+	f := newFixture(t, fmt.Sprintf("[harness.%s]\ncmd = \"python3\"\nargs = [%s]\nagent = %q\nmcp_wire = false\nstop_grace = 2\n", name, argv, agent))
+	f.mustCall(api.OpStart, api.NamesArgs{Name: name}, nil)
+	var w api.WaitResult
+	f.mustCall(api.OpWait, api.WaitArgs{Name: name, State: []api.AgentState{api.AgentReady}, TimeoutS: 30}, &w)
+	if w.TimedOut {
+		t.Fatalf("never ready:\n%s", f.screenOf(name))
+	}
+	return f
 }

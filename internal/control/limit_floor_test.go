@@ -1,13 +1,10 @@
 package control
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/harness-dev/harness/internal/api"
-	"github.com/harness-dev/harness/internal/testenv"
 )
 
 // lateLimit draws Cline's first screen, its empty input box (the
@@ -68,18 +65,7 @@ while True:
 // the limit is not this run's. The send goes in whole and is submitted.
 // A limit the agent meets after it worked parks it.
 func TestScenario_AnOldLimitDrawnAfterAPasteDoesNotParkTheRun(t *testing.T) {
-	testenv.Program(t, "python3")
-	script := filepath.Join(t.TempDir(), "late.py")
-	if err := os.WriteFile(script, []byte(lateLimit), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f := newFixture(t, "[harness.cl]\ncmd = \"python3\"\nargs = [\""+script+"\"]\nagent = \"cline\"\nmcp_wire = false\nstop_grace = 2\n")
-	f.mustCall(api.OpStart, api.NamesArgs{Name: "cl"}, nil)
-	var w api.WaitResult
-	f.mustCall(api.OpWait, api.WaitArgs{Name: "cl", State: []api.AgentState{api.AgentReady}, TimeoutS: 30}, &w)
-	if w.TimedOut {
-		t.Fatalf("never ready:\n%s", f.screenOf("cl"))
-	}
+	f := readyFake(t, "cl", "cline", lateLimit)
 	row := func() api.UnitInfo {
 		var units []api.UnitInfo
 		f.mustCall(api.OpList, api.ListArgs{}, &units)
