@@ -56,6 +56,9 @@ func serveAgent(args []string) error {
 		}
 		return b.String()
 	}
+	if args[0] == "dialog" && len(args) > 1 {
+		return serveDialog(args[1]) // part 11
+	}
 	if args[0] == "still" {
 		_, _ = os.Stdout.WriteString(screen(false, ""))
 		time.Sleep(1 << 62)

@@ -13,7 +13,9 @@
 // next to the same event on the subscription, N harnesses failing at once
 // (part 8; its first commit called it part 7); a sandboxed harness's start
 // to first screen next to an unconfined one, and the egress proxy's
-// latency and throughput (part 10).
+// latency and throughput (part 10); with -parts links, an answer from a
+// notification's action link, from its POST to the keys the agent reads,
+// next to the same answer over the control socket (part 11).
 //
 // It builds the harness binary into a temporary directory, starts real
 // daemons on temporary state directories and prints markdown tables, marking
@@ -146,7 +148,7 @@ func main() {
 	o := defaults(quick)
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.Bool("quick", false, "small sizes (sessions 1,8; 100 calls; 40 harnesses, 3 upstreams)")
-	parts := fs.String("parts", "calls,fleet,calllog,top,attach,sandbox", "parts to run: calls (part 1), fleet (parts 2, 2b and 3), fleet2 (parts 2 and 3 without 2b), tui (part 2b alone), calllog (part 4), top (part 5), attach (part 6), notify (part 8, on request), agent (part 9: agent state latency and rule CPU, on request), sandbox (part 10: a sandboxed start next to a plain one, the egress proxy)")
+	parts := fs.String("parts", "calls,fleet,calllog,top,attach,sandbox", "parts to run: calls (part 1), fleet (parts 2, 2b and 3), fleet2 (parts 2 and 3 without 2b), tui (part 2b alone), calllog (part 4), top (part 5), attach (part 6), notify (part 8, on request), agent (part 9: agent state latency and rule CPU, on request), sandbox (part 10: a sandboxed start next to a plain one, the egress proxy), links (part 11: an answer from a notification's action link against one over the socket, on request)")
 	paths := fs.String("paths", strings.Join(pathOrder, ","), "paths of part 1 (the targets need a, a1, r, r', b and b')")
 	sessions := fs.String("sessions", joinInts(o.Sessions), "concurrent sessions of part 1, comma separated")
 	callUps := fs.String("call-upstreams", strings.Join(o.CallUpstreams, ","), "upstreams part 1 calls, one after the other: demo (harness demo-upstream's echo), typed (an echo with a typed input schema and no annotations)")
@@ -276,6 +278,11 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if o.Parts["agent"] {
 		if err := runAgent(ctx, o, bin, tmp, rep); err != nil {
 			return rep, fmt.Errorf("part 9: %w", err)
+		}
+	}
+	if o.Parts["links"] {
+		if err := runLinks(ctx, o, bin, tmp, rep); err != nil {
+			return rep, fmt.Errorf("part 11: %w", err)
 		}
 	}
 	if o.Parts["sandbox"] {
