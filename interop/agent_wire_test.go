@@ -213,8 +213,8 @@ func rootOnlyDir(t *testing.T) string {
 // it restarts).
 func TestAgent_AWiredGeminiTakesAPromptAfterItsTrustAnswer(t *testing.T) {
 	for _, how := range []string{"the run's prompt", "sent once ready", "sent at once"} {
-		// Not parallel: checkNothingLeft counts every Gemini process.
 		t.Run(how, func(t *testing.T) {
+			t.Parallel() // each has its own daemon, HOME and model server; checkNothingLeft counts by HOME
 			began := time.Now()
 			t.Cleanup(func() { t.Logf("took %s", time.Since(began).Round(time.Second)) })
 			const prompt = "Say something after the trust answer"
