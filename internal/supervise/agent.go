@@ -491,15 +491,17 @@ func (t *agentTracker) statusLocked(a *agent.Adapter, s agent.Screen) *AgentStat
 // (sameAgent), in cur's place when another rule read it: a text typed
 // into an input box that is still ready, but no longer by the rule that
 // reads the empty box. Whoever reads the status (a send's safety Enter,
-// an answer's keys) sees the rule that reads the screen now. Nothing a
-// subscriber sees changed: no event. A hook's word stays until a rule
-// reads the screen.
+// an answer's keys) sees the rule that reads the screen now, and those
+// waiting on AgentChanged look again. Nothing a subscriber sees changed:
+// no event. A hook's word stays until a rule reads the screen.
 func (t *agentTracker) refreshLocked(cur, st *AgentStatus) {
 	if cur.Rule == st.Rule || cur.Hook && st.Rule == nil {
 		return
 	}
 	st.PromptID, st.PromptAt = cur.PromptID, cur.PromptAt
 	t.view.Store(st)
+	close(t.changed)
+	t.changed = make(chan struct{})
 }
 
 // promptSeq numbers the waiting prompts of every harness of the daemon

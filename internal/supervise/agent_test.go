@@ -496,3 +496,58 @@ func TestScenario_ClaudeIsNotWaitingUntilItsTerminalProbeEnds(t *testing.T) {
 	}
 	e.waitFor("ready after the answer", func() bool { return e.u.AgentStatus().AgentState == api.AgentReady })
 }
+
+// agentTypedHelper draws Cline's empty input box, and after a key the
+// same box holding the text "hi", as a program echoes what is typed.
+func agentTypedHelper() {
+	box := func(text string) string {
+		return "\x1b[H\x1b[2J What can I do for you?\r\n────\r\n❯ " + text + "\r\n────\r\n ○ Plan ● Act (Tab)\r\n"
+	}
+	os.Stdout.WriteString(box("What can I do for you?"))
+	if err := rawStdin(); err != nil {
+		fmt.Println("raw:", err)
+		return
+	}
+	buf := make([]byte, 16)
+	_, _ = os.Stdin.Read(buf)
+	os.Stdout.WriteString(box("hi"))
+}
+
+// TestScenario_TheStatusFollowsTheRuleThatReadsTheScreen: text typed
+// into an agent's input box leaves it ready, read now by the rule for a
+// box holding text: AgentStatus names that rule (what a send's safety
+// Enter reads) and AgentChanged tells of it, with no second agent event,
+// since nothing a subscriber sees changed.
+func TestScenario_TheStatusFollowsTheRuleThatReadsTheScreen(t *testing.T) {
+	cfg := helperCfg("cl", "agenttyped", nil)
+	cfg.Agent = "cline"
+	cfg.IdleAfter = 300 * time.Millisecond
+	e := newEnv(t, cfg)
+	e.start()
+	e.waitFor("ready by the empty box's rule", func() bool {
+		st := e.u.AgentStatus()
+		return st.AgentState == api.AgentReady && st.Rule != nil && st.Rule.Name == "prompt"
+	})
+	changed := e.u.AgentChanged()
+	if _, err := e.u.Input(t.Context(), []byte("h")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("AgentChanged never told of the box holding text")
+	}
+	e.waitFor("ready by the typed rule", func() bool {
+		st := e.u.AgentStatus()
+		return st.AgentState == api.AgentReady && st.Rule != nil && st.Rule.Typed
+	})
+	var agentEvents []string
+	for _, ev := range e.rec.all() {
+		if ev.Kind == api.EventAgent {
+			agentEvents = append(agentEvents, string(ev.Agent.AgentState))
+		}
+	}
+	if n := strings.Count(strings.Join(agentEvents, " "), "ready"); n != 1 {
+		t.Errorf("agent events %q: want one ready", agentEvents)
+	}
+}

@@ -60,6 +60,8 @@ func runTermHelper(mode string) (int, bool) {
 		agentRestartHelper()
 	case "agenttrust":
 		agentTrustHelper()
+	case "agenttyped":
+		agentTypedHelper()
 	default:
 		return runInputHelper(mode)
 	}
