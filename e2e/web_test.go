@@ -374,12 +374,18 @@ func TestScenario_DashboardInABrowser(t *testing.T) {
 		t.Fatalf("echo is %s after a read-only stop", u.State)
 	}
 
-	// Revoking the token ends its session at the next request.
+	// Revoking the token ends its session: the open page's event stream
+	// is cut with `signedout` and the page goes to sign-in by itself (a
+	// Navigate of the test's own, racing that, was aborted in a CI run),
+	// and the next request is signed out too.
 	id := regexp.MustCompile(`(?m)^([0-9a-f]{12}) `).FindStringSubmatch(f.MustRun("--state-dir", f.State, "mcp", "token", "--list"))
 	if id == nil {
 		t.Fatal("mcp token --list shows no dashboard token")
 	}
 	f.MustRun("--state-dir", f.State, "mcp", "token", "--revoke", id[1])
+	browse(t, ctx, "the open page of a revoked token goes to sign-in",
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+	)
 	browse(t, ctx, "a revoked token is signed out",
 		chromedp.Navigate(base+"/"),
 		chromedp.WaitVisible(chromedp.CSS("#token")),
