@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
-	"github.com/harness-dev/harness/internal/client"
 )
 
 // Part 9: agent state. A harness that draws like Claude Code
@@ -114,38 +113,20 @@ func runAgent(ctx context.Context, o options, bin, tmp string, rep *report) erro
 	if err := d.waitRunning(ctx, o.AgentDrawing, 2*time.Minute); err != nil {
 		return err
 	}
-	sub, err := client.Dial(ctx, d.socket)
+	events, stopEvents, err := d.subscribe(ctx)
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events, err := sub.Subscribe(sctx)
-	if err != nil {
-		return err
-	}
+	defer stopEvents()
 	if _, err := d.cli(ctx, "start", "a"); err != nil {
 		return err
 	}
 	// next waits for the unit's next event that ok accepts and returns
 	// when it arrived.
 	var last api.Event
-	next := func(ok func(api.Event) bool) (time.Time, error) {
-		timeout := time.After(10 * time.Second)
-		for {
-			select {
-			case ev := <-events:
-				if ev.Unit == "a" && ok(ev) {
-					last = ev
-					return time.Now(), nil
-				}
-			case <-timeout:
-				return time.Time{}, errors.New("no event within 10 s")
-			case <-ctx.Done():
-				return time.Time{}, ctx.Err()
-			}
-		}
+	next := func(ok func(api.Event) bool) (at time.Time, err error) {
+		last, at, err = awaitEvent(ctx, events, 10*time.Second, func(ev api.Event) bool { return ev.Unit == "a" && ok(ev) })
+		return at, err
 	}
 	agentIs := func(s api.AgentState) func(api.Event) bool {
 		return func(ev api.Event) bool {

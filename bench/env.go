@@ -201,6 +201,38 @@ func (d *benchDaemon) httpSession(ctx context.Context, pinned bool) (*mcp.Client
 	}, opts)
 }
 
+// subscribe opens a connection of its own to the daemon and subscribes
+// to its events; stop closes that connection, which ends the stream.
+func (d *benchDaemon) subscribe(ctx context.Context) (events <-chan api.Event, stop func(), err error) {
+	c, err := client.Dial(ctx, d.socket)
+	if err != nil {
+		return nil, nil, err
+	}
+	if events, err = c.Subscribe(ctx); err != nil {
+		_ = c.Close()
+		return nil, nil, err
+	}
+	return events, func() { _ = c.Close() }, nil
+}
+
+// awaitEvent waits up to within for the next event on events that ok
+// accepts, and returns it with when it arrived.
+func awaitEvent(ctx context.Context, events <-chan api.Event, within time.Duration, ok func(api.Event) bool) (api.Event, time.Time, error) {
+	timeout := time.After(within)
+	for {
+		select {
+		case ev := <-events:
+			if ok(ev) {
+				return ev, time.Now(), nil
+			}
+		case <-timeout:
+			return api.Event{}, time.Time{}, fmt.Errorf("no such event within %s", within)
+		case <-ctx.Done():
+			return api.Event{}, time.Time{}, ctx.Err()
+		}
+	}
+}
+
 // close ends the daemon with SIGTERM (SIGKILL after 30 s) and waits.
 func (d *benchDaemon) close() {
 	if d.ctl != nil {

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
-	"github.com/harness-dev/harness/internal/client"
 )
 
 // Part 11: an answer from a notification's action link. A harness that
@@ -139,35 +138,23 @@ func runLinks(ctx context.Context, o options, bin, tmp string, rep *report) erro
 		return err
 	}
 	defer d.close()
-	sub, err := client.Dial(ctx, d.socket)
+	events, stopEvents, err := d.subscribe(ctx)
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events, err := sub.Subscribe(sctx)
-	if err != nil {
-		return err
-	}
+	defer stopEvents()
 	if _, err := d.cli(ctx, "start", "a"); err != nil {
 		return err
 	}
 	waiting := func(prompt string) (api.AgentView, error) {
-		timeout := time.After(10 * time.Second)
-		for {
-			select {
-			case ev := <-events:
-				if ev.Unit == "a" && ev.Kind == api.EventAgent && ev.Agent != nil &&
-					ev.Agent.AgentState == api.AgentWaiting && strings.Contains(ev.Agent.Prompt, prompt) {
-					return *ev.Agent, nil
-				}
-			case <-timeout:
-				return api.AgentView{}, fmt.Errorf("the dialog for %q never seen waiting within 10 s", prompt)
-			case <-ctx.Done():
-				return api.AgentView{}, ctx.Err()
-			}
+		ev, _, err := awaitEvent(ctx, events, 10*time.Second, func(ev api.Event) bool {
+			return ev.Unit == "a" && ev.Kind == api.EventAgent && ev.Agent != nil &&
+				ev.Agent.AgentState == api.AgentWaiting && strings.Contains(ev.Agent.Prompt, prompt)
+		})
+		if err != nil {
+			return api.AgentView{}, fmt.Errorf("the dialog for %q never seen waiting: %w", prompt, err)
 		}
+		return *ev.Agent, nil
 	}
 	hc := &http.Client{Timeout: 10 * time.Second}
 	o.progress("part 11: %d answers from action links, %d over the socket", n, n)

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
-	"github.com/harness-dev/harness/internal/client"
 )
 
 // notifyRounds is how many times part 8 fails the whole fleet at once.
@@ -74,15 +73,11 @@ func runNotify(ctx context.Context, o options, bin, tmp string, rep *report) err
 		return err
 	}
 	defer d.close()
-	sub, err := client.Dial(ctx, d.socket)
+	events, stopEvents, err := d.subscribe(ctx)
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
-	events, err := sub.Subscribe(ctx)
-	if err != nil {
-		return err
-	}
+	defer stopEvents()
 	// The subscriber reads all the time, as `harness top` does, so it is
 	// never the one that falls behind.
 	var viaSub []time.Duration
