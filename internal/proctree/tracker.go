@@ -43,7 +43,7 @@ type Tracker struct {
 	passMu       sync.Mutex // one pass at a time
 	mu           sync.Mutex // guards the fields below
 	runs         map[string]*trackedRun
-	last         map[Ident]string // attribution of the last pass
+	last         map[Ident]string // attribution of the last pass; replaced, never written
 	begun, ended uint64           // passes started and finished
 
 	kick     chan struct{}
@@ -128,8 +128,9 @@ func (t *Tracker) Register(key string, pid int) error {
 		return err
 	}
 	t.mu.Lock()
+	// The main is attributed through runs; t.last is a pass's own map,
+	// read by a pass outside the lock, and so never written here.
 	t.runs[key] = &trackedRun{main: id, members: []Ident{id}}
-	t.last[id] = key
 	t.mu.Unlock()
 	select {
 	case t.kick <- struct{}{}: // record the main process at once

@@ -1,7 +1,9 @@
 package proctree
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -237,6 +239,42 @@ func TestHeldGroups_AGroupWhoseVerifiedMembersAreGoneIsNotTargeted(t *testing.T)
 	} {
 		if got := heldGroups([]procInfo{c.p}, groups)[g]; got != c.want {
 			t.Errorf("%s: held = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestScenario_RunsRegisteredDuringAPassAreTrackedWithoutARace: `start
+// --all` registers runs while the tracker's own passes read /proc; a
+// daemon once died here of a concurrent map read and write (run this
+// package under -race to see one).
+func TestScenario_RunsRegisteredDuringAPassAreTrackedWithoutARace(t *testing.T) {
+	r := startReaper(t)
+	tr := NewTracker(nil, nil, time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	tr.Start(ctx)
+	defer func() { cancel(); tr.Stop() }()
+	const n = 24
+	mains := make([]int, n)
+	for i := range mains {
+		mains[i] = startHelper(t, r, "sleep", SysProcAttr()).cmd.Process.Pid
+	}
+	passes := make(chan struct{})
+	go func() {
+		defer close(passes)
+		for range 2 * n {
+			tr.Refresh()
+		}
+	}()
+	for i, pid := range mains {
+		if err := tr.Register(fmt.Sprint("run-", i), pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-passes
+	tr.Refresh()
+	for i, pid := range mains {
+		if got := pids(tr.Members(fmt.Sprint("run-", i))); !slices.Equal(got, []int{pid}) {
+			t.Errorf("members of run-%d = %v, want its main %d", i, got, pid)
 		}
 	}
 }
