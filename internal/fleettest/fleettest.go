@@ -93,13 +93,25 @@ func (c CLI) log() string {
 
 // Stop ends a daemon with SIGTERM unless exited is already closed, and
 // waits for exited; after 30 s it kills the daemon and fails the test.
-func Stop(t testing.TB, p *os.Process, exited <-chan struct{}, log func() string) {
+// A daemon that had exited by itself under a failed test is the likeliest
+// reason it failed (a CLI then reads only "connection lost"), so its exit
+// status and the tails of its stderr and log are logged.
+func Stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}, stderr *SyncBuffer, log func() string) {
 	t.Helper()
-	if p == nil {
+	if cmd == nil || cmd.Process == nil {
 		return
 	}
+	p := cmd.Process
 	select {
 	case <-exited:
+		if t.Failed() {
+			text := "(not kept)"
+			if log != nil {
+				text = log()
+			}
+			t.Logf("the daemon had exited before the test stopped it: %v\nstderr (tail):\n%s\nlog (tail):\n%s",
+				cmd.ProcessState, tail(stderr.String(), 8<<10), tail(text, 8<<10))
+		}
 		return
 	default:
 	}
@@ -115,6 +127,14 @@ func Stop(t testing.TB, p *os.Process, exited <-chan struct{}, log func() string
 		}
 		t.Errorf("daemon did not exit within 30s of SIGTERM\nlog:\n%s", text)
 	}
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
 }
 
 // DaemonFiles are one daemon's files.
@@ -163,7 +183,7 @@ func StartDaemon(t testing.TB, bin string, files DaemonFiles, env []string, read
 	}
 	go func() { cmd.Wait(); close(d.Exited) }()
 	log := func() string { b, _ := os.ReadFile(files.Log); return string(b) }
-	t.Cleanup(func() { Stop(t, cmd.Process, d.Exited, log) })
+	t.Cleanup(func() { Stop(t, cmd, d.Exited, d.Stderr, log) })
 	deadline := time.Now().Add(DaemonStart)
 	for {
 		select {
@@ -253,7 +273,7 @@ func (f *Fleet) Stop() {
 	if f.Cmd == nil {
 		return
 	}
-	Stop(f.T, f.Cmd.Process, f.Exited, f.Log)
+	Stop(f.T, f.Cmd, f.Exited, f.Stderr, f.Log)
 }
 
 // Log is the daemon's log so far.
