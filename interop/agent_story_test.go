@@ -99,6 +99,9 @@ func tellStory(t *testing.T, row storyRow) {
 		t.Fatalf("start: %s%s", out, errOut)
 	}
 	af := rf.agent()
+	// Each step's time is logged: a row over its share shows where.
+	began := time.Now()
+	step := func(what string) { t.Logf("%5.1fs %s", time.Since(began).Seconds(), what) }
 	t.Cleanup(func() {
 		if t.Failed() {
 			log := strings.Split(rf.Log(), "\n")
@@ -118,6 +121,7 @@ func tellStory(t *testing.T, row storyRow) {
 	if w := af.waitState("ready"); w.Agent != row.spec.agent {
 		t.Fatalf("ready: %+v", w)
 	}
+	step("ready")
 
 	const first = "Make the story file for me."
 	hold := make(chan struct{})
@@ -145,6 +149,7 @@ func tellStory(t *testing.T, row storyRow) {
 	if _, err := os.Stat(filepath.Join(rf.work, "story-file")); err != nil {
 		t.Errorf("the command did not run: %v", err)
 	}
+	step("the tool ran, ready")
 
 	tr := af.waitTurns(func(tr api.TurnsResult) bool {
 		asked := false
@@ -153,6 +158,7 @@ func tellStory(t *testing.T, row storyRow) {
 		}
 		return asked && tr.Tokens.Input > 0 && tr.Tokens.Output > 0
 	})
+	step("transcript read")
 	t.Logf("transcript: session %s, model %s, tokens %+v, %d turns", tr.SessionID, tr.Model, tr.Tokens, len(tr.Turns))
 
 	// The limit answers every request until the harness is held: some
@@ -162,6 +168,7 @@ func tellStory(t *testing.T, row storyRow) {
 	rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: reset, RetryAfter: row.retryAfter}, Until: limit},
 		modelapi.Turn{Text: "It was the story file."})
 	rf.askAndSee(af, "Go on with the story.")
+	step("asked into the limit")
 	held := rf.waitRow("hold usage_limit", 4*time.Minute, func(r api.UnitInfo) bool { return r.Hold != nil })
 	if held.Hold.Reason != api.HoldUsageLimit || held.PID != 0 {
 		t.Fatalf("held row %+v", held)
@@ -174,7 +181,7 @@ func tellStory(t *testing.T, row storyRow) {
 		json.Unmarshal([]byte(out), &w) != nil || w.AgentState != "limited" {
 		t.Errorf("wait --state limited while held: exit %d: %s%s", code, out, errOut)
 	}
-	t.Logf("limited: %q, held %+v", w.Message, held.Hold)
+	step(fmt.Sprintf("limited: %q, held %+v", w.Message, held.Hold))
 	if r := rf.lastRun(); r.Outcome != api.RunLimited {
 		t.Errorf("the limited run: %+v", r)
 	}
@@ -183,10 +190,12 @@ func tellStory(t *testing.T, row storyRow) {
 	if out, errOut, code := rf.Run("start", "a", "--force"); code != 0 {
 		t.Fatalf("start --force: %s%s", out, errOut)
 	}
+	step("started past the hold")
 	if req := rf.askAndSee(af, "Which file did you make?", "ready", "limited"); !strings.Contains(string(req.Body), "story file for me") {
 		t.Errorf("the resumed session lacks the first prompt: %.400s", req.Body)
 	}
 	af.screenHas("the answer after the limit", "It was the story file")
+	step("resumed and answered")
 }
 
 // TestAgent_AnAgentProgramMissingFromPATHFailsNamingIt: a harness of a
