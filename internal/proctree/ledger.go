@@ -75,7 +75,7 @@ type ledgerFile struct {
 // before the first spawn and after the last). Add, Remove and SetMembers
 // come from unit actors and the tracker, which must not wait for a disk:
 // they change memory and wake a writer goroutine, which writes the newest
-// state (one write for a burst of changes) and, when a write fails (a
+// state (one write for a burst of changes, at most one per addGap) and, when a write fails (a
 // full disk), retries with a backoff. A crash between a spawn and its
 // write is covered by the instance record, as a crash between the spawn
 // and Add always was.
@@ -90,6 +90,7 @@ type Ledger struct {
 
 	gen, saved uint64        // under mu: changes made, changes on disk
 	urgent     uint64        // under mu: the gen of the last change that must not wait (removeGap)
+	lastWrite  time.Time     // under mu: when the last write took its snapshot (addGap)
 	hurry      chan struct{} // capacity 1: an urgent change ends the writer's wait
 	writing    bool          // under mu: the writer goroutine runs
 	idle       *sync.Cond    // on mu: signalled when the writer stops
@@ -249,9 +250,16 @@ func (l *Ledger) changed() {
 // them. `stop --all` of 1,000 units removes 1,000 entries, and writing the
 // file after each took an eighth of the daemon's CPU for the stop. A
 // removal may wait: an entry whose processes are gone is passed over at
-// the next start, which checks each pid's start time. An addition never
-// waits, nor does anything written with it.
+// the next start, which checks each pid's start time. An addition waits
+// at most addGap, and so does anything written with it.
 const removeGap = 100 * time.Millisecond
+
+// addGap is the least time between two writes for additions. A lone spawn
+// is written at once; a burst of them (start --all of 1,000 units) is
+// written every addGap instead of back to back: each write encodes every
+// entry, and writing after each addition took half the daemon's CPU for
+// the start. A crash before the write is covered by the instance record.
+const addGap = 25 * time.Millisecond
 
 // snapshot is a copy of l.data that later changes leave alone (entries'
 // Members are replaced, never changed in place). Called under mu.
@@ -299,7 +307,8 @@ func (l *Ledger) writeLoop() {
 }
 
 // waitIfLazy waits removeGap when every change not yet written is a
-// removal, unless a change that must not wait comes meanwhile.
+// removal, unless a change that must not wait comes meanwhile; otherwise
+// it waits what is left of addGap since the last write.
 func (l *Ledger) waitIfLazy() {
 	l.mu.Lock()
 	lazy := l.urgent <= l.saved
@@ -309,8 +318,14 @@ func (l *Ledger) waitIfLazy() {
 		default:
 		}
 	}
+	gap := addGap - time.Since(l.lastWrite)
 	l.mu.Unlock()
 	if !lazy {
+		if gap > 0 {
+			t := time.NewTimer(gap)
+			defer t.Stop()
+			<-t.C
+		}
 		return
 	}
 	t := time.NewTimer(removeGap)
@@ -332,6 +347,7 @@ func (l *Ledger) save() error {
 	var snap ledgerFile
 	if !done {
 		snap = l.snapshot()
+		l.lastWrite = time.Now()
 	}
 	l.mu.Unlock()
 	if done {

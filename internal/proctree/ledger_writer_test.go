@@ -151,3 +151,44 @@ func TestScenario_AThousandRemovalsAreAFewWrites(t *testing.T) {
 		}
 	})
 }
+
+// TestScenario_ABurstOfAdditionsIsWrittenEveryGap: start --all of 1,000
+// units adds an entry every millisecond or so. The first is on disk at
+// once; the rest are written at most every addGap, not after each, and
+// the file ends with every entry.
+func TestScenario_ABurstOfAdditionsIsWrittenEveryGap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "ledger.json")
+		l, err := OpenLedger(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var disk countingDisk
+		l.wrap = disk.Wrap
+		const n = 1000
+		start := time.Now()
+		for i := range n {
+			if err := l.Add(LedgerEntry{Unit: "u", PID: 100 + i, Marker: fmt.Sprintf("i:u:%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait() // the writer has written or waits for the gap
+			if i == 0 {
+				if f := readLedger(t, path); len(f.Entries) != 1 {
+					t.Fatalf("after the first addition the file holds %d entries, want it at once", len(f.Entries))
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+		l.Flush()
+		took := time.Since(start)
+		if f := readLedger(t, path); len(f.Entries) != n {
+			t.Fatalf("after Flush the file holds %d entries, want %d", len(f.Entries), n)
+		}
+		// One write per addGap: 42 here. Written after each addition, it
+		// was a write per millisecond.
+		if w, most := disk.n.Load(), int64(took/addGap)+2; w > most || w > n/10 {
+			t.Errorf("%d writes for %d additions over %v, want at most %d (one per %v)", w, n, took, min(most, n/10), addGap)
+		}
+		t.Logf("%d writes for %d additions over %v", disk.n.Load(), n, took)
+	})
+}
