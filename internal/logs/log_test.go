@@ -511,3 +511,30 @@ func TestIDsNeverGoBackWhenTwoLogsInterleave(t *testing.T) {
 		t.Fatalf("id %d after both closed, but %d was handed out", id, high)
 	}
 }
+
+// TestScenario_AUnitsFirstEntryWritesNoFile: a unit's first entry (the
+// "spawned" event, made on its actor during a start --all of 1,000
+// units) finds its ids reserved by Open in the background and writes no
+// file; its id is below the ceiling on disk, so a crash cannot repeat it.
+func TestScenario_AUnitsFirstEntryWritesNoFile(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, "u", Options{})
+	<-l.reserved
+	ids := filepath.Join(dir, "u.ids")
+	before, err := os.Stat(ids)
+	if err != nil {
+		t.Fatalf("no ids file once Open's reservation is done: %v", err)
+	}
+	l.Event(1, "spawned pid 42")
+	after, err := os.Stat(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Error("the first entry rewrote the ids file")
+	}
+	ents := l.Tail(10)
+	if len(ents) != 1 || ents[0].ID >= onDisk(ids) {
+		t.Fatalf("entries %+v against the ceiling on disk %d", ents, onDisk(ids))
+	}
+}
