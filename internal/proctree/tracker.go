@@ -16,6 +16,11 @@ import (
 // besides the passes its callers ask for.
 const DefaultTrackInterval = time.Second
 
+// passGap is the least time between two of a Tracker's own passes. Each
+// pass reads all of /proc, and start --all of 1,000 units kicked one per
+// Register back to back: two thirds of the daemon's CPU for the start.
+const passGap = 50 * time.Millisecond
+
 // Tracker attributes the daemon's descendants to the runs they belong to,
 // for when there is no cgroup to do it (fallback mode). A pass reads every
 // /proc/PID/stat and attributes each descendant of the daemon (by parent
@@ -90,6 +95,8 @@ func (t *Tracker) Start(ctx context.Context) {
 		defer close(t.done)
 		tick := time.NewTicker(t.interval)
 		defer tick.Stop()
+		gap := time.NewTimer(passGap)
+		defer gap.Stop()
 		for {
 			select {
 			case <-ctx.Done():
@@ -104,6 +111,14 @@ func (t *Tracker) Start(ctx context.Context) {
 			t.mu.Unlock()
 			if !idle {
 				t.Refresh()
+				gap.Reset(passGap)
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.stop:
+					return
+				case <-gap.C:
+				}
 			}
 		}
 	}()

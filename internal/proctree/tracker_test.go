@@ -278,3 +278,42 @@ func TestScenario_RunsRegisteredDuringAPassAreTrackedWithoutARace(t *testing.T) 
 		}
 	}
 }
+
+// TestScenario_ABurstOfRegistersIsAFewPasses: start --all registers a run
+// every millisecond or so, and each Register asks for a pass; a pass
+// reads all of /proc, so the tracker makes at most one per passGap, not
+// one per Register, and still tracks every run.
+func TestScenario_ABurstOfRegistersIsAFewPasses(t *testing.T) {
+	r := startReaper(t)
+	tr := NewTracker(nil, nil, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	tr.Start(ctx)
+	defer func() { cancel(); tr.Stop() }()
+	main := startHelper(t, r, "sleep", SysProcAttr()).cmd.Process.Pid
+	const n = 200
+	start := time.Now()
+	for i := range n {
+		if err := tr.Register(fmt.Sprint("run-", i), main); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	took := time.Since(start)
+	tr.mu.Lock()
+	passes := tr.ended
+	tr.mu.Unlock()
+	if most := uint64(took/passGap) + 2; passes > most || passes > n/10 {
+		t.Errorf("%d passes for %d Registers over %v, want at most %d (one per %v)", passes, n, took, min(most, n/10), passGap)
+	}
+	// Every run shares the one main process (a process belongs to one
+	// run): it is a member of exactly one of them.
+	tr.Refresh()
+	seen := 0
+	for i := range n {
+		seen += len(tr.Members(fmt.Sprint("run-", i)))
+	}
+	if seen != 1 {
+		t.Errorf("the main process is a member of %d runs, want 1", seen)
+	}
+	t.Logf("%d passes for %d Registers over %v", passes, n, took)
+}
