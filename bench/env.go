@@ -72,6 +72,7 @@ func startDaemon(ctx context.Context, o options, bin, tmp, name, config string) 
 	}
 	args := []string{"daemon", "--config", d.config, "--socket", d.socket, "--state-dir", d.state,
 		"--log-file", filepath.Join(dir, "daemon.log")}
+	args = append(args, o.DaemonArgs...)
 	exe := bin
 	if profileDir != "" {
 		if exe, err = os.Executable(); err != nil {
@@ -319,6 +320,7 @@ func serveDaemon(args []string) error {
 	sock := fs.String("socket", "", "")
 	state := fs.String("state-dir", "", "")
 	logFile := fs.String("log-file", "", "")
+	cgroupMode := fs.String("cgroup", daemon.CgroupAuto, "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -361,7 +363,7 @@ func serveDaemon(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return daemon.Run(ctx, daemon.Options{
-		ConfigPath: *cfg, SocketPath: *sock, StateDir: *state, Version: "bench",
+		ConfigPath: *cfg, SocketPath: *sock, StateDir: *state, Version: "bench", Cgroup: *cgroupMode,
 		Logger: slog.New(slog.NewTextHandler(lf, nil)),
 	})
 }

@@ -73,6 +73,7 @@ type options struct {
 	Verbose       io.Writer     // progress lines; nil for none
 	Keep          bool          // keep the temporary directory when the run fails
 	DaemonEnv     []string      // extra KEY=VALUE for the daemons (and what they spawn)
+	DaemonArgs    []string      // extra flags of `harness daemon`, e.g. --cgroup=off
 	LogCalls      int           // timed calls per variant per round of part 4
 	CallFleet     int           // sleepers running in part 1's daemon while it is measured
 	AgentDrawing  int           // part 9: agents redrawing while its transitions are timed
@@ -177,6 +178,13 @@ func main() {
 			return fmt.Errorf("want KEY=VALUE")
 		}
 		o.DaemonEnv = append(o.DaemonEnv, v)
+		return nil
+	})
+	fs.Func("daemon-arg", "a flag added to `harness daemon` (repeatable), e.g. --cgroup=off", func(v string) error {
+		if !strings.HasPrefix(v, "-") {
+			return fmt.Errorf("want a flag, such as --cgroup=off")
+		}
+		o.DaemonArgs = append(o.DaemonArgs, v)
 		return nil
 	})
 	verbose := fs.Bool("v", true, "progress on stderr")
