@@ -75,10 +75,10 @@ type ledgerFile struct {
 // before the first spawn and after the last). Add, Remove and SetMembers
 // come from unit actors and the tracker, which must not wait for a disk:
 // they change memory and wake a writer goroutine, which writes the newest
-// state (one write for a burst of changes, at most one per addGap) and, when a write fails (a
-// full disk), retries with a backoff. A crash between a spawn and its
-// write is covered by the instance record, as a crash between the spawn
-// and Add always was.
+// state (one write for a burst of changes, at most one per addGap) and,
+// when a write fails (a full disk), retries with a backoff. A crash
+// between a spawn and its write is covered by the instance record, as a
+// crash between the spawn and Add always was.
 //
 // At daemon start call CleanupLeftovers on the path first, then OpenLedger,
 // then AddInstance, and only then spawn.

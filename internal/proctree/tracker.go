@@ -148,7 +148,7 @@ func (t *Tracker) Register(key string, pid int) error {
 	t.runs[key] = &trackedRun{main: id, members: []Ident{id}}
 	t.mu.Unlock()
 	select {
-	case t.kick <- struct{}{}: // record the main process at once
+	case t.kick <- struct{}{}: // record the main process at the next pass (passGap)
 	default:
 	}
 	return nil
