@@ -93,9 +93,10 @@ func (c CLI) log() string {
 
 // Stop ends a daemon with SIGTERM unless exited is already closed, and
 // waits for exited; after 30 s it kills the daemon and fails the test.
-// A daemon that had exited by itself under a failed test is the likeliest
-// reason it failed (a CLI then reads only "connection lost"), so its exit
-// status and the tails of its stderr and log are logged.
+// A daemon that had exited by itself, and not cleanly, under a failed
+// test is the likeliest reason it failed (a CLI then reads only
+// "connection lost"), so its exit status and the tails of its stderr and
+// log are logged.
 func Stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}, stderr *SyncBuffer, log func() string) {
 	t.Helper()
 	if cmd == nil || cmd.Process == nil {
@@ -104,7 +105,9 @@ func Stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}, stderr *SyncBuffe
 	p := cmd.Process
 	select {
 	case <-exited:
-		if t.Failed() {
+		// Exit 0 is a stop: another cleanup of the test (a fleet's own
+		// Stop) may have run first.
+		if t.Failed() && !cmd.ProcessState.Success() {
 			text := "(not kept)"
 			if log != nil {
 				text = log()
