@@ -84,11 +84,14 @@ func (c CLI) WaitFor(what string, d time.Duration, cond func() bool) {
 	}
 }
 
-func (c CLI) log() string {
-	if c.Log == nil {
+func (c CLI) log() string { return logText(c.Log) }
+
+// logText is what log returns, or "(not kept)" when there is none.
+func logText(log func() string) string {
+	if log == nil {
 		return "(not kept)"
 	}
-	return c.Log()
+	return log()
 }
 
 // Stop ends a daemon with SIGTERM unless exited is already closed, and
@@ -108,12 +111,8 @@ func Stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}, stderr *SyncBuffe
 		// Exit 0 is a stop: another cleanup of the test (a fleet's own
 		// Stop) may have run first.
 		if t.Failed() && !cmd.ProcessState.Success() {
-			text := "(not kept)"
-			if log != nil {
-				text = log()
-			}
 			t.Logf("the daemon had exited before the test stopped it: %v\nstderr (tail):\n%s\nlog (tail):\n%s",
-				cmd.ProcessState, tail(stderr.String(), 8<<10), tail(text, 8<<10))
+				cmd.ProcessState, tail(stderr.String(), 8<<10), tail(logText(log), 8<<10))
 		}
 		return
 	default:
@@ -124,11 +123,7 @@ func Stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}, stderr *SyncBuffe
 	case <-time.After(30 * time.Second):
 		p.Kill()
 		<-exited
-		text := "(not kept)"
-		if log != nil {
-			text = log()
-		}
-		t.Errorf("daemon did not exit within 30s of SIGTERM\nlog:\n%s", text)
+		t.Errorf("daemon did not exit within 30s of SIGTERM\nlog:\n%s", logText(log))
 	}
 }
 
