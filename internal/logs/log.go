@@ -160,11 +160,8 @@ func (l *Log) reserveAhead() {
 	defer close(l.reserved)
 	aheadSlot <- struct{}{}
 	defer func() { <-aheadSlot }()
-	l.wmu.Lock()
+	l.wmu.Lock() // Close waits for reserved, so the log is still open
 	defer l.wmu.Unlock()
-	if l.closed {
-		return
-	}
 	if err := l.ids.reserve(1); err != nil {
 		l.fail(fmt.Errorf("entry ids may repeat after a crash: %w", err))
 		l.commit(nil)
