@@ -276,7 +276,7 @@ func (t *agentTracker) jobRetries(run uint64, read func([]byte) (agent.Retry, bo
 			return
 		}
 		t.hook(run, agent.HookSignal{State: api.AgentLimited,
-			Message: fmt.Sprintf("API error %d, retried by the agent for over %s (attempt %d of %d)", r.Status, agent.LimitRetryWait, r.Attempt, r.Max)})
+			Message: fmt.Sprintf("API error %d, retried by the agent with waits of %s or more (attempt %d of %d)", r.Status, agent.LimitRetryWait, r.Attempt, r.Max)})
 	}
 }
 

@@ -133,5 +133,8 @@ func anthropicError(w http.ResponseWriter, e *Error) {
 	if (status == http.StatusTooManyRequests || e.UsageLimit) && !e.Retried {
 		w.Header().Set("x-should-retry", "false")
 	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("retry-after", strconv.Itoa(max(1, int(e.RetryAfter.Seconds()))))
+	}
 	jsonError(w, status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
 }

@@ -91,9 +91,10 @@ type Error struct {
 	UsageLimit bool
 	ResetAt    time.Time
 	// RetryAfter, when set, says so in the answer's retry-after-ms
-	// header (Chat Completions): an agent that retries a usage limit by
-	// itself (Cline, six times) waits that long between tries instead of
-	// its own backoff (two minutes in all for Cline).
+	// header (Chat Completions) or retry-after (Messages API, in whole
+	// seconds): an agent that retries a 429 by itself (Cline, six times;
+	// Claude Code, ten) waits that long between tries instead of its own
+	// backoff (two minutes in all for Cline).
 	RetryAfter time.Duration
 	// Retried leaves a 429 to the agent's own retries: no x-should-retry
 	// "false" (Claude Code 2.1.328 then retries it ten times, showing
