@@ -328,13 +328,20 @@ func (rf *runFleet) waitRow(what string, d time.Duration, ok func(api.UnitInfo) 
 }
 
 // TestAgent_AUsageLimitParksTheAgentUntilItsReset: the real Claude Code
-// gets a scripted usage-limit answer resetting 20 s ahead. The harness
-// shows hold usage_limit until the reset the agent shows, its run ends
-// limited, no restart is counted and nothing is spawned before the reset;
-// then it is started again and, with resume = true, the model sees the
-// earlier turns. With on_limit = "stop" it is stopped instead.
+// gets a scripted usage-limit answer. The harness shows hold usage_limit
+// until the reset the agent shows, its run ends limited, no restart is
+// counted and nothing starts it before the reset; then it is started
+// again and, with resume = true, the model sees the earlier turns. With
+// on_limit = "stop" it is stopped instead.
+//
+// Claude Code shows a plan's usage limit ("resets 12:05am") only to the
+// minute, so a test that waits for that reset waits up to 80 s: park
+// reads that screen and checks the hold, and resume waits out a reset
+// Claude Code shows to the second, a 429 whose message says "try again
+// in 3 seconds" (as an API key's rate limit does).
 func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
 	t.Run("park", func(t *testing.T) {
+		t.Parallel() // each subtest has its own daemon, model server, HOME and workdir
 		rf := newRunFleet(t, claudeSpec, "resume = true\nmcp_wire = false")
 		rf.api.Script(modelapi.Turn{Text: "Noted the word."})
 		if out, errOut, code := rf.Run("start", "a"); code != 0 {
@@ -346,8 +353,7 @@ func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
 		limited := rf.lastRun()
 
 		reset := time.Now().Add(20 * time.Second)
-		rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: reset}},
-			modelapi.Turn{Text: "It was kiwi."})
+		rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: reset}})
 		rf.askAndSee(af, "Go on with the work.")
 		row := rf.waitRow("hold usage_limit", time.Minute, func(r api.UnitInfo) bool { return r.Hold != nil })
 		h := row.Hold
@@ -379,9 +385,37 @@ func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
 		if _, errOut, code := rf.Run("start", "a"); code == 0 || !strings.Contains(errOut, "usage_limit") {
 			t.Errorf("start while parked: exit %d %s", code, errOut)
 		}
-		back := rf.waitRow("the harness back after the reset", 3*time.Minute, func(r api.UnitInfo) bool { return r.PID != 0 })
+		if row, last := rf.unitRow(), rf.lastRun(); row.PID != 0 || row.Hold == nil || last.ID != limited.ID {
+			t.Errorf("started before the reset: row %+v, last run %+v", row, last)
+		}
+	})
+	t.Run("resume", func(t *testing.T) {
+		t.Parallel()
+		rf := newRunFleet(t, claudeSpec, "resume = true\nmcp_wire = false")
+		rf.api.Script(modelapi.Turn{Text: "Noted the word."})
+		if out, errOut, code := rf.Run("start", "a"); code != 0 {
+			t.Fatalf("start: %s%s", out, errOut)
+		}
+		af := rf.agent()
+		rf.askAndSee(af, "Remember the word KIWI-4410.")
+		af.screenHas("the answer", "Noted the word")
+
+		rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, Message: "Usage limit reached for your plan. Try again in 3 seconds."}},
+			modelapi.Turn{Text: "It was kiwi."})
+		asked := time.Now()
+		rf.askAndSee(af, "Go on with the work.")
+		row := rf.waitRow("hold usage_limit", time.Minute, func(r api.UnitInfo) bool { return r.Hold != nil })
+		h := row.Hold
+		// "in 3 seconds", read when the screen shows it, plus a jitter of
+		// at least 1 s (hold.OnLimit).
+		if h.Reason != api.HoldUsageLimit || h.Until == nil || h.Until.Before(asked.Add(2*time.Second)) ||
+			h.Until.After(time.Now().Add(5*time.Second)) {
+			t.Fatalf("hold %+v (asked at %s)", h, asked)
+		}
+		r := rf.lastRun()
+		back := rf.waitRow("the harness back after the reset", time.Minute, func(r api.UnitInfo) bool { return r.PID != 0 })
 		next := rf.lastRun()
-		if next.ID == r.ID || next.StartedAt.Before(*h.Until) || back.Hold != nil {
+		if next.ID == r.ID || next.StartedAt.Before(*h.Until) || back.Hold != nil || back.RestartCount != 0 {
 			t.Errorf("restarted before the reset %s: run %+v, row %+v", h.Until, next, back)
 		}
 		// Resumed, Claude Code shows the conversation again, the old limit
@@ -400,6 +434,7 @@ func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
 		}
 	})
 	t.Run("stop", func(t *testing.T) {
+		t.Parallel()
 		rf := newRunFleet(t, claudeSpec, "on_limit = \"stop\"\nmcp_wire = false")
 		rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, UsageLimit: true, ResetAt: time.Now().Add(time.Hour)}})
 		if out, errOut, code := rf.Run("start", "a"); code != 0 {
