@@ -340,8 +340,9 @@ func (rf *runFleet) waitRow(what string, d time.Duration, ok func(api.UnitInfo) 
 // Claude Code shows to the second, a 429 whose message says "try again
 // in 3 seconds" (as an API key's rate limit does).
 func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
-	t.Run("park", func(t *testing.T) {
-		t.Parallel() // each subtest has its own daemon, model server, HOME and workdir
+	// startRemembering starts Claude Code with resume = true and gives it
+	// a word to remember, for the resumed session to show.
+	startRemembering := func(t *testing.T) (*runFleet, *agentFleet) {
 		rf := newRunFleet(t, claudeSpec, "resume = true\nmcp_wire = false")
 		rf.api.Script(modelapi.Turn{Text: "Noted the word."})
 		if out, errOut, code := rf.Run("start", "a"); code != 0 {
@@ -350,6 +351,11 @@ func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
 		af := rf.agent()
 		rf.askAndSee(af, "Remember the word KIWI-4410.")
 		af.screenHas("the answer", "Noted the word")
+		return rf, af
+	}
+	t.Run("park", func(t *testing.T) {
+		t.Parallel() // each subtest has its own daemon, model server, HOME and workdir
+		rf, af := startRemembering(t)
 		limited := rf.lastRun()
 
 		reset := time.Now().Add(20 * time.Second)
@@ -391,14 +397,7 @@ func TestAgent_AUsageLimitParksTheAgentUntilItsReset(t *testing.T) {
 	})
 	t.Run("resume", func(t *testing.T) {
 		t.Parallel()
-		rf := newRunFleet(t, claudeSpec, "resume = true\nmcp_wire = false")
-		rf.api.Script(modelapi.Turn{Text: "Noted the word."})
-		if out, errOut, code := rf.Run("start", "a"); code != 0 {
-			t.Fatalf("start: %s%s", out, errOut)
-		}
-		af := rf.agent()
-		rf.askAndSee(af, "Remember the word KIWI-4410.")
-		af.screenHas("the answer", "Noted the word")
+		rf, af := startRemembering(t)
 
 		rf.api.Script(modelapi.Turn{Error: &modelapi.Error{Status: 429, Message: "Usage limit reached for your plan. Try again in 3 seconds."}},
 			modelapi.Turn{Text: "It was kiwi."})
