@@ -89,7 +89,11 @@ wire_api = "responses"
 		// An OpenAI-compatible provider; permissions as opencode's own
 		// default (the harness's approval decides).
 		env["OPENCODE_DISABLE_MODELS_FETCH"] = "1"
-		return env, writeJSON(filepath.Join(home, ".config", "opencode", "opencode.json"), map[string]any{
+		dir := filepath.Join(home, ".config", "opencode")
+		if err := opencodeDeps(dir); err != nil {
+			return nil, err
+		}
+		return env, writeJSON(filepath.Join(dir, "opencode.json"), map[string]any{
 			"$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",
 			"provider": map[string]any{"mock": map[string]any{
 				"npm": "@ai-sdk/openai-compatible", "name": "Mock",
@@ -154,6 +158,25 @@ func freePort() (string, error) {
 	defer ln.Close()
 	_, port, err := net.SplitHostPort(ln.Addr().String())
 	return port, err
+}
+
+// opencodeDeps records in opencode's config dir the one dependency it
+// adds there (@opencode-ai/plugin, for the dir's own plugins) as
+// installed: with node_modules and the package in package-lock.json's
+// root, opencode's start skips its npm install (arborist, on the
+// registry: about a second of CPU and network, offline a failure) while the
+// story's first turn runs. The dir has no plugins to need it.
+func opencodeDeps(dir string) error {
+	deps := map[string]any{"@opencode-ai/plugin": "*"}
+	if err := os.MkdirAll(filepath.Join(dir, "node_modules"), 0o700); err != nil {
+		return fmt.Errorf("modelapi: %w", err)
+	}
+	if err := writeJSON(filepath.Join(dir, "package.json"), map[string]any{"dependencies": deps}); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(dir, "package-lock.json"), map[string]any{
+		"lockfileVersion": 3, "requires": true, "packages": map[string]any{"": map[string]any{"dependencies": deps}},
+	})
 }
 
 func writeJSON(path string, v any) error {
