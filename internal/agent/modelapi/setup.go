@@ -89,6 +89,15 @@ wire_api = "responses"
 		// An OpenAI-compatible provider; permissions as opencode's own
 		// default (the harness's approval decides).
 		env["OPENCODE_DISABLE_MODELS_FETCH"] = "1"
+		// Its models.dev catalog read from an empty file, not the bundled
+		// snapshot of every provider's models: building that is most of
+		// its start's CPU (about 2 s of 6), and the mock provider is all
+		// in the config.
+		models := filepath.Join(home, "opencode-models.json")
+		if err := writeFile(models, []byte("{}\n")); err != nil {
+			return nil, err
+		}
+		env["OPENCODE_MODELS_PATH"] = models
 		dir := filepath.Join(home, ".config", "opencode")
 		if err := opencodeDeps(dir); err != nil {
 			return nil, err
