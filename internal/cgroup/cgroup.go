@@ -33,7 +33,6 @@ type Tree struct {
 	// Resource controllers (limits.go), fixed at Create.
 	v2   []string // enabled in the v2 subtree
 	v1   []v1Hier // the subtree in v1 hierarchies, for the rest
-	sp   *spawner // the thread that starts runs in their v1 leaves; nil without v1
 	ctrl map[string]ControllerState
 }
 
@@ -144,7 +143,7 @@ func (t *Tree) NewRun(unit string, run uint64, l Limits) (g *Group, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: open %s: %w", dir, err)
 	}
-	g = &Group{mount: t.mount, dir: dir, fd: fd, w: t.watcher, v1: v1, sp: t.sp}
+	g = &Group{mount: t.mount, dir: dir, fd: fd, w: t.watcher, v1: v1}
 	if populated, perr := g.Populated(); perr != nil || populated {
 		// Run ids never repeat: a populated leaf is not this run's.
 		return nil, errors.Join(fmt.Errorf("cgroup: %s already holds processes", dir), perr, g.CloseFD())
@@ -158,11 +157,7 @@ func (t *Tree) NewRun(unit string, run uint64, l Limits) (g *Group, err error) {
 // Close removes the subtree's cgroups, which must be empty by now, and
 // stops its watcher.
 func (t *Tree) Close() error {
-	var err error
-	if t.sp != nil {
-		err = t.sp.close() // before its leaves' subtrees go
-	}
-	err = errors.Join(err, removeTree(t.dir))
+	err := removeTree(t.dir)
 	for _, h := range t.v1 {
 		err = errors.Join(err, removeTree(h.dir))
 	}
@@ -190,7 +185,6 @@ type Group struct {
 	fd         int // -1 once closed
 	w          *watcher
 	v1         []v1Leaf // the run's leaves in v1 hierarchies (limits.go)
-	sp         *spawner // the tree's, for Start
 }
 
 // Dir is the leaf's directory.

@@ -30,10 +30,9 @@ import (
 //     (pids.max; memory.limit_in_bytes; cpu.shares). A spawn joins those
 //     leaves before its first instruction: the spawning thread moves into
 //     them, forks (a child starts in its parent thread's v1 cgroups), and
-//     moves back. That thread is one of its own (spawner.go), which lives
-//     in leaves of its own between spawns; v1 membership is per thread,
-//     so the rest of the daemon never enters a unit's cgroup. v1 has no
-//     memory.high: memory_high is not applied there (Controllers says so).
+//     moves back; v1 membership is per thread, so the rest of the daemon
+//     never enters a unit's cgroup. v1 has no memory.high: memory_high is
+//     not applied there (Controllers says so).
 //
 // Neither: the limit is not applied and Controllers says why.
 
@@ -94,21 +93,6 @@ func (t *Tree) setupControllers(name string) {
 		}
 		t.ctrl[c] = st
 	}
-	if len(t.v1) == 0 {
-		return
-	}
-	sp, err := startSpawner(t.v1)
-	if err != nil {
-		// Each spawn then joins from its own thread and goes back to the
-		// daemon's cgroups (joinThread): the same limits, at a higher cost.
-		for _, h := range t.v1 {
-			st := t.ctrl[h.ctrl]
-			st.Why = strings.TrimPrefix(st.Why+"; spawns join from their own threads: "+err.Error(), "; ")
-			t.ctrl[h.ctrl] = st
-		}
-		return
-	}
-	t.sp = sp
 }
 
 var errNoV1 = errors.New("no cgroup v1 hierarchy")
@@ -263,10 +247,9 @@ func (g *Group) applyLimits(v2 []string, l Limits) error {
 }
 
 // Start runs start (which forks the run's main process) so that the
-// child starts in the run's v1 leaves too: on the tree's spawning thread,
-// which joins them for the fork (spawner.go), or, without one, on the
-// calling thread, which goes back to the daemon's own cgroups after.
-// Without v1 leaves it just calls start.
+// child starts in the run's v1 leaves too: the calling thread joins them
+// for the fork and goes back to the daemon's own cgroups after. Without
+// v1 leaves it just calls start.
 func (g *Group) Start(start func() error) error {
 	if len(g.v1) == 0 {
 		return start()
@@ -275,9 +258,6 @@ func (g *Group) Start(start func() error) error {
 	back := make([]string, len(g.v1))
 	for i, v := range g.v1 {
 		to[i], back[i] = v.dir, v.home
-	}
-	if g.sp != nil {
-		return g.sp.run(to, start)
 	}
 	return joinThread(to, start, back)
 }

@@ -26,35 +26,14 @@ func (a *actor) startPTY(p *proc, attrs *syscall.SysProcAttr) (func(), error) {
 	cols, rows := ptySize(p.cfg)
 	attrs.Setctty = true
 	attrs.Ctty = 0 // the child's stdin is the PTY slave
-	// The PTY is opened and sized before the start, as pty.StartWithAttrs
-	// would inside it: a start holds the reaper's lock (and, with cgroup
-	// v1 leaves, the spawning thread), so every spawn of a start --all
-	// waits on what runs there.
-	master, tty, err := pty.Open()
+	var master *os.File
+	err := a.startProcess(p, func() error {
+		m, err := pty.StartWithAttrs(p.cmd, &pty.Winsize{Cols: cols, Rows: rows}, attrs)
+		master = m
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("start on pty: open: %w", err)
-	}
-	defer func() {
-		// The child has its own copy from the fork; the daemon keeps only
-		// the master.
-		if err := tty.Close(); err != nil {
-			a.deps.Logger.Warn("supervise: close the pty slave", logkey.Run, p.run, logkey.Err, err)
-		}
-	}()
-	if err := pty.Setsize(master, &pty.Winsize{Cols: cols, Rows: rows}); err != nil {
-		return nil, errors.Join(fmt.Errorf("start on pty: size: %w", err), master.Close())
-	}
-	for _, f := range []*io.Writer{&p.cmd.Stdout, &p.cmd.Stderr} {
-		if *f == nil {
-			*f = tty
-		}
-	}
-	if p.cmd.Stdin == nil {
-		p.cmd.Stdin = tty
-	}
-	p.cmd.SysProcAttr = attrs
-	if err := a.startProcess(p, p.cmd.Start); err != nil {
-		return nil, errors.Join(fmt.Errorf("start on pty: %w", err), master.Close())
+		return nil, fmt.Errorf("start on pty: %w", err)
 	}
 	if nb, err := pollable(master); err != nil {
 		// Still usable; only closing it will not interrupt a read.
