@@ -9,9 +9,12 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/harness-dev/harness/internal/api"
+	"github.com/harness-dev/harness/internal/cgroup"
+	"github.com/harness-dev/harness/internal/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -83,6 +86,67 @@ func spawnFloor(ctx context.Context, n int) (start, kill time.Duration, err erro
 	return start, time.Since(t0), err
 }
 
+// cgroupSpawnFloor is spawnFloor with the cgroups a daemon's run gets:
+// each sleep started into a leaf of its own in a subtree made for it, as
+// supervise does (NewRun with the default tasks_max, the v2 leaf by
+// CLONE_INTO_CGROUP, and on a hybrid layout the spawning thread's joins of
+// the v1 leaves and its way back, Group.Start). No PTY, no daemon. why
+// says what was not measured when cgroups are not there to use.
+func cgroupSpawnFloor(n int) (start time.Duration, layout, why string, err error) {
+	loc, err := cgroup.Locate()
+	if err != nil {
+		return 0, "", err.Error(), nil
+	}
+	tr, err := cgroup.Create(loc, fmt.Sprintf("bench-floor-%d", os.Getpid()))
+	if err != nil {
+		return 0, "", err.Error(), nil
+	}
+	defer func() {
+		_, eerr := cgroup.End(tr.Dir(), time.Second)
+		err = errors.Join(err, eerr, tr.Close())
+	}()
+	var v []string
+	for _, c := range tr.ControllerStates() {
+		if c.Version != "" {
+			v = append(v, c.Name+" "+c.Version)
+		}
+	}
+	layout = strings.Join(v, ", ")
+	groups := make([]*cgroup.Group, n)
+	for i := range groups {
+		if groups[i], err = tr.NewRun(fmt.Sprintf("floor%d", i), 1, cgroup.Limits{TasksMax: config.DefaultTasksMax}); err != nil {
+			return 0, layout, "", err
+		}
+	}
+	cmds := make([]*exec.Cmd, n)
+	errs := make(chan error, n)
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		c := exec.Command("sleep", "100000")
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		cgroup.SpawnInto(c.SysProcAttr, g.FD())
+		cmds[i] = c
+		wg.Go(func() { errs <- errors.Join(g.Start(c.Start), g.CloseFD()) })
+	}
+	wg.Wait()
+	start = time.Since(t0)
+	close(errs)
+	for e := range errs {
+		err = errors.Join(err, e)
+	}
+	for i, c := range cmds {
+		if c.Process != nil {
+			wg.Go(func() { _ = c.Process.Kill(); _ = c.Wait(); _ = groups[i].WaitEmpty(nil) })
+		}
+	}
+	wg.Wait()
+	for _, g := range groups {
+		err = errors.Join(err, g.Remove())
+	}
+	return start, layout, "", err
+}
+
 // runFleet is parts 2 and 3 on one daemon carrying the whole fleet.
 func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) error {
 	cfg, upNames := fleetConfig(o, bin, fmt.Sprintf("bench-fleet-%d", os.Getpid()))
@@ -108,6 +172,18 @@ func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) erro
 		return err
 	}
 	rep.metric(p2, fmt.Sprintf("floor: %d `sleep` processes started at once by the bench (exec.Cmd.Start, no PTY) / killed and reaped", o.Harnesses), "%s / %s", us(spawnFloor), us(killFloor))
+	// The same with the cgroups a run gets: what the kernel's serial work
+	// (fork and exec, cgroup v1 joins) leaves for the daemon's own.
+	o.progress("part 2: the spawn floor with cgroups")
+	cgFloor, layout, why, err := cgroupSpawnFloor(o.Harnesses)
+	if err != nil {
+		return err
+	}
+	if why == "" {
+		rep.metric(p2, fmt.Sprintf("floor: the same %d started into cgroups of their own as the daemon does (%s), no PTY", o.Harnesses, layout), "%s", us(cgFloor))
+	} else {
+		rep.metric(p2, "floor: the same started into cgroups of their own", "not measured: %s", why)
+	}
 
 	// start --all until every harness is running.
 	o.progress("part 2: start --all")
@@ -121,6 +197,9 @@ func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) erro
 	}
 	allUp := time.Since(t0)
 	rep.metric(p2, "`start --all`: CLI returned / all running (all running / the spawn floor)", "%s / %s (%.1fx)", us(cliDone), us(allUp), float64(allUp)/float64(spawnFloor))
+	if why == "" {
+		rep.metric(p2, "`start --all` all running / the spawn floor with cgroups", "%.2fx", float64(allUp)/float64(cgFloor))
+	}
 	time.Sleep(500 * time.Millisecond) // let the spawn burst settle before measuring RSS
 	rss, _, err := rssKiB(pid)
 	if err != nil {

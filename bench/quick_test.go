@@ -55,7 +55,7 @@ var quickParts = []quickPart{
 		part: "fleet",
 		metrics: []string{"RSS, idle", "RSS, all running", "start --all", "list --json", "in process",
 			"via `harness mcp`", "via HTTP", "upstream processes", "stop --all", "fleet page GET /", "event fan-out",
-			"spawn floor", "per TUI harness", "idle on its dialog"},
+			"spawn floor", "started into cgroups of their own", "per TUI harness", "idle on its dialog"},
 		tables: []string{"### Other measurements", "### Targets"},
 		// The page's first paint, fan-out, median and bytes; RSS, list
 		// p99, stop --all, upstream processes; 2b's RSS.
