@@ -62,12 +62,24 @@ wire_api = "responses"
 		}}
 		if o.Trusted {
 			settings["security"].(map[string]any)["folderTrust"] = map[string]any{"enabled": false}
+			// Run in the first node process, not a child relaunched for a
+			// bigger heap: the parent's start is about 0.8 s of each
+			// start's 3. Only trusted: a trust answer restarts Gemini CLI
+			// through that parent (without it the program would exit).
+			env["GEMINI_CLI_NO_RELAUNCH"] = "true"
 		}
 		return env, writeJSON(filepath.Join(home, ".gemini", "settings.json"), settings)
 	case "qwen-code":
 		env["OPENAI_API_KEY"] = TestKey
 		env["OPENAI_BASE_URL"] = s.URL + "/v1"
 		env["OPENAI_MODEL"] = ChatModel
+		// cli.js loads every module and reads the settings, then spawns
+		// itself again to run the session (heap sizing is off by
+		// default; the parent restarts it after a trust change): without
+		// that, the load happens once, 0.7 s of a 3 s start alone, more
+		// beside other agents. Its folder trust is off by default, so no
+		// answer here needs the restart.
+		env["QWEN_CODE_NO_RELAUNCH"] = "true"
 		// Follow-up suggestions and memory are requests with tools that
 		// would take scripted turns: off.
 		return env, writeJSON(filepath.Join(home, ".qwen", "settings.json"), map[string]any{
