@@ -117,7 +117,7 @@ func tellStory(t *testing.T, row storyRow) {
 			t.Fatalf("answer %q: exit %d: %s%s", row.trust, code, out, errOut)
 		}
 	}
-	af.screenHas("its first screen", row.spec.prompt)
+	af.screenShows("its first screen", row.spec.prompt)
 	if w := af.waitState("ready"); w.Agent != row.spec.agent {
 		t.Fatalf("ready: %+v", w)
 	}
@@ -144,7 +144,7 @@ func tellStory(t *testing.T, row storyRow) {
 		}
 		af.mainRequest(1)
 	}
-	af.screenHas("the answer", "Made the story file")
+	af.screenShows("the answer", "Made the story file")
 	af.waitState("ready")
 	if _, err := os.Stat(filepath.Join(rf.work, "story-file")); err != nil {
 		t.Errorf("the command did not run: %v", err)
@@ -194,7 +194,7 @@ func tellStory(t *testing.T, row storyRow) {
 	if req := rf.askAndSee(af, "Which file did you make?", "ready", "limited"); !strings.Contains(string(req.Body), "story file for me") {
 		t.Errorf("the resumed session lacks the first prompt: %.400s", req.Body)
 	}
-	af.screenHas("the answer after the limit", "It was the story file")
+	af.screenShows("the answer after the limit", "It was the story file")
 	step("resumed and answered")
 }
 

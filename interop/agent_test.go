@@ -103,6 +103,36 @@ func (af *agentFleet) screenHas(what string, phrases ...string) tuiScreen {
 	return af.settle(what, has)
 }
 
+// screenShows waits until the screen shows every phrase, looking again at
+// each event of the fleet and at least every 250 ms: a check that the
+// phrases are there. screenHas waits for 3 s of quiet first (settle), for
+// a caller that reads more of the screen than its phrases; in the story
+// that wait was a tenth of each row.
+func (af *agentFleet) screenShows(what string, phrases ...string) {
+	af.T.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s := af.screen()
+		text := strings.Join(s.Lines, "\n")
+		missing := slices.IndexFunc(phrases, func(p string) bool { return !strings.Contains(text, p) })
+		if missing < 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			af.T.Fatalf("%s did not show %s (%q) within 2 minutes: %s", af.name, what, phrases[missing], s)
+		}
+		select {
+		case _, open := <-af.events:
+			if !open {
+				af.events = nil // ended: the ticker alone
+			}
+		case <-tick.C:
+		}
+	}
+}
+
 // ask types a prompt into the agent with `harness send --enter`, once,
 // and waits until the model server gets a request carrying it: every
 // agent sends one for a submitted prompt, and harness writes the Enter as
