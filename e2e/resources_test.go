@@ -67,24 +67,20 @@ func (f *fleet) inUnitCgroup(unit string) []int {
 // here in hundreds of runs): a timeout says what each side read.
 func (f *fleet) waitCounted(unit string, d time.Duration) {
 	f.T.Helper()
-	deadline := time.Now().Add(d)
-	for f.resources(unit).PidsMax == 0 {
-		if time.Now().After(deadline) {
-			out, _, _ := f.Run("describe", unit, "--json")
-			var files []string
-			dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + filepath.Base(f.ownership.Cgroup) + "/" + unit + "/*")
-			for _, dir := range dirs {
-				for _, name := range []string{"pids.events", "pids.current", "pids.max"} {
-					if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
-						files = append(files, fmt.Sprintf("%s/%s: %s", dir, name, strings.TrimSpace(string(b))))
-					}
+	f.CLI().WaitForExplained("describe to show "+unit+"'s pids.max hits", d, func() bool { return f.resources(unit).PidsMax > 0 }, func() string {
+		out, _, _ := f.Run("describe", unit, "--json")
+		var files []string
+		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + filepath.Base(f.ownership.Cgroup) + "/" + unit + "/*")
+		for _, dir := range dirs {
+			for _, name := range []string{"pids.events", "pids.current", "pids.max"} {
+				if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+					files = append(files, fmt.Sprintf("%s/%s: %s", dir, name, strings.TrimSpace(string(b))))
 				}
 			}
-			f.T.Fatalf("describe shows no pids.max hit within %s; %d processes in the unit's cgroups; the leaves read:\n%s\ndescribe:\n%s\nthe daemon's log:\n%s",
-				d, len(f.inUnitCgroup(unit)), strings.Join(files, "\n"), out, f.Log())
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Sprintf("%d processes in the unit's cgroups; the leaves read:\n%s\ndescribe:\n%s",
+			len(f.inUnitCgroup(unit)), strings.Join(files, "\n"), out)
+	})
 }
 
 type resourceEvents struct {

@@ -75,10 +75,22 @@ func (c CLI) MustJSON(v any, args ...string) {
 // is how a user waits too.
 func (c CLI) WaitFor(what string, d time.Duration, cond func() bool) {
 	c.T.Helper()
+	c.WaitForExplained(what, d, cond, nil)
+}
+
+// WaitForExplained is WaitFor whose failure also says what explain
+// returns then: what each side read, for a wait that timed out where it
+// should not have.
+func (c CLI) WaitForExplained(what string, d time.Duration, cond func() bool, explain func() string) {
+	c.T.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			c.T.Fatalf("timed out after %s waiting for %s\ndaemon log:\n%s", d, what, c.log())
+			more := ""
+			if explain != nil {
+				more = "\n" + explain()
+			}
+			c.T.Fatalf("timed out after %s waiting for %s%s\ndaemon log:\n%s", d, what, more, c.log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
