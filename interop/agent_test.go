@@ -88,26 +88,25 @@ func newAgentFleetEnv(t *testing.T, spec agentSpec, o modelapi.AgentOptions, ext
 // screenHas waits until the screen shows every phrase.
 func (af *agentFleet) screenHas(what string, phrases ...string) tuiScreen {
 	af.T.Helper()
-	has := func(s tuiScreen) bool {
-		text := strings.Join(s.Lines, "\n")
-		for _, p := range phrases {
-			if !strings.Contains(text, p) {
-				return false
-			}
-		}
-		return true
-	}
+	has := func(s tuiScreen) bool { return missingPhrase(s, phrases) < 0 }
 	if s := af.screen(); has(s) {
 		return s // settle waits for the next output, which may never come
 	}
 	return af.settle(what, has)
 }
 
+// missingPhrase is the index of the first of phrases the screen does not
+// show, -1 when it shows them all.
+func missingPhrase(s tuiScreen, phrases []string) int {
+	text := strings.Join(s.Lines, "\n")
+	return slices.IndexFunc(phrases, func(p string) bool { return !strings.Contains(text, p) })
+}
+
 // screenShows waits until the screen shows every phrase, looking again at
 // each event of the fleet and at least every 250 ms: a check that the
 // phrases are there. screenHas waits for 3 s of quiet first (settle), for
 // a caller that reads more of the screen than its phrases; in the story
-// that wait was a tenth of each row.
+// that wait was most of the time between a screen drawn and the next step.
 func (af *agentFleet) screenShows(what string, phrases ...string) {
 	af.T.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -115,8 +114,7 @@ func (af *agentFleet) screenShows(what string, phrases ...string) {
 	defer tick.Stop()
 	for {
 		s := af.screen()
-		text := strings.Join(s.Lines, "\n")
-		missing := slices.IndexFunc(phrases, func(p string) bool { return !strings.Contains(text, p) })
+		missing := missingPhrase(s, phrases)
 		if missing < 0 {
 			return
 		}
