@@ -60,30 +60,51 @@ func (d *benchDaemon) startFleet(ctx context.Context, n int) error {
 // all: how long each takes is the machine's floor under start --all and
 // stop --all.
 func spawnFloor(ctx context.Context, n int) (start, kill time.Duration, err error) {
-	cmds := make([]*exec.Cmd, n)
+	cmds, start, err := sleepsAtOnce(n, func(_ int, c *exec.Cmd) error { return c.Start() })
+	return start, killAll(cmds, nil), err
+}
+
+// sleepsAtOnce makes n `sleep 100000` commands and starts each through
+// start from a goroutine of its own, as start --all starts units; took is
+// how long the starts took.
+func sleepsAtOnce(n int, start func(i int, c *exec.Cmd) error) (cmds []*exec.Cmd, took time.Duration, err error) {
+	cmds = make([]*exec.Cmd, n)
 	errs := make(chan error, n)
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	for i := range cmds {
-		cmds[i] = exec.Command("sleep", "100000")
-		wg.Add(1)
-		go func(c *exec.Cmd) { defer wg.Done(); errs <- c.Start() }(cmds[i])
+		c := exec.Command("sleep", "100000")
+		cmds[i] = c
+		wg.Go(func() { errs <- start(i, c) })
 	}
 	wg.Wait()
-	start = time.Since(t0)
+	took = time.Since(t0)
 	close(errs)
 	for e := range errs {
 		err = errors.Join(err, e)
 	}
-	t0 = time.Now()
-	for _, c := range cmds {
+	return cmds, took, err
+}
+
+// killAll kills and reaps every started command, one goroutine each, and
+// then calls after (when not nil) with its index; it returns how long
+// that took.
+func killAll(cmds []*exec.Cmd, after func(i int)) time.Duration {
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for i, c := range cmds {
 		if c.Process != nil {
-			wg.Add(1)
-			go func() { defer wg.Done(); _ = c.Process.Kill(); _ = c.Wait() }()
+			wg.Go(func() {
+				_ = c.Process.Kill()
+				_ = c.Wait()
+				if after != nil {
+					after(i)
+				}
+			})
 		}
 	}
 	wg.Wait()
-	return start, time.Since(t0), err
+	return time.Since(t0)
 }
 
 // cgroupSpawnFloor is spawnFloor with the cgroups a daemon's run gets:
@@ -118,29 +139,13 @@ func cgroupSpawnFloor(n int) (start time.Duration, layout, why string, err error
 			return 0, layout, "", err
 		}
 	}
-	cmds := make([]*exec.Cmd, n)
-	errs := make(chan error, n)
-	t0 := time.Now()
-	var wg sync.WaitGroup
-	for i, g := range groups {
-		c := exec.Command("sleep", "100000")
+	cmds, start, err := sleepsAtOnce(n, func(i int, c *exec.Cmd) error {
+		g := groups[i]
 		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		cgroup.SpawnInto(c.SysProcAttr, g.FD())
-		cmds[i] = c
-		wg.Go(func() { errs <- errors.Join(g.Start(c.Start), g.CloseFD()) })
-	}
-	wg.Wait()
-	start = time.Since(t0)
-	close(errs)
-	for e := range errs {
-		err = errors.Join(err, e)
-	}
-	for i, c := range cmds {
-		if c.Process != nil {
-			wg.Go(func() { _ = c.Process.Kill(); _ = c.Wait(); _ = groups[i].WaitEmpty(nil) })
-		}
-	}
-	wg.Wait()
+		return errors.Join(g.Start(c.Start), g.CloseFD())
+	})
+	killAll(cmds, func(i int) { _ = groups[i].WaitEmpty(nil) })
 	for _, g := range groups {
 		err = errors.Join(err, g.Remove())
 	}
