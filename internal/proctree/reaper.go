@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -22,10 +23,18 @@ import (
 type Reaper struct {
 	logger *slog.Logger
 
-	// mu is held across a whole scan-and-reap pass and across a Spawn's
-	// start, so a child is registered before any pass can look at it.
+	// pass is held for writing across a whole scan-and-reap pass and for
+	// reading across a Spawn's start, so a child is registered before any
+	// pass can look at it while spawns overlap one another.
+	pass sync.RWMutex
+	// mu guards owned, skipped and started.
 	mu    sync.Mutex
 	owned map[int]struct{}
+	// slots bounds the spawns in flight: each holds an OS thread (locked
+	// while it joins cgroup v1 leaves, blocked in the fork until the
+	// child's exec), and a start --all of 1,000 with no bound made a
+	// thread for nearly every one.
+	slots chan struct{}
 	// skipped holds the registered pids a pass found in /proc and left to
 	// their owner's Wait. Only for those can an orphan that took the
 	// number after the Wait have been passed over, so only their Release
@@ -47,12 +56,19 @@ func NewReaper(logger *slog.Logger) *Reaper {
 	return &Reaper{
 		logger:  logger,
 		owned:   map[int]struct{}{},
+		slots:   make(chan struct{}, SpawnsAtOnce()),
 		skipped: map[int]struct{}{},
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 }
+
+// SpawnsAtOnce is how many Spawns may run at once: two per core, so one
+// spawn's writes to cgroup files and fork overlap another's wait for its
+// child's exec. One at a time, a start --all of 1,000 took a fifth longer
+// (docs/benchmarks.md).
+func SpawnsAtOnce() int { return 2 * max(1, runtime.GOMAXPROCS(0)) }
 
 // minPassGap is the least time from one pass's start to the next one's.
 // A pass reads every other process's stat, and a stop of 1,000 units brings
@@ -121,18 +137,23 @@ func (r *Reaper) Stop() {
 }
 
 // Spawn runs start (typically a closure around cmd.Start returning
-// cmd.Process.Pid) under the reaper's lock and registers the pid it
-// returns, so even a child that exits at once is never reaped here. Call
-// Release after the owner's Wait returned.
+// cmd.Process.Pid) while no pass runs and registers the pid it returns,
+// so even a child that exits at once is never reaped here. Up to
+// SpawnsAtOnce spawns run at once; more wait for a slot. Call Release
+// after the owner's Wait returned.
 func (r *Reaper) Spawn(start func() (pid int, err error)) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.slots <- struct{}{}
+	defer func() { <-r.slots }()
+	r.pass.RLock()
+	defer r.pass.RUnlock()
 	pid, err := start()
 	if err != nil {
 		return pid, err // start's own error already says what failed
 	}
 	if pid > 0 {
+		r.mu.Lock()
 		r.owned[pid] = struct{}{}
+		r.mu.Unlock()
 	}
 	return pid, nil
 }
@@ -158,6 +179,8 @@ func (r *Reaper) Release(pid int) {
 // reapOrphans reaps every zombie whose parent is this process and which is
 // not registered. SIGCHLD coalesces, so each pass looks at all of /proc.
 func (r *Reaper) reapOrphans() {
+	r.pass.Lock()
+	defer r.pass.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	self := os.Getpid()

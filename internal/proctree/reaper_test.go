@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -107,4 +108,45 @@ func TestReaperStopWithoutStart(t *testing.T) {
 	if !errors.Is(err, syscall.EAGAIN) || pid != 0 {
 		t.Fatalf("Spawn returned %d, %v; want start's error", pid, err)
 	}
+}
+
+// Spawns overlap, so one's fork can run while another waits for its
+// child's exec, but no more than SpawnsAtOnce are in flight: each holds
+// an OS thread, and a start --all of 1,000 must not make 1,000 threads.
+func TestReaperRunsUpToSpawnsAtOnceTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := NewReaper(nil)
+		limit := SpawnsAtOnce()
+		var inFlight, most atomic.Int64
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range limit + 2 {
+			wg.Go(func() {
+				pid, err := r.Spawn(func() (int, error) {
+					most.Store(max(most.Load(), inFlight.Add(1)))
+					<-release
+					inFlight.Add(-1)
+					return 1000 + i, nil
+				})
+				if err != nil || pid != 1000+i {
+					t.Errorf("Spawn %d returned %d, %v", i, pid, err)
+				}
+			})
+		}
+		synctest.Wait() // every spawn is in its start or waiting for a slot
+		if got := inFlight.Load(); got != int64(limit) {
+			t.Fatalf("%d spawns in flight with %d asked for, want SpawnsAtOnce = %d", got, limit+2, limit)
+		}
+		close(release)
+		wg.Wait()
+		if got := most.Load(); got != int64(limit) {
+			t.Errorf("at most %d spawns were in flight, want %d", got, limit)
+		}
+		r.mu.Lock()
+		registered := len(r.owned)
+		r.mu.Unlock()
+		if registered != limit+2 {
+			t.Errorf("%d pids registered, want %d", registered, limit+2)
+		}
+	})
 }
