@@ -111,16 +111,18 @@ func killAll(cmds []*exec.Cmd, after func(i int)) time.Duration {
 // each sleep started into a leaf of its own in a subtree made for it, as
 // supervise does (NewRun with the default tasks_max, the v2 leaf by
 // CLONE_INTO_CGROUP, and on a hybrid layout the spawning thread's joins of
-// the v1 leaves and its way back, Group.Start). No PTY, no daemon. why
-// says what was not measured when cgroups are not there to use.
-func cgroupSpawnFloor(n int) (start time.Duration, layout, why string, err error) {
+// the v1 leaves and its way back, Group.Start). No PTY, no daemon. kill
+// is the floor under stop --all likewise: every sleep killed and reaped
+// and its cgroups removed once empty, as a run's end does. why says what
+// was not measured when cgroups are not there to use.
+func cgroupSpawnFloor(n int) (start, kill time.Duration, layout, why string, err error) {
 	loc, err := cgroup.Locate()
 	if err != nil {
-		return 0, "", err.Error(), nil
+		return 0, 0, "", err.Error(), nil
 	}
 	tr, err := cgroup.Create(loc, fmt.Sprintf("bench-floor-%d", os.Getpid()))
 	if err != nil {
-		return 0, "", err.Error(), nil
+		return 0, 0, "", err.Error(), nil
 	}
 	defer func() {
 		_, eerr := cgroup.End(tr.Dir(), time.Second)
@@ -136,7 +138,7 @@ func cgroupSpawnFloor(n int) (start time.Duration, layout, why string, err error
 	groups := make([]*cgroup.Group, n)
 	for i := range groups {
 		if groups[i], err = tr.NewRun(fmt.Sprintf("floor%d", i), 1, cgroup.Limits{TasksMax: config.DefaultTasksMax}); err != nil {
-			return 0, layout, "", err
+			return 0, 0, layout, "", err
 		}
 	}
 	cmds, start, err := sleepsAtOnce(n, func(i int, c *exec.Cmd) error {
@@ -145,11 +147,11 @@ func cgroupSpawnFloor(n int) (start time.Duration, layout, why string, err error
 		cgroup.SpawnInto(c.SysProcAttr, g.FD())
 		return errors.Join(g.Start(c.Start), g.CloseFD())
 	})
-	killAll(cmds, func(i int) { _ = groups[i].WaitEmpty(nil) })
-	for _, g := range groups {
-		err = errors.Join(err, g.Remove())
-	}
-	return start, layout, "", err
+	removed := make([]error, n)
+	kill = killAll(cmds, func(i int) {
+		removed[i] = errors.Join(groups[i].WaitEmpty(nil), groups[i].Remove())
+	})
+	return start, kill, layout, "", errors.Join(append(removed, err)...)
 }
 
 // runFleet is parts 2 and 3 on one daemon carrying the whole fleet.
@@ -180,12 +182,12 @@ func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) erro
 	// The same with the cgroups a run gets: what the kernel's serial work
 	// (fork and exec, cgroup v1 joins) leaves for the daemon's own.
 	o.progress("part 2: the spawn floor with cgroups")
-	cgFloor, layout, why, err := cgroupSpawnFloor(o.Harnesses)
+	cgFloor, cgKillFloor, layout, why, err := cgroupSpawnFloor(o.Harnesses)
 	if err != nil {
 		return err
 	}
 	if why == "" {
-		rep.metric(p2, fmt.Sprintf("floor: the same %d started into cgroups of their own as the daemon does (%s), no PTY", o.Harnesses, layout), "%s", us(cgFloor))
+		rep.metric(p2, fmt.Sprintf("floor: the same %d started into cgroups of their own as the daemon does (%s), no PTY / killed, reaped and their cgroups removed", o.Harnesses, layout), "%s / %s", us(cgFloor), us(cgKillFloor))
 	} else {
 		rep.metric(p2, "floor: the same started into cgroups of their own", "not measured: %s", why)
 	}
@@ -326,6 +328,9 @@ func runFleet(ctx context.Context, o options, bin, tmp string, rep *report) erro
 	}
 	allDown := time.Since(t0)
 	rep.metric(p2, fmt.Sprintf("`stop --all` (stop_grace = %d s): CLI returned / none running (none running / the kill floor)", o.StopGrace), "%s / %s (%.1fx)", us(cliStop), us(allDown), float64(allDown)/float64(killFloor))
+	if why == "" {
+		rep.metric(p2, "`stop --all` none running / the kill floor with cgroups", "%.2fx", float64(allDown)/float64(cgKillFloor))
+	}
 
 	worst := max(rss, rss2)
 	rep.target(fmt.Sprintf("daemon RSS at %d harnesses < 80 MiB", o.Harnesses), worst < 80<<10, "%.1f MiB", mib(worst))
