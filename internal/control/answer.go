@@ -50,7 +50,7 @@ func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResul
 			a.Name, m.String(quotePrompt(as.Prompt)), errcode.Quote(m.String(a.Choice)), m.String(agent.ListChoices(choices)))
 	}
 	ad := u.sup.Adapter()
-	if as, err = awaitAnswerable(ctx, u, as, ad.AnswerAfter); err != nil {
+	if as, err = awaitAnswerable(ctx, u, as, ad.AnswerAfter, i); err != nil {
 		return api.AnswerResult{}, fmt.Errorf("%s: %w", a.Name, err)
 	}
 	run, keys, t, err := typeAnswer(ctx, u, as, i)
@@ -89,25 +89,48 @@ func (c *Control) Answer(ctx context.Context, a api.AnswerArgs) (api.AnswerResul
 
 // awaitAnswerable waits until the dialog as shows has been seen for
 // guard (Adapter.AnswerAfter), and returns it as it is then: the same
-// prompt, its cursor perhaps moved. Another prompt by then is
-// not_waiting.
-func awaitAnswerable(ctx context.Context, u *unit, as supervise.AgentStatus, guard time.Duration) (supervise.AgentStatus, error) {
-	wait := time.Until(as.PromptAt.Add(guard))
-	if guard <= 0 || as.PromptAt.IsZero() || wait <= 0 {
-		return as, nil
+// prompt, its cursor perhaps moved. The same question drawn again
+// meanwhile (its terminal resized, as when the dashboard's terminal
+// attaches, and a long choice wrapped anew) is a new prompt, but choice
+// i is still what was answered: its own guard is waited for, up to
+// redrawsAwaited times. Another prompt by then is not_waiting.
+func awaitAnswerable(ctx context.Context, u *unit, as supervise.AgentStatus, guard time.Duration, i int) (supervise.AgentStatus, error) {
+	for redraws := 0; ; redraws++ {
+		wait := time.Until(as.PromptAt.Add(guard))
+		if guard <= 0 || as.PromptAt.IsZero() || wait <= 0 {
+			return as, nil
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return as, fmt.Errorf("waiting for the dialog to take keys: %w", ctx.Err())
+		}
+		now := u.sup.AgentStatus()
+		if now.RunID == as.RunID && now.PromptID == as.PromptID && now.Rule != nil {
+			return now, nil
+		}
+		if redraws == redrawsAwaited || !sameQuestion(as, now, i) {
+			return as, errcode.ErrNotWaiting.Errorf("no longer on the prompt answered: its agent (%s) moved on before the dialog took keys", as.Agent)
+		}
+		as = now
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-	case <-ctx.Done():
-		return as, fmt.Errorf("waiting for the dialog to take keys: %w", ctx.Err())
-	}
-	now := u.sup.AgentStatus()
-	if now.RunID != as.RunID || now.PromptID != as.PromptID || now.Rule == nil {
-		return as, errcode.ErrNotWaiting.Errorf("no longer on the prompt answered: its agent (%s) moved on before the dialog took keys", as.Agent)
-	}
-	return now, nil
+}
+
+// redrawsAwaited bounds how many times an answer waits for the guard of
+// its dialog drawn again: a dialog redrawn on every look is not one a
+// person is answering.
+const redrawsAwaited = 3
+
+// sameQuestion reports whether now, a prompt after was, asks what was
+// asked and offers choice i as was did: the same run, wait and prompt
+// text, as many choices, choice i the same. Only the other choices may
+// read differently (a long one wrapped anew).
+func sameQuestion(was, now supervise.AgentStatus, i int) bool {
+	return now.RunID == was.RunID && now.AgentState == api.AgentWaiting && now.Rule != nil &&
+		now.WaitingFor == was.WaitingFor && now.Prompt == was.Prompt &&
+		len(now.Choices) == len(was.Choices) && i < len(now.Choices) && now.Choices[i] == was.Choices[i]
 }
 
 // typeAnswer types the keys that pick choice i on the dialog as shows,
